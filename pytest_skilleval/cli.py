@@ -1,0 +1,5 @@
+"""The `skilleval` console script."""
+
+
+def main() -> int:
+    return 0

@@ -1,0 +1,56 @@
+"""One trial's result as it crosses the xdist boundary (JSON in `report.user_properties`).
+
+Everything the session aggregate needs is in a `TrialRecord`; aggregation never reads Harbor's files, so a run
+under `-n N` aggregates exactly what a plain run does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Arm = Literal["with_skill", "without_skill"]
+ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
+# "scored": a usable overall; "unscored": the trial ran but nothing could be scored (missing is not zero);
+# "error": Harbor, the agent or the grader failed; "skipped": not run (no grader, selection, ...).
+TrialStatus = Literal["scored", "unscored", "error", "skipped"]
+
+USER_PROPERTY_KEY = "skilleval_trial"
+
+
+class TokenUsage(BaseModel):
+    """Prompt tokens include cache tokens; None means the agent did not report that figure."""
+
+    prompt: int | None = None
+    completion: int | None = None
+    cache: int | None = None
+    cost_usd: float | None = None
+
+
+class TrialRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    skill: str = Field(description="The skill folder's name.")
+    skill_dir: str = ""
+    case: str
+    agent: str
+    arm: Arm
+    attempt: int
+    nodeid: str = ""
+    status: TrialStatus
+    grading_mode: str = "default"
+    overall: float | None = None
+    metrics: dict[str, float | None] = Field(default_factory=dict, description="The six standard evaluators.")
+    custom_metrics: dict[str, float] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(default_factory=dict)
+    activation: float | None = Field(default=None, description="skill_execution's activation sub-score.")
+    negative_control: bool = False
+    judge_models: dict[str, str | None] = Field(default_factory=dict)
+    trajectory_source: str | None = None
+    tokens: TokenUsage | None = None
+    agent_seconds: float | None = None
+    error: str | None = None
+    reason: str | None = None
+    trial_dir: str | None = None
+    passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")

@@ -1,0 +1,1 @@
+"""pytest hooks only; each delegates to a module with one job."""

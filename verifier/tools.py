@@ -1,0 +1,85 @@
+"""How a tool call's name and arguments are read: tool kinds, command text, path argument.
+
+Tool kinds are case-insensitive substring tests on the tool name, so `TaskRunner` counts as an exec tool, as the
+reference grader does. Every check uses these helpers, never its own reading of the arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+EXEC_MARKERS = ("bash", "execute", "exec_command", "run_code", "run", "shell", "command")
+READ_MARKERS = ("read", "read_file", "grep", "glob")
+WRITE_MARKERS = ("write", "edit", "write_file", "edit_file", "notebookedit")
+
+COMMAND_KEYS = ("command", "cmd", "code", "raw")
+PATH_KEYS = ("file_path", "path", "filename", "target_file", "raw")
+SECURITY_TEXT_KEYS = ("command", "cmd", "code", "raw", "path", "file_path")
+WORKDIR_KEYS = ("workdir", "cwd")
+
+
+def _has_marker(tool: str, markers: tuple[str, ...]) -> bool:
+    lowered = (tool or "").lower()
+    return any(marker in lowered for marker in markers)
+
+
+def is_exec_tool(tool: str) -> bool:
+    return _has_marker(tool, EXEC_MARKERS)
+
+
+def is_read_tool(tool: str) -> bool:
+    return _has_marker(tool, READ_MARKERS)
+
+
+def is_write_tool(tool: str) -> bool:
+    return _has_marker(tool, WRITE_MARKERS)
+
+
+def is_skill_tool(tool: str) -> bool:
+    return (tool or "").lower() == "skill"
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        # Codex-style argv lists: ["bash", "-lc", "ls"].
+        return " ".join(_as_text(item) for item in value)
+    return str(value)
+
+
+def _first_non_empty(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    for key in keys:
+        text = _as_text(arguments.get(key))
+        if text.strip():
+            return text
+    return ""
+
+
+def command_text(arguments: Mapping[str, Any]) -> str:
+    """The shell text an exec tool ran: first non-empty of command, cmd, code, raw."""
+    return _first_non_empty(arguments, COMMAND_KEYS)
+
+
+def path_argument(arguments: Mapping[str, Any]) -> str:
+    """The file a read/write tool touched: first non-empty of file_path, path, filename, target_file, raw."""
+    return _first_non_empty(arguments, PATH_KEYS)
+
+
+def security_action_text(arguments: Mapping[str, Any]) -> str:
+    """All of a call's command and path arguments joined with spaces, as the pattern rules scan them."""
+    parts = (_as_text(arguments.get(key)) for key in SECURITY_TEXT_KEYS)
+    return " ".join(part for part in parts if part)
+
+
+def workdir_argument(arguments: Mapping[str, Any]) -> str:
+    """The directory a call asked to run in (workdir or cwd), or empty."""
+    return _first_non_empty(arguments, WORKDIR_KEYS)
+
+
+def skill_tool_name(arguments: Mapping[str, Any]) -> str:
+    """The skill a `Skill` tool call invoked: argument `skill`, else `name`."""
+    return _first_non_empty(arguments, ("skill", "name"))
