@@ -1,0 +1,300 @@
+"""Reading `evals/evals.json` (or .jsonl/.yaml/.yml) into validated `EvalCase`s.
+
+Two shapes are accepted: the agentskills shape `{"skill_name": ..., "evals": [...]}` and the legacy flat list (or
+`{"cases": [...]}`) whose entries use `question`, `ground_truth`, `expected_behavior` and `acceptable_alternates`.
+Every problem becomes one `DatasetError` naming the file, the entry (id or index) and the field, so a broken file is
+one clear collection error and never a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pytest_skilleval.case_ids import CaseIdError, canonical_case_id, duplicate_key
+
+DATASET_NAMES: tuple[str, ...] = ("evals.json", "evals.jsonl", "evals.yaml", "evals.yml")
+MAX_DATASET_BYTES = 64 * 1024 * 1024
+
+# Legacy (and skill-creator) names -> the names the runtime uses. Authored runtime names win when both appear.
+FIELD_ALIASES: dict[str, str] = {
+    "question": "prompt",
+    "ground_truth": "expected_output",
+    "expected_behavior": "assertions",
+    "expectations": "assertions",
+    "acceptable_alternates": "acceptable_skills",
+}
+
+
+class DatasetError(ValueError):
+    """A dataset problem, located: file, entry and field."""
+
+    def __init__(self, path: Path, message: str, *, entry: str | None = None, field: str | None = None) -> None:
+        self.path = path
+        self.entry = entry
+        self.field = field
+        self.message = message
+        where = [str(path)]
+        if entry is not None:
+            where.append(entry)
+        if field is not None:
+            where.append(f"field '{field}'")
+        super().__init__(f"{': '.join(where)}: {message}")
+
+
+def _non_empty_strings(value: Any, field: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ValueError(f"{field} must be a list of strings")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError(f"{field} must hold only non-empty strings")
+    return value
+
+
+class EvalCase(BaseModel):
+    """One eval case. Unknown authored keys are kept: they travel to the grader in `/tests/entry.json`."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str
+    prompt: str
+    expected_output: str
+    assertions: list[str] = Field(default_factory=list)
+    files: list[str] | None = Field(
+        default=None, description="Paths relative to evals/; None with files_given False means all of evals/files/."
+    )
+    files_given: bool = Field(default=False, exclude=True)
+    expected_skill: str | None = None
+    expected_skill_given: bool = Field(default=False, exclude=True)
+    should_trigger: bool | None = None
+    expected_script: str | None = None
+    acceptable_skills: list[str] = Field(default_factory=list)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _canonical_id(cls, value: Any) -> str:
+        try:
+            return canonical_case_id(value)
+        except CaseIdError as error:
+            raise ValueError(str(error)) from None
+
+    @field_validator("prompt", "expected_output", mode="before")
+    @classmethod
+    def _non_empty_text(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _assertion_list(cls, value: Any) -> list[str]:
+        return [] if value is None else _non_empty_strings(value, "assertions")
+
+    @field_validator("files", mode="before")
+    @classmethod
+    def _file_list(cls, value: Any) -> list[str] | None:
+        if value is None:
+            return []
+        return _non_empty_strings(value, "files")
+
+    @field_validator("acceptable_skills", mode="before")
+    @classmethod
+    def _skill_list(cls, value: Any) -> list[str]:
+        """A comma/newline separated string, or a list of names or {name|skill|expected_skill} objects."""
+        if value is None:
+            return []
+        if isinstance(value, str):
+            value = [part for chunk in value.splitlines() for part in chunk.split(",")]
+        if not isinstance(value, list):
+            raise ValueError("acceptable_skills must be a string or a list")
+        names: list[str] = []
+        for item in value:
+            if isinstance(item, Mapping):
+                item = item.get("name") or item.get("skill") or item.get("expected_skill")
+            if not isinstance(item, str):
+                raise ValueError("acceptable_skills items must be names")
+            item = item.strip()
+            if item and item.casefold() not in {n.casefold() for n in names}:
+                names.append(item)
+        return names
+
+    @field_validator("should_trigger", mode="before")
+    @classmethod
+    def _strict_bool(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, bool):
+            raise ValueError("should_trigger must be true, false or null")
+        return value
+
+    @property
+    def is_negative(self) -> bool:
+        """A negative control: the skill should stay unused."""
+        if self.should_trigger is not None:
+            return not self.should_trigger
+        return self.expected_skill_given and not self.expected_skill
+
+    def entry_json(self) -> dict[str, Any]:
+        """The authored entry plus the runtime aliases a grader written for either naming may read."""
+        data = self.model_dump(mode="json", exclude={"files_given", "expected_skill_given"})
+        if not self.files_given:
+            data.pop("files", None)
+        if not self.expected_skill_given and self.expected_skill is None:
+            data.pop("expected_skill", None)
+        # An absent should_trigger means "decide from expected_skill"; a null key would read as a negative case.
+        for optional in ("should_trigger", "expected_script"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
+        data["question"] = self.prompt
+        data["ground_truth"] = self.expected_output
+        data["expected_behavior"] = list(self.assertions)
+        data["acceptable_alternates"] = list(self.acceptable_skills)
+        return data
+
+
+class Dataset(BaseModel):
+    path: Path
+    skill_name: str | None
+    shape: str  # "agentskills" | "legacy"
+    cases: list[EvalCase]
+    digest: str
+
+    def ids(self) -> set[str]:
+        return {case.id for case in self.cases}
+
+
+def find_dataset(evals_dir: Path) -> Path | None:
+    """The skill's dataset: the first of DATASET_NAMES that exists."""
+    for name in DATASET_NAMES:
+        candidate = evals_dir / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _parse_text(path: Path, text: str) -> Any:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            return json.loads(text)
+        if suffix == ".jsonl":
+            rows = []
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as error:
+                        raise DatasetError(path, f"invalid JSON: {error.msg}", entry=f"line {number}") from None
+            return rows
+        return yaml.safe_load(text)
+    except json.JSONDecodeError as error:
+        raise DatasetError(path, f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise DatasetError(path, f"invalid YAML{where}: {problem}") from None
+
+
+def _entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:
+    """Tell the shape apart: (shape, skill_name, raw entries)."""
+    if isinstance(data, Mapping) and "evals" in data:
+        skill_name = data.get("skill_name")
+        if not isinstance(skill_name, str) or not skill_name.strip():
+            raise DatasetError(path, "must be a non-empty string", field="skill_name")
+        entries = data["evals"]
+        if not isinstance(entries, list):
+            raise DatasetError(path, "must be a list of eval entries", field="evals")
+        return "agentskills", skill_name.strip(), entries
+    if isinstance(data, list):
+        return "legacy", None, data
+    if isinstance(data, Mapping) and "cases" in data:
+        if not isinstance(data["cases"], list):
+            raise DatasetError(path, "must be a list of eval entries", field="cases")
+        return "legacy", None, data["cases"]
+    if isinstance(data, Mapping) and "id" in data:
+        return "legacy", None, [data]
+    kind = type(data).__name__ if data is not None else "nothing"
+    raise DatasetError(
+        path,
+        f"unknown dataset shape ({kind}): expected {{\"skill_name\": ..., \"evals\": [...]}} or a list of entries",
+    )
+
+
+def _normalize_entry(raw: Mapping[str, Any], skill_name: str | None) -> dict[str, Any]:
+    entry: dict[str, Any] = {}
+    for key, value in raw.items():
+        target = FIELD_ALIASES.get(key, key)
+        if target != key and target in raw:
+            continue  # the runtime name was authored too, and wins
+        entry[target] = value
+    entry["files_given"] = "files" in raw
+    entry["expected_skill_given"] = "expected_skill" in raw
+    if "expected_skill" not in raw and skill_name is not None:
+        entry["expected_skill"] = skill_name
+    return entry
+
+
+def _entry_label(index: int, raw: Any) -> str:
+    if isinstance(raw, Mapping) and isinstance(raw.get("id"), (str, int)) and not isinstance(raw.get("id"), bool):
+        return f"entry {index} (id {raw['id']!r})"
+    return f"entry {index}"
+
+
+def _validation_message(error: ValidationError) -> tuple[str | None, str]:
+    problems = []
+    first_field = None
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or None
+        first_field = first_field or field
+        message = item["msg"].removeprefix("Value error, ")
+        problems.append(f"field '{field}': {message}" if field else message)
+    if len(problems) == 1:
+        return first_field, problems[0].split(": ", 1)[-1] if first_field else problems[0]
+    return None, "; ".join(problems)
+
+
+def parse_dataset(path: Path, text: str) -> Dataset:
+    data = _parse_text(path, text)
+    shape, skill_name, raw_entries = _entries(path, data)
+    if not raw_entries:
+        raise DatasetError(path, "the dataset has no eval entries")
+    cases: list[EvalCase] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_entries):
+        label = _entry_label(index, raw)
+        if not isinstance(raw, Mapping):
+            raise DatasetError(path, f"must be an object, not {type(raw).__name__}", entry=label)
+        try:
+            case = EvalCase.model_validate(_normalize_entry(raw, skill_name))
+        except ValidationError as error:
+            field, message = _validation_message(error)
+            raise DatasetError(path, message, entry=label, field=field) from None
+        key = duplicate_key(case.id)
+        if key in seen:
+            raise DatasetError(
+                path, f"duplicate id {case.id!r} (entry {seen[key]} has the same id)", entry=label, field="id"
+            )
+        seen[key] = index
+        cases.append(case)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Dataset(path=path, skill_name=skill_name, shape=shape, cases=cases, digest=digest)
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Read and validate one dataset file; raises DatasetError."""
+    try:
+        if path.stat().st_size > MAX_DATASET_BYTES:
+            raise DatasetError(path, f"larger than {MAX_DATASET_BYTES // (1024 * 1024)} MiB")
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DatasetError(path, "is not UTF-8 text") from None
+    except OSError as error:
+        raise DatasetError(path, f"cannot be read: {error.strerror or error}") from None
+    return parse_dataset(path, text)
