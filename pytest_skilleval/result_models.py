@@ -1,0 +1,338 @@
+"""Pydantic models for the session aggregate and the result.json it becomes.
+
+`RunPlan` is what the session *meant* to run (from the dataset and the options); `AggregateResult` is what the pure
+core concluded from the records that actually ran. `ResultDocument` adds what only the writer knows (run id, Harbor
+version, paths) and is the model the shipped JSON Schema (`schemas/result.schema.json`) is generated from.
+
+Numbers are rounded to 4 places when the aggregate builds these models; None (JSON null) always means "not scored"
+or "not available", never zero.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_skilleval.outcome import Arm
+
+SCHEMA_VERSION = "2.0"
+SCORE_POLICY = "skill-evaluator-dimension-mean-v1"
+DIMENSIONS: tuple[str, ...] = ("security", "correctness", "discoverability", "effectiveness", "efficiency")
+
+Band = Literal["PASS", "NEUTRAL", "FAIL"]
+Verdict = Literal["pass", "neutral", "fail", "inconclusive"]
+ExecutionStatus = Literal["succeeded", "failed", "interrupted"]
+ConditionStatus = Literal["succeeded", "failed", "skipped"]
+AgentStatus = Literal["succeeded", "failed", "skipped"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunPlan(_Model):
+    """What the session set out to run: the expected grid is cases x agents x arms x attempts."""
+
+    skill: str
+    skill_dir: str = ""
+    cases: list[str] = Field(description="Every case id the dataset defines, in dataset order.")
+    negative_cases: list[str] = Field(default_factory=list, description="Negative-control case ids, if known.")
+    agents: list[str]
+    arms: list[Arm] = Field(default_factory=lambda: ["with_skill", "without_skill"], description="Arms run.")
+    n_attempts: int = Field(default=1, ge=1)
+    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    stop_on_pass: bool = False
+    grading_mode: Literal["default", "default_plus_custom", "custom_only"] = "default"
+    selection_complete: bool = Field(default=True, description="False under -k/-m/--max-cases/node-id selection.")
+    skipped_cases: list[str] = Field(default_factory=list, description="Cases left out of this session's run.")
+    interrupted: bool = False
+    run_config: dict[str, Any] = Field(default_factory=dict)
+    agent_models: dict[str, str | None] = Field(default_factory=dict)
+    dataset_summary: dict[str, Any] = Field(default_factory=dict)
+    dataset_digest: str | None = None
+    dataset_digest_algorithm: str | None = None
+    dataset_snapshot: dict[str, Any] | None = Field(default=None, description="Written as dataset_snapshot.json.")
+    evaluated_at: str | None = Field(default=None, description="ISO-8601 UTC; the aggregate stamps now if None.")
+    duration_seconds: float | None = None
+
+
+class Dimensions(_Model):
+    security: float | None = None
+    correctness: float | None = None
+    discoverability: float | None = None
+    effectiveness: float | None = None
+    efficiency: float | None = None
+
+
+class DimensionBands(_Model):
+    security: Band | None = None
+    correctness: Band | None = None
+    discoverability: Band | None = None
+    effectiveness: Band | None = None
+    efficiency: Band | None = None
+
+
+class TokenCounts(_Model):
+    prompt: int | None = None
+    completion: int | None = None
+    cache: int | None = None
+    total: int | None = Field(default=None, description="prompt + completion; cache is inside prompt.")
+    cost_usd: float | None = None
+
+
+class TrialEntry(_Model):
+    case: str
+    agent: str
+    arm: Arm
+    attempt: int
+    status: str
+    grading_mode: str
+    overall: float | None
+    passed: bool | None
+    metrics: dict[str, float | None]
+    dimensions: Dimensions
+    custom_metrics: dict[str, float]
+    activation: float | None = None
+    negative_control: bool = False
+    judge_models: dict[str, str | None] = Field(default_factory=dict)
+    tokens: TokenCounts | None = None
+    seconds: float | None = None
+    error: str | None = None
+    reason: str | None = None
+    nodeid: str = ""
+    counted: bool = Field(default=True, description="False for extra, duplicate or skipped records.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class AttemptOutcome(_Model):
+    attempt: int
+    score: float | None
+    passed: bool
+
+
+class CasePassAtK(_Model):
+    passed: bool
+    first_pass_attempt: int | None
+    attempts_used: int
+    attempts_scored: int
+    attempts_passed: int
+    attempts_skipped: int
+    attempts_missing: int
+    best_score: float | None
+    attempts: list[AttemptOutcome]
+
+
+class PassAtK(_Model):
+    k: int
+    pass_threshold: float
+    stop_on_pass: bool
+    passed_cases: int
+    failed_cases: int
+    total_cases: int
+    rate: float | None
+    wilson95: list[float] | None = Field(description="[lo, hi] Wilson interval on rate.")
+    unbiased: dict[str, float | None] = Field(description="k -> mean over cases of 1 - C(n-c,k)/C(n,k).")
+    pass_hat_k: dict[str, float | None] = Field(description="k -> mean over cases of C(c,k)/C(n,k).")
+    estimator_cases: dict[str, int] = Field(description="k -> cases with at least k scored attempts.")
+    estimator_note: str | None = None
+    attempts_used: int
+    max_attempts_possible: int
+    cases: dict[str, CasePassAtK]
+
+
+class ArmResources(_Model):
+    n_trials: int
+    telemetry_complete: bool
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cache_tokens: int | None
+    total_tokens: int | None
+    agent_seconds: float | None
+    cost_usd: float | None
+    trials_missing_tokens: int
+    trials_missing_seconds: int
+
+
+class ResourceDelta(_Model):
+    available: bool
+    reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+    agent_seconds: float | None = None
+
+
+class TrialFailure(_Model):
+    case: str
+    attempt: int
+    status: str
+    error: str | None = None
+
+
+class ArmSummary(_Model):
+    arm: Arm
+    execution_status: ConditionStatus
+    execution_errors: list[str] = Field(default_factory=list)
+    expected_attempts: int
+    scored_attempts: int
+    n_trials: int
+    n_scored: int
+    overall: float | None
+    dimensions: Dimensions
+    dimension_bands: DimensionBands
+    metrics: dict[str, float | None]
+    custom_metrics: dict[str, float | None]
+    pass_at_k: PassAtK | None
+    resources: ArmResources
+    trial_failures: list[TrialFailure] = Field(default_factory=list)
+
+
+class LiftStat(_Model):
+    """One paired lift: mean over comparable cases of (with-skill case mean - without-skill case mean)."""
+
+    delta: float | None
+    ci95: list[float] | None = Field(description="[lo, hi]; expanded percentile paired bootstrap.")
+    n_pairs: int
+    insufficient: bool
+    band: Band | None
+    with_skill: float | None = Field(default=None, description="With-skill mean over the paired cases.")
+    without_skill: float | None = Field(default=None, description="Without-skill mean over the paired cases.")
+    direction: Literal["up", "down", "flat"] | None = None
+    excluded_judge_mixed: int = 0
+
+
+class McNemar(_Model):
+    only_with_skill: int
+    only_without_skill: int
+    both_pass: int
+    both_fail: int
+    n_pairs: int
+    p_value: float | None
+
+
+class PassAtKLift(_Model):
+    with_skill: float | None
+    without_skill: float | None
+    delta: float | None
+    passed_cases_delta: int | None
+    with_skill_wilson95: list[float] | None
+    without_skill_wilson95: list[float] | None
+    mcnemar_p: float | None
+
+
+class LiftSection(_Model):
+    overall: LiftStat
+    outcome: LiftStat
+    outcome_label: str = "Outcome lift (Correctness and Effectiveness only)"
+    dimensions: dict[str, LiftStat]
+    metrics: dict[str, LiftStat]
+    mcnemar_p: float | None
+    mcnemar: McNemar
+    judge_mixed_cases: dict[str, int]
+    judge_mixed_case_ids: list[str]
+    pass_at_k: PassAtKLift
+
+
+class Activation(_Model):
+    positive_trials: int
+    confirmed: int
+    activated: int
+    never_activated: bool
+
+
+class AgentResources(_Model):
+    with_skill: ArmResources
+    without_skill: ArmResources
+    delta: ResourceDelta
+
+
+class AgentResult(_Model):
+    name: str
+    model: str | None = None
+    execution_status: AgentStatus
+    execution_errors: list[str] = Field(default_factory=list)
+    expected_attempts: int
+    scored_attempts: int
+    verdict: Verdict
+    verdict_reason: str
+    inconclusive: bool
+    inconclusive_reason: str | None = None
+    activation: Activation
+    with_skill: ArmSummary
+    without_skill: ArmSummary
+    lift: LiftSection | None
+    custom_lift: dict[str, LiftStat] | None
+    lift_omitted_reason: str | None = None
+    resources: AgentResources
+
+
+class Coverage(_Model):
+    publication_complete: bool
+    selection_complete: bool
+    interrupted: bool
+    expected_trials: int
+    run_trials: int
+    scored_trials: int
+    missing_trials: list[str] = Field(description="agent/arm/case/attempt keys expected but not run.")
+    skipped_cases: list[str]
+    extra_cases: list[str]
+
+
+class AttemptPolicy(_Model):
+    max_attempts: int
+    pass_threshold: float
+    stop_on_pass: bool
+    score_definition: str
+
+
+class VerdictPolicy(_Model):
+    attempt_pass_threshold: float
+    dimension_pass_threshold: float = 0.5
+    dimension_neutral_threshold: float = 0.4
+    lift_pass_threshold: float = 0.05
+    lift_fail_threshold: float = -0.1
+    min_paired_cases: int = 5
+    overall_pass_rule: str = "one_supported_agent_all_dimensions_pass"
+    inconclusive_rule: str = "every positive with-skill trial has a confirmed activation of zero"
+
+
+class AggregateResult(_Model):
+    schema_version: Literal["2.0"] = SCHEMA_VERSION
+    skill_name: str
+    execution_status: ExecutionStatus
+    execution_errors: list[str] = Field(default_factory=list)
+    verdict: Verdict
+    verdict_reason: str
+    baseline_calibration: bool
+    grading_mode: str
+    score_policy: str = SCORE_POLICY
+    verdict_policy: VerdictPolicy
+    attempt_policy: AttemptPolicy
+    evaluated_at: str
+    evaluator_version: str
+    dataset_summary: dict[str, Any]
+    dataset_digest: str | None
+    dataset_digest_algorithm: str | None = None
+    run_config: dict[str, Any]
+    duration_seconds: float | None = None
+    coverage: Coverage
+    expected_attempts: int
+    scored_attempts: int
+    agents_run: list[str]
+    best_agent: str | None
+    overall_score: float | None
+    overall_lift: float | None
+    agents: dict[str, AgentResult]
+    comparison: dict[str, Any] | None = None
+    trials: list[TrialEntry]
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ResultDocument(AggregateResult):
+    """result.json: the aggregate plus what only the writer knows."""
+
+    run_id: str
+    harbor_version: str | None = None
+    run_dir: str | None = None
+    latest_link: str | None = None
