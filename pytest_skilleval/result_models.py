@@ -335,4 +335,3 @@ class ResultDocument(AggregateResult):
     run_id: str
     harbor_version: str | None = None
     run_dir: str | None = None
-    latest_link: str | None = None
