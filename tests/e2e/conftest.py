@@ -1,0 +1,99 @@
+"""Helpers for e2e tests that run real Harbor trials with the local environment."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HARBOR_TELEMETRY", "0")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from harbor.models.trial.config import (  # noqa: E402
+    AgentConfig,
+    EnvironmentConfig,
+    TaskConfig,
+    TrialConfig,
+)
+from harbor.models.trial.result import TrialResult  # noqa: E402
+from harbor.trial.trial import Trial  # noqa: E402
+
+from pytest_skilleval.harbor_ext.local_env import LOCAL_ENV_IMPORT_PATH, bwrap_available  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+HELLO_SKILL = REPO / "examples" / "hello-skill"
+SANDBOX_MODES = ["bwrap", "none"]
+
+
+def skip_without_bwrap(mode: str) -> None:
+    if mode == "bwrap" and not bwrap_available():
+        pytest.skip("bubblewrap (bwrap) is not installed or cannot create namespaces here")
+
+
+@pytest.fixture(params=SANDBOX_MODES)
+def sandbox_mode(request: pytest.FixtureRequest) -> str:
+    skip_without_bwrap(request.param)
+    return request.param
+
+
+def make_task(
+    root: Path,
+    test_sh: str,
+    *,
+    name: str = "task",
+    toml_extra: str = "",
+    instruction: str = "Do the task.",
+    tests_files: dict[str, str] | None = None,
+    workspace_files: dict[str, str] | None = None,
+) -> Path:
+    """Write a minimal Harbor task folder; ``test_sh`` is the body after the shebang."""
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text(
+        'schema_version = "1.4"\n[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n'
+        + textwrap.dedent(toml_extra)
+    )
+    (task / "instruction.md").write_text(instruction + "\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\n" + textwrap.dedent(test_sh))
+    for rel, text in (tests_files or {}).items():
+        (task / "tests" / rel).write_text(text)
+    for rel, text in (workspace_files or {}).items():
+        target = task / "environment" / "workspace" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return task
+
+
+def trial_config(
+    task: Path,
+    trials_dir: Path,
+    *,
+    sandbox: str,
+    agent: AgentConfig | None = None,
+    delete: bool = True,
+) -> TrialConfig:
+    return TrialConfig(
+        task=TaskConfig(path=task),
+        trials_dir=trials_dir,
+        agent=agent or AgentConfig(name="nop"),
+        environment=EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox}, delete=delete),
+    )
+
+
+def run_trial(config: TrialConfig) -> tuple[Trial, TrialResult]:
+    async def go() -> tuple[Trial, TrialResult]:
+        trial = await Trial.create(config)
+        return trial, await trial.run()
+
+    return asyncio.run(go())
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    return path
