@@ -1,1 +1,181 @@
 """pytest hooks only; each delegates to a module with one job."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilleval import options
+from pytest_skilleval.collect import MARKER, DatasetFile, NativeTaskFile, SkillEvalItem
+from pytest_skilleval.dataset import DATASET_NAMES
+from pytest_skilleval.outcome import USER_PROPERTY_KEY
+from pytest_skilleval.session import STATE_KEY, SkillEvalSession, compact_table, get_state, record_property_value
+from pytest_skilleval.skill import find_skill_root
+
+RUN_ID_KEY = "skilleval_run_id"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def _new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}_{secrets.token_hex(6)}"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}(agent, arm, attempt, case): a pytest-skilleval trial (select with -m)"
+    )
+    if not config.getoption("skill_eval", False):
+        return
+    from pytest_skilleval.runner import default_env
+
+    default_env()
+    sources = options.read_sources(config)
+    workerinput = getattr(config, "workerinput", None)
+    run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else _new_run_id()
+    state = SkillEvalSession(config, sources, run_id)
+    config.stash[STATE_KEY] = state
+    config.pluginmanager.register(state, "skilleval-session")
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(XdistHooks(), "skilleval-xdist")
+
+
+class XdistHooks:
+    """Every worker must use the controller's run id so the results tree is one run."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        state = get_state(node.config)
+        if state is not None:
+            node.workerinput[RUN_ID_KEY] = state.run_id
+
+
+def _evals_dir_of(path: Path) -> Path | None:
+    for parent in [path, *path.parents]:
+        if parent.name == "evals" and (parent.parent / "SKILL.md").is_file():
+            return parent
+    return None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Inside a skill's evals/, only datasets and native task.toml files are ours; nothing there is a test module
+    (fixtures, graders and Harbor test scripts would otherwise be collected as Python tests)."""
+    if get_state(config) is None:
+        return None
+    evals = _evals_dir_of(collection_path)
+    if evals is None:
+        return None
+    relative = collection_path.relative_to(evals).parts
+    if not relative:
+        return None
+    if relative[0] == "harbor":
+        if len(relative) <= 2 or relative[2:] == ("task.toml",):
+            return None
+        return True
+    if len(relative) == 1 and relative[0] in DATASET_NAMES:
+        return None
+    return True
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = get_state(parent.config)
+    if state is None:
+        return None
+    skill_root = find_skill_root(file_path)
+    if skill_root is None:
+        return None
+    skill = state.skill(skill_root)
+    evals = skill.evals_dir
+    if file_path.parent == evals and file_path.name in DATASET_NAMES:
+        return DatasetFile.from_parent(parent, path=file_path, skill=skill)
+    if file_path.name == "task.toml" and file_path.parent.parent == evals / "harbor":
+        if file_path.parent.name.startswith((".", "_")):
+            return None
+        return NativeTaskFile.from_parent(parent, path=file_path, skill=skill)
+    return None
+
+
+@pytest.fixture(scope="session")
+def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Any:
+    """Runs one trial per call: `run(spec) -> TrialRecord`. Override it in a conftest to run trials elsewhere."""
+    from pytest_skilleval.runner import SkillEvalRunner
+
+    state = get_state(pytestconfig)
+    if state is None:
+        raise pytest.UsageError("skilleval_runner needs --skill-eval")
+    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills)
+
+
+@pytest.fixture
+def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> Any:
+    """Runs the item's trial during setup, so an infrastructure failure is an ERROR rather than a FAIL."""
+    from pytest_skilleval.runner import TrialError, TrialOutcome
+
+    item = request.node
+    if not isinstance(item, SkillEvalItem):
+        pytest.skip("skilleval_trial only applies to skilleval items")
+    record = skilleval_runner.run(item.spec)
+    item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
+    if record.status == "skipped":
+        pytest.skip(record.reason or "skipped")
+    if record.status == "error":
+        raise TrialError(record.error or "the trial failed")
+    if record.status == "unscored":
+        raise TrialError(record.reason or "the trial produced no score")
+    return TrialOutcome(record=record, pass_threshold=item.session.config.stash[STATE_KEY].skill(
+        item.spec.skill_dir).settings.pass_threshold)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    """Our own failures read as one line of explanation, never a traceback into the plugin."""
+    report = yield
+    if isinstance(item, SkillEvalItem) and call.excinfo is not None and report.failed:
+        from pytest_skilleval.runner import TrialError, TrialFailed
+
+        if isinstance(call.excinfo.value, (TrialError, TrialFailed)):
+            report.longrepr = str(call.excinfo.value)
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """Show each trial's score beside its outcome in verbose runs."""
+    if report.when != "call" or not report.passed or get_state(config) is None:
+        return None
+    for key, value in report.user_properties:
+        if key == USER_PROPERTY_KEY:
+            overall = json.loads(value).get("overall")
+            if overall is not None:
+                return "passed", ".", (f"PASSED ({overall:.2f})", {"green": True})
+    return None
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = get_state(session.config)
+    if state is None or _is_worker(session.config) or not state.records:
+        return
+    from pytest_skilleval.reporting import finish_session
+
+    finish_session(state, session, exitstatus)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = get_state(config)
+    if state is None or _is_worker(config) or not state.summary_lines:
+        return
+    terminalreporter.section("skilleval")
+    for line in state.summary_lines:
+        terminalreporter.write_line(line)

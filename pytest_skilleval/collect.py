@@ -1,0 +1,178 @@
+"""pytest collectors for eval datasets and native Harbor tasks, and the item that runs one trial.
+
+Node ids: `<path>/evals/evals.json::<case>[<agent>-<arm>-<attempt>]` and
+`<path>/evals/harbor/<case>/task.toml::<case>[<agent>-<arm>-<attempt>]`. Items are generated in a fixed order
+(case, agent, arm, attempt) so every xdist worker collects the same list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from pytest_skilleval.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.outcome import Arm
+from pytest_skilleval.skill import SkillFolder
+
+MARKER = "skilleval"
+
+
+class TrialSpec(BaseModel):
+    """Everything one item needs to run its trial; plain data so a runner fixture can be swapped freely."""
+
+    skill_dir: Path
+    skill_name: str
+    case_id: str
+    source: Literal["dataset", "native"]
+    entry: dict[str, Any] = Field(default_factory=dict, description="The dataset entry as entry.json carries it.")
+    files: list[str] | None = Field(default=None, description="Inputs relative to evals/; None = all evals/files/.")
+    native_task_dir: Path | None = None
+    agent: str
+    arm: Arm
+    attempt: int
+    nodeid: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.agent}-{self.arm}-{self.attempt}"
+
+
+class SkillEvalCollectError(Exception):
+    """A collection problem that reads well without a traceback."""
+
+
+def _node_id(parent: pytest.Collector, name: str) -> str:
+    return f"{parent.nodeid}::{name}"
+
+
+class SkillEvalItem(pytest.Function):
+    """One trial: case x agent x arm x attempt. The trial runs in the `skilleval_trial` fixture (setup), so a
+    Harbor or grader failure is an ERROR; the call phase then judges the score."""
+
+    def __init__(self, *, spec: TrialSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec.model_copy(update={"nodeid": _node_id(self.parent, self.name)})
+        self._set_structured_id(self.spec.nodeid)
+        self.extra_keyword_matches.update({spec.agent, spec.arm, spec.case_id, f"attempt{spec.attempt}"})
+
+    def _set_structured_id(self, nodeid: str) -> None:
+        """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
+        so the id must be parsed from its string form rather than built from a name containing brackets."""
+        try:
+            from _pytest.nodeid import coerce_node_id
+        except ImportError:  # pytest before structured node ids: string ids already compare as strings
+            return
+        self._id = coerce_node_id(nodeid)
+
+    @classmethod
+    def create(cls, parent: pytest.Collector, spec: TrialSpec) -> SkillEvalItem:
+        name = f"{spec.case_id}[{spec.label}]"
+        marker = getattr(pytest.mark, MARKER)(agent=spec.agent, arm=spec.arm, attempt=spec.attempt, case=spec.case_id)
+        item = cls.from_parent(parent, name=name, spec=spec, callobj=_judge_trial, originalname=spec.case_id)
+        item.add_marker(marker)
+        return item
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.spec.case_id} [{self.spec.label}]"
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        from pytest_skilleval.runner import TrialError, TrialFailed
+
+        if isinstance(excinfo.value, (TrialError, TrialFailed)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+def _judge_trial(skilleval_trial: Any) -> None:
+    """The call phase: the trial already ran in setup; here its score decides pass or fail."""
+    from pytest_skilleval.runner import judge
+
+    judge(skilleval_trial)
+
+
+def _trial_specs(skill: SkillFolder, case_id: str, **fields: Any) -> Iterator[TrialSpec]:
+    settings = skill.settings
+    for agent in settings.agents:
+        for arm in settings.arms:
+            for attempt in range(1, settings.n_attempts + 1):
+                yield TrialSpec(
+                    skill_dir=skill.path, skill_name=skill.name, case_id=case_id,
+                    agent=agent, arm=arm, attempt=attempt, **fields,
+                )
+
+
+class SkillCollector(pytest.File):
+    """Base for collectors that belong to one skill folder."""
+
+    def __init__(self, *, skill: SkillFolder, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.skill = skill
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SkillEvalCollectError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def _settings_or_error(self):
+        try:
+            return self.skill.settings
+        except pytest.UsageError:
+            raise
+        except Exception as error:  # a bad evals/config.yml: one collection error for this skill
+            raise SkillEvalCollectError(str(error)) from None
+
+
+class DatasetFile(SkillCollector):
+    """evals/evals.json|jsonl|yaml|yml: one item per case x agent x arm x attempt."""
+
+    def collect(self) -> Iterator[SkillEvalItem]:
+        chosen = find_dataset(self.path.parent)
+        if chosen is not None and chosen != self.path:
+            raise SkillEvalCollectError(
+                f"{self.path}: the skill already has a dataset, {chosen.name}; keep one of {', '.join(DATASET_NAMES)}"
+            )
+        try:
+            dataset = load_dataset(self.path)
+        except DatasetError as error:
+            raise SkillEvalCollectError(str(error)) from None
+        settings = self._settings_or_error()
+        cases: list[EvalCase] = dataset.cases
+        if settings.max_cases is not None:
+            cases = cases[: settings.max_cases]
+        for case in cases:
+            files = case.files if case.files_given else None
+            for spec in _trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
+                yield SkillEvalItem.create(self, spec)
+
+
+class NativeTaskFile(SkillCollector):
+    """evals/harbor/<case>/task.toml: a native Harbor task, one item per agent x arm x attempt."""
+
+    def collect(self) -> Iterator[SkillEvalItem]:
+        from harbor.models.task.config import TaskConfig
+
+        from pytest_skilleval.case_ids import CaseIdError, canonical_case_id
+
+        case_dir = self.path.parent
+        try:
+            case_id = canonical_case_id(case_dir.name)
+        except CaseIdError as error:
+            raise SkillEvalCollectError(f"{case_dir}: folder name is not a valid case id: {error}") from None
+        try:
+            config = TaskConfig.model_validate_toml(self.path.read_text(encoding="utf-8"))
+        except Exception as error:  # TOML syntax, pydantic validation or I/O: all one collection error
+            message = " ".join(str(error).split())
+            raise SkillEvalCollectError(f"{self.path}: cannot be read as a Harbor task.toml: {message}") from None
+        for required in ("instruction.md",):
+            if not (case_dir / required).is_file() and not config.steps:
+                raise SkillEvalCollectError(f"{case_dir}: a native Harbor task needs {required}")
+        entry_id = str(config.metadata.get("entry_id") or case_id)
+        settings = self._settings_or_error()
+        del settings
+        for spec in _trial_specs(self.skill, case_id, source="native", native_task_dir=case_dir,
+                                 entry={"id": entry_id}):
+            yield SkillEvalItem.create(self, spec)

@@ -1,0 +1,251 @@
+"""Command-line flags, ini keys and `evals/config.yml`, merged into one `RunSettings` per skill.
+
+Precedence: CLI > evals/config.yml > ini (`skilleval_<name>`) > default. Flags are registered with no default so
+the merge can tell "given" from "defaulted".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pytest
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+GROUP = "skilleval"
+GRADING_MODES = ("default", "default_plus_custom", "custom_only")
+GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
+AGENT_ALIASES = {"claude": "claude-code"}
+
+
+class RunSettings(BaseModel):
+    """Everything that shapes a skill's run, after merging every source."""
+
+    agents: list[str] = Field(default_factory=lambda: ["codex"])
+    agent_models: dict[str, str] = Field(default_factory=dict)
+    env_mode: str = "docker"
+    env_kwargs: dict[str, str] = Field(default_factory=dict)
+    n_attempts: int = Field(default=1, ge=1)
+    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    stop_on_pass: bool = False
+    grading_mode: Literal["default", "default_plus_custom", "custom_only"] = "default"
+    skip_baseline: bool = False
+    skip_with_skill: bool = False
+    max_cases: int | None = Field(default=None, ge=1)
+    n_concurrent: int = Field(default=1, ge=1)
+    timeout_multiplier: float = Field(default=1.0, gt=0)
+    results_dir: str | None = None
+    harbor_keep_jobs: bool = False
+    judge_model: str | None = None
+    block_on_agent_eval: bool = False
+
+    @field_validator("agents")
+    @classmethod
+    def _canonical_agents(cls, agents: list[str]) -> list[str]:
+        canonical: list[str] = []
+        for agent in agents:
+            name = AGENT_ALIASES.get(agent.strip(), agent.strip())
+            if not name:
+                raise ValueError("agent names must not be empty")
+            if name not in canonical:
+                canonical.append(name)
+        if not canonical:
+            raise ValueError("at least one agent is needed")
+        return canonical
+
+    @property
+    def arms(self) -> tuple[str, ...]:
+        arms = []
+        if not self.skip_with_skill:
+            arms.append("with_skill")
+        if not self.skip_baseline:
+            arms.append("without_skill")
+        return tuple(arms)
+
+
+def _split_list(value: str) -> list[str]:
+    return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
+
+
+def _pairs(values: list[str] | str, flag: str) -> dict[str, str]:
+    if isinstance(values, str):
+        values = _split_list(values) if "=" in values else [values]
+    result: dict[str, str] = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"{flag} expects KEY=VALUE, got {value!r}")
+        result[key.strip()] = item.strip()
+    return result
+
+
+def _bool(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One setting: its flag, help text, how a string becomes a value, and whether it works yet."""
+
+    name: str
+    help: str
+    parse: Callable[[Any], Any] = str
+    is_flag: bool = False
+    multiple: bool = False
+    metavar: str | None = None
+    implemented: bool = True
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def ini(self) -> str:
+        return f"skilleval_{self.name}"
+
+
+def _grading_mode(value: str) -> str:
+    value = value.strip()
+    return GRADING_MODE_ALIASES.get(value, value)
+
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("agents", "Comma-separated agents: replay, codex, claude-code, opencode, any Harbor agent name or "
+               "module:Class (default codex).", parse=_split_list, metavar="A,B"),
+    OptionSpec("agent_model", "Model for one agent, AGENT=MODEL (repeatable).", parse=lambda v: _pairs(v, "--agent-model"),
+               multiple=True, metavar="AGENT=MODEL"),
+    OptionSpec("env_mode", "Where trials run: local (built in, no Docker), docker, or any Harbor environment type "
+               "(default docker).", metavar="MODE"),
+    OptionSpec("ek", "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local.",
+               parse=lambda v: _pairs(v, "--ek"), multiple=True, metavar="KEY=VALUE"),
+    OptionSpec("n_attempts", "Attempts per case, agent and arm (default 1).", parse=int, metavar="N"),
+    OptionSpec("pass_threshold", "Score an attempt needs to pass, 0.0-1.0 (default 0.5).", parse=float, metavar="X"),
+    OptionSpec("stop_on_pass", "Skip a case's remaining attempts once one passes.", parse=_bool, is_flag=True,
+               implemented=False),
+    OptionSpec("grading_mode", "default, default_plus_custom or custom_only (aliases aces_default, "
+               "aces_plus_custom).", parse=_grading_mode, metavar="MODE"),
+    OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
+    OptionSpec("skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool,
+               is_flag=True),
+    OptionSpec("max_cases", "Evaluate only the first N cases of each skill.", parse=int, metavar="N"),
+    OptionSpec("n_concurrent", "Trials in flight inside one pytest process.", parse=int, metavar="N",
+               implemented=False),
+    OptionSpec("timeout_multiplier", "Multiply every Harbor timeout (default 1.0).", parse=float, metavar="X"),
+    OptionSpec("results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
+               metavar="DIR"),
+    OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
+               is_flag=True),
+    OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
+    OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
+               is_flag=True),
+)
+SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
+# Option name -> RunSettings field, where they differ.
+FIELD_FOR_OPTION = {"agent_model": "agent_models", "ek": "env_kwargs"}
+# RunSettings field -> path in evals/config.yml.
+CONFIG_PATHS: dict[str, tuple[str, ...]] = {
+    "n_attempts": ("harbor", "n_attempts"),
+    "pass_threshold": ("harbor", "pass_threshold"),
+    "stop_on_pass": ("harbor", "stop_on_pass"),
+    "n_concurrent": ("harbor", "n_concurrent"),
+    "timeout_multiplier": ("harbor", "timeout_multiplier"),
+    "grading_mode": ("grading", "mode"),
+}
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup(GROUP, "agent-skill evals through Harbor")
+    group.addoption("--skill-eval", action="store_true", dest="skill_eval", default=False,
+                    help="Collect skills (folders with SKILL.md) under the given paths and run their evals.")
+    for spec in OPTION_SPECS:
+        note = "" if spec.implemented else " (not implemented yet)"
+        if spec.is_flag:
+            group.addoption(spec.flag, action="store_true", dest=f"skilleval_{spec.name}", default=None,
+                            help=spec.help + note)
+        else:
+            group.addoption(spec.flag, action="append" if spec.multiple else "store", dest=f"skilleval_{spec.name}",
+                            default=None, metavar=spec.metavar, help=spec.help + note)
+        parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string", default=None)
+
+
+@dataclass(frozen=True)
+class SettingsSources:
+    """The values each source gave, already parsed, keyed by RunSettings field."""
+
+    cli: Mapping[str, Any]
+    ini: Mapping[str, Any]
+
+
+def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
+    try:
+        if spec.multiple:
+            merged: dict[str, str] = {}
+            for value in raw if isinstance(raw, list) else [raw]:
+                merged.update(spec.parse(value))
+            return merged
+        return spec.parse(raw)
+    except (ValueError, TypeError) as error:
+        raise pytest.UsageError(f"{source}: {error}") from None
+
+
+def read_sources(config: pytest.Config) -> SettingsSources:
+    """Parse what the command line and the ini file gave; refuse settings whose issue has not landed yet."""
+    cli: dict[str, Any] = {}
+    ini: dict[str, Any] = {}
+    for spec in OPTION_SPECS:
+        field = FIELD_FOR_OPTION.get(spec.name, spec.name)
+        raw_cli = config.getoption(f"skilleval_{spec.name}")
+        if raw_cli is not None and raw_cli is not False:
+            if not spec.implemented:
+                raise pytest.UsageError(f"{spec.flag} is not implemented yet")
+            cli[field] = _parse(spec, raw_cli, spec.flag)
+        raw_ini = config.getini(spec.ini)
+        if raw_ini not in (None, "", []):
+            if not spec.implemented:
+                raise pytest.UsageError(f"ini option {spec.ini} is not implemented yet")
+            ini[field] = _parse(spec, raw_ini, f"ini option {spec.ini}")
+    return SettingsSources(cli=cli, ini=ini)
+
+
+def _config_value(skill_config: Mapping[str, Any] | None, path: tuple[str, ...]) -> Any:
+    node: Any = skill_config
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | None = None) -> RunSettings:
+    """CLI > evals/config.yml > ini > default, validated; a bad value is a usage error naming its source."""
+    values: dict[str, Any] = dict(sources.ini)
+    for field, path in CONFIG_PATHS.items():
+        value = _config_value(skill_config, path)
+        if value is not None:
+            values[field] = _grading_mode(value) if field == "grading_mode" and isinstance(value, str) else value
+    config_agents = _config_value(skill_config, ("harbor", "agents")) or {}
+    config_models = {AGENT_ALIASES.get(name, name): (spec or {}).get("model") for name, spec in config_agents.items()}
+    models = {**values.get("agent_models", {}), **{k: v for k, v in config_models.items() if v}}
+    values.update(sources.cli)
+    values["agent_models"] = {**models, **sources.cli.get("agent_models", {})}
+    if "results_dir" not in values and os.environ.get("SKILLEVAL_RESULTS_DIR"):
+        values["results_dir"] = os.environ["SKILLEVAL_RESULTS_DIR"]
+    try:
+        settings = RunSettings.model_validate(values)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
+        )
+        raise pytest.UsageError(f"skilleval settings: {problems}") from None
+    if settings.skip_baseline and settings.skip_with_skill:
+        raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
+    return settings

@@ -1,0 +1,234 @@
+"""Running one item's Harbor trial through Harbor's Python API and reading back a `TrialRecord`.
+
+`SkillEvalRunner` is what the session fixture `skilleval_runner` returns; a conftest can override that fixture with
+anything that has the same `run(spec) -> TrialRecord` method.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.collect import TrialSpec
+from pytest_skilleval.options import RunSettings
+from pytest_skilleval.outcome import TokenUsage, TrialRecord
+from pytest_skilleval.skill import SkillFolder
+from pytest_skilleval.staging import ARM_SLUG, StagingError, stage_dataset_task, stage_inputs, stage_skill
+from verifier.harbor_verifier import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
+from verifier.harbor_verifier import RICH_REWARD_NAME
+from verifier.scoring import clean_score, passes
+
+LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor_ext.local_env:LocalEnvironment"
+REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor_ext.replay_agent:ReplayAgent"
+INPUT_DIR = "/workspace/input"
+
+
+class TrialError(Exception):
+    """The trial could not produce a score: Harbor, the agent or the grader failed. Reported as an ERROR."""
+
+
+class TrialFailed(AssertionError):
+    """The with-skill score is below the pass threshold."""
+
+
+def standard_evaluators_available() -> bool:
+    """The deterministic evaluators ship with the verifier package; until they do, only a custom grader scores."""
+    try:
+        import verifier.checks.security  # noqa: F401
+        import verifier.grade  # noqa: F401
+        import verifier.trajectory  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None) -> Any:
+    """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model."""
+    from harbor.models.trial.config import AgentConfig
+
+    skills = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
+    model = settings.agent_models.get(spec.agent)
+    if spec.agent == "replay":
+        kwargs = {"replay_dir": str(spec.skill_dir / "evals" / "replays"), "case_id": spec.case_id, "arm": spec.arm}
+        return AgentConfig(import_path=REPLAY_AGENT_IMPORT_PATH, model_name=model, kwargs=kwargs, skills=skills)
+    if ":" in spec.agent:
+        return AgentConfig(import_path=spec.agent, model_name=model, skills=skills)
+    return AgentConfig(name=spec.agent, model_name=model, skills=skills)
+
+
+def environment_config(settings: RunSettings) -> Any:
+    from harbor.models.trial.config import EnvironmentConfig
+
+    kwargs: dict[str, Any] = dict(settings.env_kwargs)
+    if settings.env_mode == "local":
+        return EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs=kwargs)
+    if ":" in settings.env_mode:
+        return EnvironmentConfig(import_path=settings.env_mode, kwargs=kwargs)
+    return EnvironmentConfig(type=settings.env_mode, kwargs=kwargs)
+
+
+def _seconds(timing: Any) -> float | None:
+    if timing is None or timing.started_at is None or timing.finished_at is None:
+        return None
+    return round((timing.finished_at - timing.started_at).total_seconds(), 3)
+
+
+def _tokens(agent_result: Any) -> TokenUsage | None:
+    if agent_result is None:
+        return None
+    usage = TokenUsage(
+        prompt=agent_result.n_input_tokens,
+        completion=agent_result.n_output_tokens,
+        cache=agent_result.n_cache_tokens,
+        cost_usd=agent_result.cost_usd,
+    )
+    return None if usage == TokenUsage() else usage
+
+
+class SkillEvalRunner:
+    """Stages and runs trials under one run directory, one Harbor trial per call."""
+
+    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder]) -> None:
+        self.run_dir = run_dir
+        self._skills = skills
+
+    def _skill(self, spec: TrialSpec) -> SkillFolder:
+        return self._skills[spec.skill_dir]
+
+    def run(self, spec: TrialSpec) -> TrialRecord:
+        skill = self._skill(spec)
+        settings = skill.settings
+        mode = settings.grading_mode
+        base = dict(
+            skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
+            arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=mode,
+            negative_control=_is_negative(spec.entry),
+        )
+        run_standard = standard_evaluators_available()
+        if not run_standard and mode != "custom_only":
+            if skill.grader is None:
+                return TrialRecord(**base, status="skipped",
+                                   reason="no evals/grader.py or grader.sh, and the standard evaluators are not available")
+            mode = "custom_only"
+            base["grading_mode"] = mode
+        if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
+            raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
+        try:
+            trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, run_standard))
+        except StagingError as error:
+            raise TrialError(str(error)) from None
+        return self._record(base, spec, settings, trial_dir, result)
+
+    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, run_standard: bool):
+        from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
+        from harbor.trial.hooks import TrialEvent
+        from harbor.trial.trial import Trial
+
+        settings = skill.settings
+        slug = f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+        work = self.run_dir / spec.skill_name / spec.case_id / slug
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader)
+        inputs = stage_inputs(spec, work / "input")
+        staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
+        trial_name = f"{spec.case_id[:40]}__{slug[:40]}__{uuid.uuid4().hex[:6]}"
+        config = TrialConfig(
+            task=TaskConfig(path=task_dir),
+            trial_name=trial_name,
+            trials_dir=work / "trials",
+            agent=agent_config(spec, settings, staged_skill),
+            environment=environment_config(settings),
+            verifier=VerifierConfig(
+                import_path=HOST_VERIFIER_IMPORT_PATH,
+                kwargs={"grading_mode": mode, "grader": skill.grader.name if skill.grader else None,
+                        "run_standard": run_standard},
+            ),
+            timeout_multiplier=settings.timeout_multiplier,
+        )
+        trial = await Trial.create(config)
+        if inputs is not None:
+            async def upload_inputs(_event: Any) -> None:
+                await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
+
+            trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
+        result = await trial.run()
+        return work / "trials" / trial_name, result
+
+    def _record(self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path,
+                result: Any) -> TrialRecord:
+        rich_path = trial_dir / "verifier" / RICH_REWARD_NAME
+        rich: dict[str, Any] = json.loads(rich_path.read_text(encoding="utf-8")) if rich_path.is_file() else {}
+        exception = result.exception_info
+        base.update(
+            trial_dir=str(trial_dir),
+            tokens=_tokens(result.agent_result),
+            agent_seconds=_seconds(result.agent_execution),
+        )
+        if not rich:
+            what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
+            return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
+        metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
+        overall = clean_score(rich.get("overall"))
+        execution = rich.get("details", {}).get("skill_execution", {})
+        activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
+        record = TrialRecord(
+            **base,
+            status="scored" if overall is not None else "unscored",
+            overall=overall,
+            metrics=metrics,
+            custom_metrics=rich.get("custom_metrics", {}),
+            details=rich.get("details", {}),
+            activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
+            trajectory_source=rich.get("trajectory_source"),
+            passed=passes(overall, settings.pass_threshold),
+            error=f"{exception.exception_type}: {exception.exception_message}" if exception else None,
+        )
+        if overall is None:
+            record.reason = f"the trial produced no score (grading mode {base['grading_mode']}; logs: {trial_dir})"
+        return record
+
+
+def _is_negative(entry: dict[str, Any]) -> bool:
+    if "should_trigger" in entry:
+        return not bool(entry["should_trigger"])
+    return "expected_skill" in entry and not entry["expected_skill"]
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """What the `skilleval_trial` fixture hands the call phase."""
+
+    record: TrialRecord
+    pass_threshold: float
+
+
+def judge(outcome: TrialOutcome) -> None:
+    """The call phase: with-skill trials must reach the threshold; baseline trials only report their score."""
+    record, threshold = outcome.record, outcome.pass_threshold
+    if record.arm == "without_skill" or record.passed:
+        return
+    raise TrialFailed(
+        f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: overall {record.overall:.4f} "
+        f"< pass threshold {threshold:.2f}" + _weakest(record)
+    )
+
+
+def _weakest(record: TrialRecord) -> str:
+    scored = {k: v for k, v in {**record.metrics, **record.custom_metrics}.items() if v is not None}
+    if not scored:
+        return ""
+    lowest = sorted(scored.items(), key=lambda kv: kv[1])[:2]
+    return " (lowest: " + ", ".join(f"{name} {value:.2f}" for name, value in lowest) + ")"
+
+
+def default_env() -> None:
+    """Harbor and litellm reach for the internet unless told not to; respect values the user set."""
+    os.environ.setdefault("HARBOR_TELEMETRY", "0")
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -1,0 +1,165 @@
+"""Turning a case into a Harbor task folder for one arm, under the run directory (never in the user's tree).
+
+A generated task holds `instruction.md` (the prompt), `task.toml`, `tests/entry.json` (the case plus the trusted
+fields the plugin adds), `tests/test.sh` (Harbor requires one; grading itself runs on the host) and the author's
+grader when there is one. The skill itself is staged separately (without its `evals/`) and handed to Harbor's
+skills mechanism in the with-skill arm only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.collect import TrialSpec
+
+ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}
+# Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
+SKILL_EXCLUDES = {"evals", "results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"}
+# Evaluator-only material under evals/ that a case's `files` may not select.
+RESERVED_INPUT_ROOTS = {"environment", "harbor", "results", "tests", "replays"}
+
+TEST_SH = """#!/usr/bin/env bash
+# Harbor requires tests/test.sh. pytest-skilleval grades on the host with its own verifier, so this script only
+# matters when the task is run by Harbor directly: it runs the author's grader if one was staged.
+set -u
+tests="${HARBOR_TESTS_DIR:-/tests}"
+if [ -f "$tests/grader.py" ]; then exec python3 "$tests/grader.py"; fi
+if [ -f "$tests/grader.sh" ]; then exec bash "$tests/grader.sh"; fi
+mkdir -p "${HARBOR_VERIFIER_DIR:-/logs/verifier}"
+echo 0 > "${HARBOR_REWARD_TXT:-/logs/verifier/reward.txt}"
+"""
+
+
+class StagingError(ValueError):
+    """A case that cannot be staged; the message names the case and what is wrong."""
+
+
+def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
+    return [name for name in names if name in SKILL_EXCLUDES or name.casefold() == "evals"]
+
+
+def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
+    """Copy the skill, minus evals/ and generated output, to `<staging_root>/<skill-name>/` once per run."""
+    target = staging_root / skill_dir.name
+    if not (target / "SKILL.md").is_file():
+        tmp = staging_root / f".{skill_dir.name}.partial"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(skill_dir, tmp, ignore=_ignore_skill_parts, symlinks=True)
+        try:
+            tmp.rename(target)
+        except OSError:  # another item staged it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
+    """(source, destination relative to /workspace/input) pairs for a case's `files`."""
+    evals_root = evals_dir.resolve()
+    if files is None:
+        default = evals_dir / "files"
+        return [(default, Path("."))] if default.is_dir() else []
+    pairs = []
+    for item in files:
+        relative = Path(item.removeprefix("evals/"))
+        problem = None
+        if relative.is_absolute() or "://" in item or "\x00" in item:
+            problem = "must be a path relative to evals/"
+        elif ".." in relative.parts:
+            problem = "must not contain '..'"
+        elif relative.parts and relative.parts[0].casefold() in RESERVED_INPUT_ROOTS:
+            problem = f"selects evaluator-only material under evals/{relative.parts[0]}/"
+        source = evals_dir / relative
+        if problem is None:
+            if source.is_symlink():
+                problem = "is a symlink"
+            elif not source.exists():
+                problem = "does not exist"
+            elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
+                problem = "leaves evals/"
+        if problem:
+            raise StagingError(f"case {case_id!r}: files entry {item!r} {problem}")
+        destination = relative.relative_to("files") if relative.parts[:1] == ("files",) else relative
+        pairs.append((source, destination))
+    return pairs
+
+
+def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:
+    """Copy the case's inputs to a folder the runner uploads to /workspace/input; None when there are none."""
+    pairs = _input_sources(spec.skill_dir / "evals", spec.files, spec.case_id)
+    if not pairs:
+        return None
+    destination.mkdir(parents=True, exist_ok=True)
+    for source, relative in pairs:
+        target = destination / relative
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return destination
+
+
+def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool) -> dict[str, Any]:
+    """/tests/entry.json: the authored entry plus the fields only the plugin may set."""
+    entry = dict(spec.entry)
+    entry.update(
+        id=spec.case_id if spec.source == "dataset" else entry.get("id", spec.case_id),
+        evaluated_skill=spec.skill_name,
+        has_skill=spec.arm == "with_skill",
+        arm=spec.arm,
+        agent=spec.agent,
+        attempt=spec.attempt,
+        grading_mode=grading_mode,
+        custom_grader=has_grader,
+        skill_workspace_mode="isolated",
+        workspace_skill_names=[spec.skill_name] if spec.arm == "with_skill" else [],
+    )
+    return entry
+
+
+def _task_toml(spec: TrialSpec) -> str:
+    from harbor.models.task.config import TaskConfig
+
+    slug = ARM_SLUG[spec.arm]
+    config = TaskConfig.model_validate(
+        {
+            "schema_version": "1.4",
+            "task": {"name": f"skilleval/{spec.skill_name}-{spec.case_id}-{slug}"[:200]},
+            "metadata": {
+                "entry_id": spec.case_id,
+                "skill": str(spec.entry.get("expected_skill") or "none"),
+                "has_skill": spec.arm == "with_skill",
+                "arm": spec.arm,
+            },
+            "agent": {"timeout_sec": 300.0},
+            "verifier": {"timeout_sec": 180.0},
+            "environment": {"workdir": "/workspace"},
+        }
+    )
+    return config.model_dump_toml()
+
+
+def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grader: Path | None) -> Path:
+    """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
+    tmp = task_dir.with_name(task_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tests = tmp / "tests"
+    tests.mkdir(parents=True)
+    (tmp / "environment").mkdir()
+    (tmp / "instruction.md").write_text(str(spec.entry.get("prompt", "")).rstrip("\n") + "\n", encoding="utf-8")
+    (tmp / "task.toml").write_text(_task_toml(spec), encoding="utf-8")
+    entry = entry_document(spec, grading_mode, grader is not None)
+    (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    test_sh = tests / "test.sh"
+    test_sh.write_text(TEST_SH, encoding="utf-8")
+    test_sh.chmod(0o755)
+    if grader is not None:
+        staged = tests / grader.name
+        shutil.copy2(grader, staged)
+        staged.chmod(0o755)
+    shutil.rmtree(task_dir, ignore_errors=True)
+    tmp.rename(task_dir)
+    return task_dir
