@@ -41,6 +41,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -155,59 +156,48 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-async def _pump(stream: asyncio.StreamReader | None, buf: bytearray) -> None:
-    if stream is None:
-        return
-    while chunk := await stream.read(65536):
-        room = _MAX_STREAM_BYTES - len(buf)
-        if room > 0:
-            buf.extend(chunk[:room])
+def _read_capped(handle: Any) -> str:
+    handle.seek(0)
+    return handle.read(_MAX_STREAM_BYTES).decode("utf-8", errors="replace")
 
 
 async def run_process_tree(
     argv: list[str], *, cwd: str, env: dict[str, str], timeout_sec: float | None
 ) -> ExecResult:
-    """Run ``argv`` in its own session; kill the whole group on timeout/cancel/exit."""
-    proc = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
-    out, err = bytearray(), bytearray()
-    readers = [asyncio.ensure_future(_pump(proc.stdout, out)), asyncio.ensure_future(_pump(proc.stderr, err))]
-    timed_out = False
-    try:
-        if timeout_sec:
-            await asyncio.wait_for(proc.wait(), timeout=timeout_sec)
-        else:
-            await proc.wait()
-    except TimeoutError:
-        timed_out = True
-    except BaseException:
-        _kill_group(proc.pid)
-        for reader in readers:
-            reader.cancel()
+    """Run ``argv`` in its own session; kill the whole group on timeout/cancel/exit.
+
+    Output goes to unnamed temp files, not pipes: asyncio's ``wait()`` would otherwise block
+    until every background child holding the pipe exits.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
+            start_new_session=True,
+        )
+        timed_out = False
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
+            if timeout_sec:
+                await asyncio.wait_for(proc.wait(), timeout=timeout_sec)
+            else:
+                await proc.wait()
+        except TimeoutError:
+            timed_out = True
         except BaseException:
-            pass
-        raise
-    # Leftover background children would otherwise outlive the command (and hold the pipes).
-    _kill_group(proc.pid)
-    await proc.wait()
-    _, pending = await asyncio.wait(readers, timeout=2)
-    for reader in pending:
-        reader.cancel()
-    stdout = out.decode("utf-8", errors="replace")
-    stderr = err.decode("utf-8", errors="replace")
+            _kill_group(proc.pid)
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
+            except BaseException:
+                pass
+            raise
+        # Leftover background children would otherwise outlive the command.
+        _kill_group(proc.pid)
+        await proc.wait()
+        stdout, stderr = _read_capped(out), _read_capped(err)
     if timed_out:
         stderr += f"\nCommand timed out after {timeout_sec} seconds"
         return ExecResult(stdout=stdout, stderr=stderr, return_code=TIMEOUT_EXIT_CODE)
-    return ExecResult(stdout=stdout, stderr=stderr, return_code=proc.returncode or 0)
+    code = proc.returncode or 0
+    return ExecResult(stdout=stdout, stderr=stderr, return_code=128 - code if code < 0 else code)
 
 
 def _make_writable_and_retry(func: Any, path: str, _exc: BaseException) -> None:

@@ -97,3 +97,19 @@ def write_json(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2))
     return path
+
+
+class Kit:
+    """Helpers handed to tests as a fixture (tests/ is not a package, so no imports)."""
+
+    make_task = staticmethod(make_task)
+    trial_config = staticmethod(trial_config)
+    run_trial = staticmethod(run_trial)
+    write_json = staticmethod(write_json)
+    skip_without_bwrap = staticmethod(skip_without_bwrap)
+    HELLO_SKILL = HELLO_SKILL
+
+
+@pytest.fixture
+def kit() -> type[Kit]:
+    return Kit
