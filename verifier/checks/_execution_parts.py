@@ -1,0 +1,286 @@
+"""The four sub-scores of skill_execution for a positive case: activation, script execution, workflow order and
+error recovery (facts 3.3-3.7, in-container variant). Each returns a details dict with a `score` key so an author can
+see which call and which path earned or cost the score.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from verifier.checks._shell_words import shell_text
+from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
+from verifier.checks._skill_reads import (
+    has_read_evidence_args,
+    is_native_skill_read,
+    shell_skill_reads,
+    skill_name_from_path,
+)
+from verifier.evidence import ToolCallRecord
+from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name
+
+SHELL_READ_CAP = 0.75
+
+
+def _accepted_details(accepted: list[str]) -> dict[str, Any]:
+    return {
+        "expected_skill": accepted[0] if accepted else "",
+        "acceptable_skills": accepted,
+        "acceptable_alternates": accepted[1:],
+        "accepted_skills": accepted,
+    }
+
+
+def _activated(
+    accepted: list[str], matched: tuple[str, float], how: str, call: ToolCallRecord, cap: float = 1.0, **extra: Any
+) -> dict[str, Any]:
+    name, raw_score = matched
+    return {
+        "score": min(cap, raw_score),
+        "passed": True,
+        "message": f"Skill activated via {how}",
+        "match_type": match_type(raw_score),
+        "matched_skill": name,
+        "via": how,
+        "call_index": call.index,
+        "tool": call.tool,
+        **extra,
+        **_accepted_details(accepted),
+    }
+
+
+def _best(candidates: list[tuple[tuple[str, float], ToolCallRecord, dict[str, Any]]]):  # type: ignore[no-untyped-def]
+    """The highest-scoring candidate, earliest first on ties."""
+    best = None
+    for candidate in candidates:
+        if best is None or candidate[0][1] > best[0][1]:
+            best = candidate
+    return best
+
+
+def check_activation(calls: list[ToolCallRecord], accepted: list[str]) -> dict[str, Any]:
+    """Did the agent load the expected skill (or an accepted alternate)? First matching rule wins."""
+    if not accepted:
+        return {"score": 1.0, "passed": True, "skipped": True, "message": "No expected_skill -- skipped"}
+
+    skill_tool_calls = [c for c in calls if is_skill_tool(c.tool)]
+    hits = []
+    for call in skill_tool_calls:
+        matched = match_accepted(skill_tool_name(call.arguments), accepted, exact=False)
+        if matched:
+            hits.append((matched, call, {"skill_tool_name": skill_tool_name(call.arguments)}))
+    if best := _best(hits):
+        return _activated(accepted, best[0], "Skill tool", best[1], **best[2])
+
+    hits = []
+    for call in calls:
+        if not is_native_skill_read(call):
+            continue
+        path = path_argument(call.arguments)
+        name = skill_name_from_path(path)
+        matched = match_accepted(name, accepted, exact=True) if name else match_accepted(path, accepted, exact=False)
+        if matched:
+            hits.append((matched, call, {"path": path}))
+    if best := _best(hits):
+        return _activated(accepted, best[0], "native read of SKILL.md", best[1], **best[2])
+
+    hits = []
+    for call in calls:
+        if not is_exec_tool(call.tool):
+            continue
+        command = shell_text(call.arguments)
+        paths = shell_skill_reads(command)
+        if not paths:
+            continue
+        matched = match_accepted(command, accepted, exact=False) or match_accepted(
+            call.observation, accepted, exact=False
+        )
+        if matched:
+            hits.append((matched, call, {"path": paths[0], "command": command[:300]}))
+    if best := _best(hits):
+        return _activated(accepted, best[0], "shell read command", best[1], cap=SHELL_READ_CAP, **best[2])
+
+    hits = []
+    for call in calls:
+        read_evidence = has_read_evidence_args(call) or (
+            is_exec_tool(call.tool) and bool(shell_skill_reads(shell_text(call.arguments)))
+        )
+        if not read_evidence or "skill.md" not in call.observation.lower():
+            continue
+        matched = match_accepted(call.observation, accepted, exact=False)
+        if matched:
+            hits.append((matched, call, {}))
+    if best := _best(hits):
+        return _activated(accepted, best[0], "observation evidence", best[1], cap=SHELL_READ_CAP, **best[2])
+
+    other_reads = [
+        {"call_index": c.index, "tool": c.tool, "path": path_argument(c.arguments)}
+        for c in calls
+        if is_native_skill_read(c)
+    ]
+    if skill_tool_calls:
+        names = sorted({skill_tool_name(c.arguments) for c in skill_tool_calls})
+        return {
+            "score": 0.0,
+            "passed": False,
+            "message": f"Activated different skill(s): {', '.join(names)}",
+            "activated_skills": names,
+            "skill_md_reads": other_reads,
+            **_accepted_details(accepted),
+        }
+    return {
+        "score": 0.0,
+        "passed": False,
+        "message": "Expected skill was not activated (no Skill tool call or SKILL.md read of it)",
+        "skill_md_reads": other_reads,
+        **_accepted_details(accepted),
+    }
+
+
+def check_script_execution(calls: list[ToolCallRecord], script: str) -> dict[str, Any]:
+    """Did an exec call run the expected script? Seeing its name only in an output earns 0.75."""
+    if not script:
+        return {"score": 1.0, "passed": True, "skipped": True, "message": "No expected_script"}
+    exec_calls = [c for c in calls if is_exec_tool(c.tool)]
+    for call in exec_calls:
+        if script in shell_text(call.arguments):
+            return {
+                "score": 1.0,
+                "passed": True,
+                "message": f"Ran {script}",
+                "call_index": call.index,
+                "tool": call.tool,
+                "command": shell_text(call.arguments)[:300],
+            }
+    for call in calls:
+        if script.lower() in call.observation.lower():
+            return {
+                "score": ACCEPTABLE_ALTERNATE_SCORE,
+                "passed": True,
+                "message": f"{script} appears only in a tool output",
+                "call_index": call.index,
+                "tool": call.tool,
+            }
+    if not exec_calls:
+        return {"score": 0.0, "passed": False, "message": "No execute/run_code call found"}
+    return {"score": 0.0, "passed": False, "message": f"No exec call ran {script}"}
+
+
+def workflow_events(calls: list[ToolCallRecord]) -> list[tuple[str, int]]:
+    """The (event, call index) sequence: read_skill for a SKILL.md read or Skill tool, execution for real commands."""
+    events: list[tuple[str, int]] = []
+    skill_calls = [c for c in calls if is_skill_tool(c.tool) and skill_tool_name(c.arguments)]
+    if skill_calls:
+        events.append(("read_skill", skill_calls[0].index))
+    for call in calls:
+        exec_call = is_exec_tool(call.tool)
+        command = shell_text(call.arguments) if exec_call else ""
+        if has_read_evidence_args(call) or (exec_call and shell_skill_reads(command)):
+            events.append(("read_skill", call.index))
+        elif exec_call and command.strip() and "--help" not in command and "which " not in command:
+            events.append(("execution", call.index))
+    return events
+
+
+def check_workflow_order(calls: list[ToolCallRecord], expected: str) -> dict[str, Any]:
+    """Was SKILL.md read before the agent started running commands? Which skill was read is not checked here."""
+    events = workflow_events(calls)
+    kinds = [kind for kind, _ in events]
+    base = {"sequence": [{"event": kind, "call_index": index} for kind, index in events][:50]}
+    if not events:
+        return {"score": 0.0, "passed": False, "message": "No skill read or execution observed", **base}
+    if "read_skill" in kinds and "execution" in kinds[kinds.index("read_skill") :]:
+        return {"score": 1.0, "passed": True, "message": "Read SKILL.md before executing", **base}
+    if not expected and "execution" in kinds:
+        return {"score": 1.0, "passed": True, "message": "No expected_skill; execution observed", **base}
+    if "read_skill" in kinds and "execution" not in kinds:
+        return {"score": 1.0, "passed": True, "message": "Skill activated (no execution needed)", **base}
+    return {"score": 0.0, "passed": False, "message": "Executed commands before reading SKILL.md", **base}
+
+
+ERROR_KEYWORDS = (
+    "error",
+    "traceback",
+    "exception",
+    "exit code 1",
+    "exit code 2",
+    "not found",
+    "command not found",
+    "permission denied",
+    "no such file",
+    "filenotfounderror",
+    "modulenotfounderror",
+)
+SKILL_FAULT_KEYWORDS = (
+    "no such file",
+    "filenotfounderror",
+    "not found",
+    "command not found",
+    "config",
+    "missing",
+    "invalid path",
+    "modulenotfounderror",
+)
+# Rebuilt agent logs mark a failed command structurally (`status=failed exit_code=1`); count those too.
+_STRUCTURED_FAILURE = re.compile(r"\bstatus=(?:failed|error)\b|\bexit_code=-?[1-9]\d*\b")
+CORRECTION_WINDOW = 5
+
+
+def _failed(observation: str) -> bool:
+    lowered = observation.lower()
+    return any(keyword in lowered for keyword in ERROR_KEYWORDS) or bool(_STRUCTURED_FAILURE.search(lowered))
+
+
+def _similar(first: str, second: str) -> bool:
+    a, b = first.split(), second.split()
+    if not a or not b:
+        return False
+    return a[0] == b[0] or a[0] in second or b[0] in first
+
+
+def check_error_recovery(calls: list[ToolCallRecord]) -> dict[str, Any]:
+    """Failed commands the agent then fixed; a fix the skill forced (missing file, bad config) costs more."""
+    if not calls:
+        return {"score": 1.0, "passed": True, "message": "No tool calls", "first_attempt_clean": True}
+    runs = [(c, shell_text(c.arguments), _failed(c.observation)) for c in calls if is_exec_tool(c.tool)]
+    corrections: list[dict[str, Any]] = []
+    failures = 0
+    for position, (call, command, failed) in enumerate(runs):
+        if not failed:
+            continue
+        failures += 1
+        for offset, (retry, retry_command, retry_failed) in enumerate(
+            runs[position + 1 : position + 1 + CORRECTION_WINDOW], start=1
+        ):
+            if not retry_failed and _similar(command, retry_command):
+                lowered = call.observation.lower()
+                fault = "skill" if any(k in lowered for k in SKILL_FAULT_KEYWORDS) else "agent"
+                corrections.append(
+                    {
+                        "failed_cmd": command[:200],
+                        "retry_cmd": retry_command[:200],
+                        "error": call.observation[:300],
+                        "fault": fault,
+                        "steps_to_fix": offset,
+                        "failed_call_index": call.index,
+                        "retry_call_index": retry.index,
+                    }
+                )
+                break
+    skill_faults = sum(1 for c in corrections if c["fault"] == "skill")
+    agent_faults = len(corrections) - skill_faults
+    if not corrections:
+        score = 1.0
+    elif skill_faults:
+        score = max(0.0, 1.0 - 0.25 * skill_faults)
+    else:
+        score = max(0.5, 1.0 - 0.1 * agent_faults)
+    return {
+        "score": round(score, 4),
+        "passed": score >= 0.5,
+        "first_attempt_clean": failures == 0,
+        "failures": failures,
+        "corrections": corrections,
+        "skill_faults": skill_faults,
+        "agent_faults": agent_faults,
+    }

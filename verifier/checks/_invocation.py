@@ -1,0 +1,294 @@
+"""Did the agent use a given skill? Triggered, not triggered, or undeterminable (facts 3.8).
+
+A negative control passes only when the trajectory proves the skill was not used: reading `<skill>/SKILL.md`, running
+anything under `<skill>/scripts/`, or invoking the Skill tool for it counts as use, and a command that names the skill's
+files in a way this reader cannot follow counts as undeterminable, which a negative control also fails.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.checks._shell_words import (
+    ASSIGNMENT_RE,
+    ShellSyntaxError,
+    SimpleCommand,
+    basename,
+    lex,
+    shell_text,
+    simple_commands,
+)
+from verifier.evidence import ToolCallRecord
+from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
+
+MAX_TEXT = 32_768
+MAX_TOKENS = 256
+MAX_DEPTH = 3
+MAX_WRAPPERS = 8
+DEFAULT_CWD = "/workspace"
+
+READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl", "bat"})
+INERT_VERBS = frozenset({"echo", "printf"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+INTERPRETER_RE = re.compile(r"^(bash|dash|node|perl|python|python3|python\d+(\.\d+)?|ruby|sh|zsh)$")
+_READ_ACTION_SUFFIXES = ("open", "open_file", "grep", "egrep", "fgrep")
+_KEYWORDS = frozenset({"!", "{", "}", "do", "then", "else", "elif", "if", "while", "until", "time", "coproc"})
+
+
+class Undeterminable(Exception):
+    """The command cannot be followed safely; carries the reason."""
+
+
+@dataclass
+class InvocationResult:
+    """passed: True not triggered, False triggered, None undeterminable (scored like triggered)."""
+
+    passed: bool | None
+    reason: str
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def triggered(self) -> bool | None:
+        return None if self.passed is None else not self.passed
+
+
+def is_file_read_action(tool: str) -> bool:
+    lowered = (tool or "").lower()
+    if "read" in lowered:
+        return True
+    for suffix in _READ_ACTION_SUFFIXES:
+        if lowered == suffix or any(lowered.endswith(sep + suffix) for sep in ("__", ".", "/", ":")):
+            return True
+    return False
+
+
+def _normalize(path: str) -> str:
+    cleaned = path.strip().strip("'\"<>").replace("\\", "/")
+    return posixpath.normpath(cleaned) if cleaned else ""
+
+
+def _is_target_skill_file(path: str, target: str) -> bool:
+    parts = [p for p in _normalize(path).split("/") if p]
+    return len(parts) >= 2 and parts[-1].casefold() == "skill.md" and parts[-2].casefold() == target.casefold()
+
+
+def _under_target_scripts(path: str, target: str) -> bool:
+    parts = [p.casefold() for p in _normalize(path).split("/") if p]
+    wanted = target.casefold()
+    return any(parts[i] == wanted and parts[i + 1] == "scripts" for i in range(len(parts) - 2))
+
+
+def _mentions_artifact(text: str, target: str) -> bool:
+    pattern = r"(?:^|[^a-z0-9_.-])" + re.escape(target.casefold()) + r"/(?:skill\.md|scripts/)"
+    return re.search(pattern, text.replace("\\", "/").casefold()) is not None
+
+
+def _has_component(text: str, target: str) -> bool:
+    return target.casefold() in {p.casefold() for p in re.split(r"[/\\'\"=()\s]+", text) if p}
+
+
+class _ShellReader:
+    """Walks one command line's simple commands, tracking variables and the working directory."""
+
+    def __init__(self, target: str, cwd: str) -> None:
+        self.target = target
+        self.cwd = cwd
+        self.variables: dict[str, str] = {}
+        self.tokens_seen = 0
+
+    def _resolve(self, path: str) -> str:
+        cleaned = path.replace("\\", "/")
+        if cleaned.startswith(("/", "~", "$")) or re.match(r"^[A-Za-z]:/", cleaned):
+            return cleaned
+        return posixpath.join(self.cwd, cleaned)
+
+    def read(self, text: str, depth: int) -> bool:
+        if depth >= MAX_DEPTH:
+            raise Undeterminable("shell payloads nested too deeply")
+        if len(text) > MAX_TEXT:
+            raise Undeterminable("command longer than 32768 characters")
+        try:
+            lexed = lex(text)
+        except ShellSyntaxError as error:
+            raise Undeterminable(str(error)) from error
+        self.tokens_seen += len(lexed.tokens)
+        if self.tokens_seen > MAX_TOKENS:
+            raise Undeterminable("command has more than 256 tokens")
+        triggered = False
+        for inner in lexed.substitutions:
+            triggered = _ShellReader(self.target, self.cwd).read(inner, depth + 1) or triggered
+        for simple in simple_commands(lexed.tokens):
+            triggered = self._simple(simple, depth) or triggered
+        return triggered
+
+    def _simple(self, simple: SimpleCommand, depth: int) -> bool:
+        words = [word.expand(self.variables) for word in simple.words]
+        globbed = [word.has_unquoted_glob() for word in simple.words]
+        redirect_inputs = [target.expand(self.variables) for op, target in simple.redirects if op in ("<", "<>")]
+        while words and words[0] in _KEYWORDS:
+            words, globbed = words[1:], globbed[1:]
+        while words and ASSIGNMENT_RE.match(words[0]):
+            name, value = ASSIGNMENT_RE.match(words[0]).groups()  # type: ignore[union-attr]
+            self.variables[name] = value
+            words, globbed = words[1:], globbed[1:]
+        if not words:
+            return False
+        words, globbed = self._unwrap(words, globbed)
+        if not words:
+            return False
+        verb = basename(words[0])
+        args = words[1:]
+        if verb in INERT_VERBS:
+            return False
+        if verb in ("cd", "pushd") and args:
+            self.cwd = posixpath.normpath(self._resolve(args[-1]))
+            return False
+        if verb in SHELLS:
+            payload = _shell_payload(args)
+            if payload is not None:
+                nested = _ShellReader(self.target, self.cwd)
+                nested.variables = dict(self.variables)
+                nested.tokens_seen = self.tokens_seen
+                return nested.read(payload, depth + 1)
+        if verb in READ_VERBS:
+            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*args, *redirect_inputs]):
+                return True
+        if _under_target_scripts(self._resolve(words[0]), self.target) and "/" in words[0]:
+            return True
+        if INTERPRETER_RE.match(verb) or verb in ("source", "."):
+            if any(_under_target_scripts(self._resolve(a), self.target) for a in args if not a.startswith("-")):
+                return True
+        if redirect_inputs and any(_is_target_skill_file(self._resolve(p), self.target) for p in redirect_inputs):
+            return True
+        self._check_unknown(words, globbed, redirect_inputs)
+        return False
+
+    def _unwrap(self, words: list[str], globbed: list[bool]) -> tuple[list[str], list[bool]]:
+        for _ in range(MAX_WRAPPERS + 1):
+            if not words:
+                return words, globbed
+            verb = basename(words[0])
+            skip = _wrapper_prefix(verb, words)
+            if skip is None:
+                return words, globbed
+            if skip < 0:  # `command -v`: nothing runs
+                return [], []
+            words, globbed = words[skip:], globbed[skip:]
+        raise Undeterminable("more than 8 command wrappers")
+
+    def _check_unknown(self, words: list[str], globbed: list[bool], inputs: list[str]) -> None:
+        texts = [*words, *inputs]
+        if any(_mentions_artifact(text, self.target) for text in texts):
+            raise Undeterminable(f"command names {self.target}'s files without a recognized read or run")
+        names_skill_files = any("skill.md" in t.lower() or "/scripts/" in t.replace("\\", "/").lower() for t in texts)
+        if not names_skill_files:
+            return
+        if any(_has_component(text, self.target) for text in texts):
+            raise Undeterminable(f"command names {self.target}'s folder and a skill file it may read")
+        for text, is_glob in zip(words, globbed, strict=False):
+            if is_glob and any(
+                any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
+                for part in text.replace("\\", "/").split("/")
+            ):
+                raise Undeterminable(f"a glob that may match {self.target} reaches a skill file")
+
+
+def _shell_payload(args: list[str]) -> str | None:
+    for position, word in enumerate(args):
+        if word == "--":
+            continue
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            rest = args[position + 1 :]
+            while rest and rest[0] == "--":
+                rest = rest[1:]
+            return rest[0] if rest else ""
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def _wrapper_prefix(verb: str, words: list[str]) -> int | None:
+    """How many words a wrapper (env, command, exec, timeout, nice) takes before the real command; None if not one.
+
+    -1 means the wrapper only looks the command up (`command -v`), so nothing runs.
+    """
+    position = 1
+    if verb == "env":
+        while position < len(words):
+            word = words[position]
+            if word in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
+                position += 2
+            elif word == "--":
+                position += 1
+                break
+            elif word.startswith("-") or ASSIGNMENT_RE.match(word):
+                position += 1
+            else:
+                break
+        return position
+    if verb == "command":
+        while position < len(words) and words[position].startswith("-"):
+            if words[position] in ("-v", "-V"):
+                return -1
+            position += 1
+            if words[position - 1] == "--":
+                break
+        return position
+    if verb == "exec":
+        while position < len(words) and words[position].startswith("-"):
+            position += 2 if words[position] == "-a" else 1
+        return position
+    if verb == "timeout":
+        while position < len(words) and words[position].startswith("-"):
+            position += 2 if words[position] in ("-s", "-k", "--signal", "--kill-after") else 1
+        return position + 1
+    if verb == "nice":
+        while position < len(words) and words[position].startswith("-"):
+            position += 2 if words[position] == "-n" else 1
+        return position
+    return None
+
+
+def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
+    return {"call_index": call.index, "tool": call.tool, "why": why, "evidence": text[:300]}
+
+
+def check_invocation(calls: list[ToolCallRecord], target: str) -> InvocationResult:
+    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands)."""
+    wanted = target.strip().casefold()
+    if not wanted:
+        return InvocationResult(None, "no skill to look for")
+    triggered: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
+    cwd = DEFAULT_CWD
+    for call in calls:
+        if is_skill_tool(call.tool):
+            name = skill_tool_name(call.arguments)
+            if name.strip().casefold() == wanted:
+                triggered.append(_call_evidence(call, "Skill tool invoked the skill", name))
+            continue
+        if is_file_read_action(call.tool):
+            path = path_argument(call.arguments)
+            if not path.strip():
+                unknown.append(_call_evidence(call, "read call without a path argument", ""))
+            elif _is_target_skill_file(path, target):
+                triggered.append(_call_evidence(call, "read the skill's SKILL.md", path))
+            continue
+        if is_exec_tool(call.tool):
+            command = shell_text(call.arguments)
+            reader = _ShellReader(target, workdir_argument(call.arguments) or cwd)
+            try:
+                if reader.read(command, 0):
+                    triggered.append(_call_evidence(call, "command read or ran the skill's files", command))
+            except Undeterminable as why:
+                unknown.append(_call_evidence(call, str(why), command))
+            cwd = reader.cwd
+    if triggered:
+        return InvocationResult(False, f"Skill '{target}' was triggered", triggered)
+    if unknown:
+        return InvocationResult(None, f"Could not determine safely whether skill '{target}' was triggered", unknown)
+    return InvocationResult(True, f"Skill '{target}' was not triggered")

@@ -1,0 +1,142 @@
+"""Recognizing a read of a skill's SKILL.md, natively (a read tool) or through the shell (facts 3.3, 3.4).
+
+Skills can live anywhere (Harbor's skills dir, `/workspace/skills`, `~/.claude/skills`, ...), so a SKILL.md is
+identified by its file name and the skill by the folder holding it, never by a root.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from verifier.checks._shell_words import (
+    ASSIGNMENT_RE,
+    ShellSyntaxError,
+    basename,
+    lex,
+    shell_text,
+    simple_commands,
+)
+from verifier.evidence import ToolCallRecord
+from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name
+
+SKILL_FILE = "SKILL.md"
+READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl", "bat"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_OUTPUT_REDIRECTS = (">", ">>", ">|", "&>", "&>>")
+_MAX_SHELL_DEPTH = 3
+
+
+def path_components(path: str) -> list[str]:
+    return [part for part in path.replace("\\", "/").split("/") if part]
+
+
+def skill_name_from_path(path: str) -> str:
+    """The folder name just before a component that is exactly `SKILL.md`, or '' when there is none."""
+    parts = path_components(path)
+    for position in range(len(parts) - 1, 0, -1):
+        if parts[position] == SKILL_FILE:
+            return parts[position - 1]
+    return ""
+
+
+def is_native_skill_read(call: ToolCallRecord) -> bool:
+    """A read tool (name contains 'read') whose path argument mentions SKILL.md (case-sensitive)."""
+    return "read" in call.tool.lower() and SKILL_FILE in path_argument(call.arguments)
+
+
+def has_read_evidence_args(call: ToolCallRecord) -> bool:
+    """A read tool whose arguments, as text, mention SKILL.md anywhere (used by workflow order and observations)."""
+    if "read" not in call.tool.lower():
+        return False
+    return SKILL_FILE in json.dumps(call.arguments, ensure_ascii=False, default=str)
+
+
+def _payload_after_c(words: list[str]) -> str | None:
+    """For `bash -lc 'X'`-style words (after the shell itself): X, else None."""
+    for position, word in enumerate(words):
+        if word == "--":
+            continue
+        if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
+            rest = [w for w in words[position + 1 :]]
+            while rest and rest[0] == "--":
+                rest = rest[1:]
+            return rest[0] if rest else None
+        if not word.startswith("-"):
+            return None
+    return None
+
+
+def shell_skill_reads(command: str, _depth: int = 0) -> list[str]:
+    """The SKILL.md paths a command line reads with a read verb (cat, sed, head, ...); empty when none.
+
+    grep-like tools do not count (they search, they do not read the instructions). Output-redirect targets are
+    written, not read; here-document data is not a file. `bash -c 'cat .../SKILL.md'` payloads are followed, since
+    Codex wraps every command that way. Malformed quoting means no read.
+    """
+    if not command or SKILL_FILE.lower() not in command.lower() or _depth >= _MAX_SHELL_DEPTH:
+        return []
+    try:
+        lexed = lex(command)
+    except ShellSyntaxError:
+        return []
+    found: list[str] = []
+    variables: dict[str, str] = {}
+    for inner in lexed.substitutions:
+        found.extend(shell_skill_reads(inner, _depth + 1))
+    for simple in simple_commands(lexed.tokens):
+        words = [word.expand(variables) for word in simple.words]
+        while words and ASSIGNMENT_RE.match(words[0]):
+            name, value = ASSIGNMENT_RE.match(words[0]).groups()  # type: ignore[union-attr]
+            variables[name] = value
+            words = words[1:]
+        if not words:
+            continue
+        verb = basename(words[0])
+        if verb in SHELLS:
+            payload = _payload_after_c(words[1:])
+            if payload:
+                found.extend(shell_skill_reads(payload, _depth + 1))
+            continue
+        if verb not in READ_VERBS:
+            continue
+        for op, target in simple.redirects:
+            if op == "<":
+                text = target.expand(variables)
+                if _names_skill_file(text):
+                    found.append(text)
+        for argument in words[1:]:
+            if _names_skill_file(argument):
+                found.append(argument)
+    return found
+
+
+def _names_skill_file(argument: str) -> bool:
+    lowered = argument.replace("\\", "/").lower()
+    return lowered == "skill.md" or lowered.endswith("/skill.md")
+
+
+@dataclass(frozen=True)
+class SkillRead:
+    """One observed use of a skill's instructions: how, by which call, and which path or name."""
+
+    kind: str  # "skill_tool" | "native_read" | "shell_read"
+    call_index: int
+    tool: str
+    path: str = ""
+    name: str = ""  # skill name taken from the path or the Skill tool argument, '' when none could be taken
+
+
+def skill_reads(calls: list[ToolCallRecord]) -> list[SkillRead]:
+    """Every SKILL.md read and Skill-tool use in call order."""
+    reads: list[SkillRead] = []
+    for call in calls:
+        if is_skill_tool(call.tool):
+            reads.append(SkillRead("skill_tool", call.index, call.tool, name=skill_tool_name(call.arguments)))
+        elif is_native_skill_read(call):
+            path = path_argument(call.arguments)
+            reads.append(SkillRead("native_read", call.index, call.tool, path=path, name=skill_name_from_path(path)))
+        elif is_exec_tool(call.tool):
+            for path in shell_skill_reads(shell_text(call.arguments)):
+                reads.append(SkillRead("shell_read", call.index, call.tool, path=path, name=skill_name_from_path(path)))
+    return reads

@@ -1,0 +1,124 @@
+"""skill_execution (the Discoverability dimension): did the agent find, load and use the right skill (facts 3)?
+
+Positive cases score the mean of four sub-scores; negative controls score 1.0 only when the trajectory proves the
+skill under test was not used. `details["activation"]["score"]` is the activation sub-score aggregation reads for
+INCONCLUSIVE: a float when the trajectory confirms it, None when there is no activation to judge (negative control,
+unlabeled case, no expected skill, no trajectory).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from verifier.checks._execution_parts import (
+    check_activation,
+    check_error_recovery,
+    check_script_execution,
+    check_workflow_order,
+)
+from verifier.checks._invocation import check_invocation
+from verifier.checks._skill_entry import (
+    acceptable_skills,
+    evaluated_skill,
+    expected_script,
+    expected_skill,
+    skill_under_test,
+)
+from verifier.checks._skill_entry import should_trigger as _should_trigger
+from verifier.evidence import NO_TRAJECTORY, MetricResult, TrajectoryEvidence
+
+SUB_SCORES = ("activation", "script_execution", "workflow_order", "error_recovery")
+
+
+def should_trigger(entry: Mapping[str, Any]) -> bool | None:
+    """True: the skill should be used; False: a negative control; None: unlabeled (facts 3.1)."""
+    return _should_trigger(entry)
+
+
+def _no_activation(reason: str) -> dict[str, Any]:
+    return {"score": None, "reason": reason}
+
+
+def _skill_invoked(evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> tuple[bool | None, dict[str, Any]]:
+    """Invocation of the skill under test, for both arms: True used, False proven unused, None unknown."""
+    target = skill_under_test(entry)
+    if not target:
+        return None, {"passed": None, "reason": "no skill under test"}
+    result = check_invocation(evidence.tool_calls, target)
+    return result.triggered, {"target": target, "passed": result.passed, "reason": result.reason,
+                              "evidence": result.evidence[:10]}
+
+
+def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> MetricResult:
+    """Score one trial's skill use; see the module docstring for the activation sub-score contract."""
+    trigger = should_trigger(entry)
+    base: dict[str, Any] = {"should_trigger": trigger, "negative_control": trigger is False}
+    if not evidence.usable:
+        return MetricResult(
+            score=0.0,
+            details={**base, "error": NO_TRAJECTORY, "trajectory_detail": evidence.detail,
+                     "activation": _no_activation(NO_TRAJECTORY)},
+        )
+    invoked, invocation = _skill_invoked(evidence, entry)
+    base.update({"skill_invoked": invoked, "invocation": invocation})
+
+    if trigger is None:
+        return MetricResult(
+            score=1.0,
+            details={**base, "skipped": True, "message": "No expected_skill -- skipped",
+                     "activation": _no_activation("unlabeled case (no should_trigger or expected_skill)")},
+        )
+    if trigger is False:
+        return _negative(evidence, entry, base)
+
+    expected = expected_skill(entry)
+    if not expected:
+        return MetricResult(
+            score=1.0,
+            details={**base, "skipped": True, "message": "Positive case without expected_skill -- skipped",
+                     "activation": _no_activation("no expected_skill to look for")},
+        )
+    calls = evidence.tool_calls
+    if not calls:
+        return MetricResult(
+            score=0.0,
+            details={**base, "message": "No tool calls",
+                     "activation": {"score": 0.0, "passed": False, "message": "No tool calls"}},
+        )
+    parts = {
+        "activation": check_activation(calls, acceptable_skills(entry)),
+        "script_execution": check_script_execution(calls, expected_script(entry)),
+        "workflow_order": check_workflow_order(calls, expected),
+        "error_recovery": check_error_recovery(calls),
+    }
+    score = round(sum(parts[name]["score"] for name in SUB_SCORES) / len(SUB_SCORES), 4)
+    summary = ", ".join(f"{name}={parts[name]['score']}" for name in SUB_SCORES)
+    return MetricResult(score=score, details={**base, **parts, "message": summary})
+
+
+def _negative(evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict[str, Any]) -> MetricResult:
+    """A negative control: 1.0 when the skill under test provably stayed unused, else 0.0."""
+    activation = _no_activation("negative control: activation is not expected")
+    target = evaluated_skill(entry)
+    if not target:
+        # The trusted identity is missing: the grader cannot verify the control. That is our input problem, not the
+        # agent's behaviour, so the case is unscored rather than failed (it can never pass either way).
+        return MetricResult(
+            score=None,
+            details={**base, "activation": activation,
+                     "message": "Negative control needs the trusted evaluated_skill (skill folder name); unscored"},
+        )
+    if not evidence.tool_calls:
+        return MetricResult(
+            score=1.0,
+            details={**base, "activation": activation, "message": "No tool calls: skill not triggered",
+                     "negative_check": {"passed": True, "target": target}},
+        )
+    result = check_invocation(evidence.tool_calls, target)
+    negative_check = {"passed": result.passed, "target": target, "reason": result.reason,
+                      "evidence": result.evidence[:10]}
+    return MetricResult(
+        score=1.0 if result.passed else 0.0,
+        details={**base, "activation": activation, "message": result.reason, "negative_check": negative_check},
+    )

@@ -1,0 +1,186 @@
+"""Grading one trial from its evidence, and `skilleval grade`, which does it offline for a trajectory file.
+
+`grade` runs the deterministic checks and reports the LLM judges as unscored until they exist. With no usable
+trajectory the deterministic metrics score 0.0 and the reward says why (facts 7): an agent that left nothing to grade
+did not do the task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from verifier.checks.skill_efficiency import check_skill_efficiency
+from verifier.checks.skill_execution import check_skill_execution
+from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
+from verifier.trajectory import TRAJECTORY_FILE, load_evidence
+
+JUDGES_PENDING = "LLM judges not available yet"
+
+Check = Callable[[TrajectoryEvidence, Mapping[str, Any]], MetricResult]
+
+
+def _security_check() -> Check | None:
+    """The security check, imported late: it lives in its own module and may not be installed in this tree yet."""
+    try:
+        module = importlib.import_module("verifier.checks.security")
+    except ImportError:
+        return None
+    return getattr(module, "check_security", None)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return _jsonable(value.model_dump(mode="json"))
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN is not JSON; report it as unscored
+        return None
+    return value
+
+
+def _clamp(score: float | None) -> float | None:
+    if score is None:
+        return None
+    return round(max(0.0, min(1.0, float(score))), 4)
+
+
+def _run(name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> MetricResult:
+    if name in JUDGE_METRICS:
+        details: dict[str, Any] = {"message": JUDGES_PENDING}
+        if not evidence.usable:
+            details["error"] = NO_TRAJECTORY
+        return MetricResult(score=None, details=details)
+    if name == "security":
+        if not evidence.usable:
+            return MetricResult(score=0.0, details={"error": NO_TRAJECTORY, "findings": []})
+        check = _security_check()
+        if check is None:
+            return MetricResult(score=None, details={"error": "security check not available", "findings": []})
+        return check(evidence, entry)
+    if name == "skill_execution":
+        return check_skill_execution(evidence, entry)
+    return check_skill_efficiency(evidence, entry)
+
+
+def grade(
+    evidence: TrajectoryEvidence, entry: Mapping[str, Any], metrics: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Scores (None = unscored) and details for the selected standard metrics, in report order."""
+    wanted = [name for name in STANDARD_METRICS if metrics is None or name in set(metrics)]
+    unknown = sorted(set(metrics or ()) - set(STANDARD_METRICS))
+    if unknown:
+        raise ValueError(f"unknown metric(s): {', '.join(unknown)}")
+    scores: dict[str, float | None] = {}
+    details: dict[str, Any] = {}
+    for name in wanted:
+        result = _run(name, evidence, entry)
+        scores[name] = _clamp(result.score)
+        details[name] = _jsonable(result.details)
+    if evidence.source != TRAJECTORY_FILE or evidence.problems:
+        details["_trajectory_load"] = {"source": evidence.source, "problems": evidence.problems[:20]}
+        if not evidence.usable:
+            details["_trajectory_load"]["error"] = NO_TRAJECTORY
+    graded: dict[str, Any] = {"metrics": scores, "details": details, "trajectory_source": evidence.source}
+    if not evidence.usable:
+        graded["error"] = NO_TRAJECTORY
+    return graded
+
+
+# ---- skilleval grade -------------------------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    """Unusable input for `skilleval grade`; its message is the one line printed on stderr."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="skilleval grade", description="Grade one trajectory offline and print the reward JSON.")
+    parser.add_argument("--trajectory", required=True, help="trajectory.json, or the agent log folder holding it")
+    parser.add_argument("--case", required=True, help="a dataset entry as JSON")
+    parser.add_argument("--skill", help="the skill under test (evaluated_skill); default: the case's expected_skill")
+    parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
+    return parser
+
+
+def _read_case(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"case file not found: {path}") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"case file {path} is not readable JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"case file {path} must hold one dataset entry (a JSON object)")
+    if isinstance(data.get("evals"), list) or isinstance(data.get("cases"), list):
+        raise UsageError(f"case file {path} holds a whole dataset; pass a single entry")
+    return data
+
+
+def entry_for_grading(case: Mapping[str, Any], skill: str | None) -> dict[str, Any]:
+    """The case as the verifier's entry.json would hold it: runtime aliases, and the skill under test."""
+    entry = dict(case)
+    if "expected_skill" not in entry and entry.get("skill_name"):
+        entry["expected_skill"] = entry["skill_name"]
+    entry.setdefault("question", entry.get("prompt"))
+    entry.setdefault("ground_truth", entry.get("expected_output"))
+    entry.setdefault("expected_behavior", entry.get("assertions", entry.get("expectations")))
+    if skill:
+        entry["evaluated_skill"] = skill
+    elif not entry.get("evaluated_skill"):
+        entry["evaluated_skill"] = entry.get("expected_skill") or ""
+    entry.setdefault("has_skill", True)
+    return entry
+
+
+def _evidence_for(path: Path) -> TrajectoryEvidence:
+    if path.is_dir():
+        return load_evidence(path)
+    if path.is_file():
+        return load_evidence(path.parent, path)
+    raise UsageError(f"trajectory not found: {path}")
+
+
+def _metrics_arg(value: str | None) -> list[str] | None:
+    if not value:
+        return None
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STANDARD_METRICS]
+    if unknown:
+        raise UsageError(f"unknown metric(s) {', '.join(unknown)}; choose from {','.join(STANDARD_METRICS)}")
+    return names
+
+
+def run_grade_command(argv: list[str]) -> int:
+    """`skilleval grade`: print one reward JSON object; 0 when graded, 2 with a one-line reason when not."""
+    try:
+        args = _parser().parse_args(argv)
+        metrics = _metrics_arg(args.metrics)
+        entry = entry_for_grading(_read_case(Path(args.case)), args.skill)
+        evidence = _evidence_for(Path(args.trajectory))
+        if not evidence.usable:
+            reasons = "; ".join(evidence.problems[:3])
+            raise UsageError(f"{NO_TRAJECTORY} at {args.trajectory}" + (f" ({reasons})" if reasons else ""))
+        graded = grade(evidence, entry, metrics)
+    except UsageError as error:
+        print(f"skilleval grade: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as stop:  # --help
+        return int(stop.code or 0)
+    json.dump(graded, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+    return 0

@@ -1,0 +1,180 @@
+"""Reading what the agent did: ATIF `trajectory.json`, else the agent's own log, into `TrajectoryEvidence`.
+
+Real agents write trajectories that do not always pass Harbor's strict models (missing agent version, renumbered
+steps, unknown keys), so the file is validated with Harbor's `Trajectory` only to record problems, and always read
+leniently from the raw JSON. Only a missing file or one without steps sends us to the agent logs (facts 1).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from verifier.agent_logs import rebuild_steps
+from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
+
+TRAJECTORY_FILE = "trajectory.json"
+_MAX_PROBLEMS = 10
+
+
+def content_text(content: Any) -> str:
+    """A message or observation as text: strings as they are, content parts joined, media as [image]/[audio]."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if isinstance(content, list):
+        pieces: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, Mapping):
+                kind = part.get("type")
+                if kind in ("image", "audio"):
+                    pieces.append(f"[{kind}]")
+                elif part.get("text") is not None:
+                    pieces.append(str(part["text"]))
+            elif hasattr(part, "type"):
+                pieces.append(f"[{part.type}]" if part.type in ("image", "audio") else str(part.text or ""))
+        return "\n".join(piece for piece in pieces if piece)
+    return str(content)
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """Tool arguments as a dict; OpenAI-style JSON strings are decoded, anything else kept under `raw`."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return {"raw": value} if value.strip() else {}
+        return dict(decoded) if isinstance(decoded, Mapping) else {"raw": value}
+    if value is None:
+        return {}
+    return {"raw": value}
+
+
+def _validation_problems(data: Mapping[str, Any]) -> list[str]:
+    from harbor.models.trajectories import Trajectory
+
+    try:
+        Trajectory.model_validate(dict(data))
+    except ValidationError as error:
+        problems = []
+        for issue in error.errors()[:_MAX_PROBLEMS]:
+            where = ".".join(str(piece) for piece in issue.get("loc", ()))
+            problems.append(f"ATIF validation: {where}: {issue.get('msg', '')}".strip())
+        if error.error_count() > _MAX_PROBLEMS:
+            problems.append(f"ATIF validation: {error.error_count() - _MAX_PROBLEMS} more problem(s)")
+        return problems
+    return []
+
+
+def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | None = None) -> TrajectoryEvidence:
+    """Evidence from ATIF-shaped step dicts: agent tool calls with their matched observations, and messages."""
+    problems = list(problems or [])
+    calls: list[ToolCallRecord] = []
+    agent_messages: list[str] = []
+    user_messages: list[str] = []
+    for position, step in enumerate(steps):
+        if not isinstance(step, Mapping):
+            problems.append(f"steps[{position}] is not an object; skipped")
+            continue
+        source_kind = step.get("source")
+        text = content_text(step.get("message"))
+        if source_kind == "user":
+            if text.strip():
+                user_messages.append(text)
+            continue
+        if source_kind != "agent":
+            continue
+        if text.strip():
+            agent_messages.append(text)
+        results = (step.get("observation") or {}).get("results") if isinstance(step.get("observation"), Mapping) else []
+        results = [r for r in results or [] if isinstance(r, Mapping)]
+        step_id = step.get("step_id") if isinstance(step.get("step_id"), int) else None
+        for raw_call in step.get("tool_calls") or []:
+            if not isinstance(raw_call, Mapping):
+                problems.append(f"steps[{position}] has a tool call that is not an object; skipped")
+                continue
+            call_id = raw_call.get("tool_call_id") or raw_call.get("id")
+            call_id = str(call_id) if call_id not in (None, "") else None
+            observation = "\n".join(
+                content_text(result.get("content"))
+                for result in results
+                if result.get("source_call_id") in (None, "") or (call_id and result.get("source_call_id") == call_id)
+            )
+            calls.append(
+                ToolCallRecord(
+                    index=len(calls),
+                    step_id=step_id,
+                    tool=str(raw_call.get("function_name") or raw_call.get("name") or ""),
+                    arguments=_arguments(raw_call.get("arguments", raw_call.get("input"))),
+                    observation=observation,
+                    call_id=call_id,
+                )
+            )
+    return TrajectoryEvidence(
+        source=source, tool_calls=calls, agent_messages=agent_messages, user_messages=user_messages, problems=problems
+    )
+
+
+def _steps_of(data: Any) -> tuple[list[Any], list[str]]:
+    """The raw step list and any structural problem that made it unusable."""
+    if not isinstance(data, Mapping):
+        return [], [f"{TRAJECTORY_FILE} is not a JSON object"]
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return [], [f"{TRAJECTORY_FILE} has no steps list"]
+    if not steps:
+        return [], [f"{TRAJECTORY_FILE} has no steps"]
+    return steps, []
+
+
+def _none(problems: list[str], detail: str = NO_TRAJECTORY) -> TrajectoryEvidence:
+    return TrajectoryEvidence(source="none", problems=problems, detail=detail)
+
+
+def evidence_from_atif(data: Mapping[str, Any] | str, source: str = TRAJECTORY_FILE) -> TrajectoryEvidence:
+    """Evidence from an ATIF document (dict or JSON text); one without steps gives unusable ('none') evidence."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as error:
+            return _none([f"{source} is not valid JSON: {error}"])
+    steps, problems = _steps_of(data)
+    if not steps:
+        return _none(problems)
+    problems = _validation_problems(data)  # type: ignore[arg-type]
+    return evidence_from_steps(steps, source, problems)
+
+
+def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
+    """What to grade for one trial: trajectory.json if it has steps, else the first agent log that rebuilds any."""
+    agent_logs_dir = Path(agent_logs_dir)
+    path = Path(trajectory_path) if trajectory_path is not None else agent_logs_dir / TRAJECTORY_FILE
+    problems: list[str] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        problems.append(f"{path.name} not found")
+    except OSError as error:
+        problems.append(f"{path.name} unreadable: {error}")
+    else:
+        evidence = evidence_from_atif(text, source=path.name)
+        if evidence.usable:
+            return evidence
+        problems.extend(evidence.problems)
+    source, steps, log_problems = rebuild_steps(agent_logs_dir)
+    problems.extend(log_problems)
+    if source is None:
+        return _none(problems, NO_TRAJECTORY)
+    evidence = evidence_from_steps(steps, source, problems)
+    return evidence
