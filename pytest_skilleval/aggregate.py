@@ -405,7 +405,9 @@ def _arm_resources(trials: Sequence[_Trial]) -> ArmResources:
 def _resource_delta(w: _Condition, wo: _Condition, rw: ArmResources, rwo: ArmResources) -> ResourceDelta:
     """With-skill minus baseline; only for complete telemetry, complete arms and identical attempt counts."""
     reason = None
-    if w.status != "succeeded" or wo.status != "succeeded":
+    if "skipped" in (w.status, wo.status):
+        reason = "an arm was not run"
+    elif w.status != "succeeded" or wo.status != "succeeded":
         reason = "both arms must complete successfully"
     elif not (rw.telemetry_complete and rwo.telemetry_complete):
         reason = "telemetry incomplete"
