@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from pytest_skilleval.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.options import RunSettings
 from pytest_skilleval.outcome import Arm
 from pytest_skilleval.skill import SkillFolder
 
@@ -112,16 +113,14 @@ class SkillCollector(pytest.File):
         super().__init__(**kwargs)
         self.skill = skill
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, SkillEvalCollectError):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
 
-    def _settings_or_error(self):
+    def _settings_or_error(self) -> RunSettings:
         try:
             return self.skill.settings
-        except pytest.UsageError:
-            raise
         except Exception as error:  # a bad evals/config.yml: one collection error for this skill
             raise SkillEvalCollectError(str(error)) from None
 

@@ -40,6 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     sources = options.read_sources(config)
+    options.merge_settings(sources)  # the command line and ini alone must already make sense
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else _new_run_id()
     state = SkillEvalSession(config, sources, run_id)

@@ -1,0 +1,81 @@
+"""Bad input: each broken file is one collection error naming file, entry and field; everything else still runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import LOCAL_REPLAY, SkillProject, simple_entries
+
+GOOD = simple_entries("fine")
+
+
+def _entry(**fields: object) -> dict:
+    base = {"id": "case-1", "prompt": "p", "expected_output": "e"}
+    base.update(fields)
+    return {"skill_name": "broken", "evals": [base]}
+
+
+BROKEN = {
+    "invalid-json": ("evals.json", '{"skill_name": "x", "evals": [', ["invalid JSON at line 1"]),
+    "invalid-yaml": ("evals.yaml", "skill_name: x\nevals: [\n  - id: a\n    prompt: [unclosed\n", ["invalid YAML"]),
+    "missing-field": ("evals.json", {"skill_name": "b", "evals": [{"id": "c1", "prompt": "p"}]},
+                      ["entry 0 (id 'c1')", "field 'expected_output'"]),
+    "bad-id": ("evals.json", _entry(id="has space"), ["entry 0 (id 'has space')", "field 'id'", "must start with"]),
+    "long-id": ("evals.json", _entry(id="a" * 129), ["field 'id'", "at most 128 characters"]),
+    "duplicate-id": ("evals.json", {"skill_name": "b", "evals": [
+        {"id": "Same", "prompt": "p", "expected_output": "e"}, {"id": "same", "prompt": "p", "expected_output": "e"}]},
+        ["entry 1 (id 'same')", "field 'id'", "duplicate id"]),
+    "wrong-type": ("evals.json", _entry(assertions=5), ["entry 0 (id 'case-1')", "field 'assertions'"]),
+    "bool-id": ("evals.json", {"skill_name": "b", "evals": [{"id": True, "prompt": "p", "expected_output": "e"}]},
+                ["entry 0", "field 'id'", "not a boolean"]),
+    "unknown-shape": ("evals.json", {"questions": []}, ["unknown dataset shape"]),
+    "empty-dataset": ("evals.json", {"skill_name": "b", "evals": []}, ["no eval entries"]),
+    "entry-not-object": ("evals.json", ["just a string"], ["entry 0", "must be an object"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_broken_dataset_is_one_clear_collection_error(skill_project: SkillProject, kind: str) -> None:
+    dataset_name, content, expected = BROKEN[kind]
+    if isinstance(content, str):
+        skill_project.make_skill("broken", raw=content, dataset_name=dataset_name)
+    else:
+        skill_project.make_skill("broken", content, dataset_name=dataset_name)
+    skill_project.make_skill("good", GOOD)
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # pytest's rule: collection errors stop the run
+    assert "INTERNALERROR" not in output
+    assert "Traceback" not in output
+    assert f"skills/broken/evals/{dataset_name}" in output
+    for fragment in expected:
+        assert fragment in output, fragment
+    assert "1 error" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+def test_unreadable_task_toml_is_a_collection_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", GOOD)
+    task = skill / "evals" / "harbor" / "fine"
+    task.mkdir(parents=True)
+    (task / "task.toml").write_text("schema_version = 1.4\n[agent\n")
+    (task / "instruction.md").write_text("x\n")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    output = result.stdout.str()
+    assert "evals/harbor/fine/task.toml: cannot be read as a Harbor task.toml" in output
+    assert "Traceback" not in output
+    assert "skills/native/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+def test_continue_on_collection_errors_runs_the_rest(skill_project: SkillProject) -> None:
+    skill_project.make_skill("broken", raw="{not json", dataset_name="evals.json")
+    skill_project.make_skill("good", GOOD)
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+
+
+def test_two_datasets_in_one_skill_are_refused(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("twice", GOOD)
+    (skill / "evals" / "evals.yaml").write_text("skill_name: twice\nevals: []\n")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    assert "evals.yaml: the skill already has a dataset, evals.json" in result.stdout.str()
