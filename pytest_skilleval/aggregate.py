@@ -588,7 +588,9 @@ def _lift(
     pk_lift = PassAtKLift(
         with_skill=rate_w,
         without_skill=rate_wo,
-        delta=r4(rate_w - rate_wo) if rate_w is not None and rate_wo is not None else None,
+        delta=r4(pk_w.passed_cases / pk_w.total_cases - pk_wo.passed_cases / pk_wo.total_cases)
+        if rate_w is not None and rate_wo is not None and pk_w and pk_wo
+        else None,
         passed_cases_delta=pk_w.passed_cases - pk_wo.passed_cases if pk_w and pk_wo else None,
         with_skill_wilson95=pk_w.wilson95 if pk_w else None,
         without_skill_wilson95=pk_wo.wilson95 if pk_wo else None,
@@ -737,7 +739,9 @@ def _coverage(ran: Sequence[_Trial], plan: RunPlan) -> Coverage:
                 have = {t.record.attempt for t in items}
                 missing += [f"{agent}/{arm}/{case}/{a}" for a in range(1, need + 1) if a not in have]
     missing_cases = {m.split("/")[2] for m in missing}
-    skipped = [c for c in plan.cases if c in missing_cases or c in set(plan.skipped_cases)]
+    touched = {t.record.case for t in ran}
+    skipped = [c for c in plan.cases if c not in touched or c in set(plan.skipped_cases)]
+    partial = [c for c in plan.cases if c in missing_cases and c not in skipped]
     complete = plan.selection_complete and not plan.interrupted and not missing and not plan.skipped_cases
     return Coverage(
         publication_complete=complete,
@@ -748,6 +752,7 @@ def _coverage(ran: Sequence[_Trial], plan: RunPlan) -> Coverage:
         scored_trials=sum(1 for t in ran if t.scored),
         missing_trials=missing,
         skipped_cases=skipped,
+        partial_cases=partial,
         extra_cases=[],
     )
 

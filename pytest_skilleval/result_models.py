@@ -275,7 +275,8 @@ class Coverage(_Model):
     run_trials: int
     scored_trials: int
     missing_trials: list[str] = Field(description="agent/arm/case/attempt keys expected but not run.")
-    skipped_cases: list[str]
+    skipped_cases: list[str] = Field(description="Cases with no trial run (deselected, --max-cases, interrupted).")
+    partial_cases: list[str] = Field(default_factory=list, description="Cases with some expected trials missing.")
     extra_cases: list[str]
 
 
