@@ -14,7 +14,8 @@ READ_MARKERS = ("read", "read_file", "grep", "glob")
 WRITE_MARKERS = ("write", "edit", "write_file", "edit_file", "notebookedit")
 
 COMMAND_KEYS = ("command", "cmd", "code", "raw")
-PATH_KEYS = ("file_path", "path", "filename", "target_file", "raw")
+# `filePath` is how OpenCode's read/write/edit tools name the file.
+PATH_KEYS = ("file_path", "path", "filename", "target_file", "filePath", "raw")
 SECURITY_TEXT_KEYS = ("command", "cmd", "code", "raw", "path", "file_path")
 WORKDIR_KEYS = ("workdir", "cwd")
 
@@ -65,7 +66,7 @@ def command_text(arguments: Mapping[str, Any]) -> str:
 
 
 def path_argument(arguments: Mapping[str, Any]) -> str:
-    """The file a read/write tool touched: first non-empty of file_path, path, filename, target_file, raw."""
+    """The file a read/write tool touched: first non-empty of file_path, path, filename, target_file, filePath, raw."""
     return _first_non_empty(arguments, PATH_KEYS)
 
 
