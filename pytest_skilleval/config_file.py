@@ -345,7 +345,9 @@ class HarborSettings(BaseModel):
         if not path.startswith("/") or posixpath.normpath(path) != path or path.startswith("//"):
             raise PydanticCustomError("workdir", "agent_workdir must be a normalized absolute POSIX path")
         if path == "/" or any(path == r or path.startswith(r + "/") for r in _RESERVED_ROOTS):
-            raise PydanticCustomError("workdir", "agent_workdir {path} is inside a reserved sandbox path", {"path": path})
+            raise PydanticCustomError(
+                "workdir", "agent_workdir {path} is inside a reserved sandbox path", {"path": path}
+            )
         if _SKILL_DISCOVERY_PARTS & set(path.split("/")):
             raise PydanticCustomError(
                 "workdir", "agent_workdir {path} is inside a skill-discovery directory", {"path": path}
@@ -457,7 +459,9 @@ class EvalsConfig(BaseModel):
     @classmethod
     def _schema_version(cls, value: Any) -> Any:
         if isinstance(value, bool) or value != 1 or not isinstance(value, int):
-            raise PydanticCustomError("schema_version", "schema_version must be 1 (got {value})", {"value": repr(value)})
+            raise PydanticCustomError(
+                "schema_version", "schema_version must be 1 (got {value})", {"value": repr(value)}
+            )
         return value
 
     @property

@@ -38,7 +38,9 @@ RESERVED_NAMES: frozenset[str] = STANDARD_METRIC_NAMES | {
     "entry_id",
 }
 # Top-level reward fields that are part of the contract rather than metrics.
-_CONTRACT_FIELDS: frozenset[str] = frozenset({"overall", "details", "custom_metrics", "metrics", "metric_set", "entry_id"})
+_CONTRACT_FIELDS: frozenset[str] = frozenset(
+    {"overall", "details", "custom_metrics", "metrics", "metric_set", "entry_id"}
+)
 
 GRADER_MODES: frozenset[str] = frozenset({"default", "default_plus_custom", "custom_only"})
 _MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}

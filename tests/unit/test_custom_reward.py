@@ -76,7 +76,8 @@ def test_128_distinct_names_per_condition() -> None:
     assert check_condition_metric_names([first, overlapping]) is None
     extra = sanitize_custom_reward({"custom_metrics": {"one_more": 0.1}}, "default_plus_custom")
     message = check_condition_metric_names([first, overlapping, extra])
-    assert message is not None and "129 distinct" in message and "128 distinct custom metric names per condition" in message
+    assert message is not None and "129 distinct" in message
+    assert "128 distinct custom metric names per condition" in message
 
 
 def test_name_of_256_bytes_kept_and_257_fails_the_reward() -> None:

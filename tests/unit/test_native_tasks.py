@@ -1,0 +1,466 @@
+"""Native Harbor tasks: discovery, every rejection rule, entry-id matching and both arms' staging."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.native_tasks import (
+    NativeTask,
+    NativeTaskError,
+    check_native_task,
+    check_native_tasks,
+    discover_native_tasks,
+    load_native_task,
+    stage_native_task,
+)
+
+BASE_TOML = """\
+# authored by hand
+schema_version = "1.4"
+
+[task]
+name = "acme/{case}"  # keep this comment
+
+[agent]
+timeout_sec = 300.0
+
+[verifier]
+timeout_sec = 180.0
+"""
+
+
+def make_task(
+    evals: Path,
+    case: str = "case-1",
+    toml: str | None = None,
+    extra: str = "",
+    files: dict[str, str] | None = None,
+) -> Path:
+    task_dir = evals / "harbor" / case
+    (task_dir / "tests").mkdir(parents=True, exist_ok=True)
+    (task_dir / "environment").mkdir(exist_ok=True)
+    (task_dir / "task.toml").write_text((toml if toml is not None else BASE_TOML.format(case=case)) + extra)
+    (task_dir / "instruction.md").write_text("Do the thing.\n")
+    (task_dir / "tests" / "test.sh").write_text("#!/usr/bin/env bash\necho 1 > /logs/verifier/reward.txt\n")
+    for rel, content in (files or {}).items():
+        path = task_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return task_dir
+
+
+def rules(
+    task: NativeTask,
+    mode: str = "default",
+    paired: bool = True,
+    dataset_ids: set[str] | None = None,
+    **kwargs: object,
+) -> set[str]:
+    ids = {"case-1"} if dataset_ids is None else dataset_ids
+    findings = check_native_task(task, grading_mode=mode, paired=paired, dataset_ids=ids, **kwargs)
+    return {f.rule for f in findings}
+
+
+@pytest.fixture
+def evals(tmp_path: Path) -> Path:
+    return tmp_path / "evals"
+
+
+def loaded(evals: Path, **kwargs: object) -> NativeTask:
+    return load_native_task(make_task(evals, **kwargs))  # type: ignore[arg-type]
+
+
+# --- discovery ---------------------------------------------------------------------------------------------------
+
+
+def test_discovery_finds_cases_and_skips_the_rest(evals: Path) -> None:
+    make_task(evals, "b-case")
+    make_task(evals, "a-case")
+    (evals / "harbor" / "_draft").mkdir()
+    (evals / "harbor" / "_draft" / "task.toml").write_text("")
+    (evals / "harbor" / ".hidden").mkdir()
+    (evals / "harbor" / "results").mkdir()
+    (evals / "harbor" / "no-toml").mkdir()
+    (evals / "harbor" / "dataset.toml").write_text("")
+    tasks = discover_native_tasks(evals)
+    assert [t.case_id for t in tasks] == ["a-case", "b-case"]
+    assert tasks[0].config.task is not None and tasks[0].config.task.name == "acme/a-case"
+
+
+def test_no_harbor_dir(evals: Path) -> None:
+    assert discover_native_tasks(evals) == []
+
+
+@pytest.mark.parametrize("name", ["-starts-with-dash", "ends.", "has space", "x" * 129, "CON", "ünïcode"])
+def test_invalid_case_folder_names(evals: Path, name: str) -> None:
+    make_task(evals, name, toml='schema_version = "1.4"\n')
+    with pytest.raises(NativeTaskError, match="not a valid case id|reserved"):
+        discover_native_tasks(evals)
+
+
+def test_case_id_at_128_chars_is_fine(evals: Path) -> None:
+    name = "a" * 128
+    make_task(evals, name, toml='schema_version = "1.4"\n')
+    assert discover_native_tasks(evals)[0].case_id == name
+
+
+def test_case_folders_differing_in_case_collide(evals: Path, tmp_path: Path) -> None:
+    make_task(evals, "Case", toml='schema_version = "1.4"\n')
+    make_task(evals, "case", toml='schema_version = "1.4"\n')
+    if len(list((evals / "harbor").iterdir())) < 2:
+        pytest.skip("case-insensitive file system")
+    with pytest.raises(NativeTaskError, match="letter case"):
+        discover_native_tasks(evals)
+
+
+@pytest.mark.parametrize(
+    "toml, match",
+    [
+        ("schema_version = [", "not valid TOML"),
+        ("schema_version = 1.4\n", "schema_version"),
+        ('[task]\nname = "no-org"\n', "task.name"),
+        ('[metadata]\nentry_id = true\n', "entry_id"),
+        ('[metadata]\nentry_id = "bad id"\n', "entry_id"),
+    ],
+)
+def test_unreadable_task_toml_names_the_file(evals: Path, toml: str, match: str) -> None:
+    task_dir = make_task(evals, toml=toml)
+    with pytest.raises(NativeTaskError, match=match) as info:
+        load_native_task(task_dir)
+    assert str(task_dir / "task.toml") in str(info.value)
+
+
+def test_entry_id_from_metadata_or_folder(evals: Path) -> None:
+    assert loaded(evals).entry_id == "case-1"
+    task = loaded(evals, case="folder", extra="\n[metadata]\nentry_id = 42\n")
+    assert task.case_id == "folder" and task.entry_id == "42"
+
+
+# --- a clean task ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["default", "default_plus_custom", "custom_only", "aces_plus_custom"])
+@pytest.mark.parametrize("paired", [True, False])
+def test_clean_task_has_no_findings(evals: Path, mode: str, paired: bool) -> None:
+    assert rules(loaded(evals), mode=mode, paired=paired) == set()
+
+
+# --- entry ids ---------------------------------------------------------------------------------------------------
+
+
+def test_entry_id_must_match_dataset_in_standard_modes(evals: Path) -> None:
+    task = loaded(evals)
+    for mode in ("default", "default_plus_custom"):
+        assert rules(task, mode=mode, dataset_ids={"other"}) == {"entry-id-mismatch"}
+        assert rules(task, mode=mode, dataset_ids={"case-1", "other"}) == set()
+    assert rules(task, mode="custom_only", dataset_ids={"other"}) == set()
+
+
+def test_metadata_entry_id_is_what_matches(evals: Path) -> None:
+    task = loaded(evals, extra='\n[metadata]\nentry_id = "dataset-id"\n')
+    assert rules(task, dataset_ids={"case-1"}) == {"entry-id-mismatch"}
+    assert rules(task, dataset_ids={"dataset-id"}) == set()
+
+
+def test_no_dataset_in_standard_mode(evals: Path) -> None:
+    task = loaded(evals)
+    findings = check_native_task(task, grading_mode="default", paired=True, dataset_ids=None)
+    assert [f.rule for f in findings] == ["missing-dataset"]
+    assert check_native_task(task, grading_mode="custom_only", paired=True, dataset_ids=None) == []
+
+
+def test_duplicate_entry_ids_across_tasks(evals: Path) -> None:
+    a = loaded(evals, case="a", extra='\n[metadata]\nentry_id = "same"\n')
+    b = loaded(evals, case="b", extra='\n[metadata]\nentry_id = "same"\n')
+    findings = check_native_tasks([a, b], grading_mode="custom_only", paired=True, dataset_ids=None)
+    assert [f.rule for f in findings] == ["duplicate-entry-id"]
+
+
+# --- every mode --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["default", "custom_only"])
+def test_windows_task_environment(evals: Path, mode: str) -> None:
+    task = loaded(evals, extra='\n[environment]\nos = "windows"\n', files={"tests/test.bat": "@echo 1"})
+    assert "windows-environment" in rules(task, mode=mode, paired=False)
+
+
+@pytest.mark.parametrize("mode", ["default", "custom_only"])
+def test_windows_verifier_environment(evals: Path, mode: str) -> None:
+    task = loaded(
+        evals,
+        extra='environment_mode = "separate"\n[verifier.environment]\nos = "windows"\n',
+        files={"tests/test.bat": "@echo 1"},
+    )
+    assert "windows-environment" in rules(task, mode=mode, paired=False)
+
+
+def test_windows_step_verifier(evals: Path) -> None:
+    toml = (
+        'schema_version = "1.4"\n[[steps]]\nname = "one"\n[steps.verifier]\nenvironment_mode = "separate"\n'
+        '[steps.verifier.environment]\nos = "windows"\n'
+    )
+    task = loaded(evals, toml=toml, files={"steps/one/instruction.md": "x"})
+    assert "windows-environment" in rules(task, mode="custom_only", paired=False)
+
+
+@pytest.mark.parametrize("grader", ["tests/grader.py", "tests/grader.sh"])
+@pytest.mark.parametrize(
+    "dedicated, files",
+    [
+        ('\n[verifier.environment]\ndocker_image = "python:3.12"\n', {}),
+        ('environment_mode = "separate"\n', {"tests/Dockerfile": "FROM python:3.12"}),
+        ('environment_mode = "separate"\n', {"tests/docker-compose.yaml": "services: {}"}),
+    ],
+)
+def test_grader_with_dedicated_verifier_image(evals: Path, grader: str, dedicated: str, files: dict[str, str]) -> None:
+    task = loaded(evals, extra=dedicated, files={**files, grader: "print()"})
+    assert "grader-with-dedicated-verifier-image" in rules(task, mode="custom_only", paired=False)
+    clean = loaded(evals, case="case-2", extra=dedicated, files=files)
+    assert "grader-with-dedicated-verifier-image" not in rules(clean, mode="custom_only", paired=False)
+
+
+def test_top_level_evals_grader_counts_for_dedicated_image(evals: Path) -> None:
+    task = loaded(evals, extra='environment_mode = "separate"\n', files={"tests/Dockerfile": "FROM x"})
+    (evals / "grader.py").write_text("print()")
+    assert "grader-with-dedicated-verifier-image" in rules(task, mode="custom_only", paired=False)
+
+
+def test_dedicated_image_needs_its_own_test_script(evals: Path) -> None:
+    task = loaded(evals, extra='environment_mode = "separate"\n', files={"tests/Dockerfile": "FROM x"})
+    (task.path / "tests" / "test.sh").unlink()
+    assert "dedicated-verifier-missing-test" in rules(task, mode="custom_only", paired=False)
+
+
+def test_missing_instruction(evals: Path) -> None:
+    task = loaded(evals)
+    (task.path / "instruction.md").unlink()
+    assert "missing-instruction" in rules(task)
+
+
+def test_custom_only_without_grader_needs_test_script(evals: Path) -> None:
+    task = loaded(evals)
+    (task.path / "tests" / "test.sh").unlink()
+    assert rules(task, mode="custom_only", paired=False) == {"missing-test-script"}
+    (task.path / "tests" / "grader.py").write_text("print()")
+    assert rules(task, mode="custom_only", paired=False) == set()
+    assert "missing-test-script" not in rules(task, mode="default", paired=False)
+
+
+def test_unknown_task_fields_warn(evals: Path) -> None:
+    task = loaded(evals, extra="timeout_secs = 3\n[environment]\ncpu = 2\n")
+    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None)
+    assert {(f.rule, f.severity) for f in findings} == {("unknown-task-field", "warning")}
+    assert {f.message.split("'")[1] for f in findings} == {"verifier.timeout_secs", "environment.cpu"}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_legacy_keys_do_not_warn(evals: Path) -> None:
+    task = loaded(evals, toml='version = "1.0"\n[environment]\nmemory = "2G"\n')
+    assert rules(task, mode="custom_only", paired=False) == set()
+
+
+# --- standard modes only -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra",
+    ['environment_mode = "separate"\n', '[verifier.environment]\ncpus = 1\n'],
+)
+def test_separate_verifier_rejected_in_standard_modes(evals: Path, extra: str) -> None:
+    task = loaded(evals, extra=extra)
+    assert "separate-verifier" in rules(task, mode="default")
+    assert "separate-verifier" in rules(task, mode="default_plus_custom")
+    assert "separate-verifier" not in rules(task, mode="custom_only")
+
+
+def test_step_tests_overlay(evals: Path) -> None:
+    toml = 'schema_version = "1.4"\n[[steps]]\nname = "one"\n'
+    task = loaded(evals, toml=toml, files={"steps/one/instruction.md": "x", "steps/one/tests/test.sh": "exit 0"})
+    assert rules(task, mode="default") == {"step-tests-overlay"}
+    assert rules(task, mode="custom_only") == set()
+    empty = loaded(evals, case="case-2", toml=toml, files={"steps/one/instruction.md": "x"})
+    (empty.path / "steps" / "one" / "tests").mkdir()
+    assert rules(empty, mode="default", dataset_ids={"case-2"}) == set()
+
+
+def test_collect_hooks(evals: Path) -> None:
+    task = loaded(evals, extra='[[verifier.collect]]\ncommand = "cp x y"\n')
+    assert rules(task, mode="default_plus_custom") == {"collect-hooks"}
+    assert rules(task, mode="custom_only") == set()
+    toml = 'schema_version = "1.4"\n[[steps]]\nname = "one"\n[[steps.verifier.collect]]\ncommand = "true"\n'
+    step = loaded(evals, case="case-2", toml=toml, files={"steps/one/instruction.md": "x"})
+    assert rules(step, mode="default", dataset_ids={"case-2"}) == {"collect-hooks"}
+
+
+@pytest.mark.parametrize(
+    "table, name",
+    [
+        ("environment.env", "HARBOR_LOGS_DIR"),
+        ("environment.env", "PATH"),
+        ("environment.env", "BASH_ENV"),
+        ("environment.env", "LD_PRELOAD"),
+        ("environment.env", "PYTHONPATH"),
+        ("environment.env", "HTTPS_PROXY"),
+        ("environment.env", "https_proxy"),
+        ("environment.env", "SSL_CERT_FILE"),
+        ("environment.env", "CODEX_HOME"),
+        ("environment.env", "OPENAI_API_KEY"),
+        ("environment.env", "AWS_REGION"),
+        ("environment.env", "LLM_JUDGE_MODEL"),
+        ("verifier.env", "HARBOR_TESTS_DIR"),
+        ("verifier.env", "OPENAI_BASE_URL"),
+        ("solution.env", "NODE_OPTIONS"),
+    ],
+)
+def test_task_env_controls_rejected_in_standard_modes(evals: Path, table: str, name: str) -> None:
+    task = loaded(evals, extra=f'\n[{table}]\n{name} = "x"\n')
+    assert rules(task, mode="default") == {"task-env-control"}
+    assert rules(task, mode="custom_only") == set()
+
+
+def test_task_env_reference_to_credential(evals: Path) -> None:
+    task = loaded(evals, extra='\n[environment.env]\nMY_KEY = "${ANTHROPIC_API_KEY}"\n')
+    assert rules(task, mode="default") == {"task-env-control"}
+    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None)
+    assert [(f.rule, f.severity) for f in findings] == [("task-env-credential", "warning")]
+
+
+def test_ordinary_task_env_allowed(evals: Path) -> None:
+    task = loaded(evals, extra='\n[environment.env]\nAPP_MODE = "test"\nSERVICE_TOKEN = "${SERVICE_TOKEN}"\n')
+    assert rules(task, mode="default") == set()
+
+
+def test_exact_forward_of_staged_judge_control_in_verifier_env(evals: Path) -> None:
+    task = loaded(evals, extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "${LLM_JUDGE_MODEL}"\n')
+    assert rules(task, mode="default", staged_env={"LLM_JUDGE_MODEL"}) == set()
+    assert rules(task, mode="default") == {"task-env-control"}  # not staged by the operator
+    other = loaded(evals, case="case-2", extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "gpt-x"\n')
+    assert rules(other, mode="default", dataset_ids={"case-2"}, staged_env={"LLM_JUDGE_MODEL"}) == {
+        "task-env-control"
+    }
+    agent_side = loaded(evals, case="case-3", extra='\n[environment.env]\nOPENAI_API_KEY = "${OPENAI_API_KEY}"\n')
+    assert rules(agent_side, mode="default", dataset_ids={"case-3"}, staged_env={"OPENAI_API_KEY"}) == {
+        "task-env-control"
+    }
+
+
+# --- paired runs -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["default", "custom_only"])
+def test_paired_healthcheck(evals: Path, mode: str) -> None:
+    task = loaded(evals, extra='\n[environment.healthcheck]\ncommand = "true"\n')
+    assert rules(task, mode=mode, paired=True) == {"paired-healthcheck"}
+    assert rules(task, mode=mode, paired=False) == set()
+
+
+def test_paired_step_healthcheck(evals: Path) -> None:
+    toml = 'schema_version = "1.4"\n[[steps]]\nname = "one"\n[steps.healthcheck]\ncommand = "true"\n'
+    task = loaded(evals, toml=toml, files={"steps/one/instruction.md": "x"})
+    assert rules(task, mode="custom_only", paired=True) == {"paired-healthcheck"}
+    assert rules(task, mode="custom_only", paired=False) == set()
+
+
+def test_paired_step_workdir(evals: Path) -> None:
+    toml = 'schema_version = "1.4"\n[[steps]]\nname = "one"\n'
+    task = loaded(evals, toml=toml, files={"steps/one/instruction.md": "x", "steps/one/workdir/setup.sh": "true"})
+    assert rules(task, mode="custom_only", paired=True) == {"paired-step-workdir"}
+    assert rules(task, mode="custom_only", paired=False) == set()
+
+
+def test_paired_prior_trajectory_single_step(evals: Path) -> None:
+    task = loaded(evals, files={"trajectory.json": "{}"})
+    assert rules(task, mode="custom_only", paired=True) == {"paired-prior-trajectory"}
+    assert rules(task, mode="custom_only", paired=False) == set()
+
+
+def test_paired_prior_trajectory_first_step_only(evals: Path) -> None:
+    toml = 'schema_version = "1.4"\n[[steps]]\nname = "one"\n[[steps]]\nname = "two"\n'
+    files = {"steps/one/instruction.md": "x", "steps/two/instruction.md": "y"}
+    second = loaded(evals, toml=toml, files={**files, "steps/two/trajectory.json": "{}"})
+    assert rules(second, mode="custom_only", paired=True) == set()
+    first = loaded(evals, case="case-2", toml=toml, files={**files, "steps/one/trajectory.json": "{}"})
+    assert rules(first, mode="custom_only", paired=True) == {"paired-prior-trajectory"}
+
+
+def test_paired_pre_agent_setup(evals: Path) -> None:
+    task = loaded(evals)
+    assert rules(task, mode="custom_only", paired=True, pre_agent_setup=["make deps"]) == {"paired-pre-agent-setup"}
+    assert rules(task, mode="custom_only", paired=False, pre_agent_setup=["make deps"]) == set()
+
+
+def test_every_finding_names_its_rule_and_a_message(evals: Path) -> None:
+    task = loaded(evals, extra='\n[environment.healthcheck]\ncommand = "true"\n')
+    for finding in check_native_task(task, grading_mode="default", paired=True, dataset_ids=set()):
+        assert finding.rule and finding.message and finding.severity in ("error", "warning")
+
+
+# --- staging -----------------------------------------------------------------------------------------------------
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("arm, suffix", [("with_skill", "-with-skill"), ("without_skill", "-without-skill")])
+def test_stage_both_arms(evals: Path, tmp_path: Path, arm: str, suffix: str) -> None:
+    task = loaded(evals, files={"environment/Dockerfile": "FROM x\n"})
+    before = snapshot(task.path)
+    staged = stage_native_task(task, tmp_path / "run" / arm / "case-1", arm)
+    assert snapshot(task.path) == before  # the source is untouched
+    text = (staged / "task.toml").read_text()
+    data = tomllib.loads(text)
+    assert data["task"]["name"] == f"acme/case-1{suffix}"
+    assert data["metadata"]["entry_id"] == "case-1"
+    assert "# keep this comment" in text and "# authored by hand" in text
+    assert (staged / "environment" / "Dockerfile").read_text() == "FROM x\n"
+    assert (staged / "tests" / "test.sh").is_file()
+
+
+def test_stage_keeps_authored_entry_id(evals: Path, tmp_path: Path) -> None:
+    task = loaded(evals, extra='\n[metadata]\nentry_id = "the-entry"\nowner = "me"\n')
+    data = tomllib.loads((stage_native_task(task, tmp_path / "s", "without-skill") / "task.toml").read_text())
+    assert data["metadata"] == {"entry_id": "the-entry", "owner": "me"}
+    assert data["task"]["name"] == "acme/case-1-without-skill"
+
+
+def test_stage_adds_entry_id_to_existing_metadata(evals: Path, tmp_path: Path) -> None:
+    task = loaded(evals, extra='\n[metadata]\nowner = "me"\n')
+    data = tomllib.loads((stage_native_task(task, tmp_path / "s", "with_skill") / "task.toml").read_text())
+    assert data["metadata"] == {"entry_id": "case-1", "owner": "me"}
+
+
+def test_stage_without_task_table(evals: Path, tmp_path: Path) -> None:
+    task = loaded(evals, toml='schema_version = "1.4"\n')
+    staged = stage_native_task(task, tmp_path / "case-1-with-skill", "with_skill")
+    data = tomllib.loads((staged / "task.toml").read_text())
+    assert "task" not in data and data["metadata"]["entry_id"] == "case-1"
+
+
+def test_stage_inline_task_table_falls_back_to_rewrite(evals: Path, tmp_path: Path) -> None:
+    task = loaded(evals, toml='schema_version = "1.4"\ntask = { name = "acme/x" }\nmetadata = { a = 1 }\n')
+    data = tomllib.loads((stage_native_task(task, tmp_path / "s", "with_skill") / "task.toml").read_text())
+    assert data["task"]["name"] == "acme/x-with-skill" and data["metadata"] == {"a": 1, "entry_id": "case-1"}
+
+
+def test_stage_refuses_existing_or_nested_destination(evals: Path, tmp_path: Path) -> None:
+    task = loaded(evals)
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(NativeTaskError, match="already exists"):
+        stage_native_task(task, tmp_path / "exists", "with_skill")
+    with pytest.raises(NativeTaskError, match="outside the task source"):
+        stage_native_task(task, task.path / "staged", "with_skill")
+    with pytest.raises(ValueError):
+        stage_native_task(task, tmp_path / "x", "baseline")
+
+
+def test_staged_copy_loads_in_harbor(evals: Path, tmp_path: Path) -> None:
+    from harbor.models.task.task import Task
+
+    task = loaded(evals)
+    staged = stage_native_task(task, tmp_path / "s", "with_skill")
+    assert Task(staged).name == "acme/case-1-with-skill"
