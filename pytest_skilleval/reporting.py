@@ -18,10 +18,10 @@ def _results_root(skill_dir: Path, results_dir: str | None) -> Path:
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
-    for skill_dir, skill in sorted(state.skills.items()):
+    # Under xdist the controller collects nothing: the skills to report come from the records themselves.
+    for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):
+        skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
-        if not records:
-            continue
         root = _results_root(skill_dir, skill.settings.results_dir)
         run_dir = root / state.run_id
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,126 @@
+"""Real Harbor trials through the plugin: local environment + replay agent, both arms, both sandbox modes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+
+SANDBOXES = [
+    pytest.param("bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")),
+    "none",
+]
+CUSTOM = ("--grading-mode", "custom_only")
+
+
+def _trials(result: dict) -> dict[tuple[str, str, str, int], dict]:
+    return {(t["case"], t["agent"], t["arm"], t["attempt"]): t for t in result["trials"]}
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProject, sandbox: str) -> None:
+    skill_project.copy_hello_skill()
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", f"sandbox={sandbox}", "--n-attempts", "2", "-v")
+    result.assert_outcomes(passed=16)
+    trials = _trials(skill_project.result_json("hello-skill"))
+    assert len(trials) == 16
+    for case in ("explicit-greeting", "implicit-greeting", "contextual-greeting"):
+        with_skill = trials[(case, "replay", "with_skill", 1)]
+        without = trials[(case, "replay", "without_skill", 1)]
+        assert with_skill["status"] == "scored"
+        assert with_skill["overall"] > without["overall"], case
+    # The user's skill folder is never written to: results went to --results-dir.
+    assert not (skill_project.root / "skills" / "hello-skill" / "evals" / "results").exists()
+
+
+def test_grader_runs_inside_the_sandbox_and_sees_the_entry(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "-v")
+    result.assert_outcomes(passed=2)
+    trials = _trials(skill_project.result_json("demo"))
+    assert trials[("c1", "replay", "with_skill", 1)]["overall"] == 1.0
+    assert trials[("c1", "replay", "with_skill", 1)]["custom_metrics"] == {"saw_entry": 1.0}
+
+
+def test_with_skill_below_threshold_fails_and_baseline_never_fails(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    shutil.copy2(FIXTURES / "graders" / "scores_low.py", skill / "evals" / "grader.py")
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    output = result.stdout.str()
+    assert "c1[replay-with_skill-1] FAILED" in output
+    assert "c1[replay-without_skill-1] PASSED (0.30)" in output
+    assert "overall 0.3000 < pass threshold 0.50" in output
+
+
+def test_pass_threshold_option(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    shutil.copy2(FIXTURES / "graders" / "scores_low.py", skill / "evals" / "grader.py")
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--pass-threshold", "0.25")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("grader", "message"),
+    [("crashes.py", "grader.py exited with code 1"), ("writes_nothing.py", "wrote neither reward.json nor reward.txt")],
+)
+def test_grader_problems_are_item_errors_naming_the_logs(skill_project: SkillProject, grader: str,
+                                                          message: str) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    shutil.copy2(FIXTURES / "graders" / grader, skill / "evals" / "grader.py")
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert message in output
+    assert "trial logs:" in output
+    assert "Traceback" not in output
+
+
+def test_missing_replay_is_an_error_naming_the_paths(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    shutil.rmtree(skill / "evals" / "replays")
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert "c1.with-skill.json" in output and "c1.json" in output
+
+
+def test_inputs_are_staged_into_workspace_input(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1", files=["files/data.txt"]))
+    (skill / "evals" / "files").mkdir()
+    (skill / "evals" / "files" / "data.txt").write_text("payload\n")
+    (skill / "evals" / "grader.py").write_text(
+        "import json, os\nfrom pathlib import Path\n"
+        "ok = Path('/workspace/input/data.txt').read_text() == 'payload\\n'\n"
+        "Path(os.environ['HARBOR_REWARD_JSON']).write_text(json.dumps({'overall': 1.0 if ok else 0.0}))\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--ek", "sandbox=bwrap"
+                               if shutil.which("bwrap") else "sandbox=none")
+    result.assert_outcomes(passed=1)
+
+
+def test_bad_files_entry_is_an_error_naming_the_case(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1", files=["../SKILL.md"]))
+    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline")
+    result.assert_outcomes(errors=1)
+    assert "case 'c1': files entry '../SKILL.md' must not contain '..'" in result.stdout.str()
+
+
+def _comparable(result: dict) -> list[tuple]:
+    return sorted((t["case"], t["agent"], t["arm"], t["attempt"], t["status"], t["overall"]) for t in result["trials"])
+
+
+def test_xdist_gives_the_same_results(skill_project: SkillProject) -> None:
+    skill_project.copy_hello_skill()
+    plain = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none")
+    plain.assert_outcomes(passed=8)
+    first = skill_project.result_json("hello-skill")
+    shutil.rmtree(skill_project.root / "results")
+    parallel = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "-n", "2")
+    parallel.assert_outcomes(passed=8)
+    second = skill_project.result_json("hello-skill")
+    assert _comparable(first) == _comparable(second)
+    assert len({Path(p).name for p in (skill_project.root / "results" / "hello-skill").glob("2*")}) == 1
