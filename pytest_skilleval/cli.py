@@ -1,5 +1,67 @@
-"""The `skilleval` console script."""
+"""The `skilleval` console script: offline grading, validation and authoring scaffolds.
+
+Each subcommand lives in the module that owns its logic; this file only routes argv to it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+USAGE = """usage: skilleval <command> [options]
+
+commands:
+  grade                 grade one trajectory offline and print the reward JSON
+  validate              check a skill's dataset, config.yml, native tasks and grader without running anything
+  init-custom-grader    write a starter evals/grader.py or grader.sh
+  init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
+
+Run `skilleval <command> --help` for a command's options."""
 
 
-def main() -> int:
-    return 0
+def _grade(argv: list[str]) -> int:
+    from verifier.grade import run_grade_command
+
+    return run_grade_command(argv)
+
+
+def _validate(argv: list[str]) -> int:
+    from pytest_skilleval.validate import run_validate_command
+
+    return run_validate_command(argv)
+
+
+def _init_custom_grader(argv: list[str]) -> int:
+    from pytest_skilleval.scaffold import run_init_custom_grader
+
+    return run_init_custom_grader(argv)
+
+
+def _init_harbor_task(argv: list[str]) -> int:
+    from pytest_skilleval.scaffold import run_init_harbor_task
+
+    return run_init_harbor_task(argv)
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "grade": _grade,
+    "validate": _validate,
+    "init-custom-grader": _init_custom_grader,
+    "init-harbor-task": _init_harbor_task,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in {"-h", "--help"}:
+        print(USAGE)
+        return 0 if args else 2
+    command = COMMANDS.get(args[0])
+    if command is None:
+        print(f"skilleval: unknown command {args[0]!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    return command(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

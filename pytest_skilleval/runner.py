@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import uuid
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,7 +121,10 @@ class SkillEvalRunner:
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
         try:
-            trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, run_standard))
+            with warnings.catch_warnings():
+                # Harbor warns about its own API churn on every trial; that is not the skill author's concern.
+                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
+                trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, run_standard))
         except StagingError as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
