@@ -134,6 +134,7 @@ class ReplayAgent(BaseAgent):
         self.arm = str(arm)
         self.candidates = replay_candidates(self.replay_dir, self.case_id, self.arm)
         self.replay_path: Path | None = None
+        self.executed_calls = 0
 
     @staticmethod
     def name() -> str:
@@ -164,11 +165,13 @@ class ReplayAgent(BaseAgent):
         replay_cfg = ((trajectory.extra or {}).get("replay") or {})
         execute = replay_cfg.get("execute", True) is not False
         fill_context(trajectory, context)
-        executed = 0
+        self.executed_calls = 0
         try:
             if execute:
-                executed = await self._execute(trajectory, environment)
+                await self._execute(trajectory, environment)
         finally:
+            # Also on timeout/cancellation: a partial trajectory is still evidence.
+            executed = self.executed_calls
             extra = dict(trajectory.extra or {})
             extra["replay"] = {**replay_cfg, "source": str(self.replay_path), "executed_calls": executed}
             trajectory.extra = extra
@@ -176,9 +179,8 @@ class ReplayAgent(BaseAgent):
             context.metadata = {**(context.metadata or {}), "replay_source": str(self.replay_path),
                                 "replay_executed_calls": executed}
 
-    async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> int:
+    async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> None:
         """Run shell calls in order; put the real output in their observations."""
-        executed = 0
         for step in trajectory.steps:
             for call in step.tool_calls or []:
                 command = shell_command(call.arguments)
@@ -186,7 +188,7 @@ class ReplayAgent(BaseAgent):
                     continue
                 cwd = call.arguments.get("workdir") or call.arguments.get("cwd") or DEFAULT_CWD
                 result = await environment.exec(command, cwd=str(cwd))
-                executed += 1
+                self.executed_calls += 1
                 content = format_output(result.stdout, result.stderr, result.return_code)
                 if step.observation is None:
                     step.observation = Observation(results=[])
@@ -197,7 +199,6 @@ class ReplayAgent(BaseAgent):
                 for obs in matches:
                     obs.content = content
                     obs.extra = {**(obs.extra or {}), "exit_code": result.return_code, "replayed": True}
-        return executed
 
     def _write(self, trajectory: Trajectory) -> None:
         self.logs_dir.mkdir(parents=True, exist_ok=True)

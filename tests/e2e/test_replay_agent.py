@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -263,3 +264,25 @@ def test_hello_grader_copes_without_trajectory_and_with_content_parts(tmp_path: 
     (ws / "output").mkdir()
     subprocess.run([sys.executable, str(grader)], env=env, check=True, capture_output=True)
     assert json.loads((tmp_path / "v" / "reward.json").read_text())["overall"] == 0.0
+
+
+def test_agent_timeout_kills_the_call_keeps_partial_trajectory_and_still_verifies(tmp_path: Path, kit, sandbox_mode: str) -> None:
+    replays = tmp_path / "replays"
+    kit.write_json(replays / "case.json", trajectory(
+        shell_step(2, [("Bash", {"command": "echo first > /workspace/output/first.txt"})]),
+        shell_step(3, [("Bash", {"command": "(sleep 3; touch /workspace/output/late) & sleep 60"})]),
+    ))
+    task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
+    task_toml = task / "task.toml"
+    task_toml.write_text(task_toml.read_text().replace("[agent]\ntimeout_sec = 60.0", "[agent]\ntimeout_sec = 1.0"))
+    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays), delete=False))
+    assert result.exception_info is not None and result.exception_info.exception_type == "AgentTimeoutError"
+    assert result.verifier_result.rewards == {"reward": 1.0}  # verification still ran and saw the trajectory
+    traj = written_trajectory(trial)
+    by_call = results_by_call(traj)
+    assert by_call["c2_0"].extra["replayed"] is True and by_call["c3_0"].content == "RECORDED"
+    assert traj.extra["replay"]["executed_calls"] == 1
+    time.sleep(4)
+    rootfs = Path(trial.paths.trial_dir).resolve() / "local-sandbox" / "rootfs"
+    assert (rootfs / "workspace/output/first.txt").exists()
+    assert not (rootfs / "workspace/output/late").exists()
