@@ -113,7 +113,8 @@ def dimension_scores(metrics: Mapping[str, float | None]) -> dict[str, float | N
         if any(v is None for v in values):
             out[dim] = None
         else:
-            out[dim] = math.fsum(w * v for (_, w), v in zip(sources.items(), values, strict=True))  # type: ignore[operator]
+            weights = sources.values()
+            out[dim] = math.fsum(w * v for w, v in zip(weights, values, strict=True))  # type: ignore[operator]
     return out
 
 
@@ -332,7 +333,9 @@ def _pass_at_k(cond: _Condition, plan: RunPlan) -> tuple[PassAtK, dict[str, bool
             attempts_skipped=max(0, skipped),
             attempts_missing=max(0, k - used - max(0, skipped)),
             best_score=r4(max((t.overall for t in scored if t.overall is not None), default=None)),
-            attempts=[AttemptOutcome(attempt=t.record.attempt, score=r4(t.overall), passed=bool(t.passed)) for t in items],
+            attempts=[
+                AttemptOutcome(attempt=t.record.attempt, score=r4(t.overall), passed=bool(t.passed)) for t in items
+            ],
         )
         per_case_pass[case] = passed
         counts[case] = (len(scored), len(passing))
@@ -348,8 +351,9 @@ def _pass_at_k(cond: _Condition, plan: RunPlan) -> tuple[PassAtK, dict[str, bool
         if plan.stop_on_pass:
             unbiased[str(kk)] = hat[str(kk)] = None
             continue
-        unbiased[str(kk)] = r4(stats.mean([stats.pass_at_k_unbiased(n, c, kk) for n, c in eligible]))  # type: ignore[misc]
-        hat[str(kk)] = r4(stats.mean([stats.pass_hat_k(n, c, kk) for n, c in eligible]))  # type: ignore[misc]
+        # eligible cases have n >= kk, so neither estimator returns None here
+        unbiased[str(kk)] = r4(stats.mean([stats.pass_at_k_unbiased(n, c, kk) or 0.0 for n, c in eligible]))
+        hat[str(kk)] = r4(stats.mean([stats.pass_hat_k(n, c, kk) or 0.0 for n, c in eligible]))
     if plan.stop_on_pass:
         note = "stop_on_pass truncates attempts, so the unbiased estimators are not estimable"
     elif any(n < k for n, _ in counts.values()):
@@ -386,7 +390,9 @@ def _arm_resources(trials: Sequence[_Trial]) -> ArmResources:
     prompt = total_of([r.tokens.prompt if r.tokens else None for r in recs])
     completion = total_of([r.tokens.completion if r.tokens else None for r in recs])
     seconds = total_of([r.agent_seconds for r in recs])
-    missing_tokens = sum(1 for r in recs if r.tokens is None or r.tokens.prompt is None or r.tokens.completion is None)
+    missing_tokens = sum(
+        1 for r in recs if r.tokens is None or r.tokens.prompt is None or r.tokens.completion is None
+    )
     missing_seconds = sum(1 for r in recs if r.agent_seconds is None)
     return ArmResources(
         n_trials=len(recs),
@@ -394,7 +400,7 @@ def _arm_resources(trials: Sequence[_Trial]) -> ArmResources:
         prompt_tokens=prompt,  # type: ignore[arg-type]
         completion_tokens=completion,  # type: ignore[arg-type]
         cache_tokens=total_of([r.tokens.cache if r.tokens else None for r in recs]),  # type: ignore[arg-type]
-        total_tokens=prompt + completion if prompt is not None and completion is not None else None,  # type: ignore[arg-type,operator]
+        total_tokens=None if prompt is None or completion is None else int(prompt + completion),
         agent_seconds=r4(seconds),
         cost_usd=r4(total_of([r.tokens.cost_usd if r.tokens else None for r in recs])),
         trials_missing_tokens=missing_tokens,
@@ -645,7 +651,7 @@ def _agent_verdict(status: str, ws: ArmSummary, inconclusive: bool, plan: RunPla
     if status != "succeeded":
         return "neutral", f"agent execution {status}; only a succeeded agent is judged"
     if ws.execution_status == "skipped":
-        return "neutral", "baseline calibration: no skill was measured"
+        return "neutral", "with-skill arm not run (baseline calibration): no skill was measured"
     if inconclusive:
         return "inconclusive", "skill never activated"
     if plan.grading_mode == CUSTOM_ONLY:

@@ -334,5 +334,6 @@ class ResultDocument(AggregateResult):
     """result.json: the aggregate plus what only the writer knows."""
 
     run_id: str
+    plugin_version: str = Field(description="pytest-skilleval version (same as evaluator_version).")
     harbor_version: str | None = None
     run_dir: str | None = None

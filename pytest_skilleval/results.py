@@ -316,7 +316,8 @@ def write_results_tree(
             summary = getattr(agent, arm)
             if summary.execution_status != "skipped":
                 body = {"agent": name, "model": agent.model, "grading_mode": aggregate.grading_mode}
-                atomic_write_json(adir / arm / "summary.json", {**body, **summary.model_dump(mode="json")}, results_root)
+                body.update(summary.model_dump(mode="json"))
+                atomic_write_json(adir / arm / "summary.json", body, results_root)
         lift_body = {"agent": name, "available": agent.lift is not None, "reason": agent.lift_omitted_reason}
         lift = agent.lift.model_dump(mode="json") if agent.lift else {}
         atomic_write_json(adir / "lift.json", {**lift_body, **lift}, results_root)
@@ -335,7 +336,11 @@ def write_results_tree(
         atomic_write_json(run_dir / "comparison.json", aggregate.comparison, results_root)
 
     document = ResultDocument(
-        **aggregate.model_dump(), run_id=run_id, harbor_version=harbor_version(), run_dir=str(run_dir)
+        **aggregate.model_dump(),
+        run_id=run_id,
+        plugin_version=aggregate.evaluator_version,
+        harbor_version=harbor_version(),
+        run_dir=str(run_dir),
     ).model_dump(mode="json")
     validate_result(document)
     atomic_write_json(run_dir / "result.json", document, results_root)

@@ -25,6 +25,10 @@ def _score(value: float | None) -> str:
     return NO_SCORE if value is None else f"{value:.4f}"
 
 
+def _na(value: float | None) -> str:
+    return NA if value is None else f"{value:.4f}"
+
+
 def _signed(value: float | None) -> str:
     return NA if value is None else f"{value:+.4f}"
 
@@ -106,7 +110,8 @@ def _evaluators(agent: AgentResult) -> list[str]:
 def _dimensions(agent: AgentResult) -> list[str]:
     ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
     widths = (_CELL, _CELL, 27, 13)
-    lines = ["Results by Dimension", _row("dimension", "with skill", "without skill", "lift [95% CI]", "n, band", widths=widths)]
+    header = _row("dimension", "with skill", "without skill", "lift [95% CI]", "n, band", widths=widths)
+    lines = ["Results by Dimension", header]
     for dim in DIMENSIONS:
         stat = lift.dimensions.get(dim) if lift else None
         lines.append(
@@ -129,7 +134,8 @@ def _dimensions(agent: AgentResult) -> list[str]:
             _row("Outcome lift*", "", "", _lift_cell(lift.outcome, True), _lift_tail(lift.outcome), widths=widths)
         )
         lines.append(f"  * {lift.outcome_label}")
-        if any(st.insufficient and st.delta is not None for st in (lift.overall, lift.outcome, *lift.dimensions.values())):
+        shown = (lift.overall, lift.outcome, *lift.dimensions.values())
+        if any(st.insufficient and st.delta is not None for st in shown):
             lines.append("  ! fewer than 5 paired cases: insufficient for a firm conclusion")
         mixed = lift.judge_mixed_cases.get("any", 0)
         if mixed:
@@ -154,10 +160,7 @@ def _pass_at_k(agent: AgentResult, width: int) -> list[str]:
         rate = _score(p.rate) if p.rate is not None else NA
         lines.append(_row(label, f"{rate} ({p.passed_cases}/{p.total_cases})", ci, widths=(_CELL, 30)))
         if p.unbiased and any(v is not None for v in p.unbiased.values()):
-            est = "  ".join(
-                f"@{k} {_score(v) if v is not None else NA}/{_score(p.pass_hat_k.get(k)) if p.pass_hat_k.get(k) is not None else NA}"
-                for k, v in p.unbiased.items()
-            )
+            est = "  ".join(f"@{k} {_na(v)}/{_na(p.pass_hat_k.get(k))}" for k, v in p.unbiased.items())
             lines += _wrap(f"unbiased pass@k / pass^k: {est}", width, "    ")
         elif p.estimator_note:
             lines += _wrap(p.estimator_note, width, "    ")
@@ -200,7 +203,8 @@ def _agent_block(agent: AgentResult, width: int) -> list[str]:
     model = f" ({agent.model})" if agent.model else ""
     head = f" {agent.name}{model}: {agent.verdict.upper()} "
     lines = ["", head.center(width, "-")[:width]]
-    lines += _wrap(f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}", width)
+    verdict = f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}"
+    lines += _wrap(verdict, width)
     for err in agent.execution_errors:
         lines += _wrap(f"! {err}", width, "  ")
     lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + _pass_at_k(agent, width)
@@ -223,7 +227,8 @@ def render_summary(aggregate: AggregateResult, results_path: str | None, width: 
         lines += _wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:
         skipped = ", ".join(cov.skipped_cases) if cov.skipped_cases else "none listed"
-        lines += _wrap(f"PUBLICATION-INCOMPLETE: partial selection or missing attempts; skipped cases: {skipped}", width)
+        note = f"PUBLICATION-INCOMPLETE: partial selection or missing attempts; skipped cases: {skipped}"
+        lines += _wrap(note, width)
     for warning in res.warnings[:5]:
         lines += _wrap(f"warning: {warning}", width)
     if len(res.warnings) > 5:
@@ -232,7 +237,8 @@ def render_summary(aggregate: AggregateResult, results_path: str | None, width: 
         lines += _agent_block(agent, width)
     lines.append("")
     if res.best_agent:
-        lines.append(f"Best agent: {res.best_agent}; overall {_score(res.overall_score)}; lift {_signed(res.overall_lift)}")
+        best = f"Best agent: {res.best_agent}; overall {_score(res.overall_score)}; lift {_signed(res.overall_lift)}"
+        lines += _wrap(best, width)
     lines.append(f"Overall verdict: {res.verdict.upper()}")
     if results_path:
         lines.append("Results:")

@@ -325,7 +325,10 @@ def test_outcome_lift_covers_correctness_and_effectiveness_only() -> None:
     for i in range(5):
         w = {"accuracy": 0.8, "goal_accuracy": 0.6, "behavior_check": 1.0}
         wo = {"accuracy": 0.4, "goal_accuracy": 0.4, "behavior_check": 0.4}
-        records += [rec(f"c{i}", "with_skill", sec=0.0, metrics=w), rec(f"c{i}", "without_skill", sec=1.0, metrics=wo)]
+        records += [
+            rec(f"c{i}", "with_skill", sec=0.0, metrics=w),
+            rec(f"c{i}", "without_skill", sec=1.0, metrics=wo),
+        ]
     lift = aggregate(records, plan([f"c{i}" for i in range(5)])).agents["codex"].lift
     assert lift is not None
     # with: mean(0.8, 0.8) = 0.8; without: mean(0.4, 0.4) = 0.4
@@ -507,7 +510,8 @@ def test_extra_and_duplicate_records_are_not_counted() -> None:
 
 
 def _with_telemetry(r: TrialRecord, prompt: int | None, completion: int | None, secs: float | None) -> TrialRecord:
-    return r.model_copy(update={"tokens": TokenUsage(prompt=prompt, completion=completion, cache=10), "agent_seconds": secs})
+    tokens = TokenUsage(prompt=prompt, completion=completion, cache=10)
+    return r.model_copy(update={"tokens": tokens, "agent_seconds": secs})
 
 
 def test_resource_deltas() -> None:
