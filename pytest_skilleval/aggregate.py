@@ -893,7 +893,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         overall_score=overall_score,
         overall_lift=overall_lift,
         agents=agents,
-        comparison=_comparison(agents) if len(agents) > 1 else None,
+        comparison=_comparison(agents) if sum(a.execution_status != "skipped" for a in agents.values()) > 1 else None,
         trials=[_trial_entry(t) for t in trials],
         warnings=warnings,
     )
