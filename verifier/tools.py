@@ -82,5 +82,5 @@ def workdir_argument(arguments: Mapping[str, Any]) -> str:
 
 
 def skill_tool_name(arguments: Mapping[str, Any]) -> str:
-    """The skill a `Skill` tool call invoked: argument `skill`, else `name`."""
-    return _first_non_empty(arguments, ("skill", "name"))
+    """The skill a `Skill` tool call invoked: argument `skill`, else `name`, else `command` (older Claude Code)."""
+    return _first_non_empty(arguments, ("skill", "name", "command"))

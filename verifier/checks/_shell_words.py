@@ -23,6 +23,8 @@ SEPARATORS = frozenset({";", "&", "&&", "||", "|", "|&", ";;", "(", ")", "\n"})
 REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<>", ">&", "<&", "<<", "<<-", "<<<"})
 _OPERATOR_CHARS = set(";&|()<>")
 _VAR_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_PLAIN_RUN = re.compile(r"[^\s\\'\"`$;&|()<>]+")
+_DOUBLE_RUN = re.compile(r'[^"\\`$]+')
 SUBST_MARK = "\x00"  # stands in for a command substitution's output inside a word
 
 
@@ -228,8 +230,10 @@ class _Lexer:
             elif ch in _OPERATOR_CHARS:
                 self._operator()
             else:
-                self._word().add(ch, PLAIN)
-                self.i += 1
+                run = _PLAIN_RUN.match(text, self.i)
+                chunk = run.group(0) if run else ch
+                self._word().add(chunk, PLAIN)
+                self.i += len(chunk)
         self._end_word()
         return Lexed(tokens=self.tokens, substitutions=self.substitutions)
 
@@ -255,8 +259,10 @@ class _Lexer:
             elif ch == "$" and self._dollar(DOUBLE):
                 continue
             else:
-                word.add(ch, DOUBLE)
-                self.i += 1
+                run = _DOUBLE_RUN.match(text, self.i)
+                chunk = run.group(0) if run else ch
+                word.add(chunk, DOUBLE)
+                self.i += len(chunk)
 
     def _operator(self) -> None:
         text = self.text

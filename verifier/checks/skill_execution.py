@@ -1,6 +1,7 @@
 """skill_execution (the Discoverability dimension): did the agent find, load and use the right skill (facts 3)?
 
-Positive cases score the mean of four sub-scores; negative controls score 1.0 only when the trajectory proves the
+Positive cases score the mean of four sub-scores, or 0.0 when the skill never activated (seed 003 overrides the
+facts' plain mean there); negative controls score 1.0 only when the trajectory proves the
 skill under test was not used. `details["activation"]["score"]` is the activation sub-score aggregation reads for
 INCONCLUSIVE: a float when the trajectory confirms it, None when there is no activation to judge (negative control,
 unlabeled case, no expected skill, no trajectory).
@@ -92,9 +93,16 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
         "workflow_order": check_workflow_order(calls, expected),
         "error_recovery": check_error_recovery(calls),
     }
-    score = round(sum(parts[name]["score"] for name in SUB_SCORES) / len(SUB_SCORES), 4)
+    mean = round(sum(parts[name]["score"] for name in SUB_SCORES) / len(SUB_SCORES), 4)
     summary = ", ".join(f"{name}={parts[name]['score']}" for name in SUB_SCORES)
-    return MetricResult(score=score, details={**base, **parts, "message": summary})
+    if parts["activation"]["score"] == 0.0:
+        # Seed 003: a positive case whose skill never activated scores zero, however well unrelated commands went.
+        return MetricResult(
+            score=0.0,
+            details={**base, **parts, "sub_score_mean": mean, "activation_gate": True,
+                     "message": f"Expected skill not activated, so skill_execution is 0.0 ({summary})"},
+        )
+    return MetricResult(score=mean, details={**base, **parts, "sub_score_mean": mean, "message": summary})
 
 
 def _negative(evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict[str, Any]) -> MetricResult:

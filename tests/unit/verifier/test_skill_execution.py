@@ -250,10 +250,11 @@ CALC_MD = f"{SKILLS}/calc/SKILL.md"
     [
         ([read(CALC_MD), bash(f"python {SKILLS}/calc/scripts/calc.py 2+2", "4")], CALC, 1.0, {}),
         ([bash(f"cat {CALC_MD}"), bash("python calc.py 2+2", "4")], CALC, 0.9375, {"activation": 0.75}),
-        ([bash("python calc.py 2+2", "4")], CALC, 0.5, {"activation": 0.0, "workflow_order": 0.0}),
+        # Facts give the plain mean (0.5 and 0.75) for the next two; seed 003 wins: no activation, score 0.0.
+        ([bash("python calc.py 2+2", "4")], CALC, 0.0, {"activation": 0.0, "workflow_order": 0.0}),
         ([read(f"{SKILLS}/calculator/SKILL.md"), bash("python calc.py 2+2", "4")],
          {**CALC, "acceptable_skills": ["calculator"]}, 0.9375, {"activation": 0.75}),
-        ([read(f"{SKILLS}/other/SKILL.md"), bash("python calc.py 2+2", "4")], CALC, 0.75, {"activation": 0.0}),
+        ([read(f"{SKILLS}/other/SKILL.md"), bash("python calc.py 2+2", "4")], CALC, 0.0, {"activation": 0.0}),
         ([read(CALC_MD, "Run scripts/calc.py with an expression"), bash("python3 -c 'print(4)'", "4")], CALC, 0.9375,
          {"script_execution": 0.75}),
         ([read(CALC_MD), bash("python calc.py 2+", "Traceback (most recent call last)"), bash("python calc.py 2+2")],
@@ -271,6 +272,12 @@ def test_composite_examples(calls, entry, score, sub):
         assert result.details[name]["score"] == value
     assert result.details["negative_control"] is False
     assert result.details["activation"]["score"] is not None
+
+
+def test_failed_activation_gate_keeps_the_sub_score_mean():
+    result = check_skill_execution(evidence(read(f"{SKILLS}/other/SKILL.md"), bash("python calc.py 2+2", "4")), CALC)
+    assert result.score == 0.0 and result.details["activation_gate"] is True
+    assert result.details["sub_score_mean"] == 0.75
 
 
 def test_script_execution_without_exec_calls():
@@ -478,3 +485,7 @@ def test_negative_without_trajectory_scores_zero():
 
 def test_evidence_type_is_the_shared_model():
     assert isinstance(evidence(), TrajectoryEvidence)
+
+
+def test_older_claude_code_skill_tool_argument():
+    assert activation(call("Skill", command="api-caller"))["score"] == 1.0
