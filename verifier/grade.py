@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills
 from verifier.checks.skill_efficiency import check_skill_efficiency
 from verifier.checks.skill_execution import check_skill_execution
 from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
@@ -86,6 +87,13 @@ def grade(
         result = _run(name, evidence, entry)
         scores[name] = _clamp(result.score)
         details[name] = _jsonable(result.details)
+    accepted = acceptable_skills(entry)
+    if len(accepted) > 1:
+        details["_skill_routing_policy"] = {
+            "expected_skill": accepted[0],
+            "acceptable_alternates": accepted[1:],
+            "acceptable_alternate_score": ACCEPTABLE_ALTERNATE_SCORE,
+        }
     if evidence.source != TRAJECTORY_FILE or evidence.problems:
         details["_trajectory_load"] = {"source": evidence.source, "problems": evidence.problems[:20]}
         if not evidence.usable:

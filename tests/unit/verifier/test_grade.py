@@ -34,6 +34,12 @@ def test_grade_shape_and_judges_pending():
     json.dumps(graded)
 
 
+def test_grade_routing_policy_when_alternates_exist():
+    graded = grade(evidence(bash("ls")), {**CALC, "acceptable_skills": ["calculator"]})
+    assert graded["details"]["_skill_routing_policy"]["acceptable_alternates"] == ["calculator"]
+    assert "_skill_routing_policy" not in grade(evidence(bash("ls")), CALC)["details"]
+
+
 def test_grade_metric_selection():
     graded = grade(evidence(bash("ls")), CALC, metrics=["skill_efficiency", "skill_execution"])
     assert list(graded["metrics"]) == ["skill_execution", "skill_efficiency"]
