@@ -198,6 +198,7 @@ class Parser:
         src, n = self.src, self.n
         i = self.pos
         buf: list[str] = []
+        first = len(parts)
         while True:
             if i >= n:
                 raise ShellSyntaxError("unterminated double quote")
@@ -228,8 +229,9 @@ class Parser:
                 m = _DQ_PLAIN_RE.match(src, i)
                 buf.append(m.group())
                 i = m.end()
-        # An empty "" still marks the word as quoted.
-        parts.append(("lit", "".join(buf), True, None))
+        if buf or len(parts) == first:
+            # An empty "" still makes a (quoted, empty) word.
+            parts.append(("lit", "".join(buf), True, None))
         self.pos = i
 
     def _arith_end(self, i: int) -> int | None:
