@@ -58,7 +58,7 @@ class SkillEvalItem(pytest.Function):
         super().__init__(**kwargs)
         self.spec = spec.model_copy(update={"nodeid": _node_id(self.parent, self.name)})
         self._set_structured_id(self.spec.nodeid)
-        self.extra_keyword_matches.update({spec.agent, spec.arm, spec.case_id, f"attempt{spec.attempt}"})
+        self.extra_keyword_matches.update({spec.agent, spec.arm, spec.case_id})
 
     def _set_structured_id(self, nodeid: str) -> None:
         """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
@@ -149,29 +149,44 @@ class DatasetFile(SkillCollector):
 
 
 class NativeTaskFile(SkillCollector):
-    """evals/harbor/<case>/task.toml: a native Harbor task, one item per agent x arm x attempt."""
+    """evals/harbor/<case>/task.toml: a native Harbor task, one item per agent x arm x attempt.
+
+    Every staging rule is checked here, before anything runs: a task that breaks one is a collection error naming
+    the rule, which stops the run (pytest's rule for collection errors) unless the user lets it continue.
+    """
+
+    def _dataset_entries(self) -> dict[str, EvalCase] | None:
+        path = find_dataset(self.skill.evals_dir)
+        if path is None:
+            return None
+        try:
+            return {case.id: case for case in load_dataset(path).cases}
+        except DatasetError:
+            return {}  # the dataset's own collector reports the problem
 
     def collect(self) -> Iterator[SkillEvalItem]:
-        from harbor.models.task.config import TaskConfig
+        from pytest_skilleval.native_tasks import NativeTaskError, check_native_task, load_native_task
 
-        from pytest_skilleval.case_ids import CaseIdError, canonical_case_id
-
-        case_dir = self.path.parent
         try:
-            case_id = canonical_case_id(case_dir.name)
-        except CaseIdError as error:
-            raise SkillEvalCollectError(f"{case_dir}: folder name is not a valid case id: {error}") from None
-        try:
-            config = TaskConfig.model_validate_toml(self.path.read_text(encoding="utf-8"))
-        except Exception as error:  # TOML syntax, pydantic validation or I/O: all one collection error
-            message = " ".join(str(error).split())
-            raise SkillEvalCollectError(f"{self.path}: cannot be read as a Harbor task.toml: {message}") from None
-        for required in ("instruction.md",):
-            if not (case_dir / required).is_file() and not config.steps:
-                raise SkillEvalCollectError(f"{case_dir}: a native Harbor task needs {required}")
-        entry_id = str(config.metadata.get("entry_id") or case_id)
+            task = load_native_task(self.path.parent)
+        except NativeTaskError as error:
+            raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
-        del settings
-        for spec in _trial_specs(self.skill, case_id, source="native", native_task_dir=case_dir,
-                                 entry={"id": entry_id}):
+        entries = self._dataset_entries()
+        pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
+        findings = check_native_task(
+            task, grading_mode=settings.grading_mode, paired=len(settings.arms) == 2,
+            dataset_ids=set(entries) if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
+        )
+        errors = [finding for finding in findings if finding.severity == "error"]
+        if errors:
+            lines = "\n".join(f"  [{finding.rule}] {finding.message}" for finding in errors)
+            raise SkillEvalCollectError(f"{self.path}: native task refused:\n{lines}")
+        for finding in findings:
+            self.warn(pytest.PytestWarning(f"{self.path}: [{finding.rule}] {finding.message}"))
+        case = (entries or {}).get(task.entry_id)
+        entry = case.entry_json() if case is not None else {"id": task.entry_id}
+        files = case.files if case is not None and case.files_given else None
+        for spec in _trial_specs(self.skill, task.case_id, source="native", native_task_dir=task.path,
+                                 entry=entry, files=files):
             yield SkillEvalItem.create(self, spec)

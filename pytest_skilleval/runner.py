@@ -20,7 +20,14 @@ from pytest_skilleval.collect import TrialSpec
 from pytest_skilleval.options import RunSettings
 from pytest_skilleval.outcome import TokenUsage, TrialRecord
 from pytest_skilleval.skill import SkillFolder
-from pytest_skilleval.staging import ARM_SLUG, StagingError, stage_dataset_task, stage_inputs, stage_skill
+from pytest_skilleval.staging import (
+    ARM_SLUG,
+    StagingError,
+    entry_document,
+    stage_dataset_task,
+    stage_inputs,
+    stage_skill,
+)
 from verifier.harbor_verifier import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from verifier.harbor_verifier import RICH_REWARD_NAME
 from verifier.scoring import clean_score, passes
@@ -139,21 +146,28 @@ class SkillEvalRunner:
         work = self.run_dir / spec.skill_name / spec.case_id / slug
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader)
+        if spec.source == "native":
+            task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
+        else:
+            task_dir, grader = stage_dataset_task(spec, work / "task", mode, skill.grader), skill.grader
         inputs = stage_inputs(spec, work / "input")
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
         trial_name = f"{spec.case_id[:40]}__{slug[:40]}__{uuid.uuid4().hex[:6]}"
+        if mode == "custom_only" and grader is None:
+            # A native task's own tests/test.sh, under Harbor's reward contract.
+            verifier = VerifierConfig()
+        else:
+            verifier = VerifierConfig(
+                import_path=HOST_VERIFIER_IMPORT_PATH,
+                kwargs={"grading_mode": mode, "grader": grader.name if grader else None, "run_standard": run_standard},
+            )
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=trial_name,
             trials_dir=work / "trials",
             agent=agent_config(spec, settings, staged_skill),
             environment=environment_config(settings),
-            verifier=VerifierConfig(
-                import_path=HOST_VERIFIER_IMPORT_PATH,
-                kwargs={"grading_mode": mode, "grader": skill.grader.name if skill.grader else None,
-                        "run_standard": run_standard},
-            ),
+            verifier=verifier,
             timeout_multiplier=settings.timeout_multiplier,
         )
         trial = await Trial.create(config)
@@ -170,6 +184,8 @@ class SkillEvalRunner:
         rich_path = trial_dir / "verifier" / RICH_REWARD_NAME
         rich: dict[str, Any] = json.loads(rich_path.read_text(encoding="utf-8")) if rich_path.is_file() else {}
         exception = result.exception_info
+        if not rich and result.verifier_result is not None:
+            rich = own_test_reward(trial_dir / "verifier")
         base.update(
             trial_dir=str(trial_dir),
             tokens=_tokens(result.agent_result),
@@ -195,8 +211,45 @@ class SkillEvalRunner:
             error=f"{exception.exception_type}: {exception.exception_message}" if exception else None,
         )
         if overall is None:
-            record.reason = f"the trial produced no score (grading mode {base['grading_mode']}; logs: {trial_dir})"
+            custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
+            why = custom.get("unscored_reason") or "the trial produced no score"
+            record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
         return record
+
+
+def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
+    """Copy a native task for one arm (never touching the source) and give it the entry and grader it needs."""
+    from pytest_skilleval.native_tasks import NativeTaskError, load_native_task, stage_native_task
+
+    try:
+        staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)
+    except NativeTaskError as error:
+        raise StagingError(str(error)) from None
+    tests = staged / "tests"
+    tests.mkdir(exist_ok=True)
+    grader = next((tests / name for name in ("grader.py", "grader.sh") if (tests / name).is_file()), None)
+    if grader is None and skill_grader is not None:
+        grader = tests / skill_grader.name
+        shutil.copy2(skill_grader, grader)
+    entry = entry_document(spec, mode, grader is not None)
+    (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return staged, grader
+
+
+def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
+    """Score what a native task's own test.sh wrote, with the same sanitizing as any custom grader (custom_only)."""
+    from verifier.custom import read_grader_reward
+
+    sanitized = read_grader_reward(verifier_dir / "reward.json", verifier_dir / "reward.txt", "custom_only")
+    if sanitized.errors:
+        return {"overall": None, "details": {"custom": {"errors": sanitized.errors}}}
+    return {
+        "grading_mode": "custom_only",
+        "overall": sanitized.overall,
+        "custom_metrics": sanitized.custom_metrics,
+        "metrics": {},
+        "details": {"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
+    }
 
 
 def _is_negative(entry: dict[str, Any]) -> bool:

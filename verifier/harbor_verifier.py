@@ -8,7 +8,6 @@ The full result goes to `<trial>/verifier/skilleval_reward.json`; Harbor gets th
 from __future__ import annotations
 
 import json
-import math
 import shlex
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,9 @@ from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
+from verifier.custom import SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
+from verifier.scoring import trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
@@ -31,6 +32,10 @@ class GraderCrashed(RuntimeError):
 
 class RewardMissing(RuntimeError):
     """The grader ran but wrote neither reward.json nor reward.txt."""
+
+
+class RewardRejected(RuntimeError):
+    """The grader's reward broke the contract (reserved names, limits, bad JSON); nothing of it is scored."""
 
 
 def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
@@ -55,14 +60,8 @@ def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
 
 def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
     """Harbor accepts only a flat object of finite numbers: scored metrics, custom metrics and overall."""
-    flat: dict[str, float] = {}
-    for name, value in {**rich.get("custom_metrics", {}), **rich.get("metrics", {})}.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            flat[name] = float(value)
-    overall = rich.get("overall")
-    if isinstance(overall, (int, float)) and math.isfinite(overall):
-        flat["overall"] = float(overall)
-    return flat
+    return flat_numeric_reward({**rich.get("custom_metrics", {}), **rich.get("metrics", {}),
+                                "overall": rich.get("overall")})
 
 
 class HostVerifier(BaseVerifier):
@@ -94,7 +93,7 @@ class HostVerifier(BaseVerifier):
         if trajectory.is_file():
             await self.environment.upload_file(trajectory, f"{self.env_paths.agent_dir}/trajectory.json")
 
-    async def _run_grader(self) -> dict[str, Any]:
+    async def _run_grader(self) -> SanitizedReward:
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         command = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}
@@ -110,16 +109,16 @@ class HostVerifier(BaseVerifier):
             raise GraderCrashed(f"{self.grader} exited with code {result.return_code}: {tail or 'no output'}")
         return self._read_grader_reward(host_dir)
 
-    def _read_grader_reward(self, host_dir: Path) -> dict[str, Any]:
-        from verifier.custom import read_grader_reward
-
+    def _read_grader_reward(self, host_dir: Path) -> SanitizedReward:
         reward_json, reward_txt = host_dir / "reward.json", host_dir / "reward.txt"
         if not reward_json.is_file() and not reward_txt.is_file():
             raise RewardMissing(f"{self.grader} wrote neither reward.json nor reward.txt in {self.env_paths.verifier_dir}")
         sanitized = read_grader_reward(reward_json, reward_txt, self.grading_mode)
         if reward_json.is_file():
             reward_json.replace(host_dir / CUSTOM_REWARD_NAME)
-        return sanitized.model_dump(mode="json")
+        if sanitized.errors:
+            raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
+        return sanitized
 
     def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
         from verifier.grade import grade
@@ -142,16 +141,14 @@ class HostVerifier(BaseVerifier):
         if uses_grader:
             await self._prepare_sandbox()
             custom = await self._run_grader()
-            rich["custom_metrics"] = custom.get("custom_metrics", {})
-            rich["custom_overall"] = custom.get("overall")
-            rich["details"]["custom"] = {k: v for k, v in custom.items() if k not in ("custom_metrics", "overall")}
+            rich["custom_metrics"] = custom.custom_metrics
+            rich["custom_overall"] = custom.overall
+            rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
         if self.run_standard and self.grading_mode != "custom_only":
             standard = self._standard_grade(entry)
             rich["metrics"].update(standard.get("metrics", {}))
             rich["details"].update(standard.get("details", {}))
             rich["trajectory_source"] = standard.get("trajectory_source")
-        from verifier.scoring import trial_overall
-
         rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
         host_dir = self._verifier_host_dir
         host_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,67 @@
+"""Native Harbor tasks (BYOT) through the plugin: staged per arm, graded per mode, refused when they break a rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import LOCAL_REPLAY, SkillProject, simple_entries
+
+OWN_TEST = """#!/bin/bash
+out="${HARBOR_VERIFIER_DIR:-/logs/verifier}"
+mkdir -p "$out"
+if [ -f "${HARBOR_WORKSPACE_DIR:-/workspace}/output/ran.txt" ]; then echo '{"overall": 0.8, "ran": 1}' > "$out/reward.json"
+else echo '{"overall": 0.1, "ran": 0}' > "$out/reward.json"; fi
+"""
+
+
+def _native_task(skill: Path, case: str, toml_extra: str = "", test_sh: str = OWN_TEST) -> Path:
+    task = skill / "evals" / "harbor" / case
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{case}"\n{toml_extra}')
+    (task / "instruction.md").write_text(f"do {case}\n")
+    (task / "tests" / "test.sh").write_text(test_sh)
+    return task
+
+
+def test_custom_only_native_task_runs_its_own_test_sh(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    task = _native_task(skill, "t1")
+    before = {p: p.read_bytes() for p in task.rglob("*") if p.is_file()}
+    (skill / "evals" / "replays" / "t1.json").write_bytes((skill / "evals" / "replays" / "other.json").read_bytes())
+    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--ek", "sandbox=none", "-k", "t1")
+    result.assert_outcomes(passed=2)
+    trials = {(t["case"], t["arm"]): t for t in skill_project.result_json("native")["trials"]}
+    assert trials[("t1", "with_skill")]["overall"] == 0.8
+    assert trials[("t1", "with_skill")]["custom_metrics"] == {"ran": 1.0}
+    # The user's task folder is untouched.
+    assert {p: p.read_bytes() for p in task.rglob("*") if p.is_file()} == before
+
+
+def test_standard_mode_native_task_is_graded_on_the_host(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
+    _native_task(skill, "t1")
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "-k", "task.toml")
+    result.assert_outcomes(passed=2)
+    trial = next(t for t in skill_project.result_json("native")["trials"] if t["arm"] == "with_skill")
+    assert trial["metrics"]["security"] == 1.0
+
+
+def test_unmatched_entry_id_refuses_the_run(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    _native_task(skill, "t1")
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, subprocess=False)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "native task refused" in output and "t1" in output
+    assert "Traceback" not in output
+
+
+def test_windows_task_is_refused_naming_the_rule(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
+    _native_task(skill, "t1", toml_extra='[environment]\nos = "windows"\n')
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, subprocess=False)
+    output = result.stdout.str()
+    assert "native task refused" in output
+    assert "windows" in output.lower()
