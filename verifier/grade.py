@@ -189,6 +189,9 @@ def run_grade_command(argv: list[str]) -> int:
         return 2
     except SystemExit as stop:  # --help
         return int(stop.code or 0)
-    json.dump(graded, sys.stdout, ensure_ascii=False)
-    sys.stdout.write("\n")
+    try:
+        sys.stdout.write(json.dumps(graded, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader (e.g. `| head`) left early; the grading itself succeeded
+        pass
     return 0
