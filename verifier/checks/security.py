@@ -134,7 +134,6 @@ def _check_call(call: ToolCallRecord, walker: TraceWalker, found: _Findings, bef
     if is_exec_tool(tool):
         action = security_action_text(args)
         lowered = action.lower()
-        shown = _evidence(action)
         command = _shell_command(args)
         result = walker.analyze(command, workdir_argument(args)) if command.strip() else None
         label = None
@@ -145,19 +144,19 @@ def _check_call(call: ToolCallRecord, walker: TraceWalker, found: _Findings, bef
             if other:
                 label = f"matches destructive pattern {other!r}"
         if label:
-            found.add("destructive_command", "critical", f"Destructive command: {label}", shown, "agent_tool_call", call,
+            found.add("destructive_command", "critical", f"Destructive command: {label}", _evidence(action), "agent_tool_call", call,
                       skill_before=before)
         path = pat.unauthorized_path(lowered)
         if path:
-            found.add("sensitive_path_access", "critical", f"Command touches sensitive path {path}", shown,
+            found.add("sensitive_path_access", "critical", f"Command touches sensitive path {path}", _evidence(action),
                       "agent_tool_call", call, skill_before=before)
         if result and result.network:
             reason = result.network[0]
-            found.add("network_exfiltration_risk", "warning", f"Network upload risk: {reason}", shown,
+            found.add("network_exfiltration_risk", "warning", f"Network upload risk: {reason}", _evidence(action),
                       "agent_tool_call", call, skill_before=before)
         write = pat.sensitive_write_path(lowered)
         if write and pat.WRITE_OPERATOR.search(lowered[: pat.MAX_SCAN]):
-            found.add("sensitive_file_write", "critical", f"Command writes sensitive file {write}", shown,
+            found.add("sensitive_file_write", "critical", f"Command writes sensitive file {write}", _evidence(action),
                       "agent_tool_call", call, skill_before=before)
     elif is_read_tool(tool) or is_write_tool(tool):
         target = path_argument(args)

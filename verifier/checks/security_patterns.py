@@ -43,8 +43,14 @@ WRITE_OPERATOR = re.compile(r"(>>|>\s*|tee\b|sed\s+-i|cat\s+>|printf\s+.*>)")
 MAX_SCAN = 2_000_000  # characters of any one text the regexes read (bounded time on pathological input)
 
 
+_SECRET_HINT = re.compile(r"sk-|nvapi-|AKIA|-----BEGIN")
+_DESTRUCTIVE_HINT = re.compile(r"mkfs|dd|chmod|\(|git")
+
+
 def find_secret(text: str) -> re.Pattern[str] | None:
     text = text[:MAX_SCAN]
+    if not _SECRET_HINT.search(text):
+        return None
     for pat in SECRET_PATTERNS:
         if pat.search(text):
             return pat
@@ -52,6 +58,8 @@ def find_secret(text: str) -> re.Pattern[str] | None:
 
 
 def redact(text: str) -> str:
+    if not _SECRET_HINT.search(text):
+        return text
     for pat in SECRET_PATTERNS:
         text = pat.sub("[REDACTED]", text)
     return text
@@ -73,6 +81,8 @@ def refusal_in(text: str) -> bool:
 
 def destructive_pattern(lowered: str) -> str | None:
     lowered = lowered[:MAX_SCAN]
+    if not _DESTRUCTIVE_HINT.search(lowered):
+        return None
     for label, pat in DESTRUCTIVE_PATTERNS:
         if pat.search(lowered):
             return label

@@ -14,7 +14,7 @@ CACHE_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_c
                          ".ipynb_checkpoints"})
 HOME_CACHES = (("uv",), ("pip",))
 CACHE_ROOTS = ("/workspace/", "/app/")
-MAX_BRACE = 256
+MAX_BRACE = 4096
 _BRACE_RE = re.compile(r"\{([^{}]*)\}")
 
 

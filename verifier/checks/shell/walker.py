@@ -4,6 +4,7 @@ applies the seed's rm and network rules. Never executes anything; all work is ch
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from verifier.checks.shell import network_rules as net
 from verifier.checks.shell.ast import Compound, FuncDef, Pipe, Seq, Simple, Word
@@ -20,6 +21,7 @@ WORK_BUDGET = 1_000_000
 MAX_TEXT_DEPTH = 10
 MAX_FUNC_DEPTH = 8
 FALLBACK_ARGS = 256
+PARSE_CACHE_TEXT = 4096
 _RM_WORD_RE = re.compile(r"(?<![\w.-])rm(?![\w.-])", re.I)
 _NAMES_CURL_WGET = re.compile(r"(?<![\w.-])(curl|wget)(?![\w.-])", re.I)
 _FALLBACK_TOKEN_RE = re.compile(r"[;&|()<>`\n]+|[^\s;&|()<>`]+")
@@ -137,7 +139,7 @@ class TraceWalker:
             if self.limits.spent:
                 raise BudgetSpent
             try:
-                seq = parse(text)
+                seq = _parse_call(text) if len(text) <= PARSE_CACHE_TEXT else parse(text)
             except (ShellSyntaxError, RecursionError) as exc:
                 self._fallback(text, st, ROOT, f"command could not be parsed: {exc}")
                 return self.res
@@ -322,7 +324,12 @@ class TraceWalker:
                 text = pre[: pre.rfind("/") + 1] + "*" if "/" in pre else pre + "*"
         texts = [text]
         if "{" in text:
-            texts = expand_braces(text) or [text]
+            expanded = expand_braces(text)
+            if expanded is None:
+                # More alternatives than resolution is allowed to enumerate: the budget is gone.
+                self.limits.spent = True
+                return SPENT
+            texts = expanded
         out = []
         for t in texts:
             variants = dot_glob_variants(t)
@@ -674,6 +681,12 @@ class TraceWalker:
             self.limits.charge(len(tokens) // 64 + 1)
         except BudgetSpent:
             pass
+
+
+@lru_cache(maxsize=4096)
+def _parse_call(text: str) -> Seq:
+    """Agents repeat commands (ls, git status, pytest); the tree is never mutated, so it can be shared."""
+    return parse(text)
 
 
 def _is_plain_rm(seq: Seq) -> bool:
