@@ -1,84 +1,17 @@
-"""Repo-wide test setup: pytester, and helpers that lay out real skill folders for plugin runs."""
+"""Repo-wide test setup: Harbor kept offline, pytester, and the `skill_project` fixture."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-REPO = Path(__file__).resolve().parent
-HELLO_SKILL = REPO / "examples" / "hello-skill"
-FIXTURES = REPO / "fixtures"
-# Every plugin run in the tests is hermetic: local environment, replay agent, results under the pytester dir.
-LOCAL_REPLAY = ("--agents", "replay", "--env-mode", "local")
-
-
-class SkillProject:
-    """A pytester project holding skill folders, plus the way to run pytest on them."""
-
-    def __init__(self, pytester: pytest.Pytester) -> None:
-        self.pytester = pytester
-        self.root = pytester.path
-
-    def copy_hello_skill(self, name: str = "hello-skill") -> Path:
-        target = self.root / "skills" / name
-        shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns("results", "__pycache__"))
-        return target
-
-    def make_skill(self, name: str, dataset: Any | None = None, dataset_name: str = "evals.json",
-                   raw: str | None = None, grader: bool = True) -> Path:
-        """A minimal skill: SKILL.md, a dataset (given as data or raw text) and a grader that scores 1.0."""
-        skill = self.root / "skills" / name
-        (skill / "evals").mkdir(parents=True, exist_ok=True)
-        (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: test skill\n---\n# {name}\n")
-        if raw is not None:
-            (skill / "evals" / dataset_name).write_text(raw)
-        elif dataset is not None:
-            if dataset_name.endswith((".yaml", ".yml")):
-                import yaml
-
-                text = yaml.safe_dump(dataset)
-            elif dataset_name.endswith(".jsonl"):
-                text = "\n".join(json.dumps(row) for row in dataset) + "\n"
-            else:
-                text = json.dumps(dataset, indent=2)
-            (skill / "evals" / dataset_name).write_text(text)
-        if grader:
-            shutil.copy2(FIXTURES / "graders" / "always_one.py", skill / "evals" / "grader.py")
-        rows = dataset.get("evals", dataset.get("cases")) if isinstance(dataset, dict) else dataset
-        for row in rows or []:
-            if isinstance(row, dict) and isinstance(row.get("id"), (str, int)):
-                (skill / "evals" / "replays").mkdir(exist_ok=True)
-                shutil.copy2(FIXTURES / "replays" / "noop.json", skill / "evals" / "replays" / f"{row['id']}.json")
-        return skill
-
-    def run(self, *args: str, subprocess: bool = True) -> pytest.RunResult:
-        argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(self.root / "results"), *args]
-        if subprocess:
-            return self.pytester.runpytest_subprocess(*argv, timeout=300)
-        return self.pytester.runpytest(*argv)
-
-    def result_json(self, skill: str) -> dict[str, Any]:
-        latest = sorted((self.root / "results" / skill).glob("2*/result.json"))
-        assert latest, f"no result.json under {self.root / 'results' / skill}"
-        return json.loads(latest[-1].read_text())
+from tests.support import SkillProject  # noqa: E402
 
 
 @pytest.fixture
 def skill_project(pytester: pytest.Pytester) -> SkillProject:
     return SkillProject(pytester)
-
-
-def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
-    """An agentskills dataset with one entry per id."""
-    return {
-        "skill_name": "demo",
-        "evals": [{"id": case_id, "prompt": f"do {case_id}", "expected_output": "done", **extra} for case_id in ids],
-    }

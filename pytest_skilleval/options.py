@@ -6,7 +6,6 @@ the merge can tell "given" from "defaulted".
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -237,8 +236,6 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     models = {**values.get("agent_models", {}), **{k: v for k, v in config_models.items() if v}}
     values.update(sources.cli)
     values["agent_models"] = {**models, **sources.cli.get("agent_models", {})}
-    if "results_dir" not in values and os.environ.get("SKILLEVAL_RESULTS_DIR"):
-        values["results_dir"] = os.environ["SKILLEVAL_RESULTS_DIR"]
     try:
         settings = RunSettings.model_validate(values)
     except ValidationError as error:

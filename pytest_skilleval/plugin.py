@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -16,7 +13,8 @@ from pytest_skilleval import options
 from pytest_skilleval.collect import MARKER, DatasetFile, NativeTaskFile, SkillEvalItem
 from pytest_skilleval.dataset import DATASET_NAMES
 from pytest_skilleval.outcome import USER_PROPERTY_KEY
-from pytest_skilleval.session import STATE_KEY, SkillEvalSession, compact_table, get_state, record_property_value
+from pytest_skilleval.results import new_run_id
+from pytest_skilleval.session import STATE_KEY, SkillEvalSession, get_state, record_property_value
 from pytest_skilleval.skill import find_skill_root
 
 RUN_ID_KEY = "skilleval_run_id"
@@ -26,8 +24,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
-def _new_run_id() -> str:
-    return f"{time.strftime('%Y%m%d_%H%M%S')}_{os.getpid()}_{secrets.token_hex(6)}"
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_skilleval import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     sources = options.read_sources(config)
     options.merge_settings(sources)  # the command line and ini alone must already make sense
     workerinput = getattr(config, "workerinput", None)
-    run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else _new_run_id()
+    run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
@@ -164,6 +164,7 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the run-level properties make it in
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
     if state is None or _is_worker(session.config) or not state.records:

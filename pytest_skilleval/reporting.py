@@ -1,40 +1,163 @@
-"""End of session, on the controller: aggregate the records, write the results, prepare the summary lines."""
+"""End of session, on the controller: per skill, plan -> aggregate -> results tree -> summary lines and exit code.
+
+The plan is rebuilt from the skill folder itself (the controller collects nothing under xdist), and compared with
+the records that arrived, so a `-k` selection or an interrupted run is marked incomplete rather than passed off
+as a full evaluation.
+"""
 
 from __future__ import annotations
 
-import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pytest_skilleval.session import SkillEvalSession, compact_table
+from pytest_skilleval.aggregate import aggregate, exit_code_for
+from pytest_skilleval.dataset import DatasetError, find_dataset, load_dataset
+from pytest_skilleval.outcome import TrialRecord
+from pytest_skilleval.result_models import AggregateResult, RunPlan
+from pytest_skilleval.results import resolve_results_root, write_results_tree
+from pytest_skilleval.session import SkillEvalSession
+from pytest_skilleval.skill import SkillFolder
+from pytest_skilleval.summary import render_summary
+from verifier.custom import check_condition_metric_names, looks_like_credential
 
 
-def _results_root(skill_dir: Path, results_dir: str | None) -> Path:
-    if results_dir:
-        return Path(results_dir).expanduser().resolve() / skill_dir.name
-    return skill_dir / "evals" / "results"
+def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any], str | None]:
+    """(case ids, negative ids, dataset summary, digest) as the skill defines them, before any selection."""
+    cases: list[str] = []
+    negatives: list[str] = []
+    summary: dict[str, Any] = {"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0}
+    digest = None
+    path = find_dataset(skill.evals_dir)
+    if path is not None:
+        try:
+            dataset = load_dataset(path)
+        except DatasetError:
+            dataset = None
+        if dataset is not None:
+            cases = [case.id for case in dataset.cases]
+            negatives = [case.id for case in dataset.cases if case.is_negative]
+            summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(cases),
+                           n_negative_cases=len(negatives))
+            digest = dataset.digest
+    harbor = skill.evals_dir / "harbor"
+    if harbor.is_dir():
+        native = sorted(p.parent.name for p in harbor.glob("*/task.toml") if not p.parent.name.startswith((".", "_")))
+        summary["n_native_tasks"] = len(native)
+        cases += [case for case in native if case not in cases]
+    if skill.settings.max_cases is not None:
+        summary["max_cases"] = skill.settings.max_cases
+    return cases, negatives, summary, digest
+
+
+def _run_config(skill: SkillFolder) -> dict[str, Any]:
+    """The settings as run; values of environment kwargs that look like credentials never reach a file."""
+    config = skill.settings.model_dump(mode="json")
+    config["env_kwargs"] = {
+        key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
+        for key, value in config.get("env_kwargs", {}).items()
+    }
+    return config
+
+
+def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: bool) -> RunPlan:
+    settings = skill.settings
+    cases, negatives, summary, digest = _case_plan(skill)
+    ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
+    expected = {(c, a, arm, n) for c in cases for a in settings.agents for arm in settings.arms
+                for n in range(1, settings.n_attempts + 1)}
+    seen_cases = {r.case for r in records}
+    return RunPlan(
+        skill=skill.name,
+        skill_dir=str(skill.path),
+        cases=cases,
+        negative_cases=negatives,
+        agents=list(settings.agents),
+        arms=list(settings.arms),
+        n_attempts=settings.n_attempts,
+        pass_threshold=settings.pass_threshold,
+        stop_on_pass=settings.stop_on_pass,
+        grading_mode=settings.grading_mode,
+        selection_complete=expected <= ran,
+        skipped_cases=[case for case in cases if case not in seen_cases],
+        interrupted=interrupted,
+        run_config=_run_config(skill),
+        agent_models={agent: settings.agent_models.get(agent) for agent in settings.agents},
+        dataset_summary=summary,
+        dataset_digest=digest,
+        dataset_digest_algorithm="sha256" if digest else None,
+    )
+
+
+def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
+    """The per-condition limit on distinct custom metric names, checked before anything is aggregated."""
+    from verifier.custom import SanitizedReward
+
+    problems = []
+    conditions: dict[tuple[str, str], list[SanitizedReward]] = {}
+    for record in records:
+        conditions.setdefault((record.agent, record.arm), []).append(
+            SanitizedReward(custom_metrics=record.custom_metrics))
+    for (agent, arm), rewards in sorted(conditions.items()):
+        problem = check_condition_metric_names(rewards)
+        if problem:
+            problems.append(f"{agent} {arm}: {problem}")
+    return problems
+
+
+def _drop_failed_conditions(records: list[TrialRecord], problems: list[str]) -> list[TrialRecord]:
+    failed = {tuple(problem.split(":", 1)[0].split(" ", 1)) for problem in problems}
+    kept = []
+    for record in records:
+        if (record.agent, record.arm) in failed:
+            record = record.model_copy(update={"status": "error", "overall": None, "custom_metrics": {},
+                                               "error": "condition exceeded the custom metric name limit"})
+        kept.append(record)
+    return kept
+
+
+def junit_properties(config: pytest.Config, skill: str, result: AggregateResult) -> None:
+    """Run-level verdict and lift as testsuite properties, where the junitxml plugin is active."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    xml.add_global_property(f"skilleval.{skill}.verdict", str(result.verdict))
+    for name, agent in result.agents.items():
+        xml.add_global_property(f"skilleval.{skill}.{name}.verdict", str(agent.verdict))
+        overall = agent.lift.overall if agent.lift is not None else None
+        xml.add_global_property(f"skilleval.{skill}.{name}.lift", "null" if overall is None else f"{overall.delta}")
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    blocking_codes: list[int] = []
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
     for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
-        root = _results_root(skill_dir, skill.settings.results_dir)
-        run_dir = root / state.run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
-        payload = {
-            "schema_version": "2.0",
-            "run_id": state.run_id,
-            "skill": skill.name,
-            "trials": [record.model_dump(mode="json") for record in records],
-        }
-        tmp = run_dir / ".result.json.tmp"
-        tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, run_dir / "result.json")
+        problems = _condition_name_problems(records)
+        if problems:
+            records = _drop_failed_conditions(records, problems)
+        plan = build_plan(skill, records, interrupted)
+        result = aggregate(records, plan)
+        root = resolve_results_root(skill_dir, skill.settings.results_dir, os.environ)
+        run_dir = write_results_tree(result, records, root, state.run_id)
         state.results_paths.append(run_dir)
-        state.summary_lines.append(f"skill {skill.name}")
-        state.summary_lines.extend(compact_table(records))
-        state.summary_lines.append(f"results: {run_dir / 'result.json'}")
+        state.summary_lines.extend(f"  {problem}" for problem in problems)
+        state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))
+        junit_properties(session.config, skill.name, result)
+        session.config.hook.pytest_skilleval_aggregate(
+            config=session.config, skill=skill.name, result=result, run_dir=run_dir)
+        code = exit_code_for(result, skill.settings.block_on_agent_eval)
+        if code is not None:
+            blocking_codes.append(code)
+            state.summary_lines.append(f"--block-on-agent-eval: exit status {code} (verdict {result.verdict})")
+    if blocking_codes and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = max(blocking_codes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 GOOD = simple_entries("fine")
 
@@ -62,7 +62,7 @@ def test_unreadable_task_toml_is_a_collection_error(skill_project: SkillProject)
     (task / "instruction.md").write_text("x\n")
     result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
     output = result.stdout.str()
-    assert "evals/harbor/fine/task.toml: cannot be read as a Harbor task.toml" in output
+    assert "evals/harbor/fine/task.toml: task.toml is not valid TOML" in output
     assert "Traceback" not in output
     assert "skills/native/evals/evals.json::fine[replay-with_skill-1]" in output
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 OWN_TEST = """#!/bin/bash
 out="${HARBOR_VERIFIER_DIR:-/logs/verifier}"

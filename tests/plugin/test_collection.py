@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 LEGACY = [
     {"id": "q1", "question": "What is 2+2?", "ground_truth": "4", "expected_behavior": ["answers 4"]},

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
 
 SANDBOXES = [
     pytest.param("bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")),

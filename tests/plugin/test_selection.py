@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SkillProject, simple_entries
+from tests.support import SkillProject, simple_entries
 
 ARGS = ("--agents", "replay,codex", "--env-mode", "local", "--skip-baseline")
 
