@@ -14,7 +14,13 @@ from pytest_skilleval.collect import MARKER, DatasetFile, NativeTaskFile, SkillE
 from pytest_skilleval.dataset import DATASET_NAMES
 from pytest_skilleval.outcome import USER_PROPERTY_KEY
 from pytest_skilleval.results import new_run_id
-from pytest_skilleval.session import STATE_KEY, SkillEvalSession, get_state, record_property_value
+from pytest_skilleval.session import (
+    STATE_KEY,
+    SkillEvalSession,
+    get_state,
+    junit_item_properties,
+    record_property_value,
+)
 from pytest_skilleval.skill import find_skill_root
 
 RUN_ID_KEY = "skilleval_run_id"
@@ -126,6 +132,7 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
         pytest.skip("skilleval_trial only applies to skilleval items")
     record = skilleval_runner.run(item.spec)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
+    item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
         pytest.skip(record.reason or "skipped")
     if record.status == "error":

@@ -57,26 +57,20 @@ def record_property_value(record: TrialRecord) -> str:
     return record.model_dump_json()
 
 
-def compact_table(records: list[TrialRecord]) -> list[str]:
-    """One row per case x agent x arm (mean score, passes/attempts) and the with-minus-without difference."""
-    rows: dict[tuple[str, str, str], list[TrialRecord]] = {}
-    for record in records:
-        rows.setdefault((record.case, record.agent, record.arm), []).append(record)
-    if not rows:
-        return []
-    lines = [f"{'case':<28} {'agent':<14} {'arm':<14} {'mean':>8} {'passed':>8}"]
-    for (case, agent, arm), group in sorted(rows.items()):
-        scored = [r.overall for r in group if r.overall is not None]
-        mean = f"{sum(scored) / len(scored):.4f}" if scored else "NO SCORE"
-        passed = sum(1 for r in group if r.passed)
-        lines.append(f"{case[:28]:<28} {agent[:14]:<14} {arm:<14} {mean:>8} {passed:>4}/{len(group):<3}")
-    for agent in sorted({record.agent for record in records}):
-        means: dict[str, Any] = {}
-        for arm in ("with_skill", "without_skill"):
-            scored = [r.overall for r in records if r.agent == agent and r.arm == arm and r.overall is not None]
-            means[arm] = sum(scored) / len(scored) if scored else None
-        if means["with_skill"] is None or means["without_skill"] is None:
-            lines.append(f"{agent}: with-skill minus without-skill: N/A")
-        else:
-            lines.append(f"{agent}: with-skill minus without-skill: {means['with_skill'] - means['without_skill']:+.4f}")
-    return lines
+def junit_item_properties(record: TrialRecord) -> list[tuple[str, str]]:
+    """Flat, string-valued properties for JUnit XML: what CI dashboards show per test case."""
+    tokens = record.tokens
+    values: dict[str, object] = {
+        "skilleval.agent": record.agent,
+        "skilleval.arm": record.arm,
+        "skilleval.attempt": record.attempt,
+        "skilleval.case": record.case,
+        "skilleval.status": record.status,
+        "skilleval.overall": record.overall,
+        "skilleval.prompt_tokens": tokens.prompt if tokens else None,
+        "skilleval.completion_tokens": tokens.completion if tokens else None,
+        "skilleval.agent_seconds": record.agent_seconds,
+    }
+    for name, score in {**record.metrics, **{f"custom.{k}": v for k, v in record.custom_metrics.items()}}.items():
+        values[f"skilleval.metric.{name}"] = score
+    return [(key, "null" if value is None else str(value)) for key, value in values.items()]
