@@ -50,6 +50,7 @@ from pytest_skilleval.result_models import (
     VerdictPolicy,
 )
 from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.scoring import DIMENSION_SOURCES, clean_score, dimension_scores, overall_from_dimensions
 
 __all__ = [
     "DIMENSION_SOURCES",
@@ -69,14 +70,6 @@ __all__ = [
     "r4",
 ]
 
-# Dimension -> {evaluator: weight}. A dimension is scored only when every one of its evaluators is.
-DIMENSION_SOURCES: dict[str, dict[str, float]] = {
-    "security": {"security": 1.0},
-    "correctness": {"accuracy": 1.0},
-    "discoverability": {"skill_execution": 1.0},
-    "effectiveness": {"goal_accuracy": 0.5, "behavior_check": 0.5},
-    "efficiency": {"skill_efficiency": 1.0},
-}
 OUTCOME_DIMENSIONS: tuple[str, str] = ("correctness", "effectiveness")
 
 DIMENSION_PASS = 0.50
@@ -93,34 +86,6 @@ CUSTOM_ONLY = "custom_only"
 def r4(value: float | None) -> float | None:
     """Round to the 4 places every published number uses; None stays None."""
     return None if value is None else round(value, 4) + 0.0  # + 0.0 turns -0.0 into 0.0
-
-
-def clean_score(value: object) -> float | None:
-    """A usable score in [0, 1], or None. Non-finite and non-numeric values are rejected, never zeroed."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    if not math.isfinite(number):
-        return None
-    return max(0.0, min(1.0, number))
-
-
-def dimension_scores(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
-    """The five dimensions from (already clean) evaluator scores; a dimension with any evaluator missing is None."""
-    out: dict[str, float | None] = {}
-    for dim, sources in DIMENSION_SOURCES.items():
-        values = [metrics.get(name) for name in sources]
-        if any(v is None for v in values):
-            out[dim] = None
-        else:
-            weights = sources.values()
-            out[dim] = math.fsum(w * v for w, v in zip(weights, values, strict=True))  # type: ignore[operator]
-    return out
-
-
-def overall_from_dimensions(dimensions: Mapping[str, float | None]) -> float | None:
-    """Equal-weight mean of the scored dimensions (all five when all are scored); None if none is."""
-    return stats.mean([v for v in dimensions.values() if v is not None])
 
 
 def dimension_band(score: float | None) -> Band | None:

@@ -1,4 +1,5 @@
-"""A trial's dimensions and overall score from its evaluator scores (pure).
+"""A trial's dimensions and overall score from its evaluator scores (pure; shared by the verifier and the
+session aggregate so both compute them one way).
 
 Dimensions: Security = security; Correctness = accuracy; Discoverability = skill_execution;
 Effectiveness = (goal_accuracy + behavior_check) / 2; Efficiency = skill_efficiency. A dimension is scored only when
@@ -11,7 +12,8 @@ import math
 from collections.abc import Mapping
 
 SCORE_POLICY = "skill-evaluator-dimension-mean-v1"
-DIMENSIONS: dict[str, dict[str, float]] = {
+# Dimension -> {evaluator: weight}. A dimension is scored only when every one of its evaluators is.
+DIMENSION_SOURCES: dict[str, dict[str, float]] = {
     "security": {"security": 1.0},
     "correctness": {"accuracy": 1.0},
     "discoverability": {"skill_execution": 1.0},
@@ -21,41 +23,42 @@ DIMENSIONS: dict[str, dict[str, float]] = {
 
 
 def clean_score(value: object) -> float | None:
-    """A finite number clamped to [0, 1]; anything else (bool, NaN, text, None) is unscored."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """A usable score in [0, 1], or None. Non-finite and non-numeric values are rejected, never zeroed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value):
+    number = float(value)
+    if not math.isfinite(number):
         return None
-    return min(1.0, max(0.0, float(value)))
+    return max(0.0, min(1.0, number))
 
 
 def dimension_scores(metrics: Mapping[str, float | None]) -> dict[str, float | None]:
-    scores: dict[str, float | None] = {}
-    for dimension, sources in DIMENSIONS.items():
-        values = [clean_score(metrics.get(metric)) for metric in sources]
-        if any(value is None for value in values):
-            scores[dimension] = None
+    """The five dimensions from (already clean) evaluator scores; a dimension with any evaluator missing is None."""
+    out: dict[str, float | None] = {}
+    for dim, sources in DIMENSION_SOURCES.items():
+        values = [metrics.get(name) for name in sources]
+        if any(v is None for v in values):
+            out[dim] = None
         else:
-            scores[dimension] = round(sum(w * v for w, v in zip(sources.values(), values)), 4)
-    return scores
+            out[dim] = math.fsum(w * v for w, v in zip(sources.values(), values, strict=True))  # type: ignore[operator]
+    return out
 
 
-def mean_or_none(values: list[float | None]) -> float | None:
-    present = [value for value in values if value is not None]
-    return round(sum(present) / len(present), 4) if present else None
-
-
-def standard_overall(metrics: Mapping[str, float | None]) -> float | None:
-    return mean_or_none(list(dimension_scores(metrics).values()))
+def overall_from_dimensions(dimensions: Mapping[str, float | None]) -> float | None:
+    """Equal-weight mean of the scored dimensions (all five when all are scored); None if none is."""
+    present = [v for v in dimensions.values() if v is not None]
+    return math.fsum(present) / len(present) if present else None
 
 
 def trial_overall(
     grading_mode: str, metrics: Mapping[str, float | None], custom_overall: float | None
 ) -> float | None:
-    """custom_only: the grader's overall; otherwise the mean of the scored dimensions."""
+    """custom_only: the grader's overall; otherwise the mean of the scored dimensions. Rounded to 4 places."""
     if grading_mode == "custom_only":
-        return clean_score(custom_overall)
-    return standard_overall(metrics)
+        overall = clean_score(custom_overall)
+    else:
+        overall = overall_from_dimensions(dimension_scores({k: clean_score(v) for k, v in metrics.items()}))
+    return None if overall is None else round(overall, 4)
 
 
 def passes(overall: float | None, threshold: float) -> bool | None:
