@@ -135,10 +135,10 @@ class EvalCase(BaseModel):
 
     @property
     def is_negative(self) -> bool:
-        """A negative control: the skill should stay unused."""
-        if self.should_trigger is not None:
-            return not self.should_trigger
-        return self.expected_skill_given and not self.expected_skill
+        """A negative control: the skill should stay unused (the grader's own tri-state rule decides)."""
+        from verifier.checks.skill_execution import should_trigger
+
+        return should_trigger(self.entry_json()) is False
 
     def entry_json(self) -> dict[str, Any]:
         """The authored entry plus the runtime aliases a grader written for either naming may read."""

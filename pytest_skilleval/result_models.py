@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_skilleval.outcome import Arm
+from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION = "2.0"
-SCORE_POLICY = "skill-evaluator-dimension-mean-v1"
 DIMENSIONS: tuple[str, ...] = ("security", "correctness", "discoverability", "effectiveness", "efficiency")
 
 Band = Literal["PASS", "NEUTRAL", "FAIL"]

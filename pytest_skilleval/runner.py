@@ -30,6 +30,7 @@ from pytest_skilleval.staging import (
 )
 from verifier.harbor_verifier import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from verifier.harbor_verifier import RICH_REWARD_NAME
+from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor_ext.local_env:LocalEnvironment"
@@ -116,7 +117,7 @@ class SkillEvalRunner:
         base = dict(
             skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
             arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=mode,
-            negative_control=_is_negative(spec.entry),
+            negative_control=should_trigger(spec.entry) is False,
         )
         run_standard = standard_evaluators_available()
         if not run_standard and mode != "custom_only":
@@ -250,12 +251,6 @@ def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
         "metrics": {},
         "details": {"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
     }
-
-
-def _is_negative(entry: dict[str, Any]) -> bool:
-    if "should_trigger" in entry:
-        return not bool(entry["should_trigger"])
-    return "expected_skill" in entry and not entry["expected_skill"]
 
 
 @dataclass(frozen=True)
