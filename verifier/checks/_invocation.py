@@ -11,12 +11,14 @@ import fnmatch
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
     ShellSyntaxError,
     SimpleCommand,
+    Word,
     basename,
     lex,
     shell_text,
@@ -37,6 +39,13 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 INTERPRETER_RE = re.compile(r"^(bash|dash|node|perl|python|python3|python\d+(\.\d+)?|ruby|sh|zsh)$")
 _READ_ACTION_SUFFIXES = ("open", "open_file", "grep", "egrep", "fgrep")
 _KEYWORDS = frozenset({"!", "{", "}", "do", "then", "else", "elif", "if", "while", "until", "time", "coproc"})
+_READ_ACTION_ENDINGS = tuple(sep + suffix for suffix in _READ_ACTION_SUFFIXES for sep in ("__", ".", "/", ":"))
+_DRIVE_RE = re.compile(r"^[A-Za-z]:/")
+_COMPONENT_SPLIT_RE = re.compile(r"[/\\'\"=()\s]+")
+# Trajectories repeat the same commands many times; reading one is pure in (command, target, cwd), so cache it,
+# bounded in entries and, so the cache never pins large texts, in command length.
+_READ_CACHE_SIZE = 4096
+_CACHED_COMMAND_LENGTH = 4096
 
 
 class Undeterminable(Exception):
@@ -58,12 +67,7 @@ class InvocationResult:
 
 def is_file_read_action(tool: str) -> bool:
     lowered = (tool or "").lower()
-    if "read" in lowered:
-        return True
-    for suffix in _READ_ACTION_SUFFIXES:
-        if lowered == suffix or any(lowered.endswith(sep + suffix) for sep in ("__", ".", "/", ":")):
-            return True
-    return False
+    return "read" in lowered or lowered in _READ_ACTION_SUFFIXES or lowered.endswith(_READ_ACTION_ENDINGS)
 
 
 def _normalize(path: str) -> str:
@@ -82,13 +86,18 @@ def _under_target_scripts(path: str, target: str) -> bool:
     return any(parts[i] == wanted and parts[i + 1] == "scripts" for i in range(len(parts) - 2))
 
 
+@lru_cache(maxsize=256)
+def _artifact_pattern(target: str) -> re.Pattern[str]:
+    """Compiled once per target rather than per checked word."""
+    return re.compile(r"(?:^|[^a-z0-9_.-])" + re.escape(target.casefold()) + r"/(?:skill\.md|scripts/)")
+
+
 def _mentions_artifact(text: str, target: str) -> bool:
-    pattern = r"(?:^|[^a-z0-9_.-])" + re.escape(target.casefold()) + r"/(?:skill\.md|scripts/)"
-    return re.search(pattern, text.replace("\\", "/").casefold()) is not None
+    return _artifact_pattern(target).search(text.replace("\\", "/").casefold()) is not None
 
 
 def _has_component(text: str, target: str) -> bool:
-    return target.casefold() in {p.casefold() for p in re.split(r"[/\\'\"=()\s]+", text) if p}
+    return target.casefold() in {p.casefold() for p in _COMPONENT_SPLIT_RE.split(text) if p}
 
 
 class _ShellReader:
@@ -102,7 +111,7 @@ class _ShellReader:
 
     def _resolve(self, path: str) -> str:
         cleaned = path.replace("\\", "/")
-        if cleaned.startswith(("/", "~", "$")) or re.match(r"^[A-Za-z]:/", cleaned):
+        if cleaned.startswith(("/", "~", "$")) or _DRIVE_RE.match(cleaned):
             return cleaned
         return posixpath.join(self.cwd, cleaned)
 
@@ -127,17 +136,16 @@ class _ShellReader:
 
     def _simple(self, simple: SimpleCommand, depth: int) -> bool:
         words = [word.expand(self.variables) for word in simple.words]
-        globbed = [word.has_unquoted_glob() for word in simple.words]
         redirect_inputs = [target.expand(self.variables) for op, target in simple.redirects if op in ("<", "<>")]
         while words and words[0] in _KEYWORDS:
-            words, globbed = words[1:], globbed[1:]
+            words = words[1:]
         while words and ASSIGNMENT_RE.match(words[0]):
             name, value = ASSIGNMENT_RE.match(words[0]).groups()  # type: ignore[union-attr]
             self.variables[name] = value
-            words, globbed = words[1:], globbed[1:]
+            words = words[1:]
         if not words:
             return False
-        words, globbed = self._unwrap(words, globbed)
+        words = self._unwrap(words)
         if not words:
             return False
         verb = basename(words[0])
@@ -164,23 +172,24 @@ class _ShellReader:
                 return True
         if redirect_inputs and any(_is_target_skill_file(self._resolve(p), self.target) for p in redirect_inputs):
             return True
-        self._check_unknown(words, globbed, redirect_inputs)
+        self._check_unknown(words, simple.words, redirect_inputs)
         return False
 
-    def _unwrap(self, words: list[str], globbed: list[bool]) -> tuple[list[str], list[bool]]:
+    def _unwrap(self, words: list[str]) -> list[str]:
         for _ in range(MAX_WRAPPERS + 1):
             if not words:
-                return words, globbed
+                return words
             verb = basename(words[0])
             skip = _wrapper_prefix(verb, words)
             if skip is None:
-                return words, globbed
+                return words
             if skip < 0:  # `command -v`: nothing runs
-                return [], []
-            words, globbed = words[skip:], globbed[skip:]
+                return []
+            words = words[skip:]
         raise Undeterminable("more than 8 command wrappers")
 
-    def _check_unknown(self, words: list[str], globbed: list[bool], inputs: list[str]) -> None:
+    def _check_unknown(self, words: list[str], source: list[Word], inputs: list[str]) -> None:
+        """`words` is a suffix of the expanded `source` words (only leading words are ever dropped)."""
         texts = [*words, *inputs]
         if any(_mentions_artifact(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s files without a recognized read or run")
@@ -189,6 +198,8 @@ class _ShellReader:
             return
         if any(_has_component(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s folder and a skill file it may read")
+        # Glob flags are only needed here, so they are computed here, for the words still in play.
+        globbed = [word.has_unquoted_glob() for word in source[len(source) - len(words) :]]
         for text, is_glob in zip(words, globbed, strict=False):
             if is_glob and any(
                 any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
@@ -253,6 +264,34 @@ def _wrapper_prefix(verb: str, words: list[str]) -> int | None:
     return None
 
 
+class _CommandOutcome(NamedTuple):
+    """What reading one command line found, and the working directory it left behind."""
+
+    triggered: bool
+    undeterminable: str | None  # the reason, when the command could not be followed
+    cwd: str
+
+
+def _read_command(command: str, target: str, cwd: str) -> _CommandOutcome:
+    """Read one command line from `cwd`, from the cache when the command is short enough to be kept."""
+    if len(command) <= _CACHED_COMMAND_LENGTH:
+        return _read_command_cached(command, target, cwd)
+    return _read_command_fresh(command, target, cwd)
+
+
+def _read_command_fresh(command: str, target: str, cwd: str) -> _CommandOutcome:
+    """A fresh reader depends on nothing but these three arguments, which is what makes the outcome cacheable."""
+    reader = _ShellReader(target, cwd)
+    try:
+        triggered = reader.read(command, 0)
+    except Undeterminable as why:
+        return _CommandOutcome(False, str(why), reader.cwd)
+    return _CommandOutcome(triggered, None, reader.cwd)
+
+
+_read_command_cached = lru_cache(maxsize=_READ_CACHE_SIZE)(_read_command_fresh)
+
+
 def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
     return {"call_index": call.index, "tool": call.tool, "why": why, "evidence": text[:300]}
 
@@ -280,13 +319,12 @@ def check_invocation(calls: list[ToolCallRecord], target: str) -> InvocationResu
             continue
         if is_exec_tool(call.tool):
             command = shell_text(call.arguments)
-            reader = _ShellReader(target, workdir_argument(call.arguments) or cwd)
-            try:
-                if reader.read(command, 0):
-                    triggered.append(_call_evidence(call, "command read or ran the skill's files", command))
-            except Undeterminable as why:
-                unknown.append(_call_evidence(call, str(why), command))
-            cwd = reader.cwd
+            outcome = _read_command(command, target, workdir_argument(call.arguments) or cwd)
+            if outcome.undeterminable is not None:
+                unknown.append(_call_evidence(call, outcome.undeterminable, command))
+            elif outcome.triggered:
+                triggered.append(_call_evidence(call, "command read or ran the skill's files", command))
+            cwd = outcome.cwd
     if triggered:
         return InvocationResult(False, f"Skill '{target}' was triggered", triggered)
     if unknown:
