@@ -1,0 +1,668 @@
+"""`skilleval validate SKILL_DIR`: every rule a run would enforce, checked without running anything.
+
+A broken dataset, config or native task is otherwise found only when `pytest --skill-eval` collects it, one problem
+at a time, after the author has already set up agents and sandboxes. Validation reuses the very functions the
+plugin calls (dataset loading, config model, native-task checks, input staging rules), so it cannot disagree with a
+run, and reports all problems at once.
+
+Severities: `error` (the run would refuse or fail), `warning` (the run works but probably not as intended; `--strict`
+fails on these) and `info` (facts worth knowing, such as a missing replay, which never fail).
+Exit codes: 0 ok, 1 findings fail the check, 2 usage (bad flags, not a skill folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from pytest_skilleval.case_ids import duplicate_key
+from pytest_skilleval.config_file import ConfigError, EvalsConfig, find_config, load_config, normalize_grading_mode
+from pytest_skilleval.dataset import DATASET_NAMES, Dataset, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.native_tasks import (
+    HARBOR_DIR_NAME,
+    IGNORED_NAMES,
+    TASK_FILE,
+    Finding,
+    NativeTask,
+    NativeTaskError,
+    check_native_tasks,
+    load_native_task,
+)
+from pytest_skilleval.skill import GRADER_NAMES
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
+ARMS = ("with_skill", "without_skill")
+REPLAY_ARM_NAMES = {"with_skill": "with-skill", "without_skill": "without-skill"}
+SYNTAX_CHECK_TIMEOUT = 20
+
+
+class UsageError(Exception):
+    """Bad flags or a path that is not a skill folder: exit 2 with one line on stderr."""
+
+
+@dataclass(frozen=True)
+class ValidationFinding:
+    """One problem: a stable rule id, how bad it is, what to change, and the file it is about."""
+
+    rule: str
+    severity: Severity
+    message: str
+    path: Path | None = None
+
+    def as_json(self, display: str) -> dict[str, Any]:
+        return {"rule": self.rule, "severity": self.severity, "message": self.message, "path": display}
+
+
+@dataclass
+class ValidationReport:
+    """All findings for one skill folder."""
+
+    skill_dir: Path
+    findings: list[ValidationFinding] = field(default_factory=list)
+
+    def of(self, severity: Severity) -> list[ValidationFinding]:
+        return [finding for finding in self.findings if finding.severity == severity]
+
+    @property
+    def errors(self) -> list[ValidationFinding]:
+        return self.of("error")
+
+    @property
+    def warnings(self) -> list[ValidationFinding]:
+        return self.of("warning")
+
+    def ok(self, strict: bool = False) -> bool:
+        """Errors always fail; warnings fail only in strict mode; info never does."""
+        return not self.errors and not (strict and self.warnings)
+
+    def rules(self) -> set[str]:
+        return {finding.rule for finding in self.findings}
+
+
+@dataclass
+class _Context:
+    """What the checks share: the skill, its parsed config and dataset (when readable) and the run shape."""
+
+    skill_dir: Path
+    grading_mode: str
+    paired: bool
+    config: EvalsConfig | None = None
+    config_path: Path | None = None
+    dataset: Dataset | None = None
+    dataset_path: Path | None = None
+    valid_cases: list[EvalCase] = field(default_factory=list)
+    tasks: list[NativeTask] = field(default_factory=list)
+    findings: list[ValidationFinding] = field(default_factory=list)
+
+    @property
+    def evals_dir(self) -> Path:
+        return self.skill_dir / "evals"
+
+    def add(self, rule: str, severity: Severity, message: str, path: Path | None = None) -> None:
+        self.findings.append(ValidationFinding(rule, severity, message, path))
+
+    def usable_grader(self) -> Path | None:
+        """The grader a run would use: the same lookup as `SkillFolder.grader`."""
+        for name in GRADER_NAMES:
+            candidate = self.evals_dir / name
+            if candidate.is_file() and not candidate.is_symlink():
+                return candidate
+        return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# config.yml
+
+
+def _config_rule(field_name: str, message: str) -> str:
+    if message == "unknown key":
+        return "config-unknown-key"
+    if "runtime_env" in field_name or "passthrough_env" in field_name:
+        return "config-runtime-env"
+    return "config-invalid"
+
+
+def _lenient_mode(path: Path) -> str | None:
+    """The grading mode an invalid config still states, so later checks judge the run the author meant."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return normalize_grading_mode(data["grading"]["mode"])
+    except Exception:  # noqa: BLE001 - any unreadable shape simply means "not stated"
+        return None
+
+
+def _check_config(ctx: _Context, mode_override: str | None) -> None:
+    """Load config.yml with the run's own model; every problem it names becomes a finding."""
+    stated: str | None = None
+    try:
+        ctx.config_path = find_config(ctx.evals_dir)
+        ctx.config = load_config(ctx.evals_dir)
+        stated = ctx.config.grading_mode if ctx.config is not None else None
+    except ConfigError as error:
+        for field_name, message in [(error.field, error.message), *error.more]:
+            where = f"{field_name}: " if field_name else ""
+            ctx.add(_config_rule(field_name, message), "error", where + message, error.path)
+        stated = _lenient_mode(error.path)
+        ctx.config_path = ctx.config_path or error.path
+    ctx.grading_mode = mode_override or stated or "default"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dataset
+
+
+def _dataset_rule(error: DatasetError) -> str:
+    if error.field == "id" or (error.field or "").startswith("id."):
+        return "dataset-id"
+    return "dataset-entry" if error.entry is not None else "dataset-invalid"
+
+
+def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase]]:
+    """Every entry's problem, not just the first one `load_dataset` stops at, plus the entries that are valid.
+
+    Uses the dataset module's own parsing steps so the per-entry rules are exactly the loader's.
+    """
+    from pydantic import ValidationError
+
+    from pytest_skilleval import dataset as ds
+
+    try:
+        shape, skill_name, raw_entries = ds._entries(path, ds._parse_text(path, path.read_text(encoding="utf-8")))
+    except (DatasetError, OSError, UnicodeDecodeError):
+        return [], []
+    errors: list[DatasetError] = []
+    cases: list[EvalCase] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(raw_entries):
+        label = ds._entry_label(index, raw)
+        if not isinstance(raw, dict):
+            errors.append(DatasetError(path, f"must be an object, not {type(raw).__name__}", entry=label))
+            continue
+        try:
+            case = EvalCase.model_validate(ds._normalize_entry(raw, skill_name))
+        except ValidationError as error:
+            field_name, message = ds._validation_message(error)
+            errors.append(DatasetError(path, message, entry=label, field=field_name))
+            continue
+        key = duplicate_key(case.id)
+        if key in seen:
+            message = f"duplicate id {case.id!r} (entry {seen[key]} has the same id)"
+            errors.append(DatasetError(path, message, entry=label, field="id"))
+            continue
+        seen[key] = index
+        cases.append(case)
+    return errors, cases
+
+
+def _add_dataset_error(ctx: _Context, error: DatasetError) -> None:
+    where = ": ".join(part for part in (error.entry, f"field '{error.field}'" if error.field else None) if part)
+    ctx.add(_dataset_rule(error), "error", f"{where}: {error.message}" if where else error.message, error.path)
+
+
+def _check_dataset(ctx: _Context) -> None:
+    """The dataset loads exactly as a run loads it; all entry problems are listed, not only the first."""
+    present = [ctx.evals_dir / name for name in DATASET_NAMES if (ctx.evals_dir / name).is_file()]
+    if len(present) > 1:
+        names = ", ".join(path.name for path in present)
+        ctx.add("multiple-datasets", "error", f"more than one dataset file ({names}); keep exactly one", ctx.evals_dir)
+    path = find_dataset(ctx.evals_dir)
+    ctx.dataset_path = path
+    if path is None:
+        return
+    try:
+        ctx.dataset = load_dataset(path)
+        ctx.valid_cases = list(ctx.dataset.cases)
+    except DatasetError as first:
+        errors, ctx.valid_cases = _entry_errors(path)
+        for error in errors or [first]:
+            _add_dataset_error(ctx, error)
+        return
+    if ctx.dataset.shape == "legacy":
+        ctx.add(
+            "legacy-dataset-shape",
+            "warning",
+            'legacy dataset shape (a flat list of entries) is deprecated; use {"skill_name": ..., "evals": [...]} '
+            "with prompt / expected_output / assertions",
+            path,
+        )
+
+
+def _check_files(ctx: _Context) -> None:
+    """Each `files` entry obeys the staging rules; every bad entry is named, not only the first."""
+    from pytest_skilleval.staging import StagingError, _input_sources
+
+    omitted = [case for case in ctx.valid_cases if not case.files_given]
+    for case in ctx.valid_cases:
+        for item in case.files or []:
+            try:
+                _input_sources(ctx.evals_dir, [item], case.id)
+            except StagingError as error:
+                ctx.add("files-entry", "error", str(error), ctx.dataset_path)
+    if len(ctx.valid_cases) > 1 and omitted and (ctx.evals_dir / "files").is_dir():
+        ids = ", ".join(case.id for case in omitted[:5]) + (" ..." if len(omitted) > 5 else "")
+        ctx.add(
+            "files-omitted",
+            "warning",
+            f"case(s) {ids} omit `files`, so each gets all of evals/files/; list each case's own inputs "
+            "(or `files: []` for none)",
+            ctx.dataset_path,
+        )
+
+
+def _skill_scripts(skill_dir: Path) -> list[Path]:
+    scripts = skill_dir / "scripts"
+    return sorted(p for p in scripts.glob("*.py") if p.is_file()) if scripts.is_dir() else []
+
+
+def _skill_file_names(skill_dir: Path) -> set[str]:
+    """Names of the skill's own files (its evals/ excluded): what an expected_script can point at."""
+    names: set[str] = set()
+    for path in skill_dir.rglob("*"):
+        relative = path.relative_to(skill_dir)
+        if relative.parts[0] not in {"evals", ".git", "__pycache__"} and path.is_file():
+            names.add(path.name)
+    return names
+
+
+def _check_expected_scripts(ctx: _Context) -> None:
+    """Script execution is only scored when a positive case names its script."""
+    scripts = _skill_scripts(ctx.skill_dir)
+    known = _skill_file_names(ctx.skill_dir) if any(case.expected_script for case in ctx.valid_cases) else set()
+    for case in ctx.valid_cases:
+        if case.expected_script:
+            name = Path(case.expected_script.replace("\\", "/")).name
+            if name not in known:
+                ctx.add(
+                    "expected-script-unknown",
+                    "warning",
+                    f"case {case.id!r}: expected_script {case.expected_script!r} matches no file in the skill",
+                    ctx.dataset_path,
+                )
+        elif scripts and not case.is_negative:
+            listed = ", ".join(p.name for p in scripts[:3])
+            ctx.add(
+                "expected-script-missing",
+                "warning",
+                f"case {case.id!r} has no expected_script while the skill has scripts/*.py ({listed}); "
+                "script execution is not checked for it",
+                ctx.dataset_path,
+            )
+
+
+def _check_replays(ctx: _Context) -> None:
+    """Only informative: the replay agent needs `evals/replays/<case>[.<arm>].json`, live agents do not."""
+    replays = ctx.evals_dir / "replays"
+    case_ids = [case.id for case in ctx.valid_cases] + [task.case_id for task in ctx.tasks]
+    arms = ARMS if ctx.paired else ARMS[:1]
+    for case_id in dict.fromkeys(case_ids):
+        missing = [
+            arm
+            for arm in arms
+            if not any(
+                (replays / name).is_file() for name in (f"{case_id}.{REPLAY_ARM_NAMES[arm]}.json", f"{case_id}.json")
+            )
+        ]
+        if missing:
+            ctx.add(
+                "replay-missing",
+                "info",
+                f"case {case_id!r} has no replay for {', '.join(missing)} (evals/replays/{case_id}.json or "
+                f"{case_id}.<arm>.json); only the replay agent needs one",
+                replays,
+            )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Graders
+
+
+def _syntax_problem(grader: Path) -> str | None:
+    """Parse the grader without running it: Python's compiler, or `bash -n` for shell graders."""
+    if grader.suffix == ".py":
+        try:
+            compile(grader.read_bytes(), str(grader), "exec", dont_inherit=True)
+        except SyntaxError as error:
+            return f"is not valid Python (line {error.lineno}: {error.msg})"
+        except (OSError, ValueError) as error:
+            return f"cannot be read: {error}"
+        return None
+    bash = shutil.which("bash")
+    if bash is None:
+        return None
+    try:
+        done = subprocess.run(
+            [bash, "-n", str(grader)], capture_output=True, text=True, timeout=SYNTAX_CHECK_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["syntax error"])[0]
+        return f"is not valid bash: {first}"
+    return None
+
+
+def _check_grader_file(ctx: _Context, grader: Path) -> bool:
+    """A grader must be a regular file (never a symlink) that parses; True when it is usable."""
+    if grader.is_symlink():
+        ctx.add("grader-symlink", "error", f"{grader.name} is a symbolic link; graders must be regular files", grader)
+        return False
+    if not grader.is_file():
+        ctx.add("grader-not-file", "error", f"{grader.name} exists but is not a regular file", grader)
+        return False
+    problem = _syntax_problem(grader)
+    if problem:
+        ctx.add("grader-syntax", "error", f"{grader.name} {problem}", grader)
+        return False
+    return True
+
+
+def _check_graders(ctx: _Context) -> None:
+    present = [ctx.evals_dir / name for name in GRADER_NAMES if (ctx.evals_dir / name).exists()
+               or (ctx.evals_dir / name).is_symlink()]
+    usable = [grader for grader in present if _check_grader_file(ctx, grader)]
+    if len(usable) > 1:
+        ctx.add("grader-shadowed", "warning", "both grader.py and grader.sh exist; only grader.py is used", usable[1])
+    if usable and ctx.grading_mode == "default":
+        ctx.add(
+            "grader-ignored",
+            "warning",
+            f"{usable[0].name} is ignored in grading mode default; set grading.mode: default_plus_custom or "
+            "custom_only in evals/config.yml",
+            usable[0],
+        )
+    if ctx.grading_mode == "custom_only" and ctx.usable_grader() is None and ctx.dataset_path is not None:
+        ctx.add(
+            "grader-missing",
+            "error",
+            "grading mode custom_only scores dataset cases with evals/grader.py or grader.sh, and there is none "
+            "(skilleval init-custom-grader writes one)",
+            ctx.evals_dir,
+        )
+    for task in ctx.tasks:
+        for name in GRADER_NAMES:
+            candidate = task.path / "tests" / name
+            if candidate.exists() or candidate.is_symlink():
+                _check_grader_file(ctx, candidate)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Native tasks
+
+
+def _task_folders(root: Path) -> Iterator[Path]:
+    """The folders discovery looks at, in its order."""
+    for child in sorted(root.iterdir(), key=lambda p: p.name):
+        if child.name.startswith((".", "_")) or child.name in IGNORED_NAMES or not child.is_dir():
+            continue
+        yield child
+
+
+def _load_tasks(ctx: _Context) -> None:
+    """Load every native task, reporting each unreadable one (discovery itself stops at the first)."""
+    root = ctx.evals_dir / HARBOR_DIR_NAME
+    if not root.is_dir():
+        return
+    seen: dict[str, str] = {}
+    for child in _task_folders(root):
+        if not (child / TASK_FILE).exists() and not (child / TASK_FILE).is_symlink():
+            ctx.add("native-task-no-toml", "warning", f"{child.name}/ has no task.toml and is not a case", child)
+            continue
+        try:
+            task = load_native_task(child)
+        except NativeTaskError as error:
+            ctx.add("native-task-invalid", "error", str(error).removeprefix(f"{child}: "), child)
+            continue
+        key = duplicate_key(task.case_id)
+        if key in seen:
+            ctx.add("native-task-duplicate", "error",
+                    f"case folder '{task.case_id}' differs from '{seen[key]}' only in letter case", child)
+            continue
+        seen[key] = task.case_id
+        ctx.tasks.append(task)
+
+
+def _from_native(ctx: _Context, finding: Finding) -> ValidationFinding:
+    path = finding.path
+    if path is None and finding.rule.startswith("paired-pre-agent-setup"):
+        path = ctx.config_path
+    return ValidationFinding(finding.rule, finding.severity, finding.message, path)
+
+
+def _check_native(ctx: _Context) -> None:
+    """The plugin's own native-task rules, for the run validate assumes (paired unless --skip-baseline)."""
+    if not ctx.tasks:
+        return
+    dataset_ids = {case.id for case in ctx.valid_cases} if ctx.dataset_path is not None else None
+    pre_agent_setup = (ctx.config.harbor.pre_agent_setup or []) if ctx.config is not None else []
+    findings = check_native_tasks(
+        ctx.tasks,
+        grading_mode=ctx.grading_mode,
+        paired=ctx.paired,
+        dataset_ids=dataset_ids,
+        pre_agent_setup=list(pre_agent_setup),
+    )
+    ctx.findings.extend(_from_native(ctx, finding) for finding in findings)
+
+
+def _check_anything_to_run(ctx: _Context) -> None:
+    if ctx.dataset_path is None and not ctx.tasks and not any(f.rule.startswith("native-task") for f in ctx.findings):
+        ctx.add(
+            "no-evals",
+            "error",
+            f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run",
+            ctx.evals_dir,
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --harbor-contract
+
+
+def _harbor_problem(task_dir: Path) -> str | None:
+    """Load a task folder with Harbor's own Task; its complaint, or None when Harbor accepts it."""
+    from harbor.models.task.task import Task
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            Task(task_dir)
+    except Exception as error:  # noqa: BLE001 - whatever Harbor raises is the finding
+        return f"{type(error).__name__}: {error}".strip()
+    return None
+
+
+def _contract_native(ctx: _Context, scratch: Path) -> None:
+    from pytest_skilleval.native_tasks import stage_native_task
+
+    arms = ARMS if ctx.paired else ARMS[:1]
+    for task in ctx.tasks:
+        problem = _harbor_problem(task.path)
+        if problem:
+            ctx.add("harbor-task-rejected", "error", f"Harbor cannot load native task '{task.case_id}': {problem}",
+                    task.path)
+            continue
+        for arm in arms:
+            staged = scratch / "native" / f"{task.case_id}-{REPLAY_ARM_NAMES[arm]}"
+            try:
+                stage_native_task(task, staged, arm)
+            except (NativeTaskError, OSError, ValueError) as error:
+                ctx.add("harbor-staging-failed", "error", f"cannot stage '{task.case_id}' for {arm}: {error}",
+                        task.path)
+                continue
+            problem = _harbor_problem(staged)
+            if problem:
+                ctx.add("harbor-staged-task-rejected", "error",
+                        f"Harbor rejects the {arm} staged copy of '{task.case_id}': {problem}", task.path)
+
+
+def _contract_dataset(ctx: _Context, scratch: Path) -> None:
+    from pytest_skilleval.collect import TrialSpec
+    from pytest_skilleval.staging import StagingError, stage_dataset_task
+
+    grader = ctx.usable_grader()
+    for case in ctx.valid_cases:
+        spec = TrialSpec(
+            skill_dir=ctx.skill_dir, skill_name=ctx.skill_dir.name, case_id=case.id, source="dataset",
+            entry=case.entry_json(), files=case.files if case.files_given else None,
+            agent="validate", arm="with_skill", attempt=1,
+        )
+        target = scratch / "dataset" / case.id
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            stage_dataset_task(spec, target, ctx.grading_mode, grader)
+        except (StagingError, OSError, ValueError) as error:
+            ctx.add("harbor-staging-failed", "error", f"cannot stage case {case.id!r}: {error}", ctx.dataset_path)
+            continue
+        problem = _harbor_problem(target)
+        if problem:
+            ctx.add("harbor-generated-task-rejected", "error",
+                    f"Harbor rejects the task generated for case {case.id!r}: {problem}", ctx.dataset_path)
+
+
+def _check_harbor_contract(ctx: _Context) -> None:
+    """Load what Harbor would get (native tasks as authored and staged, generated dataset tasks) with Harbor."""
+    with tempfile.TemporaryDirectory(prefix="skilleval-validate-") as tmp:
+        _contract_native(ctx, Path(tmp))
+        _contract_dataset(ctx, Path(tmp))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Entry points
+
+
+def check_skill_dir(skill_dir: Path) -> Path:
+    """The folder must be a skill (holds SKILL.md); anything else is a usage error."""
+    skill_dir = Path(skill_dir)
+    if not skill_dir.is_dir():
+        raise UsageError(f"{skill_dir}: not a directory")
+    if not (skill_dir / "SKILL.md").is_file():
+        raise UsageError(f"{skill_dir}: not a skill folder (no SKILL.md)")
+    return skill_dir
+
+
+def validate_skill(
+    skill_dir: Path,
+    *,
+    harbor_contract: bool = False,
+    skip_baseline: bool = False,
+    grading_mode: str | None = None,
+) -> ValidationReport:
+    """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run."""
+    skill_dir = check_skill_dir(skill_dir).resolve()
+    ctx = _Context(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline)
+    mode = normalize_grading_mode(grading_mode) if grading_mode else None
+    _check_config(ctx, mode)
+    _check_dataset(ctx)
+    _load_tasks(ctx)
+    _check_anything_to_run(ctx)
+    _check_files(ctx)
+    _check_expected_scripts(ctx)
+    _check_graders(ctx)
+    _check_native(ctx)
+    if harbor_contract:
+        _check_harbor_contract(ctx)
+    _check_replays(ctx)
+    return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
+
+
+def display_path(path: Path | None, report: ValidationReport, shown_as: Path) -> str:
+    """A finding's path as the user spelled the skill folder, so it is short and clickable."""
+    if path is None:
+        return str(shown_as)
+    try:
+        relative = Path(path).resolve().relative_to(report.skill_dir)
+    except ValueError:
+        return str(path)
+    return str(shown_as / relative) if relative.parts else str(shown_as)
+
+
+def report_json(report: ValidationReport, strict: bool, shown_as: Path) -> dict[str, Any]:
+    def listed(severity: Severity) -> list[dict[str, Any]]:
+        return [f.as_json(display_path(f.path, report, shown_as)) for f in report.of(severity)]
+
+    return {
+        "skill": report.skill_dir.name,
+        "ok": report.ok(strict),
+        "strict": strict,
+        "errors": listed("error"),
+        "warnings": listed("warning"),
+        "info": listed("info"),
+    }
+
+
+def report_lines(report: ValidationReport, strict: bool, shown_as: Path) -> list[str]:
+    lines = [
+        f"{f.severity}: {display_path(f.path, report, shown_as)}: [{f.rule}] {f.message}"
+        for severity in SEVERITIES
+        for f in report.of(severity)
+    ]
+    counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
+    verdict = "ok" if report.ok(strict) else "FAILED" + ("" if report.errors else " (--strict: warnings fail)")
+    lines.append(f"{report.skill_dir.name}: {verdict}: {counts}")
+    return lines
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="skilleval validate",
+        description="Check a skill's dataset, evals/config.yml, native Harbor tasks and grader without running them.",
+    )
+    parser.add_argument("skill_dir", type=Path, help="the skill's folder (holds SKILL.md)")
+    parser.add_argument("--harbor-contract", action="store_true",
+                        help="also load native and generated tasks with Harbor's own task loader")
+    parser.add_argument("--strict", action="store_true", help="warnings fail too")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
+    parser.add_argument("--skip-baseline", action="store_true",
+                        help="validate for a with-skill-only run (paired-run rules do not apply)")
+    parser.add_argument("--grading-mode", default=None,
+                        help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)")
+    return parser
+
+
+def run_validate_command(argv: Sequence[str]) -> int:
+    """`skilleval validate`: 0 ok, 1 findings fail, 2 usage."""
+    try:
+        args = _parser().parse_args(list(argv))
+        if args.grading_mode is not None:
+            try:
+                normalize_grading_mode(args.grading_mode)
+            except ValueError as error:
+                raise UsageError(f"--grading-mode: {error}") from None
+        report = validate_skill(
+            args.skill_dir,
+            harbor_contract=args.harbor_contract,
+            skip_baseline=args.skip_baseline,
+            grading_mode=args.grading_mode,
+        )
+    except UsageError as error:
+        print(f"skilleval validate: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as stop:  # --help
+        return int(stop.code or 0)
+    if args.json:
+        text = json.dumps(report_json(report, args.strict, args.skill_dir), ensure_ascii=False)
+    else:
+        text = "\n".join(report_lines(report, args.strict, args.skill_dir))
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    return 0 if report.ok(args.strict) else 1
