@@ -7,6 +7,7 @@ reference grader does. Every check uses these helpers, never its own reading of 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 EXEC_MARKERS = ("bash", "execute", "exec_command", "run_code", "run", "shell", "command")
@@ -20,9 +21,19 @@ SECURITY_TEXT_KEYS = ("command", "cmd", "code", "raw", "path", "file_path")
 WORKDIR_KEYS = ("workdir", "cwd")
 
 
-def _has_marker(tool: str, markers: tuple[str, ...]) -> bool:
+def _marker_in(tool: str, markers: tuple[str, ...]) -> bool:
     lowered = (tool or "").lower()
     return any(marker in lowered for marker in markers)
+
+
+# A trajectory uses a handful of tool names over and over, so each (name, kind) is tested once.
+_marker_in_cached = lru_cache(maxsize=1024)(_marker_in)
+
+
+def _has_marker(tool: str, markers: tuple[str, ...]) -> bool:
+    if isinstance(tool, str):
+        return _marker_in_cached(tool, markers)
+    return _marker_in(tool, markers)
 
 
 def is_exec_tool(tool: str) -> bool:

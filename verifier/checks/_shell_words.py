@@ -333,6 +333,9 @@ ASSIGNMENT_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 
 def shell_text(arguments: Mapping[str, Any]) -> str:
     """The command an exec call ran, keeping argv lists (Codex `shell`) correctly quoted."""
+    command = arguments.get("command")
+    if isinstance(command, str) and command.strip() and not isinstance(arguments.get("cmd"), list):
+        return command  # the common case, and what the general path below returns for it
     for key in ("command", "cmd"):
         value = arguments.get(key)
         if isinstance(value, list) and value:
