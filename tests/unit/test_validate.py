@@ -1,0 +1,540 @@
+"""`skilleval validate`: each finding kind, severities, --strict, --skip-baseline, JSON and human output, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilleval.validate import (
+    UsageError,
+    ValidationReport,
+    report_lines,
+    run_validate_command,
+    validate_skill,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+HELLO = REPO / "examples" / "hello-skill"
+FIXTURES = REPO / "fixtures" / "validate"
+ALWAYS_ONE = REPO / "fixtures" / "graders" / "always_one.py"
+needs_bash = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+
+def entries(*ids: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "skill_name": "demo",
+        "evals": [{"id": i, "prompt": f"do {i}", "expected_output": "done", "files": [], **extra} for i in ids],
+    }
+
+
+def make_skill(
+    root: Path,
+    dataset: Any = None,
+    *,
+    config: str | None = None,
+    grader: bool = False,
+    replays: bool = True,
+    name: str = "demo",
+) -> Path:
+    """A skill folder; replays for every dataset id unless told otherwise, so 'info' noise stays out."""
+    skill = root / name
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n")
+    if dataset is not None:
+        text = dataset if isinstance(dataset, str) else json.dumps(dataset)
+        (skill / "evals" / "evals.json").write_text(text)
+    if config is not None:
+        (skill / "evals" / "config.yml").write_text(config)
+    if grader:
+        shutil.copy2(ALWAYS_ONE, skill / "evals" / "grader.py")
+    if replays and isinstance(dataset, dict):
+        (skill / "evals" / "replays").mkdir()
+        for row in dataset.get("evals", []):
+            if isinstance(row.get("id"), str):
+                (skill / "evals" / "replays" / f"{row['id']}.json").write_text("{}")
+    return skill
+
+
+def native_task(skill: Path, case: str, toml_extra: str = "", instruction: bool = True) -> Path:
+    task = skill / "evals" / "harbor" / case
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{case}"\n{toml_extra}')
+    if instruction:
+        (task / "instruction.md").write_text(f"do {case}\n")
+    (task / "tests" / "test.sh").write_text('#!/bin/bash\necho \'{"overall": 1.0}\' > /logs/verifier/reward.json\n')
+    (skill / "evals" / "replays").mkdir(exist_ok=True)
+    (skill / "evals" / "replays" / f"{case}.json").write_text("{}")
+    return task
+
+
+def rules(report: ValidationReport, severity: str | None = None) -> set[str]:
+    return {f.rule for f in report.findings if severity is None or f.severity == severity}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = run_validate_command(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Clean skills
+
+
+def test_hello_skill_is_clean_even_with_harbor_contract() -> None:
+    report = validate_skill(HELLO, harbor_contract=True)
+    assert report.findings == []
+    assert report.ok(strict=True)
+
+
+def test_minimal_valid_skill_is_clean(tmp_path: Path) -> None:
+    assert validate_skill(make_skill(tmp_path, entries("a", "b"))).findings == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# config.yml
+
+
+def test_config_unknown_key_and_runtime_env_blocklist_are_separate_errors(tmp_path: Path) -> None:
+    config = "schema_version: 1\nharbor:\n  n_atempts: 2\n  runtime_env:\n    AWS_REGION: us-east-1\n"
+    report = validate_skill(make_skill(tmp_path, entries("a"), config=config))
+    assert rules(report, "error") == {"config-unknown-key", "config-runtime-env"}
+    blocked = next(f for f in report.findings if f.rule == "config-runtime-env")
+    assert "AWS_REGION" in blocked.message and blocked.path.name == "config.yml"
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "HARBOR_LOGS_DIR", "PATH", "LD_PRELOAD"])
+def test_runtime_env_names_the_run_refuses(tmp_path: Path, name: str) -> None:
+    config = f"schema_version: 1\nharbor:\n  runtime_env: [{name}]\n"
+    assert "config-runtime-env" in rules(validate_skill(make_skill(tmp_path, entries("a"), config=config)))
+
+
+def test_runtime_env_value_referencing_a_credential_is_refused(tmp_path: Path) -> None:
+    config = "schema_version: 1\nharbor:\n  runtime_env:\n    MY_KEY: ${ANTHROPIC_API_KEY}\n"
+    report = validate_skill(make_skill(tmp_path, entries("a"), config=config))
+    assert any(f.rule == "config-runtime-env" and "ANTHROPIC_API_KEY" in f.message for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["schema_version: 2\n", "schema_version: 1\ngrading:\n  mode: fancy\n", "schema_version: 1\nharbor: [1]\n",
+     "schema_version: 1\nharbor:\n  pass_threshold: 2\n", "schema_version: [\n"],
+)
+def test_bad_config_values(tmp_path: Path, config: str) -> None:
+    assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"config-invalid"}
+
+
+def test_both_config_names_is_an_error(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"), config="schema_version: 1\n")
+    (skill / "evals" / "config.yaml").write_text("schema_version: 1\n")
+    assert rules(validate_skill(skill)) == {"config-invalid"}
+
+
+def test_invalid_config_still_judges_with_its_stated_mode(tmp_path: Path) -> None:
+    """A typo elsewhere must not hide that custom_only needs a grader."""
+    config = "schema_version: 1\ngrading:\n  mode: custom_only\nharbor:\n  typo: 1\n"
+    report = validate_skill(make_skill(tmp_path, entries("a"), config=config))
+    assert {"config-unknown-key", "grader-missing"} <= rules(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Dataset
+
+
+def test_every_bad_entry_is_reported_not_only_the_first(tmp_path: Path) -> None:
+    data = entries("ok", "ok", "bad id!")
+    data["evals"].append({"id": "no-prompt", "expected_output": "x"})
+    report = validate_skill(make_skill(tmp_path, data))
+    messages = [f.message for f in report.findings]
+    assert rules(report) == {"dataset-id", "dataset-entry"}
+    assert any("duplicate id 'ok'" in m for m in messages)
+    assert any("'bad id!'" in m for m in messages)
+    assert any("no-prompt" in m and "prompt" in m for m in messages)
+    assert all(f.path.name == "evals.json" for f in report.findings)
+
+
+def test_unparseable_dataset(tmp_path: Path) -> None:
+    report = validate_skill(make_skill(tmp_path, '{"skill_name": "x", "evals": ['))
+    assert rules(report) == {"dataset-invalid"}
+    assert "invalid JSON" in report.findings[0].message
+
+
+def test_empty_dataset_and_unknown_shape(tmp_path: Path) -> None:
+    assert rules(validate_skill(make_skill(tmp_path, {"skill_name": "x", "evals": []}))) == {"dataset-invalid"}
+    assert rules(validate_skill(make_skill(tmp_path, '"just text"', name="other"))) == {"dataset-invalid"}
+
+
+def test_two_dataset_files(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "evals" / "evals.yaml").write_text("skill_name: x\nevals: []\n")
+    assert rules(validate_skill(skill)) == {"multiple-datasets"}
+
+
+def test_legacy_shape_is_a_deprecation_warning(tmp_path: Path) -> None:
+    legacy = [{"id": "a", "question": "q", "ground_truth": "g"}]
+    skill = make_skill(tmp_path, json.dumps(legacy))
+    (skill / "evals" / "replays").mkdir()
+    (skill / "evals" / "replays" / "a.json").write_text("{}")
+    report = validate_skill(skill)
+    assert rules(report) == {"legacy-dataset-shape"}
+    assert report.findings[0].severity == "warning"
+    assert report.ok() and not report.ok(strict=True)
+
+
+def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
+    report = validate_skill(make_skill(tmp_path))
+    assert rules(report) == {"no-evals"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# files
+
+
+def test_files_entries_follow_the_staging_rules(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "evals" / "files").mkdir()
+    (skill / "evals" / "files" / "ok.txt").write_text("x")
+    (skill / "evals" / "tests").mkdir()
+    (skill / "evals" / "tests" / "t.txt").write_text("x")
+    os.symlink(skill / "SKILL.md", skill / "evals" / "files" / "link.txt")
+    bad = ["../SKILL.md", "/etc/passwd", "files/nope.txt", "tests/t.txt", "files/link.txt"]
+    data = entries("a")
+    data["evals"][0]["files"] = ["files/ok.txt", "evals/files/ok.txt", *bad]
+    (skill / "evals" / "evals.json").write_text(json.dumps(data))
+    report = validate_skill(skill)
+    assert rules(report) == {"files-entry"}
+    assert len(report.findings) == len(bad)
+    for item, finding in zip(bad, report.findings):
+        assert repr(item) in finding.message and "case 'a'" in finding.message
+
+
+def test_omitted_files_in_a_multi_case_dataset_warns(tmp_path: Path) -> None:
+    data = entries("a", "b")
+    del data["evals"][1]["files"]
+    skill = make_skill(tmp_path, data)
+    assert validate_skill(skill).findings == []  # no evals/files/: nothing is over-shared
+    (skill / "evals" / "files").mkdir()
+    report = validate_skill(skill)
+    assert rules(report, "warning") == {"files-omitted"}
+    assert "'b'" not in report.findings[0].message and "b" in report.findings[0].message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# expected_script and replays
+
+
+def test_expected_script_missing_and_unknown(tmp_path: Path) -> None:
+    data = entries("plain", "named", "typo", "negative")
+    data["evals"][1]["expected_script"] = "greet.py"
+    data["evals"][2]["expected_script"] = "scripts/gret.py"
+    data["evals"][3]["expected_skill"] = None
+    skill = make_skill(tmp_path, data)
+    (skill / "scripts").mkdir()
+    (skill / "scripts" / "greet.py").write_text("print('hi')\n")
+    report = validate_skill(skill)
+    by_rule = {f.rule: f for f in report.findings}
+    assert set(by_rule) == {"expected-script-missing", "expected-script-unknown"}
+    assert "'plain'" in by_rule["expected-script-missing"].message
+    assert "'typo'" in by_rule["expected-script-unknown"].message
+    assert all(f.severity == "warning" for f in report.findings)
+    assert len(report.findings) == 2  # the negative case needs no script
+
+
+def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a", "b"), replays=False)
+    (skill / "evals" / "replays").mkdir()
+    (skill / "evals" / "replays" / "a.with-skill.json").write_text("{}")
+    report = validate_skill(skill)
+    assert rules(report) == {"replay-missing"}
+    assert {f.severity for f in report.findings} == {"info"}
+    assert report.ok(strict=True)
+    by_case = {f.message.split("'")[1]: f.message for f in report.findings}
+    assert "without_skill" in by_case["a"] and "with_skill," not in by_case["a"]
+    assert "with_skill, without_skill" in by_case["b"]
+    # A with-skill-only run needs only the with-skill replay.
+    skipped = validate_skill(skill, skip_baseline=True)
+    assert [f.message.split("'")[1] for f in skipped.findings] == ["b"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Graders
+
+
+def test_grader_missing_in_custom_only(tmp_path: Path) -> None:
+    config = "schema_version: 1\ngrading:\n  mode: custom_only\n"
+    assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"grader-missing"}
+    assert validate_skill(make_skill(tmp_path, entries("a"), config=config, grader=True, name="b")).findings == []
+
+
+def test_grader_ignored_in_default_mode(tmp_path: Path) -> None:
+    report = validate_skill(make_skill(tmp_path, entries("a"), grader=True))
+    assert rules(report, "warning") == {"grader-ignored"}
+    plus = "schema_version: 1\ngrading:\n  mode: aces_plus_custom\n"
+    assert validate_skill(make_skill(tmp_path, entries("a"), grader=True, config=plus, name="b")).findings == []
+
+
+def test_grader_symlink_is_an_error_and_does_not_count(tmp_path: Path) -> None:
+    config = "schema_version: 1\ngrading:\n  mode: custom_only\n"
+    skill = make_skill(tmp_path, entries("a"), config=config)
+    os.symlink(ALWAYS_ONE, skill / "evals" / "grader.py")
+    assert rules(validate_skill(skill)) == {"grader-symlink", "grader-missing"}
+
+
+def test_grader_that_is_a_directory(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "evals" / "grader.py").mkdir()
+    assert rules(validate_skill(skill)) == {"grader-not-file"}
+
+
+def test_python_grader_syntax_error(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"), config="schema_version: 1\ngrading:\n  mode: custom_only\n")
+    (skill / "evals" / "grader.py").write_text("def broken(:\n")
+    report = validate_skill(skill)
+    assert "grader-syntax" in rules(report)
+    assert "line 1" in next(f.message for f in report.findings if f.rule == "grader-syntax")
+
+
+@needs_bash
+def test_shell_grader_syntax_error_and_shadowing(tmp_path: Path) -> None:
+    config = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
+    skill = make_skill(tmp_path, entries("a"), config=config)
+    (skill / "evals" / "grader.sh").write_text("if then fi (\n")
+    assert rules(validate_skill(skill)) == {"grader-syntax"}
+    (skill / "evals" / "grader.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    shutil.copy2(ALWAYS_ONE, skill / "evals" / "grader.py")
+    report = validate_skill(skill)
+    assert rules(report) == {"grader-shadowed"}
+    assert report.findings[0].path.name == "grader.sh"
+
+
+def test_native_task_grader_symlink(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("t1"))
+    task = native_task(skill, "t1")
+    os.symlink(ALWAYS_ONE, task / "tests" / "grader.py")
+    report = validate_skill(skill)
+    assert "grader-symlink" in rules(report)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Native tasks
+
+
+@pytest.mark.parametrize("mode", ["default", "default_plus_custom"])
+def test_native_entry_id_must_match_in_standard_modes(tmp_path: Path, mode: str) -> None:
+    config = f"schema_version: 1\ngrading:\n  mode: {mode}\n"
+    skill = make_skill(tmp_path, entries("a"), config=config, grader=mode != "default")
+    native_task(skill, "t1")
+    native_task(skill, "t2", '[metadata]\nentry_id = "a"\n')
+    report = validate_skill(skill)
+    mismatches = [f for f in report.findings if f.rule == "entry-id-mismatch"]
+    assert len(mismatches) == 1 and "'t1'" in mismatches[0].message
+    assert mismatches[0].path == (skill / "evals" / "harbor" / "t1" / "task.toml").resolve()
+
+
+def test_native_entry_id_is_free_in_custom_only(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, config="schema_version: 1\ngrading:\n  mode: custom_only\n")
+    native_task(skill, "t1")
+    assert validate_skill(skill).findings == []
+
+
+def test_native_task_without_dataset_in_default_mode(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path)
+    native_task(skill, "t1")
+    assert rules(validate_skill(skill)) == {"missing-dataset"}
+
+
+def test_grading_mode_override_beats_config(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path)
+    native_task(skill, "t1")
+    assert validate_skill(skill, grading_mode="custom_only").findings == []
+    assert validate_skill(skill, grading_mode="aces_default").ok() is False
+
+
+def test_paired_rules_apply_unless_skip_baseline(tmp_path: Path) -> None:
+    config = "schema_version: 1\ngrading:\n  mode: custom_only\nharbor:\n  pre_agent_setup: [echo hi]\n"
+    skill = make_skill(tmp_path, config=config)
+    native_task(skill, "t1", '[environment.healthcheck]\ncommand = "true"\n')
+    (skill / "evals" / "harbor" / "t1" / "trajectory.json").write_text("{}")
+    paired = validate_skill(skill)
+    assert rules(paired) == {"paired-healthcheck", "paired-prior-trajectory", "paired-pre-agent-setup"}
+    setup = next(f for f in paired.findings if f.rule == "paired-pre-agent-setup")
+    assert setup.path is not None and setup.path.name == "config.yml"
+    assert validate_skill(skill, skip_baseline=True).findings == []
+
+
+def test_native_task_rule_checks_are_reported(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("t1", "t2"))
+    native_task(skill, "t1", '[environment]\nos = "windows"\n[verifier.env]\nOPENAI_API_KEY = "x"\n')
+    native_task(skill, "t2", instruction=False)
+    (skill / "evals" / "harbor" / "t2" / "steps" / "s" / "tests").mkdir(parents=True)
+    (skill / "evals" / "harbor" / "t2" / "steps" / "s" / "tests" / "t.sh").write_text("x")
+    assert {"windows-environment", "task-env-control", "missing-instruction", "step-tests-overlay"} <= rules(
+        validate_skill(skill)
+    )
+
+
+def test_unreadable_and_odd_native_folders(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, config="schema_version: 1\ngrading:\n  mode: custom_only\n")
+    native_task(skill, "good")
+    bad = native_task(skill, "bad-toml")
+    (bad / "task.toml").write_text("this is = = not toml")
+    native_task(skill, "Good")
+    (skill / "evals" / "harbor" / "notes").mkdir()
+    (skill / "evals" / "harbor" / "results").mkdir()  # ignored by discovery, like the run
+    report = validate_skill(skill)
+    assert rules(report) == {"native-task-invalid", "native-task-duplicate", "native-task-no-toml"}
+    assert report.ok() is False
+
+
+def test_bad_case_folder_name(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, config="schema_version: 1\ngrading:\n  mode: custom_only\n")
+    native_task(skill, "bad name")
+    report = validate_skill(skill)
+    assert rules(report) == {"native-task-invalid"}
+    assert "valid case id" in report.findings[0].message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --harbor-contract
+
+
+def test_harbor_contract_reports_what_harbor_rejects(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, config="schema_version: 1\ngrading:\n  mode: custom_only\n")
+    task = native_task(skill, "t1")
+    (task / "tests" / "test.sh").unlink()
+    (task / "tests" / "grader.py").write_text("print(1)\n")
+    assert validate_skill(skill).findings == []
+    report = validate_skill(skill, harbor_contract=True)
+    assert rules(report) == {"harbor-task-rejected"}
+    assert "test" in report.findings[0].message
+
+
+def test_harbor_contract_loads_generated_and_staged_tasks(tmp_path: Path) -> None:
+    config = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
+    skill = make_skill(tmp_path, entries("a", "b"), config=config, grader=True)
+    native_task(skill, "a")
+    assert validate_skill(skill, harbor_contract=True).findings == []
+
+
+def test_harbor_contract_reports_a_generated_task_harbor_rejects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_skilleval.staging as staging
+
+    original = staging.stage_dataset_task
+
+    def broken(spec: Any, task_dir: Path, mode: str, grader: Path | None) -> Path:
+        result = original(spec, task_dir, mode, grader)
+        (result / "instruction.md").unlink()
+        return result
+
+    monkeypatch.setattr(staging, "stage_dataset_task", broken)
+    report = validate_skill(make_skill(tmp_path, entries("a")), harbor_contract=True)
+    assert rules(report) == {"harbor-generated-task-rejected"}
+    assert "'a'" in report.findings[0].message
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Command line: output, strict, exit codes
+
+
+def test_exit_0_on_clean_skill(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, str(HELLO))
+    assert code == 0 and err == ""
+    assert out.strip().endswith("ok: 0 error(s), 0 warning(s)")
+
+
+def test_errors_exit_1_with_human_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    skill = FIXTURES / "broken-config"
+    code, out, _ = run(capsys, str(skill))
+    assert code == 1
+    lines = out.splitlines()
+    assert f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key" in lines
+    assert any(line.startswith(f"error: {skill}/evals: [grader-missing] ") for line in lines)
+    assert lines[-1] == "broken-config: FAILED: 3 error(s), 0 warning(s)"
+
+
+def test_strict_makes_warnings_fail(capsys: pytest.CaptureFixture[str]) -> None:
+    skill = str(FIXTURES / "legacy-warnings")
+    code, out, _ = run(capsys, skill)
+    assert code == 0 and "warning: " in out
+    code, out, _ = run(capsys, skill, "--strict")
+    assert code == 1 and "(--strict: warnings fail)" in out
+
+
+def test_strict_ignores_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = make_skill(tmp_path, entries("a"), replays=False)
+    code, out, _ = run(capsys, str(skill), "--strict")
+    assert code == 0 and "info: " in out and "[replay-missing]" in out
+
+
+def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(FIXTURES / "legacy-warnings"), "--json", "--strict")
+    assert code == 1
+    document = json.loads(out)
+    assert set(document) >= {"skill", "ok", "errors", "warnings"}
+    assert document["skill"] == "legacy-warnings" and document["ok"] is False
+    assert document["errors"] == []
+    assert {w["rule"] for w in document["warnings"]} == {"legacy-dataset-shape", "expected-script-missing",
+                                                        "grader-ignored"}
+    for finding in document["warnings"] + document["info"]:
+        assert set(finding) == {"rule", "severity", "message", "path"}
+    grader = next(w for w in document["warnings"] if w["rule"] == "grader-ignored")
+    assert grader["severity"] == "warning"
+    assert grader["path"] == str(FIXTURES / "legacy-warnings" / "evals" / "grader.py")
+
+
+def test_json_output_when_ok(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, str(HELLO), "--json")
+    assert code == 0
+    assert json.loads(out) == {"skill": "hello-skill", "ok": True, "strict": False, "errors": [], "warnings": [],
+                               "info": []}
+
+
+def test_paths_are_shown_as_the_user_spelled_the_skill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_skill(tmp_path, entries("a"), grader=True)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "demo")
+    assert code == 0
+    assert out.splitlines()[0].startswith("warning: demo/evals/grader.py: [grader-ignored] ")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--bogus", "x"], ["{skill}", "--grading-mode", "nope"], ["{missing}"], ["{not_skill}"], ["{file}"]],
+)
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    skill = make_skill(tmp_path, entries("a"))
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "f.txt").write_text("x")
+    names = {"skill": skill, "missing": tmp_path / "nope", "not_skill": tmp_path / "plain", "file": tmp_path / "f.txt"}
+    code, out, err = run(capsys, *[a.format(**names) for a in argv])
+    assert code == 2 and out == ""
+    assert err.startswith("skilleval validate: error: ") and len(err.strip().splitlines()) == 1
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for flag in ("--harbor-contract", "--strict", "--json", "--skip-baseline"):
+        assert flag in out
+
+
+def test_validate_skill_raises_usage_error_for_non_skills(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        validate_skill(tmp_path)
+
+
+def test_report_lines_order_errors_first(tmp_path: Path) -> None:
+    data = entries("a", "bad id!")
+    skill = make_skill(tmp_path, data, grader=True)
+    report = validate_skill(skill)
+    lines = report_lines(report, strict=False, shown_as=Path("demo"))
+    assert lines[0].startswith("error: ") and lines[1].startswith("warning: ")
