@@ -165,7 +165,7 @@ class _ShellReader:
         if verb in READ_VERBS:
             if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*args, *redirect_inputs]):
                 return True
-        if _under_target_scripts(self._resolve(words[0]), self.target) and "/" in words[0]:
+        if "/" in words[0] and _under_target_scripts(self._resolve(words[0]), self.target):
             return True
         if INTERPRETER_RE.match(verb) or verb in ("source", "."):
             if any(_under_target_scripts(self._resolve(a), self.target) for a in args if not a.startswith("-")):

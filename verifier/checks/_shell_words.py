@@ -52,7 +52,7 @@ class Word:
         """The word with known `$VAR`/`${VAR}` replaced outside single quotes; unknown variables stay literal."""
         out: list[str] = []
         for text, mode in self.parts:
-            if mode == SINGLE:
+            if mode == SINGLE or "$" not in text:  # nothing to expand: skip the substitution pass
                 out.append(text)
                 continue
             out.append(_VAR_RE.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
@@ -25,6 +26,9 @@ READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _OUTPUT_REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _MAX_SHELL_DEPTH = 3
+# Bounded: at most this many distinct commands, none longer than this, are remembered.
+_READ_CACHE_SIZE = 4096
+_CACHED_COMMAND_LENGTH = 4096
 
 
 def path_components(path: str) -> list[str]:
@@ -76,6 +80,13 @@ def shell_skill_reads(command: str, _depth: int = 0) -> list[str]:
     """
     if not command or SKILL_FILE.lower() not in command.lower() or _depth >= _MAX_SHELL_DEPTH:
         return []
+    if len(command) <= _CACHED_COMMAND_LENGTH:
+        return list(_cached_reads(command, _depth))
+    return _lexed_skill_reads(command, _depth)
+
+
+def _lexed_skill_reads(command: str, _depth: int) -> list[str]:
+    """shell_skill_reads past its cheap filter: lex the command and walk its simple commands."""
     try:
         lexed = lex(command)
     except ShellSyntaxError:
@@ -109,6 +120,12 @@ def shell_skill_reads(command: str, _depth: int = 0) -> list[str]:
             if _names_skill_file(argument):
                 found.append(argument)
     return found
+
+
+@lru_cache(maxsize=_READ_CACHE_SIZE)
+def _cached_reads(command: str, depth: int) -> tuple[str, ...]:
+    """Activation, workflow order and routing each ask about the same commands; lex each one once."""
+    return tuple(_lexed_skill_reads(command, depth))
 
 
 def _names_skill_file(argument: str) -> bool:
