@@ -1,0 +1,103 @@
+"""Each grading mode's effect on item outcome and on result.json, and runner override through a conftest."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+
+STANDARD = ("security", "skill_execution", "skill_efficiency")
+
+
+def _with_skill_trial(project: SkillProject) -> dict:
+    return next(t for t in project.result_json("demo")["trials"] if t["arm"] == "with_skill")
+
+
+@pytest.fixture
+def low_grader_skill(skill_project: SkillProject) -> SkillProject:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    shutil.copy2(FIXTURES / "graders" / "scores_low.py", skill / "evals" / "grader.py")
+    (skill / "evals" / "grader.py").write_text(
+        (skill / "evals" / "grader.py").read_text().replace('{"overall": 0.3}', '{"overall": 0.3, "style": 0.2}')
+    )
+    return skill_project
+
+
+def test_default_mode_ignores_the_grader(low_grader_skill: SkillProject) -> None:
+    low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "default")
+    trial = _with_skill_trial(low_grader_skill)
+    assert trial["custom_metrics"] == {}
+    assert all(trial["metrics"][name] is not None for name in STANDARD)
+    assert trial["metrics"]["accuracy"] is None  # judges are not available: unscored, never 0.0
+
+
+def test_default_plus_custom_adds_custom_metrics_beside_standard_scores(low_grader_skill: SkillProject) -> None:
+    low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "default")
+    standard_overall = _with_skill_trial(low_grader_skill)["overall"]
+    shutil.rmtree(low_grader_skill.root / "results")
+    low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "aces_plus_custom")
+    trial = _with_skill_trial(low_grader_skill)
+    assert trial["custom_metrics"] == {"style": 0.2}
+    assert trial["overall"] == standard_overall  # the grader's 0.3 never replaces the standard score
+
+
+def test_custom_only_uses_the_graders_overall_and_no_dimensions(low_grader_skill: SkillProject) -> None:
+    result = low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only")
+    result.assert_outcomes(failed=1)
+    trial = _with_skill_trial(low_grader_skill)
+    assert trial["overall"] == 0.3
+    dims = low_grader_skill.result_json("demo")["agents"]["replay"]["with_skill"]["dimensions"]
+    assert all(value is None for value in dims.values())
+    assert "NO SCORE" in result.stdout.str()
+
+
+def test_config_yml_sets_the_mode_and_the_flag_wins(low_grader_skill: SkillProject) -> None:
+    config = low_grader_skill.root / "skills" / "demo" / "evals" / "config.yml"
+    config.write_text("schema_version: 1\ngrading:\n  mode: custom_only\n")
+    low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline").assert_outcomes(failed=1)
+    assert _with_skill_trial(low_grader_skill)["overall"] == 0.3
+    shutil.rmtree(low_grader_skill.root / "results")
+    low_grader_skill.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "default")
+    assert _with_skill_trial(low_grader_skill)["custom_metrics"] == {}
+
+
+def test_bad_config_yml_is_one_collection_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\ngrading:\n  mode: whatever\n  extra: 1\n")
+    skill_project.make_skill("other", simple_entries("c2"))
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    output = result.stdout.str()
+    assert "config.yml" in output and "Traceback" not in output
+    assert "skills/other/evals/evals.json::c2[replay-with_skill-1]" in output
+
+
+def test_reserved_metric_from_grader_is_an_item_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "grader.py").write_text(
+        "import json, os\nfrom pathlib import Path\n"
+        "Path(os.environ['HARBOR_REWARD_JSON']).write_text(json.dumps({'overall': 1.0, 'security': 1.0}))\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only")
+    result.assert_outcomes(errors=1)
+    assert "reserved standard metric 'security'" in result.stdout.str()
+
+
+def test_conftest_can_override_the_runner(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.pytester.makeconftest(
+        "import pytest\n"
+        "from pytest_skilleval.outcome import TrialRecord\n"
+        "class FakeRunner:\n"
+        "    def run(self, spec):\n"
+        "        return TrialRecord(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id,\n"
+        "                           agent=spec.agent, arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid,\n"
+        "                           status='scored', overall=0.9, passed=True)\n"
+        "@pytest.fixture(scope='session')\n"
+        "def skilleval_runner():\n"
+        "    return FakeRunner()\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "-v")
+    result.assert_outcomes(passed=2)
+    assert "PASSED (0.90)" in result.stdout.str()
