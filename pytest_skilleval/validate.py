@@ -390,6 +390,14 @@ def _check_graders(ctx: _Context) -> None:
             "(skilleval init-custom-grader writes one)",
             ctx.evals_dir,
         )
+    if ctx.grading_mode == "default_plus_custom" and not present and ctx.valid_cases:
+        ctx.add(
+            "grader-absent",
+            "warning",
+            "grading mode default_plus_custom adds a grader's custom metrics, but there is no evals/grader.py or "
+            "grader.sh, so dataset cases get standard scores only",
+            ctx.evals_dir,
+        )
     for task in ctx.tasks:
         for name in GRADER_NAMES:
             candidate = task.path / "tests" / name

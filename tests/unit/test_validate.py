@@ -189,6 +189,10 @@ def test_legacy_shape_is_a_deprecation_warning(tmp_path: Path) -> None:
 def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
     report = validate_skill(make_skill(tmp_path))
     assert rules(report) == {"no-evals"}
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "SKILL.md").write_text("---\nname: bare\n---\n")
+    assert rules(validate_skill(bare)) == {"no-evals"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -276,6 +280,12 @@ def test_grader_ignored_in_default_mode(tmp_path: Path) -> None:
     assert rules(report, "warning") == {"grader-ignored"}
     plus = "schema_version: 1\ngrading:\n  mode: aces_plus_custom\n"
     assert validate_skill(make_skill(tmp_path, entries("a"), grader=True, config=plus, name="b")).findings == []
+
+
+def test_default_plus_custom_without_a_grader_warns(tmp_path: Path) -> None:
+    plus = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
+    report = validate_skill(make_skill(tmp_path, entries("a"), config=plus))
+    assert rules(report, "warning") == {"grader-absent"}
 
 
 def test_grader_symlink_is_an_error_and_does_not_count(tmp_path: Path) -> None:
