@@ -25,6 +25,7 @@ _OPERATOR_CHARS = set(";&|()<>")
 _VAR_RE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _PLAIN_RUN = re.compile(r"[^\s\\'\"`$;&|()<>]+")
 _DOUBLE_RUN = re.compile(r'[^"\\`$]+')
+_DESCRIPTOR_RE = re.compile(r"-|\d+")  # the `1` of `2>&1`, matched in place rather than on a copied tail
 SUBST_MARK = "\x00"  # stands in for a command substitution's output inside a word
 
 
@@ -279,9 +280,9 @@ class _Lexer:
         self.i += len(op)
         if op in (">&", "<&"):
             # `2>&1`: the descriptor after it is part of the redirection.
-            match = re.match(r"-|\d+", text[self.i :])
+            match = _DESCRIPTOR_RE.match(text, self.i)
             if match:
-                self.i += match.end()
+                self.i = match.end()
                 self.tokens.append(Token(op=op))
                 return
         if op in ("<<", "<<-"):
