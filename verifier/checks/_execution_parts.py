@@ -6,6 +6,7 @@ see which call and which path earned or cost the score.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from verifier.checks._shell_words import shell_text
@@ -166,34 +167,49 @@ def check_script_execution(calls: list[ToolCallRecord], script: str) -> dict[str
     return {"score": 0.0, "passed": False, "message": f"No exec call ran {script}"}
 
 
-def workflow_events(calls: list[ToolCallRecord]) -> list[tuple[str, int]]:
-    """The (event, call index) sequence: read_skill for a SKILL.md read or Skill tool, execution for real commands."""
-    events: list[tuple[str, int]] = []
-    skill_calls = [c for c in calls if is_skill_tool(c.tool) and skill_tool_name(c.arguments)]
-    if skill_calls:
-        events.append(("read_skill", skill_calls[0].index))
+def _workflow_event_stream(calls: list[ToolCallRecord]) -> Iterator[tuple[str, int]]:
+    """Yields workflow_events' items one by one, so a long trajectory can be judged without storing them all."""
+    first_skill_call = next((c for c in calls if is_skill_tool(c.tool) and skill_tool_name(c.arguments)), None)
+    if first_skill_call is not None:
+        yield "read_skill", first_skill_call.index
     for call in calls:
         exec_call = is_exec_tool(call.tool)
         command = shell_text(call.arguments) if exec_call else ""
         if has_read_evidence_args(call) or (exec_call and shell_skill_reads(command)):
-            events.append(("read_skill", call.index))
+            yield "read_skill", call.index
         elif exec_call and command.strip() and "--help" not in command and "which " not in command:
-            events.append(("execution", call.index))
-    return events
+            yield "execution", call.index
+
+
+def workflow_events(calls: list[ToolCallRecord]) -> list[tuple[str, int]]:
+    """The (event, call index) sequence: read_skill for a SKILL.md read or Skill tool, execution for real commands."""
+    return list(_workflow_event_stream(calls))
+
+
+_SEQUENCE_SHOWN = 50
 
 
 def check_workflow_order(calls: list[ToolCallRecord], expected: str) -> dict[str, Any]:
     """Was SKILL.md read before the agent started running commands? Which skill was read is not checked here."""
-    events = workflow_events(calls)
-    kinds = [kind for kind, _ in events]
-    base = {"sequence": [{"event": kind, "call_index": index} for kind, index in events][:50]}
-    if not events:
+    shown: list[dict[str, Any]] = []
+    any_event = read_seen = executed = executed_after_read = False
+    for kind, index in _workflow_event_stream(calls):
+        any_event = True
+        if len(shown) < _SEQUENCE_SHOWN:
+            shown.append({"event": kind, "call_index": index})
+        if kind == "read_skill":
+            read_seen = True
+        elif kind == "execution":
+            executed = True
+            executed_after_read = executed_after_read or read_seen
+    base = {"sequence": shown}
+    if not any_event:
         return {"score": 0.0, "passed": False, "message": "No skill read or execution observed", **base}
-    if "read_skill" in kinds and "execution" in kinds[kinds.index("read_skill") :]:
+    if executed_after_read:
         return {"score": 1.0, "passed": True, "message": "Read SKILL.md before executing", **base}
-    if not expected and "execution" in kinds:
+    if not expected and executed:
         return {"score": 1.0, "passed": True, "message": "No expected_skill; execution observed", **base}
-    if "read_skill" in kinds and "execution" not in kinds:
+    if read_seen and not executed:
         return {"score": 1.0, "passed": True, "message": "Skill activated (no execution needed)", **base}
     return {"score": 0.0, "passed": False, "message": "Executed commands before reading SKILL.md", **base}
 
@@ -242,17 +258,21 @@ def check_error_recovery(calls: list[ToolCallRecord]) -> dict[str, Any]:
     """Failed commands the agent then fixed; a fix the skill forced (missing file, bad config) costs more."""
     if not calls:
         return {"score": 1.0, "passed": True, "message": "No tool calls", "first_attempt_clean": True}
-    runs = [(c, shell_text(c.arguments), _failed(c.observation)) for c in calls if is_exec_tool(c.tool)]
+    # Parallel lists rather than a tuple per call: a long trajectory then allocates (and garbage-collects) far less.
+    runs = [c for c in calls if is_exec_tool(c.tool)]
+    failed = [_failed(c.observation) for c in runs]
     corrections: list[dict[str, Any]] = []
     failures = 0
-    for position, (call, command, failed) in enumerate(runs):
-        if not failed:
+    for position, call in enumerate(runs):
+        if not failed[position]:
             continue
         failures += 1
-        for offset, (retry, retry_command, retry_failed) in enumerate(
-            runs[position + 1 : position + 1 + CORRECTION_WINDOW], start=1
-        ):
-            if not retry_failed and _similar(command, retry_command):
+        command = shell_text(call.arguments)
+        for offset in range(1, CORRECTION_WINDOW + 1):
+            if position + offset >= len(runs):
+                break
+            retry = runs[position + offset]
+            if not failed[position + offset] and _similar(command, retry_command := shell_text(retry.arguments)):
                 lowered = call.observation.lower()
                 fault = "skill" if any(k in lowered for k in SKILL_FAULT_KEYWORDS) else "agent"
                 corrections.append(
