@@ -18,6 +18,7 @@ from pytest_skilleval.dataset import DATASET_NAMES, DatasetError, EvalCase, find
 from pytest_skilleval.options import RunSettings
 from pytest_skilleval.outcome import Arm
 from pytest_skilleval.skill import SkillFolder
+from pytest_skilleval.staging import StagingError, input_sources
 
 MARKER = "skilleval"
 
@@ -139,13 +140,35 @@ class DatasetFile(SkillCollector):
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
-        cases: list[EvalCase] = dataset.cases
+        # A native task for an entry id replaces the task generated from that entry (the standard modes require
+        # every native task to match an entry, and one case must not run twice).
+        native_ids = native_entry_ids(self.skill.evals_dir)
+        cases: list[EvalCase] = [case for case in dataset.cases if case.id not in native_ids]
         if settings.max_cases is not None:
             cases = cases[: settings.max_cases]
         for case in cases:
             files = case.files if case.files_given else None
+            try:
+                input_sources(self.skill.evals_dir, files, case.id)
+            except StagingError as error:
+                raise SkillEvalCollectError(f"{self.path}: {error}") from None
             for spec in _trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
                 yield SkillEvalItem.create(self, spec)
+
+
+def native_entry_ids(evals_dir: Path) -> set[str]:
+    """Entry ids claimed by readable native tasks; unreadable ones are reported by their own collector."""
+    from pytest_skilleval.native_tasks import NativeTaskError, load_native_task
+
+    ids = set()
+    for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):
+        if toml.parent.name.startswith((".", "_")):
+            continue
+        try:
+            ids.add(load_native_task(toml.parent).entry_id)
+        except NativeTaskError:
+            continue
+    return ids
 
 
 class NativeTaskFile(SkillCollector):

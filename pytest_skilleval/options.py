@@ -142,7 +142,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
                metavar="DIR"),
     OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
-               is_flag=True),
+               is_flag=True, implemented=False),
     OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
     OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
                is_flag=True),
@@ -243,6 +243,9 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
             f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
         )
         raise pytest.UsageError(f"skilleval settings: {problems}") from None
+    for field in ("stop_on_pass", "n_concurrent"):
+        if getattr(settings, field) != RunSettings.model_fields[field].default:
+            raise pytest.UsageError(f"{field} (evals/config.yml harbor.{field}) is not implemented yet")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

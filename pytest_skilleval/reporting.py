@@ -8,6 +8,7 @@ as a full evaluation.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from pytest_skilleval.summary import render_summary
 from verifier.custom import check_condition_metric_names, looks_like_credential
 
 
-def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any], str | None]:
-    """(case ids, negative ids, dataset summary, digest) as the skill defines them, before any selection."""
+def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any], str | None, dict[str, Any] | None]:
+    """(case ids, negative ids, dataset summary, digest, snapshot) as the skill defines them, before selection."""
+    snapshot: dict[str, Any] | None = None
     cases: list[str] = []
     negatives: list[str] = []
     summary: dict[str, Any] = {"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0}
@@ -43,6 +45,8 @@ def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any]
             summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(cases),
                            n_negative_cases=len(negatives))
             digest = dataset.digest
+            snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
+                        "entries": [case.entry_json() for case in dataset.cases]}
     harbor = skill.evals_dir / "harbor"
     if harbor.is_dir():
         native = sorted(p.parent.name for p in harbor.glob("*/task.toml") if not p.parent.name.startswith((".", "_")))
@@ -50,7 +54,7 @@ def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any]
         cases += [case for case in native if case not in cases]
     if skill.settings.max_cases is not None:
         summary["max_cases"] = skill.settings.max_cases
-    return cases, negatives, summary, digest
+    return cases, negatives, summary, digest, snapshot
 
 
 def _run_config(skill: SkillFolder) -> dict[str, Any]:
@@ -63,9 +67,10 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
     return config
 
 
-def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: bool) -> RunPlan:
+def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: bool,
+               duration_seconds: float | None = None) -> RunPlan:
     settings = skill.settings
-    cases, negatives, summary, digest = _case_plan(skill)
+    cases, negatives, summary, digest, snapshot = _case_plan(skill)
     ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
     expected = {(c, a, arm, n) for c in cases for a in settings.agents for arm in settings.arms
                 for n in range(1, settings.n_attempts + 1)}
@@ -89,6 +94,8 @@ def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: 
         dataset_summary=summary,
         dataset_digest=digest,
         dataset_digest_algorithm="sha256" if digest else None,
+        dataset_snapshot=snapshot,
+        duration_seconds=duration_seconds,
     )
 
 
@@ -145,10 +152,10 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         problems = _condition_name_problems(records)
         if problems:
             records = _drop_failed_conditions(records, problems)
-        plan = build_plan(skill, records, interrupted)
+        plan = build_plan(skill, records, interrupted, round(time.monotonic() - state.started, 3))
         result = aggregate(records, plan)
         root = resolve_results_root(skill_dir, skill.settings.results_dir, os.environ)
-        run_dir = write_results_tree(result, records, root, state.run_id)
+        run_dir = write_results_tree(result, records, root, state.run_id, dataset_snapshot=plan.dataset_snapshot)
         state.results_paths.append(run_dir)
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))

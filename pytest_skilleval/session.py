@@ -8,6 +8,7 @@ only its own trials.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ class SkillEvalSession:
         self.config = config
         self.sources = sources
         self.run_id = run_id
+        self.started = time.monotonic()
         self.skills: dict[Path, SkillFolder] = {}
         self.records: dict[str, TrialRecord] = {}
         self.planned: dict[str, list[str]] = {}  # skill dir -> node ids collected

@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_skilleval.collect import TrialSpec
+if TYPE_CHECKING:
+    from pytest_skilleval.collect import TrialSpec
+
 
 ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}
 # Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
@@ -55,7 +57,7 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
     return target
 
 
-def _input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
+def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
     """(source, destination relative to /workspace/input) pairs for a case's `files`."""
     evals_root = evals_dir.resolve()
     if files is None:
@@ -88,7 +90,7 @@ def _input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> li
 
 def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:
     """Copy the case's inputs to a folder the runner uploads to /workspace/input; None when there are none."""
-    pairs = _input_sources(spec.skill_dir / "evals", spec.files, spec.case_id)
+    pairs = input_sources(spec.skill_dir / "evals", spec.files, spec.case_id)
     if not pairs:
         return None
     destination.mkdir(parents=True, exist_ok=True)

@@ -241,13 +241,13 @@ def _check_dataset(ctx: _Context) -> None:
 
 def _check_files(ctx: _Context) -> None:
     """Each `files` entry obeys the staging rules; every bad entry is named, not only the first."""
-    from pytest_skilleval.staging import StagingError, _input_sources
+    from pytest_skilleval.staging import StagingError, input_sources
 
     omitted = [case for case in ctx.valid_cases if not case.files_given]
     for case in ctx.valid_cases:
         for item in case.files or []:
             try:
-                _input_sources(ctx.evals_dir, [item], case.id)
+                input_sources(ctx.evals_dir, [item], case.id)
             except StagingError as error:
                 ctx.add("files-entry", "error", str(error), ctx.dataset_path)
     if len(ctx.valid_cases) > 1 and omitted and (ctx.evals_dir / "files").is_dir():

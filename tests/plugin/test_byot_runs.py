@@ -78,3 +78,14 @@ def test_nested_reward_from_own_test_sh_surfaces_harbors_error(skill_project: Sk
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
     assert "VerifierOutputParseError" in output and "Non-numeric reward" in output
+
+
+def test_native_task_replaces_the_generated_task_for_its_entry(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("t1", "t2"), grader=False)
+    _native_task(skill, "t1")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "--skip-baseline", subprocess=False)
+    ids = [line.strip() for line in result.outlines if "::" in line]
+    assert ids == [
+        "skills/native/evals/evals.json::t2[replay-with_skill-1]",
+        "skills/native/evals/harbor/t1/task.toml::t1[replay-with_skill-1]",
+    ]

@@ -102,10 +102,10 @@ def test_inputs_are_staged_into_workspace_input(skill_project: SkillProject) -> 
     result.assert_outcomes(passed=1)
 
 
-def test_bad_files_entry_is_an_error_naming_the_case(skill_project: SkillProject) -> None:
+def test_bad_files_entry_is_a_collection_error_naming_the_case(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1", files=["../SKILL.md"]))
-    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline")
-    result.assert_outcomes(errors=1)
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", subprocess=False)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "case 'c1': files entry '../SKILL.md' must not contain '..'" in result.stdout.str()
 
 
