@@ -48,12 +48,16 @@ class SkillFolder:
 
     @cached_property
     def grader(self) -> Path | None:
-        """The author's custom grader: evals/grader.py, else evals/grader.sh (a regular file, no symlinks)."""
-        for name in GRADER_NAMES:
-            candidate = self.evals_dir / name
-            if candidate.is_file() and not candidate.is_symlink():
-                return candidate
-        return None
+        return find_grader(self.evals_dir)
+
+
+def find_grader(evals_dir: Path) -> Path | None:
+    """The author's custom grader: evals/grader.py, else evals/grader.sh (a regular file, no symlinks)."""
+    for name in GRADER_NAMES:
+        candidate = evals_dir / name
+        if candidate.is_file() and not candidate.is_symlink():
+            return candidate
+    return None
 
 
 def find_skill_root(path: Path) -> Path | None:

@@ -39,7 +39,7 @@ from pytest_skilleval.native_tasks import (
     check_native_tasks,
     load_native_task,
 )
-from pytest_skilleval.skill import GRADER_NAMES
+from pytest_skilleval.skill import GRADER_NAMES, find_grader
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -114,12 +114,8 @@ class _Context:
         self.findings.append(ValidationFinding(rule, severity, message, path))
 
     def usable_grader(self) -> Path | None:
-        """The grader a run would use: the same lookup as `SkillFolder.grader`."""
-        for name in GRADER_NAMES:
-            candidate = self.evals_dir / name
-            if candidate.is_file() and not candidate.is_symlink():
-                return candidate
-        return None
+        """The grader a run would use."""
+        return find_grader(self.evals_dir)
 
 
 # ---------------------------------------------------------------------------------------------------------------
