@@ -85,7 +85,7 @@ def shell_skill_reads(command: str, _depth: int = 0) -> list[str]:
     return _lexed_skill_reads(command, _depth)
 
 
-def _lexed_skill_reads(command: str, _depth: int) -> list[str]:
+def _lexed_skill_reads(command: str, depth: int) -> list[str]:
     """shell_skill_reads past its cheap filter: lex the command and walk its simple commands."""
     try:
         lexed = lex(command)
@@ -94,7 +94,7 @@ def _lexed_skill_reads(command: str, _depth: int) -> list[str]:
     found: list[str] = []
     variables: dict[str, str] = {}
     for inner in lexed.substitutions:
-        found.extend(shell_skill_reads(inner, _depth + 1))
+        found.extend(shell_skill_reads(inner, depth + 1))
     for simple in simple_commands(lexed.tokens):
         words = [word.expand(variables) for word in simple.words]
         while words and ASSIGNMENT_RE.match(words[0]):
@@ -107,7 +107,7 @@ def _lexed_skill_reads(command: str, _depth: int) -> list[str]:
         if verb in SHELLS:
             payload = _payload_after_c(words[1:])
             if payload:
-                found.extend(shell_skill_reads(payload, _depth + 1))
+                found.extend(shell_skill_reads(payload, depth + 1))
             continue
         if verb not in READ_VERBS:
             continue
