@@ -46,17 +46,6 @@ class TrialFailed(AssertionError):
     """The with-skill score is below the pass threshold."""
 
 
-def standard_evaluators_available() -> bool:
-    """The deterministic evaluators ship with the verifier package; until they do, only a custom grader scores."""
-    try:
-        import verifier.checks.security  # noqa: F401
-        import verifier.grade  # noqa: F401
-        import verifier.trajectory  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None) -> Any:
     """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model."""
     from harbor.models.trial.config import AgentConfig
@@ -119,25 +108,18 @@ class SkillEvalRunner:
             arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=mode,
             negative_control=should_trigger(spec.entry) is False,
         )
-        run_standard = standard_evaluators_available()
-        if not run_standard and mode != "custom_only":
-            if skill.grader is None:
-                return TrialRecord(**base, status="skipped",
-                                   reason="no evals/grader.py or grader.sh, and the standard evaluators are not available")
-            mode = "custom_only"
-            base["grading_mode"] = mode
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
         try:
             with warnings.catch_warnings():
                 # Harbor warns about its own API churn on every trial; that is not the skill author's concern.
                 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
-                trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, run_standard))
+                trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode))
         except StagingError as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
-    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, run_standard: bool):
+    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str) -> tuple[Path, Any]:
         from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
         from harbor.trial.hooks import TrialEvent
         from harbor.trial.trial import Trial
@@ -160,7 +142,7 @@ class SkillEvalRunner:
         else:
             verifier = VerifierConfig(
                 import_path=HOST_VERIFIER_IMPORT_PATH,
-                kwargs={"grading_mode": mode, "grader": grader.name if grader else None, "run_standard": run_standard},
+                kwargs={"grading_mode": mode, "grader": grader.name if grader else None},
             )
         config = TrialConfig(
             task=TaskConfig(path=task_dir),

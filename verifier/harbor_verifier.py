@@ -67,12 +67,10 @@ def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
-    def __init__(self, *, grading_mode: str = "default", grader: str | None = None,
-                 run_standard: bool = True, **kwargs: Any) -> None:
+    def __init__(self, *, grading_mode: str = "default", grader: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.grading_mode = grading_mode
         self.grader = grader
-        self.run_standard = run_standard
         self.env_paths = EnvironmentPaths()
 
     @property
@@ -144,7 +142,7 @@ class HostVerifier(BaseVerifier):
             rich["custom_metrics"] = custom.custom_metrics
             rich["custom_overall"] = custom.overall
             rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
-        if self.run_standard and self.grading_mode != "custom_only":
+        if self.grading_mode != "custom_only":
             standard = self._standard_grade(entry)
             rich["metrics"].update(standard.get("metrics", {}))
             rich["details"].update(standard.get("details", {}))
