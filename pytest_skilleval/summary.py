@@ -6,6 +6,8 @@ comparisons N/A, arms that were not run SKIPPED, so nothing missing is ever show
 
 from __future__ import annotations
 
+import math
+
 import textwrap
 
 from pytest_skilleval.result_models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
@@ -212,6 +214,26 @@ def _agent_block(agent: AgentResult, width: int) -> list[str]:
     return lines
 
 
+def _case_rows(res: AggregateResult) -> list[str]:
+    """One row per case x agent x arm: mean scored overall and passed attempts, as the author scans them first."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for trial in res.trials:
+        if trial.counted and trial.status != "skipped":
+            groups.setdefault((trial.case, trial.agent, trial.arm), []).append(trial)
+    if not groups:
+        return []
+    def row(*cells: str) -> str:
+        return f"  {cells[0]:<36}{cells[1]:<18}{cells[2]:<16}{cells[3]:<10}{cells[4]}".rstrip()
+
+    lines = ["", "Results by Case", row("case", "agent", "arm", "mean", "passed")]
+    for (case, agent, arm), trials in sorted(groups.items()):
+        scored = [t.overall for t in trials if t.overall is not None]
+        mean = _score(math.fsum(scored) / len(scored)) if scored else NO_SCORE
+        passed = f"{sum(1 for t in trials if t.passed)}/{len(trials)}"
+        lines.append(row(case[:35], agent[:17], arm, mean, passed))
+    return lines
+
+
 def render_summary(aggregate: AggregateResult, results_path: str | None, width: int = 100) -> list[str]:
     """The session summary as lines (no trailing newlines), each at most `width` columns except a long path."""
     res = aggregate
@@ -233,6 +255,7 @@ def render_summary(aggregate: AggregateResult, results_path: str | None, width: 
         lines += _wrap(f"warning: {warning}", width)
     if len(res.warnings) > 5:
         lines.append(f"warning: ... and {len(res.warnings) - 5} more (see result.json)")
+    lines += _case_rows(res)
     for agent in res.agents.values():
         lines += _agent_block(agent, width)
     lines.append("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -25,6 +26,10 @@ def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProje
     skill_project.copy_hello_skill()
     result = skill_project.run(*LOCAL_REPLAY, "--ek", f"sandbox={sandbox}", "--n-attempts", "2", "-v")
     result.assert_outcomes(passed=16)
+    summary = result.stdout.str()
+    assert "Results by Case" in summary
+    assert re.search(r"explicit-greeting\s+replay\s+with_skill\s+1\.0000\s+2/2", summary)
+    assert "Results by Dimension" in summary and "pass@k (k=2" in summary
     trials = _trials(skill_project.result_json("hello-skill"))
     assert len(trials) == 16
     for case in ("explicit-greeting", "implicit-greeting", "contextual-greeting"):
