@@ -29,7 +29,6 @@ class SkillEvalSession:
         self.started = time.monotonic()
         self.skills: dict[Path, SkillFolder] = {}
         self.records: dict[str, TrialRecord] = {}
-        self.planned: dict[str, list[str]] = {}  # skill dir -> node ids collected
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
 
