@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.native_tasks import (
+from pytest_skilleval.skill.native_tasks import (
     NativeTask,
     NativeTaskError,
     check_native_task,

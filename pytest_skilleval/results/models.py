@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_skilleval.outcome import Arm
+from pytest_skilleval.results.records import Arm
 from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION = "2.0"

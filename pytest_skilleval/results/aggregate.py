@@ -19,9 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pytest_skilleval import __version__, stats
-from pytest_skilleval.outcome import ARMS, Arm, TrialRecord
-from pytest_skilleval.result_models import (
+from pytest_skilleval import __version__
+from pytest_skilleval.results import stats
+from pytest_skilleval.results.records import ARMS, Arm, TrialRecord
+from pytest_skilleval.results.models import (
     DIMENSIONS,
     Activation,
     AgentResources,

@@ -26,10 +26,10 @@ from typing import Any, Literal
 
 import yaml
 
-from pytest_skilleval.case_ids import duplicate_key
-from pytest_skilleval.config_file import ConfigError, EvalsConfig, find_config, load_config, normalize_grading_mode
-from pytest_skilleval.dataset import DATASET_NAMES, Dataset, DatasetError, EvalCase, find_dataset, load_dataset
-from pytest_skilleval.native_tasks import (
+from pytest_skilleval.skill.case_ids import duplicate_key
+from pytest_skilleval.skill.config_file import ConfigError, EvalsConfig, find_config, load_config, normalize_grading_mode
+from pytest_skilleval.skill.dataset import DATASET_NAMES, Dataset, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.skill.native_tasks import (
     HARBOR_DIR_NAME,
     IGNORED_NAMES,
     TASK_FILE,
@@ -39,7 +39,7 @@ from pytest_skilleval.native_tasks import (
     check_native_tasks,
     load_native_task,
 )
-from pytest_skilleval.skill import GRADER_NAMES, find_grader
+from pytest_skilleval.skill.folder import GRADER_NAMES, find_grader
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
@@ -172,7 +172,7 @@ def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase]]:
     """
     from pydantic import ValidationError
 
-    from pytest_skilleval import dataset as ds
+    from pytest_skilleval.skill import dataset as ds
 
     try:
         shape, skill_name, raw_entries = ds._entries(path, ds._parse_text(path, path.read_text(encoding="utf-8")))
@@ -237,7 +237,7 @@ def _check_dataset(ctx: _Context) -> None:
 
 def _check_files(ctx: _Context) -> None:
     """Each `files` entry obeys the staging rules; every bad entry is named, not only the first."""
-    from pytest_skilleval.staging import StagingError, input_sources
+    from pytest_skilleval.harbor.staging import StagingError, input_sources
 
     omitted = [case for case in ctx.valid_cases if not case.files_given]
     for case in ctx.valid_cases:
@@ -488,7 +488,7 @@ def _harbor_problem(task_dir: Path) -> str | None:
 
 
 def _contract_native(ctx: _Context, scratch: Path) -> None:
-    from pytest_skilleval.native_tasks import stage_native_task
+    from pytest_skilleval.skill.native_tasks import stage_native_task
 
     arms = ARMS if ctx.paired else ARMS[:1]
     for task in ctx.tasks:
@@ -512,8 +512,8 @@ def _contract_native(ctx: _Context, scratch: Path) -> None:
 
 
 def _contract_dataset(ctx: _Context, scratch: Path) -> None:
-    from pytest_skilleval.collect import TrialSpec
-    from pytest_skilleval.staging import StagingError, stage_dataset_task
+    from pytest_skilleval.skill.plan import TrialSpec
+    from pytest_skilleval.harbor.staging import StagingError, stage_dataset_task
 
     grader = ctx.usable_grader()
     for case in ctx.valid_cases:

@@ -10,7 +10,7 @@ import math
 
 import textwrap
 
-from pytest_skilleval.result_models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
 from verifier.evidence import STANDARD_METRICS
 
 __all__ = ["render_summary"]

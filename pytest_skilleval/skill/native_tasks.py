@@ -29,8 +29,8 @@ from harbor.models.task.verifier_mode import (
 )
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_skilleval.case_ids import CaseIdError, canonical_case_id, duplicate_key
-from pytest_skilleval.config_file import env_control_category, normalize_grading_mode, referenced_env_names
+from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 
 HARBOR_DIR_NAME = "harbor"
 TASK_FILE = "task.toml"
