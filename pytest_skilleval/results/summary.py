@@ -7,11 +7,11 @@ comparisons N/A, arms that were not run SKIPPED, so nothing missing is ever show
 from __future__ import annotations
 
 import math
-
 import textwrap
 
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
 from verifier.evidence import STANDARD_METRICS
+
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
 
 __all__ = ["render_summary"]
 
@@ -147,7 +147,7 @@ def _dimensions(agent: AgentResult) -> list[str]:
     return lines
 
 
-def _pass_at_k(agent: AgentResult, width: int) -> list[str]:
+def condition_pass_at_k(agent: AgentResult, width: int) -> list[str]:
     ws, wos = agent.with_skill, agent.without_skill
     pk = ws.pass_at_k or wos.pass_at_k
     if pk is None:
@@ -209,7 +209,7 @@ def _agent_block(agent: AgentResult, width: int) -> list[str]:
     lines += _wrap(verdict, width)
     for err in agent.execution_errors:
         lines += _wrap(f"! {err}", width, "  ")
-    lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + _pass_at_k(agent, width)
+    lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + condition_pass_at_k(agent, width)
     lines += [""] + _resources(agent)
     return lines
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import jsonschema
 
-from pytest_skilleval.results.records import ARMS, TrialRecord
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
+from pytest_skilleval.results.records import ARMS, TrialRecord
 
 __all__ = [
     "ENV_RESULTS_DIR",
