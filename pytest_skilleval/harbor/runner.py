@@ -202,7 +202,8 @@ class SkillEvalRunner:
 
 def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
     """Copy a native task for one arm (never touching the source) and give it the entry and grader it needs."""
-    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task, stage_native_task
+    from pytest_skilleval.harbor.native_staging import stage_native_task
+    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
 
     try:
         staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilleval.harbor.native_staging import stage_native_task
 from pytest_skilleval.skill.native_tasks import (
     NativeTask,
     NativeTaskError,
@@ -14,7 +15,6 @@ from pytest_skilleval.skill.native_tasks import (
     check_native_tasks,
     discover_native_tasks,
     load_native_task,
-    stage_native_task,
 )
 
 BASE_TOML = """\
