@@ -21,6 +21,8 @@ from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, case_plan
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
+# Agents that never call a model: the plan line says so only for the others.
+OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
 
 
 class SkillEvalSession:
@@ -48,6 +50,24 @@ class SkillEvalSession:
             target = target if target.is_absolute() else invocation_dir / target
             for root in skill_roots_under(target):
                 self.case_plan(root)
+
+    def planned_lines(self) -> list[str]:
+        """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
+        lines = []
+        for skill_dir, plan in sorted(self.case_plans.items()):
+            try:
+                settings = self.skill(skill_dir).settings
+            except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
+                continue
+            cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
+            total = cases * len(settings.agents) * len(settings.arms) * settings.n_attempts
+            real = [agent for agent in settings.agents if agent not in OFFLINE_AGENTS]
+            models = f"; calls models through {', '.join(real)}" if real else ""
+            lines.append(
+                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
+                f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
+            )
+        return lines
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
         """The plan read at start; a skill first seen later (none should be) is read when first asked for."""

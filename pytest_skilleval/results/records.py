@@ -54,3 +54,4 @@ class TrialRecord(BaseModel):
     reason: str | None = None
     trial_dir: str | None = None
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
+    stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")

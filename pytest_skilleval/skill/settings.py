@@ -26,7 +26,8 @@ class RunSettings(BaseModel):
     skip_baseline: bool = False
     skip_with_skill: bool = False
     max_cases: int | None = Field(default=None, ge=1)
-    n_concurrent: int = Field(default=1, ge=1)
+    n_concurrent: int = Field(default=4, ge=1, description="Trials in flight inside one pytest process.")
+    max_agents: int | None = Field(default=None, ge=1, description="At most this many agents' trials at once.")
     timeout_multiplier: float = Field(default=1.0, gt=0)
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
