@@ -70,6 +70,9 @@ def stop_on_pass(session: pytest.Session) -> StopOnPass:
 def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> TrialRecord:
     """This item's record; starts the trials of the items that follow while it waits, unless the run is stopping."""
     session = item.session
+    stored = state.stored_record(item.spec)
+    if stored is not None:
+        return stored
     scheduler = _scheduler(session, runner, state)
     if scheduler is None:
         settings = state.skill(item.spec.skill_dir).settings

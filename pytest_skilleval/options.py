@@ -100,6 +100,11 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
                is_flag=True, implemented=False),
     OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
+    OptionSpec("resume", "Finish an interrupted or partial run (a run id, or latest) in its own folder: finished "
+               "trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
+               metavar="RUN_ID"),
+    OptionSpec("regrade", "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
+               "into a new run folder.", metavar="RUN_ID"),
     OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
                is_flag=True),
 )
@@ -202,6 +207,8 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
         raise pytest.UsageError(f"skilleval settings: {problems}") from None
     if settings.stop_on_pass and settings.n_attempts == 1:
         raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
+    if settings.resume and settings.regrade:
+        raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

@@ -75,6 +75,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+    state.check_resumable()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -54,4 +54,5 @@ class TrialRecord(BaseModel):
     reason: str | None = None
     trial_dir: str | None = None
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
+    source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")
     stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")

@@ -33,6 +33,8 @@ class RunSettings(BaseModel):
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
     block_on_agent_eval: bool = False
+    resume: str | None = Field(default=None, description="Run id (or latest) to finish in its own folder.")
+    regrade: str | None = Field(default=None, description="Run id (or latest) whose stored trials to grade again.")
 
     @field_validator("agents")
     @classmethod

@@ -161,7 +161,7 @@ def test_the_plan_is_fixed_at_session_start(skill_project: SkillProject, xdist: 
     skill_project.pytester.makeconftest(EDIT_DATASET_CONFTEST)
     skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", *xdist).assert_outcomes(passed=4)
     result = skill_project.result_json("demo")
-    assert "c9" not in json.dumps(result)
+    assert '"c9"' not in json.dumps(result)
     assert sorted({t["case"] for t in result["trials"]}) == ["c1", "c2"]
     assert result["coverage"]["publication_complete"] is True
     run_dir = sorted((skill_project.root / "results" / "demo").glob("2*"))[-1]
