@@ -11,40 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, LOGGING_AGENT, SkillProject, simple_entries
 
-LOGGING_AGENT = '''
-import asyncio, json, os, time
-from harbor.agents.base import BaseAgent
-from harbor.agents.capabilities import AgentCapabilities
-
-class LoggingAgent(BaseAgent):
-    """Sleeps, and logs its start and end (with its own name) to $SKILLEVAL_TEST_LOG."""
-
-    capabilities = AgentCapabilities(skills=True)
-
-    @staticmethod
-    def name():
-        return "logging"
-
-    def version(self):
-        return "1"
-
-    async def setup(self, environment):
-        return None
-
-    async def run(self, instruction, environment, context):
-        log = os.environ["SKILLEVAL_TEST_LOG"]
-        me = type(self).__name__
-        with open(log, "a") as handle:
-            handle.write(json.dumps({"agent": me, "event": "start", "t": time.monotonic()}) + "\\n")
-        await asyncio.sleep(float(os.environ.get("SKILLEVAL_TEST_SLEEP", "0.4")))
-        with open(log, "a") as handle:
-            handle.write(json.dumps({"agent": me, "event": "end", "t": time.monotonic()}) + "\\n")
-
-class OtherAgent(LoggingAgent):
-    pass
-'''
 
 
 @pytest.fixture
