@@ -130,3 +130,18 @@ def test_plan_line_before_the_first_trial(skill_project: SkillProject) -> None:
     result.stdout.fnmatch_lines(["skilleval: demo: 8 trials planned (2 cases x 1 agents x 2 arms x 2 attempts)"])
     result = skill_project.run("--agents", "codex,replay", "--env-mode", "local", "--co")
     result.stdout.fnmatch_lines(["*calls models through codex*"])
+
+
+def test_max_cases_counts_native_tasks_in_staged_order(skill_project: SkillProject) -> None:
+    """Dataset order first, then native tasks by folder name; the snapshot covers only what is selected."""
+    skill = skill_project.make_skill("demo", simple_entries("c1", "c2"), grader=False)
+    for name in ("n-b", "n-a"):
+        task = skill / "evals" / "harbor" / name
+        (task / "tests").mkdir(parents=True)
+        (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{name}"\n')
+        (task / "instruction.md").write_text(f"do {name}\n")
+        (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "--max-cases", "3",
+                               "--co", "-q")
+    ids = [line for line in result.stdout.lines if "::" in line]
+    assert [line.split("::")[1].split("[")[0] for line in ids] == ["c1", "c2", "n-a"]
