@@ -84,7 +84,9 @@ def _tree_rss_kb(root_pid: int) -> int:
 
 def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> Measured:
     """`pytest --skill-eval` on the project's skill; wall time from process start to exit."""
-    argv = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--skill-eval", "skills/bench",
+    # Its own basetemp: pytest would otherwise spend seconds rotating the shared /tmp/pytest-of-<user> folders.
+    argv = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--basetemp", str(project / "tmp"),
+            "--skill-eval", "skills/bench",
             "--results-dir", str(project / "results"), *args]
     full_env = {**os.environ, "PYTHONPATH": str(project), "HARBOR_TELEMETRY": "0",
                 "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
