@@ -106,6 +106,8 @@ class DatasetFile(SkillCollector):
             dataset = load_dataset(self.path)
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
+        for typo in dataset.key_typos:
+            self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
         settings = self._settings_or_error()
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
