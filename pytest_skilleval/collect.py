@@ -169,6 +169,7 @@ class NativeTaskFile(SkillCollector):
         findings = check_native_task(
             task, grading_mode=settings.grading_mode, paired=len(settings.arms) == 2,
             dataset_ids=set(entries) if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
+            staged_env=settings.pass_env,
         )
         errors = [finding for finding in findings if finding.severity == "error"]
         if errors:

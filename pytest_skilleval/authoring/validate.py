@@ -54,6 +54,7 @@ from pytest_skilleval.skill.dataset import (
 )
 from pytest_skilleval.skill.entry_keys import KeyTypo
 from pytest_skilleval.skill.folder import GRADER_NAMES
+from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.native_tasks import (
     HARBOR_DIR_NAME,
     IGNORED_NAMES,
@@ -391,6 +392,7 @@ def _check_native(ctx: ValidationContext) -> None:
         paired=ctx.paired,
         dataset_ids=dataset_ids,
         pre_agent_setup=list(pre_agent_setup),
+        staged_env=ctx.pass_env,
     )
     ctx.findings.extend(_from_native(ctx, finding) for finding in findings)
 
@@ -425,10 +427,13 @@ def validate_skill(
     harbor_contract: bool = False,
     skip_baseline: bool = False,
     grading_mode: str | None = None,
+    pass_env: Sequence[str] = (),
 ) -> ValidationReport:
-    """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run."""
+    """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run;
+    `pass_env` is the run's `--pass-env` allowance (host variables native tasks may reference)."""
     skill_dir = check_skill_dir(skill_dir).resolve()
-    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline)
+    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline,
+                            pass_env=list(pass_env))
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
     _check_config(ctx, mode)
     _check_dataset(ctx)
@@ -500,6 +505,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="validate for a with-skill-only run (paired-run rules do not apply)")
     parser.add_argument("--grading-mode", default=None,
                         help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                        help="a host variable the run passes to native tasks (repeatable), as pytest --pass-env")
     return parser
 
 
@@ -512,11 +519,16 @@ def run_validate_command(argv: Sequence[str]) -> int:
                 normalize_grading_mode(args.grading_mode)
             except ValueError as error:
                 raise UsageError(f"--grading-mode: {error}") from None
+        try:
+            pass_env = pass_env_names(args.pass_env)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         report = validate_skill(
             args.skill_dir,
             harbor_contract=args.harbor_contract,
             skip_baseline=args.skip_baseline,
             grading_mode=args.grading_mode,
+            pass_env=pass_env,
         )
     except UsageError as error:
         print(f"skilleval validate: error: {error}", file=sys.stderr)
