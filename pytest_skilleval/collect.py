@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.plan import TrialSpec, trial_specs
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
@@ -91,6 +91,38 @@ class SkillCollector(pytest.File):
             return self.skill.settings
         except Exception as error:  # a bad evals/config.yml: one collection error for this skill
             raise SkillEvalCollectError(str(error)) from None
+
+
+class OrphanEvalsFile(pytest.File):
+    """A dataset (or native task) in an evals/ folder with no SKILL.md beside it: one error saying so."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        raise SkillEvalCollectError(missing_skill_md(orphan_evals_dir(self.path)))  # type: ignore[arg-type]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, SkillEvalCollectError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def orphan_evals_dir(file_path: Path) -> Path | None:
+    """The evals/ folder a dataset or native task.toml sits in when no SKILL.md is next to it (else None).
+
+    A native task is reported only when its evals/ holds no dataset, so a broken skill gives one error, not one
+    per task.
+    """
+    if file_path.parent.name == "evals" and file_path.name in DATASET_NAMES:
+        evals = file_path.parent
+        if find_dataset(evals) != file_path:
+            return None
+    elif file_path.name == "task.toml" and file_path.parent.parent.name == "harbor":
+        evals = file_path.parent.parent.parent
+        first = sorted(evals.glob("harbor/*/task.toml"))
+        if evals.name != "evals" or find_dataset(evals) is not None or not first or first[0] != file_path:
+            return None
+    else:
+        return None
+    return None if (evals.parent / "SKILL.md").is_file() else evals
 
 
 class DatasetFile(SkillCollector):
