@@ -12,10 +12,14 @@ import json
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+from yaml.resolver import Resolver
 
 MAX_DEPTH = 64
-MAX_YAML_NODES = 1_000_000  # after expanding aliases; 10,000 entries of ~50 nodes each stay far below
+# After expanding aliases; every key, value and list item counts. 10,000 entries with a dozen fields fit.
+MAX_YAML_NODES = 250_000
 
 
 class ParseLimitError(ValueError):
@@ -31,7 +35,32 @@ def _mark_line(mark: Any) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
-class BoundedSafeLoader(yaml.SafeLoader):
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pragma: no cover - PyYAML wheels ship LibYAML
+    CParser = None
+
+if CParser is not None:
+
+    class _EventLoader(CParser, Composer, SafeConstructor, Resolver):  # type: ignore[misc]
+        """LibYAML scans and parses (several times faster); the Python composer below builds the nodes, so its
+        limits apply (CParser would compose in C, out of reach)."""
+
+        def __init__(self, stream: Any) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        check_node = Composer.check_node
+        get_node = Composer.get_node
+        get_single_node = Composer.get_single_node
+
+else:  # pragma: no cover
+    _EventLoader = yaml.SafeLoader  # type: ignore[misc,assignment]
+
+
+class BoundedSafeLoader(_EventLoader):
     """SafeLoader that refuses nesting deeper than MAX_DEPTH and documents that expand beyond MAX_YAML_NODES.
 
     The expanded size is counted while composing: every node counts one, and every alias counts the expanded size
@@ -49,8 +78,8 @@ class BoundedSafeLoader(yaml.SafeLoader):
         self._expanded += amount
         if self._expanded > MAX_YAML_NODES:
             raise ParseLimitError(
-                f"the YAML expands to more than {MAX_YAML_NODES:,} nodes (aliases included); "
-                "is an alias repeated many times?",
+                f"the YAML has more than {MAX_YAML_NODES:,} nodes (keys, values and list items, with every "
+                "alias expanded)",
                 _mark_line(mark),
             )
 
@@ -86,14 +115,14 @@ class BoundedSafeLoader(yaml.SafeLoader):
 def yaml_error_message(error: yaml.YAMLError) -> str:
     """`invalid YAML at line L column C: what`, where L is the line the problem starts on.
 
-    A scanner error's context mark is the start of the token it could not finish (an unterminated quote is reported
-    where the quote opens, not at the end of the file where the scanner gave up); a parser error's problem mark is
-    the offending token (its context mark is merely the start of the enclosing block).
+    An unterminated quoted scalar is reported where the quote opens (its context mark), not at the end of the file
+    where the scanner gave up; every other error at its problem mark, the offending token (a context mark there is
+    merely the start of the enclosing block or scalar).
     """
     if not isinstance(error, yaml.MarkedYAMLError):
         return f"invalid YAML: {error}"
     context_mark, problem_mark = error.context_mark, error.problem_mark
-    use_context = isinstance(error, yaml.scanner.ScannerError) and context_mark is not None
+    use_context = context_mark is not None and "quoted scalar" in (error.context or "")
     starts_at = context_mark if use_context else problem_mark
     where = f" at line {starts_at.line + 1} column {starts_at.column + 1}" if starts_at is not None else ""
     what = ", ".join(part for part in (error.context, error.problem) if part) or "not valid YAML"
@@ -107,6 +136,10 @@ def load_yaml(text: str, loader: type[BoundedSafeLoader] = BoundedSafeLoader) ->
     instance = loader(text)
     try:
         return instance.get_single_data()
+    except yaml.MarkedYAMLError as error:
+        if "maximum nesting depth" in (error.problem or ""):  # LibYAML's own guard, further ahead than ours
+            raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(error.problem_mark)) from None
+        raise
     finally:
         instance.dispose()
 
