@@ -515,3 +515,48 @@ def test_staged_copy_loads_in_harbor(evals: Path, tmp_path: Path) -> None:
     task = loaded(evals)
     staged = stage_native_task(task, tmp_path / "s", "with_skill")
     assert Task(staged).name == "acme/case-1-with-skill"
+
+
+# --- durations (issue 9, item 10) --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra, field, got",
+    [
+        ("\n[agent]\ntimeout_sec = -5.0\n", "agent.timeout_sec", "-5"),
+        ("\n[verifier]\ntimeout_sec = 0\n", "verifier.timeout_sec", "0"),
+        ("\n[verifier]\ntimeout_sec = nan\n", "verifier.timeout_sec", "nan"),
+        ("\n[agent]\ntimeout_sec = inf\n", "agent.timeout_sec", "inf"),
+        ("\n[environment]\nbuild_timeout_sec = -1\n", "environment.build_timeout_sec", "-1"),
+        ('\n[environment.healthcheck]\ncommand = "true"\ninterval_sec = 0\n', "environment.healthcheck.interval_sec",
+         "0"),
+        ('\n[[verifier.collect]]\ncommand = "true"\ntimeout_sec = -3\n', "verifier.collect[0].timeout_sec", "-3"),
+    ],
+)
+def test_bad_durations_are_refused_naming_the_field(evals: Path, extra: str, field: str, got: str) -> None:
+    toml = BASE_TOML.format(case="case-1").replace("[agent]\ntimeout_sec = 300.0\n", "").replace(
+        "[verifier]\ntimeout_sec = 180.0\n", "") + extra
+    with pytest.raises(NativeTaskError) as caught:
+        load_native_task(make_task(evals, toml=toml))
+    message = str(caught.value)
+    assert f"task.toml field {field}: must be" in message and f"(got {got})" in message
+    assert "greater than 0" in message
+
+
+def test_step_durations_name_the_step(evals: Path) -> None:
+    toml = BASE_TOML.format(case="case-1") + '\n[[steps]]\nname = "one"\n[steps.agent]\ntimeout_sec = -1\n'
+    with pytest.raises(NativeTaskError, match=r"field steps\[0\] \('one'\)\.agent\.timeout_sec: must be"):
+        load_native_task(make_task(evals, toml=toml, files={"steps/one/instruction.md": "x"}))
+
+
+def test_zero_grace_period_and_positive_durations_are_fine(evals: Path) -> None:
+    extra = '\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\nstart_period_sec = 0\n'
+    task = load_native_task(make_task(evals, extra=extra))
+    assert task.config.environment.healthcheck.start_period_sec == 0
+
+
+def test_deep_or_huge_task_toml_is_a_clean_error(evals: Path) -> None:
+    with pytest.raises(NativeTaskError, match="nested too deeply"):
+        load_native_task(make_task(evals, toml="x = " + "[" * 100_000 + "]" * 100_000 + "\n"))
+    with pytest.raises(NativeTaskError, match="larger than 1024 KiB"):
+        load_native_task(make_task(evals, case="case-2", toml="# pad\n" * 200_000))
