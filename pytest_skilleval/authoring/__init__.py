@@ -1,1 +1,2 @@
-"""Authoring commands: the `skilleval` CLI, `validate`, and the scaffolds with their templates."""
+"""Authoring commands: the `skilleval` CLI, `validate`, the scaffolds with their templates, and the agent skills
+shipped for skill authors (`skilleval install-skill`)."""
