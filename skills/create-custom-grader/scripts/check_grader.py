@@ -71,40 +71,47 @@ def configured_mode(evals_dir: Path) -> str:
 
 
 def reward_problems(reward: Any) -> tuple[list[str], dict[str, float], list[str]]:
-    """(reasons the whole reward is rejected, kept metrics, dropped metrics) under the plugin's rules."""
+    """(reasons the whole reward is rejected, kept metrics, dropped metrics) under the plugin's rules.
+
+    Blocks are read in precedence order (custom_metrics, metrics, top-level numbers); the first of a name wins.
+    Credential-looking names are not detected here; a run drops those.
+    """
     if not isinstance(reward, dict):
         return [f"reward.json must be a JSON object, got {type(reward).__name__}"], {}, []
     problems, kept, dropped = [], {}, []
-    used_standard = sorted(STANDARD_METRICS & {str(k).strip() for k in reward})
+    used_standard = sorted(STANDARD_METRICS & {str(k) for k in reward})
     if used_standard:
-        problems.append(f"standard metric name(s) {used_standard} at the top level are reserved")
+        problems.append(f"standard metric name(s) {used_standard} are reserved")
     blocks = []
     for block in ("custom_metrics", "metrics"):
-        if block in reward:
-            if not isinstance(reward[block], dict):
-                problems.append(f"{block!r} must be an object")
-                continue
-            names = [str(k).strip() for k in reward[block]]
-            reserved = sorted((STANDARD_METRICS | STRUCTURE_KEYS) & set(names))
-            if reserved:
-                problems.append(f"reserved name(s) {reserved} inside {block!r}")
-            if len(names) != len(set(names)):
-                problems.append(f"{block!r} repeats a name after trimming")
-            blocks.append(reward[block])
-    blocks.append({k: v for k, v in reward.items() if k not in NOT_METRICS and not str(k).startswith("_")
-                   and isinstance(v, (int, float)) and not isinstance(v, bool)})
-    for block in blocks:
+        if block not in reward:
+            continue
+        if not isinstance(reward[block], dict):
+            problems.append(f"{block!r} must be an object")
+            continue
+        reserved = sorted((STANDARD_METRICS | STRUCTURE_KEYS) & {str(k).strip() for k in reward[block]})
+        if reserved:
+            problems.append(f"reserved name(s) {reserved} inside {block!r}")
+        blocks.append((block, reward[block]))
+    blocks.append(("top level", {k: v for k, v in reward.items() if k not in NOT_METRICS | STANDARD_METRICS
+                                 and not str(k).startswith("_") and isinstance(v, (int, float))}))
+    source_of: dict[str, str] = {}
+    for source, block in blocks:
         for raw_name, value in block.items():
             name = str(raw_name).strip()
-            if not name or not name.isprintable() or len(name.encode()) > 256:
-                problems.append(f"metric name {raw_name!r} is empty, unprintable or longer than 256 bytes")
-            elif name in kept or name in STANDARD_METRICS | STRUCTURE_KEYS:
+            if name in STANDARD_METRICS | STRUCTURE_KEYS:
                 continue
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1 \
-                    or not math.isfinite(value):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or not 0 <= value <= 1:
                 dropped.append(f"{name}={value!r} (not a finite number in [0, 1])")
+            elif not name or not name.isprintable() or len(name.encode()) > 256:
+                problems.append(f"metric name {raw_name!r} is empty, unprintable or longer than 256 bytes")
+            elif name in kept and source_of[name] == source:
+                problems.append(f"{name!r} appears twice in {source} after trimming")
+            elif name in kept:
+                dropped.append(f"{name} in {source} (the {source_of[name]} value wins)")
             else:
-                kept[name] = float(value)
+                kept[name], source_of[name] = float(value), source
     if len(kept) > MAX_METRICS:
         problems.append(f"{len(kept)} metrics; at most {MAX_METRICS} are allowed")
     return problems, kept, dropped
