@@ -242,3 +242,15 @@ def test_check_reports_crashes_missing_graders_and_symlinks(tmp_path: Path,
     report = json.loads(capsys.readouterr().out)
     assert report["problems"] == ["no usable overall (reward.json 'overall' or reward.txt); custom_only would "
                                   "leave the trial unscored"]
+
+
+def test_replays_match_their_generator_and_the_current_skill_md(tmp_path: Path) -> None:
+    """The with-skill replays record SKILL.md as read; editing it (or a replay by hand) needs a regeneration."""
+    spec = importlib.util.spec_from_file_location("make_replays", REPO / "scripts" / "make_custom_grader_replays.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert generator.main([str(tmp_path)]) == 0
+    fresh = {p.name: p.read_text() for p in tmp_path.glob("*.json")}
+    committed = {p.name: p.read_text() for p in REPLAYS.glob("*.json")}
+    assert fresh == committed, "run: python3 scripts/make_custom_grader_replays.py"
