@@ -254,3 +254,7 @@ def test_replays_match_their_generator_and_the_current_skill_md(tmp_path: Path) 
     fresh = {p.name: p.read_text() for p in tmp_path.glob("*.json")}
     committed = {p.name: p.read_text() for p in REPLAYS.glob("*.json")}
     assert fresh == committed, "run: python3 scripts/make_custom_grader_replays.py"
+
+
+def test_the_skill_and_its_own_evals_validate_strict() -> None:
+    assert run_validate_command([str(SKILL), "--harbor-contract", "--strict"]) == 0
