@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval import cli
+from pytest_skilleval.authoring import cli
 from pytest_skilleval.authoring.install_skill import (
     NOT_SHIPPED,
     InstallError,
