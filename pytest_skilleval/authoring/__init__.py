@@ -1,2 +1,1 @@
-"""Authoring commands: the `skilleval` CLI, `validate`, the scaffolds with their templates, and the agent skills
-shipped for skill authors (`skilleval install-skill`)."""
+"""Authoring commands: the `skilleval` CLI, `validate`, the scaffolds and templates, and `install-skill`."""
