@@ -276,7 +276,8 @@ def negative():
     script = ("python3 - <<'EOF'\nimport json\nfrom pathlib import Path\n"
               f"path = Path(\"{path}\")\n"
               "data = json.loads(path.read_text())\n"
-              "data[\"evals\"].append({\"id\": \"weather-question\", \"prompt\": \"What is the weather in Paris today?\", "
+              "data[\"evals\"].append({\"id\": \"weather-question\", "
+              "\"prompt\": \"What is the weather in Paris today?\", "
               "\"expected_output\": \"An answer that does not use the notes skill\", \"expected_skill\": None, "
               "\"files\": []})\n"
               "path.write_text(json.dumps(data, indent=2) + \"\\n\")\nEOF")

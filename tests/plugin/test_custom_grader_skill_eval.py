@@ -45,7 +45,8 @@ def test_the_skills_own_eval_passes_with_positive_lift_for_the_graders_reasons(s
         with_skill, baseline = trials[case, "with_skill"], trials[case, "without_skill"]
         assert set(with_skill["custom_metrics"].values()) == {1.0}, (case, with_skill["custom_metrics"])
         assert sum(baseline["custom_metrics"].values()) < sum(with_skill["custom_metrics"].values()), case
-        assert _grader_details(skill_project, case, "with_skill")["grader_contract"]["reason"] == "reward contract kept on both workspaces"
+        contract = _grader_details(skill_project, case, "with_skill")["grader_contract"]
+        assert contract["reason"] == "reward contract kept on both workspaces"
 
     reasons = {case: {name: d["reason"] for name, d in _grader_details(skill_project, case, "without_skill").items()}
                for case in POSITIVE}

@@ -46,7 +46,8 @@ def load_benchmark(path: Path) -> Any:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError as exc:
-            raise BenchmarkError(f"{path}: reading YAML needs PyYAML (pip install pyyaml), or convert it to JSON") from exc
+            raise BenchmarkError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or convert it to JSON") \
+                from exc
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -187,7 +188,8 @@ def _existing_dataset(evals_dir: Path, skill_name: str) -> dict[str, Any]:
     except ValueError as exc:
         raise BenchmarkError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("evals"), list):
-        raise BenchmarkError(f"{path}: not the agentskills shape ({{'skill_name': ..., 'evals': [...]}}); convert first")
+        raise BenchmarkError(f"{path}: not the agentskills shape ({{'skill_name': ..., 'evals': [...]}}); "
+                             "convert first")
     return data
 
 
