@@ -615,7 +615,8 @@ def run_scripted_model_command(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Own handlers, not KeyboardInterrupt: a shell starts background jobs with SIGINT ignored, which Python inherits.
+    previous = {number: signal.signal(number, lambda *_: stop.set()) for number in (signal.SIGINT, signal.SIGTERM)}
     print(f"scripted model server on {server.base_url} (Ctrl+C stops it)", flush=True)
     print(f"  OPENAI_BASE_URL={server.openai_base_url}", flush=True)
     print(f"  ANTHROPIC_BASE_URL={server.base_url}", flush=True)
@@ -624,10 +625,9 @@ def run_scripted_model_command(argv: list[str]) -> int:
     try:
         while not stop.wait(0.2):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
         left = server.pending()
         server.stop()
     print(f"stopped after {len(server.requests)} request(s)"
