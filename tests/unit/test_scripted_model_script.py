@@ -48,3 +48,11 @@ def test_load_script_reports_file_and_json_position(tmp_path: Path) -> None:
         load_script(tmp_path / "missing.json")
     path.write_text(json.dumps({"models": {"m": [{"status": 429, "headers": {"Retry-After": "1"}}]}}))
     assert load_script(path).models["m"][0].headers == {"Retry-After": "1"}
+
+
+def test_every_script_in_the_agents_docs_is_valid() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    blocks = [block.split("```", 1)[0] for block in text.split("```json\n")[1:]]
+    assert len(blocks) >= 4
+    for block in blocks:
+        parse_script(json.loads(block), "docs/agents.md")
