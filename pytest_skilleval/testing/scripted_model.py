@@ -390,7 +390,8 @@ class ScriptedModelServer:
         httpd.owner = self
         if self._tls:
             self._tmp = Path(tempfile.mkdtemp(prefix="skilleval-scripted-tls-"))
-            files = make_certificates(self._tmp, (self._host, "localhost") if self._host != "localhost" else ("localhost",))
+            hosts = (self._host, "localhost") if self._host != "localhost" else ("localhost",)
+            files = make_certificates(self._tmp, hosts)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(files.server_cert, files.server_key)
             httpd.tls_context = context
@@ -499,7 +500,8 @@ class ScriptedModelServer:
             message = f"scripted model server: no such endpoint {method} {path}; it serves {', '.join(ROUTES)}"
             return self._logged(entry, _error_answer(None, 404, message, "not_found_error"))
         if not isinstance(body, dict):
-            return self._logged(entry, _error_answer(_dialect(route), 400, "scripted model server: the body must be a JSON object"))
+            message = "scripted model server: the body must be a JSON object"
+            return self._logged(entry, _error_answer(_dialect(route), 400, message))
         model = str(body.get("model") or "")
         entry.update(dialect=route, model=model or None, stream=bool(body.get("stream")))
         text = conversation_text(body)

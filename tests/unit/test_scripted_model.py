@@ -1,4 +1,4 @@
-"""The scripted model server, driven over real HTTP by the clients agents and judges use (openai SDK, litellm, httpx)."""
+"""The scripted model server, driven over real HTTP by the clients agents and judges use: openai SDK, litellm, httpx."""
 
 from __future__ import annotations
 
@@ -70,18 +70,21 @@ def test_chat_text_and_tool_calls_plain_and_streamed_through_openai_sdk(scripted
     second = api.chat.completions.create(model="gpt-test", messages=USER)
     call = second.choices[0].message.tool_calls[0]
     assert second.choices[0].finish_reason == "tool_calls"
-    assert (call.id, call.function.name, json.loads(call.function.arguments)) == ("call_1", "bash", {"command": "ls -la"})
+    assert (call.id, call.function.name) == ("call_1", "bash")
+    assert json.loads(call.function.arguments) == {"command": "ls -la"}
 
     chunks = list(api.chat.completions.create(model="gpt-test", messages=USER, stream=True,
                                               stream_options={"include_usage": True}))
-    text_deltas = [chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content]
+    text_deltas = [chunk.choices[0].delta.content for chunk in chunks
+                   if chunk.choices and chunk.choices[0].delta.content]
     assert len(text_deltas) > 1 and "".join(text_deltas) == "Streaming works fine."
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
 
     chunks = list(api.chat.completions.create(model="gpt-test", messages=USER, stream=True))
     assert all(chunk.usage is None for chunk in chunks)  # no usage chunk unless include_usage asks
-    arguments = "".join(tool.function.arguments or "" for chunk in chunks for tool in chunk.choices[0].delta.tool_calls or [])
-    names = [tool.function.name for chunk in chunks for tool in chunk.choices[0].delta.tool_calls or [] if tool.function.name]
+    tools = [tool for chunk in chunks for tool in chunk.choices[0].delta.tool_calls or []]
+    arguments = "".join(tool.function.arguments or "" for tool in tools)
+    names = [tool.function.name for tool in tools if tool.function.name]
     assert names == ["bash"] and json.loads(arguments) == {"command": "cat a.txt"}
     assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks) == "Let me look."
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
@@ -137,7 +140,8 @@ def test_responses_plain_and_streamed_through_openai_sdk(scripted_model) -> None
 
     plain = api.responses.create(model="codex-test", input="hi", instructions="be brief")
     assert plain.output_text == "Done." and plain.status == "completed"
-    assert (plain.usage.input_tokens, plain.usage.output_tokens, plain.usage.input_tokens_details.cached_tokens) == (20, 2, 5)
+    usage = plain.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.input_tokens_details.cached_tokens) == (20, 2, 5)
     assert server.requests[-1].text == "be brief\nhi"
 
     with api.responses.stream(model="codex-test", input="hi") as stream:
@@ -277,7 +281,8 @@ def test_guards_answer_side_requests_and_unmatched_ones_stay_queued(scripted_mod
     api = client(server)
 
     def ask(text: str) -> str:
-        return api.chat.completions.create(model="m", messages=[{"role": "user", "content": text}]).choices[0].message.content
+        reply = api.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+        return reply.choices[0].message.content
 
     assert ask("list the files") == "first main answer"
     assert ask("Generate a title for this conversation") == "Listing files"
@@ -304,7 +309,8 @@ def test_queues_by_model_repeat_forever_and_on_empty(scripted_model) -> None:
     with pytest.raises(openai.APIStatusError, match="script over") as caught:
         ask("main-model")
     assert caught.value.status_code == 418
-    assert [entry.answered_by for entry in server.requests] == ["main-model"] * 2 + ["*"] + ["small-*"] * 3 + ["on_empty"]
+    answered_by = [entry.answered_by for entry in server.requests]
+    assert answered_by == ["main-model"] * 2 + ["*"] + ["small-*"] * 3 + ["on_empty"]
     assert server.pending() == {}
 
 
@@ -317,7 +323,8 @@ def test_empty_queue_default_error_and_add_at_runtime(scripted_model) -> None:
     server.add("late", "now there is one", {"tool_calls": [{"name": "bash", "arguments": {"command": "pwd"}}]})
     api = client(server)
     assert api.chat.completions.create(model="late", messages=USER).choices[0].message.content == "now there is one"
-    assert api.chat.completions.create(model="late", messages=USER).choices[0].message.tool_calls[0].function.name == "bash"
+    call = api.chat.completions.create(model="late", messages=USER).choices[0].message.tool_calls[0]
+    assert call.function.name == "bash"
 
 
 def test_delay_holds_the_answer(scripted_model) -> None:
@@ -338,7 +345,8 @@ def test_request_log_in_memory_and_jsonl_redacts_secrets(scripted_model, tmp_pat
                json={"model": "c", "max_tokens": 5, "messages": USER, "stream": True})
 
     first, second = server.requests
-    assert (first.method, first.path, first.dialect, first.model, first.status) == ("POST", "/v1/chat/completions", "chat", "m", 200)
+    assert (first.method, first.path, first.dialect, first.model) == ("POST", "/v1/chat/completions", "chat", "m")
+    assert first.status == 200
     assert first.body["temperature"] == 0 and first.headers["authorization"] == "<redacted>"
     assert (second.dialect, second.stream) == ("messages", True)
     assert second.headers["x-api-key"] == "<redacted>" and second.headers["x-custom-token"] == "<redacted>"
