@@ -390,7 +390,7 @@ def test_cli_serves_one_request_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     script.write_text(json.dumps({"models": {"cli-model": ["from the command line"]}}))
     log = tmp_path / "log.jsonl"
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest_skilleval.cli", "scripted-model", str(script), "--log", str(log)],
+        [sys.executable, "-m", "pytest_skilleval.authoring.cli", "scripted-model", str(script), "--log", str(log)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
@@ -416,7 +416,7 @@ def test_cli_serves_one_request_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 def test_cli_refuses_a_bad_script_naming_the_field(tmp_path: Path) -> None:
     script = tmp_path / "bad.json"
     script.write_text(json.dumps({"models": {"m": ["ok", {"txt": "typo"}]}}))
-    result = subprocess.run([sys.executable, "-m", "pytest_skilleval.cli", "scripted-model", str(script)],
+    result = subprocess.run([sys.executable, "-m", "pytest_skilleval.authoring.cli", "scripted-model", str(script)],
                             capture_output=True, text=True, cwd=REPO, timeout=30)
     assert result.returncode == 2
     assert f"{script}: models.m[1].txt: Extra inputs are not permitted" in result.stderr
