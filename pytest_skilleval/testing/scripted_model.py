@@ -245,12 +245,34 @@ class _HTTPServer(ThreadingHTTPServer):
     owner: ScriptedModelServer
     tls_context: ssl.SSLContext | None = None
 
+    def __init__(self, address: tuple[str, int]) -> None:
+        super().__init__(address, _Handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
     def get_request(self) -> tuple[socket.socket, Any]:
         sock, address = super().get_request()
         if self.tls_context is not None:
             # Handshake in the handler thread, so one client failing verification never blocks accept().
             sock = self.tls_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        with self._open_lock:
+            self._open.add(sock)
         return sock, address
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        """Hang up kept-alive connections, so a stopped server never answers on a client's pooled connection."""
+        with self._open_lock:
+            connections = list(self._open)
+        for sock in connections:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
@@ -386,7 +408,7 @@ class ScriptedModelServer:
     def start(self) -> ScriptedModelServer:
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer((self._host, self._port), _Handler)
+        httpd = _HTTPServer((self._host, self._port))
         httpd.owner = self
         if self._tls:
             self._tmp = Path(tempfile.mkdtemp(prefix="skilleval-scripted-tls-"))
@@ -410,6 +432,7 @@ class ScriptedModelServer:
         self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
+            self._httpd.drop_connections()
             self._httpd.server_close()
             self._httpd = None
         if self._thread is not None:

@@ -327,6 +327,17 @@ def test_empty_queue_default_error_and_add_at_runtime(scripted_model) -> None:
     assert call.function.name == "bash"
 
 
+def test_a_stopped_server_does_not_answer_on_a_pooled_connection(scripted_model) -> None:
+    server = scripted_model({"replies": [{"text": "once", "repeat": "forever"}]})
+    url = f"{server.openai_base_url}/chat/completions"
+    with httpx.Client() as pooled:
+        assert pooled.post(url, json={"model": "m", "messages": USER}).status_code == 200
+        server.stop()
+        with pytest.raises(httpx.TransportError):
+            pooled.post(url, json={"model": "m", "messages": USER})
+    assert len(server.requests) == 1
+
+
 def test_delay_holds_the_answer(scripted_model) -> None:
     server = scripted_model({"replies": [{"text": "slow", "delay": 0.3}]})
     started = time.monotonic()
