@@ -50,6 +50,8 @@ Python::
         server.add("gpt-test", {"status": 429, "headers": {"Retry-After": "1"}}, "ok")
         assert server.requests[-1].model == "gpt-test"
 
+``server.client_env()`` gives the variables that point clients here (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``,
+placeholder keys, and with TLS ``SSL_CERT_FILE``/``NODE_EXTRA_CA_CERTS``).
 ``tls=True`` serves HTTPS with a certificate made at start, signed by a throwaway CA at ``server.cert_path``:
 clients that do not trust it fail verification; trust it to connect. Command line:
 ``skilleval scripted-model SCRIPT.json [--port N] [--tls] [--log FILE]`` (see docs/agents.md).
@@ -467,6 +469,21 @@ class ScriptedModelServer:
         return f"{self.base_url}/v1"
 
     anthropic_base_url = base_url
+
+    def client_env(self) -> dict[str, str]:
+        """Environment variables that point OpenAI/Anthropic clients (SDKs, litellm, codex, claude-code) here.
+
+        The keys are placeholders: clients refuse to start without one, and the server ignores them.
+        """
+        env = {
+            "OPENAI_BASE_URL": self.openai_base_url,
+            "OPENAI_API_KEY": "scripted-model-placeholder",
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": "scripted-model-placeholder",
+        }
+        if self.cert_path is not None:
+            env.update(SSL_CERT_FILE=str(self.cert_path), NODE_EXTRA_CA_CERTS=str(self.cert_path))
+        return env
 
     # ------------------------------------------------------------ script and log
 

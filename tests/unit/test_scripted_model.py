@@ -108,6 +108,15 @@ def test_chat_path_without_v1_prefix_and_refusal(scripted_model) -> None:
     assert message["refusal"] == "I can't help with that." and message["content"] is None
 
 
+def test_client_env_points_the_openai_sdk_here(scripted_model, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = scripted_model({"replies": ["found through the environment"]})
+    for name, value in server.client_env().items():
+        monkeypatch.setenv(name, value)
+    reply = openai.OpenAI(max_retries=0).chat.completions.create(model="m", messages=USER)
+    assert reply.choices[0].message.content == "found through the environment"
+    assert "SSL_CERT_FILE" not in server.client_env()
+
+
 def test_litellm_openai_provider_plain_and_streamed(scripted_model, litellm) -> None:
     server = scripted_model({"models": {"judge": [
         '{"score": 1}',
@@ -388,6 +397,9 @@ def test_tls_fails_verification_unless_the_client_trusts_the_certificate(scripte
     trusted = httpx.Client(verify=ssl.create_default_context(cafile=str(server.cert_path)))
     reply = client(server, http_client=trusted).chat.completions.create(model="m", messages=USER)
     assert reply.choices[0].message.content == "over https"
+    env = server.client_env()
+    assert env["SSL_CERT_FILE"] == env["NODE_EXTRA_CA_CERTS"] == str(server.cert_path)
+    assert env["OPENAI_BASE_URL"] == server.openai_base_url and env["ANTHROPIC_BASE_URL"] == server.base_url
     cert_dir = server.cert_path.parent
     server.stop()
     assert not cert_dir.exists()
