@@ -135,6 +135,18 @@ def test_evals_without_skill_md_says_so(skill_project: SkillProject) -> None:
     assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
 
 
+def test_native_tasks_without_skill_md_are_one_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("nomd", simple_entries("t1", "t2"))
+    for case in ("t1", "t2"):
+        native_task(skill, case, "")
+    (skill / "evals" / "evals.json").unlink()
+    (skill / "SKILL.md").unlink()
+    result, output = collect(skill_project, "--grading-mode", "custom_only", "skills/nomd")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert output.count("no SKILL.md here") == 1
+    assert "ERROR collecting skills/nomd/evals/harbor/t1/task.toml" in output
+
+
 @pytest.mark.parametrize(
     "layout, expected",
     [
