@@ -52,7 +52,9 @@ def test_unpassed_host_variable_is_one_collection_error_naming_it(skill_project:
     assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
 
 
-def test_passed_host_variable_reaches_the_verifier(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_passed_host_variable_reaches_the_verifier(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APP_URL", "http://service.test")
     skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
     native_task(skill, "t1", '[verifier.env]\nAPP_URL = "${APP_URL}"\n')

@@ -550,7 +550,8 @@ def test_step_durations_name_the_step(evals: Path) -> None:
 
 
 def test_zero_grace_period_and_positive_durations_are_fine(evals: Path) -> None:
-    extra = '\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\nstart_period_sec = 0\n'
+    extra = ('\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\n'
+             "start_period_sec = 0\n")
     task = load_native_task(make_task(evals, extra=extra))
     assert task.config.environment.healthcheck.start_period_sec == 0
 
