@@ -180,6 +180,8 @@ def _trial_entry(t: _Trial) -> TrialEntry:
         metrics={k: r4(v) for k, v in t.metrics.items()},
         dimensions=Dimensions(**{k: r4(v) for k, v in t.dims.items()}),
         custom_metrics={k: r4(v) for k, v in t.custom.items()},  # type: ignore[misc]
+        overall_basis=None if t.overall is None or rec.grading_mode == CUSTOM_ONLY
+        else [d for d, v in t.dims.items() if v is not None],
         activation=r4(clean_score(rec.activation)),
         negative_control=rec.negative_control,
         judge_models=dict(rec.judge_models),

@@ -31,6 +31,7 @@ class SkillEvalSession:
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
+        self.judge_banner: str | None = None
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
