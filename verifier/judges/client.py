@@ -72,6 +72,14 @@ class SchemaSupport:
 SCHEMA_SUPPORT = SchemaSupport()
 
 
+def _litellm() -> Any:
+    """litellm, imported late (it takes seconds) and told not to print its help banner on every error."""
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
 # ---- model traits ----------------------------------------------------------------------------------------------
 
 
@@ -171,8 +179,7 @@ def retry_after(headers: dict[str, str], now: float | None = None) -> float | No
 
 
 def is_transient(error: BaseException) -> bool:
-    import litellm
-
+    litellm = _litellm()
     if isinstance(error, (litellm.Timeout, litellm.APIConnectionError, asyncio.TimeoutError)):
         return True
     status = _status(error)
@@ -215,7 +222,7 @@ def _backoff(config: JudgeConfig, retry: int) -> float:
 async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, schema: dict[str, Any],
                        deadline: float, support: SchemaSupport = SCHEMA_SUPPORT) -> Reply:
     """Send one judge prompt to `model`, retrying transient failures until the retries or the deadline run out."""
-    import litellm
+    litellm = _litellm()
 
     routed = litellm_model(model, config.provider)
     key = (config.provider, config.base_url or "", routed)
@@ -251,9 +258,7 @@ async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, 
             continue
         if is_tls_failure(error):
             raise JudgeRequestError("tls", "TLS certificate verification failed: " + error_text(error), requests)
-        import litellm as _litellm
-
-        if isinstance(error, _litellm.ContentPolicyViolationError):
+        if isinstance(error, litellm.ContentPolicyViolationError):
             raise JudgeRequestError("refused", "the provider's content filter refused: " + error_text(error),
                                     requests)
         if _MODEL_ACCESS.search(str(error)) and _status(error) in (400, 401, 403, 404):
