@@ -320,6 +320,21 @@ def test_mixed_judges_are_left_out_of_that_metrics_lift() -> None:
     assert lift.mcnemar.n_pairs == 4
 
 
+def test_a_case_judged_by_two_models_across_its_attempts_is_mixed() -> None:
+    records = []
+    for i in range(5):
+        for attempt in (1, 2):
+            model = "judge-b" if i == 0 and attempt == 2 else "judge-a"
+            records.append(rec(f"c{i}", "with_skill", attempt, sec=0.8, metrics={"accuracy": 0.9},
+                               judge_models={"accuracy": model}))
+            records.append(rec(f"c{i}", "without_skill", attempt, sec=0.5, metrics={"accuracy": 0.4},
+                               judge_models={"accuracy": model}))
+    lift = aggregate(records, plan([f"c{i}" for i in range(5)], n_attempts=2)).agents["codex"].lift
+    assert lift is not None
+    assert lift.judge_mixed_cases["accuracy"] == 1 and lift.judge_mixed_case_ids == ["c0"]
+    assert lift.metrics["accuracy"].n_pairs == 4
+
+
 def test_outcome_lift_covers_correctness_and_effectiveness_only() -> None:
     records = []
     for i in range(5):
