@@ -136,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--case", required=True, help="a dataset entry as JSON")
     parser.add_argument("--skill", help="the skill under test (evaluated_skill); default: the case's expected_skill")
     parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
+    parser.add_argument("--judge-model", help="model for the LLM judges (default: LLM_JUDGE_MODEL or "
+                        "SKILL_EVAL_JUDGE_MODEL; unset: judges not configured)")
+    parser.add_argument("--judge-cache-dir", help="judge verdict cache folder (e.g. <results-root>/.judge-cache)")
+    parser.add_argument("--judge-cache", default="on", choices=("on", "off", "read", "write"))
     return parser
 
 
@@ -187,6 +191,23 @@ def _metrics_arg(value: str | None) -> list[str] | None:
     return names
 
 
+def _judge(evidence: TrajectoryEvidence, entry: dict[str, Any], args: argparse.Namespace,
+           metrics: list[str] | None) -> dict[str, MetricResult]:
+    """The judges' verdicts when a judge model is configured and a judge metric is asked for."""
+    import asyncio
+
+    from verifier.judges import judge_trial
+    from verifier.judges.config import JudgeConfigError
+
+    if metrics is not None and not set(metrics) & set(JUDGE_METRICS):
+        return {}
+    settings = {"model": args.judge_model, "cache": args.judge_cache, "cache_dir": args.judge_cache_dir}
+    try:
+        return asyncio.run(judge_trial(evidence, entry, settings))
+    except JudgeConfigError as error:
+        raise UsageError(str(error)) from None
+
+
 def run_grade_command(argv: list[str]) -> int:
     """`skilleval grade`: print one reward JSON object; 0 when graded, 2 with a one-line reason when not."""
     try:
@@ -197,7 +218,7 @@ def run_grade_command(argv: list[str]) -> int:
         if not evidence.usable:
             reasons = "; ".join(evidence.problems[:3])
             raise UsageError(f"{NO_TRAJECTORY} at {args.trajectory}" + (f" ({reasons})" if reasons else ""))
-        graded = grade(evidence, entry, metrics)
+        graded = grade(evidence, entry, metrics, judged=_judge(evidence, entry, args, metrics))
     except UsageError as error:
         print(f"skilleval grade: error: {error}", file=sys.stderr)
         return 2

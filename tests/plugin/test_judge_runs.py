@@ -130,3 +130,23 @@ def test_a_failing_judge_leaves_the_trial_unscored(skill_project: SkillProject, 
     assert trial["status"] == "unscored" and trial["overall"] is None
     assert trial["reason"].startswith("judge failed: accuracy: openai/judge-demo: gave up after 2 request(s)")
     assert "scripted-key" not in json.dumps(trial)
+
+
+def test_skilleval_grade_judges_and_regrades_from_the_cache(tmp_path, capsys, judge_env: Any):
+    from tests.support import FIXTURES
+    from verifier.grade import run_grade_command
+
+    case = tmp_path / "case.json"
+    case.write_text(json.dumps({"id": "c", "prompt": "add 1 and 1", "expected_output": "`2`",
+                                "assertions": ["runs calc.py"], "expected_skill": "calc"}))
+    argv = ["--trajectory", str(FIXTURES / "trajectories" / "codex" / "trajectory.json"), "--case", str(case),
+            "--judge-model", f"openai/{MODEL}", "--judge-cache-dir", str(tmp_path / "cache")]
+    assert run_grade_command(argv) == 0
+    graded = json.loads(capsys.readouterr().out)
+    assert {m: graded["metrics"][m] for m in ("accuracy", "goal_accuracy", "behavior_check")} == {
+        "accuracy": 1.0, "goal_accuracy": 1.0, "behavior_check": 1.0}
+    assert len(judge_env.requests) == 3
+    assert run_grade_command(argv) == 0
+    regraded = json.loads(capsys.readouterr().out)
+    assert len(judge_env.requests) == 3 and regraded["metrics"] == graded["metrics"]
+    assert regraded["details"]["accuracy"]["cached"] is True
