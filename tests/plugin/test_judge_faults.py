@@ -229,3 +229,16 @@ def test_the_three_judges_run_concurrently(scripted_model, judge_env):
     assert len(server.requests) == 3
     assert {m: r.score for m, r in results.items()} == {"accuracy": 0.8, "goal_accuracy": 0.9,
                                                          "behavior_check": 0.6667}
+
+
+def test_anthropic_judge_sends_output_config_with_its_effort(scripted_model, judge_env):
+    server = scripted_model({"models": {"claude-opus-5-5": [GOAL_OK]}})
+    config = load_config({**judge_env, "LLM_JUDGE_MODEL": "anthropic/claude-opus-5-5",
+                          "SKILL_EVAL_LLM_BASE_URL": server.base_url})
+    task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")
+    result = asyncio.run(run_task(task, config, JudgeCache(None, "off"), SchemaSupport()))
+    [request] = server.requests
+    assert request.path == "/v1/messages" and "response_format" not in request.body
+    assert request.body["output_config"]["format"]["type"] == "json_schema"
+    assert request.body["output_config"]["effort"] == "medium" and "temperature" not in request.body
+    assert result.score == 0.9 and result.details["judge_reasoning_effort"] == "medium"

@@ -120,12 +120,15 @@ def structured_mode(provider: str) -> str:
     return "json_schema"
 
 
-def schema_option(mode: str, name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def schema_option(mode: str, name: str, schema: dict[str, Any], effort: str | None = None) -> dict[str, Any]:
+    """The request fields that ask for `schema`. Anthropic's `output_config` also carries the reasoning effort
+    (litellm puts the effort there too; ours replaces its object, so it must keep the effort)."""
     if mode == "json_schema":
         return {"response_format": {"type": "json_schema",
                                     "json_schema": {"name": name, "strict": True, "schema": schema}}}
     if mode == "output_config":
-        return {"extra_body": {"output_config": {"format": {"type": "json_schema", "schema": schema}}}}
+        config: dict[str, Any] = {"format": {"type": "json_schema", "schema": schema}}
+        return {"output_config": {**config, "effort": effort} if effort else config}
     return {}
 
 
@@ -239,7 +242,8 @@ async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, 
         if remaining <= 0:
             raise JudgeRequestError("budget", "judge time budget exhausted", requests)
         use_schema = mode != "prompt" and support.allows(key)
-        kwargs = {**base, **(schema_option(mode, name, schema) if use_schema else {}),
+        option = schema_option(mode, name, schema, base.get("reasoning_effort")) if use_schema else {}
+        kwargs = {**base, **option,
                   "timeout": min(config.request_timeout, remaining)}
         requests += 1
         try:

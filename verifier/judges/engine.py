@@ -216,8 +216,17 @@ async def run_judges(evidence: TrajectoryEvidence, entry: Mapping[str, Any], con
     """The three judges of one trial, concurrently."""
     cache = JudgeCache(config.cache_dir, config.cache_mode)
     tasks = build_tasks(evidence, entry, config)
-    results = await asyncio.gather(*(run_task(task, config, cache, support) for task in tasks))
-    return {task.metric: result for task, result in zip(tasks, results, strict=True)}
+    results = await asyncio.gather(*(run_task(task, config, cache, support) for task in tasks),
+                                   return_exceptions=True)
+    out: dict[str, MetricResult] = {}
+    for task, result in zip(tasks, results, strict=True):
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                raise result  # cancellation and interrupts are not judge failures
+            why = bounded_reason(f"judge crashed: {type(result).__name__}: {result}")
+            result = MetricResult(score=None, details={"status": "error", "error": why, **_provenance(config, None)})
+        out[task.metric] = result
+    return out
 
 
 def default_cache_dir(results_root: str) -> str:

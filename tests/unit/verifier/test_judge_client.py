@@ -33,7 +33,8 @@ def test_structured_output_per_provider():
     assert option["response_format"]["json_schema"] == {"name": "accuracy", "strict": True,
                                                         "schema": {"type": "object"}}
     assert schema_option("output_config", "a", {"x": 1}) == {
-        "extra_body": {"output_config": {"format": {"type": "json_schema", "schema": {"x": 1}}}}}
+        "output_config": {"format": {"type": "json_schema", "schema": {"x": 1}}}}
+    assert schema_option("output_config", "a", {"x": 1}, "medium")["output_config"]["effort"] == "medium"
     assert schema_option("prompt", "a", {}) == {}
 
 
