@@ -156,3 +156,22 @@ def test_redaction_of_configured_values_and_key_shapes():
     assert redact(text, env) == "key <redacted> sk-<redacted> nvapi-<redacted> jwt-<redacted>"
     reason = bounded_reason("x" * 600, env)
     assert len(reason) == 512 and reason.endswith("...")
+
+
+def test_a_crashing_judge_is_unscored_and_the_others_still_score(monkeypatch):
+    import asyncio
+
+    from verifier.evidence import MetricResult
+    from verifier.judges import engine
+
+    async def fake(task, config, cache, support):
+        if task.metric == "goal_accuracy":
+            raise RuntimeError("boom sk-abcdefgh12345")
+        return MetricResult(score=0.5, details={})
+
+    monkeypatch.setattr(engine, "run_task", fake)
+    results = asyncio.run(engine.run_judges(trial(), ENTRY, load_config({"LLM_JUDGE_MODEL": "m"})))
+    assert results["accuracy"].score == results["behavior_check"].score == 0.5
+    crashed = results["goal_accuracy"]
+    assert crashed.score is None and crashed.details["status"] == "error"
+    assert crashed.details["error"] == "judge crashed: RuntimeError: boom sk-<redacted>"
