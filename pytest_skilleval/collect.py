@@ -9,38 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field
-
-from pytest_skilleval.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
-from pytest_skilleval.options import RunSettings
-from pytest_skilleval.outcome import Arm
-from pytest_skilleval.skill import SkillFolder
-from pytest_skilleval.staging import StagingError, input_sources
+from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.plan import TrialSpec, trial_specs
+from pytest_skilleval.harbor.staging import StagingError, input_sources
 
 MARKER = "skilleval"
-
-
-class TrialSpec(BaseModel):
-    """Everything one item needs to run its trial; plain data so a runner fixture can be swapped freely."""
-
-    skill_dir: Path
-    skill_name: str
-    case_id: str
-    source: Literal["dataset", "native"]
-    entry: dict[str, Any] = Field(default_factory=dict, description="The dataset entry as entry.json carries it.")
-    files: list[str] | None = Field(default=None, description="Inputs relative to evals/; None = all evals/files/.")
-    native_task_dir: Path | None = None
-    agent: str
-    arm: Arm
-    attempt: int
-    nodeid: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"{self.agent}-{self.arm}-{self.attempt}"
 
 
 class SkillEvalCollectError(Exception):
@@ -82,7 +60,7 @@ class SkillEvalItem(pytest.Function):
         return self.path, None, f"{self.spec.case_id} [{self.spec.label}]"
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        from pytest_skilleval.runner import TrialError, TrialFailed
+        from pytest_skilleval.harbor.runner import TrialError, TrialFailed
 
         if isinstance(excinfo.value, (TrialError, TrialFailed)):
             return str(excinfo.value)
@@ -91,20 +69,9 @@ class SkillEvalItem(pytest.Function):
 
 def _judge_trial(skilleval_trial: Any) -> None:
     """The call phase: the trial already ran in setup; here its score decides pass or fail."""
-    from pytest_skilleval.runner import judge
+    from pytest_skilleval.harbor.runner import judge
 
     judge(skilleval_trial)
-
-
-def _trial_specs(skill: SkillFolder, case_id: str, **fields: Any) -> Iterator[TrialSpec]:
-    settings = skill.settings
-    for agent in settings.agents:
-        for arm in settings.arms:
-            for attempt in range(1, settings.n_attempts + 1):
-                yield TrialSpec(
-                    skill_dir=skill.path, skill_name=skill.name, case_id=case_id,
-                    agent=agent, arm=arm, attempt=attempt, **fields,
-                )
 
 
 class SkillCollector(pytest.File):
@@ -152,13 +119,13 @@ class DatasetFile(SkillCollector):
                 input_sources(self.skill.evals_dir, files, case.id)
             except StagingError as error:
                 raise SkillEvalCollectError(f"{self.path}: {error}") from None
-            for spec in _trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
+            for spec in trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
                 yield SkillEvalItem.create(self, spec)
 
 
 def native_entry_ids(evals_dir: Path) -> set[str]:
     """Entry ids claimed by readable native tasks; unreadable ones are reported by their own collector."""
-    from pytest_skilleval.native_tasks import NativeTaskError, load_native_task
+    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
 
     ids = set()
     for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):
@@ -188,7 +155,7 @@ class NativeTaskFile(SkillCollector):
             return {}  # the dataset's own collector reports the problem
 
     def collect(self) -> Iterator[SkillEvalItem]:
-        from pytest_skilleval.native_tasks import NativeTaskError, check_native_task, load_native_task
+        from pytest_skilleval.skill.native_tasks import NativeTaskError, check_native_task, load_native_task
 
         try:
             task = load_native_task(self.path.parent)
@@ -210,6 +177,6 @@ class NativeTaskFile(SkillCollector):
         case = (entries or {}).get(task.entry_id)
         entry = case.entry_json() if case is not None else {"id": task.entry_id}
         files = case.files if case is not None and case.files_given else None
-        for spec in _trial_specs(self.skill, task.case_id, source="native", native_task_dir=task.path,
+        for spec in trial_specs(self.skill, task.case_id, source="native", native_task_dir=task.path,
                                  entry=entry, files=files):
             yield SkillEvalItem.create(self, spec)

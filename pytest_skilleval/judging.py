@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.options import RunSettings
+from pytest_skilleval.skill.settings import RunSettings
 from verifier.evidence import JUDGE_METRICS
 from verifier.judges.cache import CACHE_DIR_NAME
 from verifier.judges.config import NOT_CONFIGURED, JudgeConfigError, judge_model_from, load_config

@@ -8,61 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import ValidationError
+
+from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 GROUP = "skilleval"
-GRADING_MODES = ("default", "default_plus_custom", "custom_only")
 GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
-AGENT_ALIASES = {"claude": "claude-code"}
-
-
-class RunSettings(BaseModel):
-    """Everything that shapes a skill's run, after merging every source."""
-
-    agents: list[str] = Field(default_factory=lambda: ["codex"])
-    agent_models: dict[str, str] = Field(default_factory=dict)
-    env_mode: str = "docker"
-    env_kwargs: dict[str, str] = Field(default_factory=dict)
-    n_attempts: int = Field(default=1, ge=1)
-    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    stop_on_pass: bool = False
-    grading_mode: Literal["default", "default_plus_custom", "custom_only"] = "default"
-    skip_baseline: bool = False
-    skip_with_skill: bool = False
-    max_cases: int | None = Field(default=None, ge=1)
-    n_concurrent: int = Field(default=1, ge=1)
-    timeout_multiplier: float = Field(default=1.0, gt=0)
-    results_dir: str | None = None
-    harbor_keep_jobs: bool = False
-    judge_model: str | None = None
-    judge_cache: Literal["on", "off", "read", "write"] = "on"
-    block_on_agent_eval: bool = False
-
-    @field_validator("agents")
-    @classmethod
-    def _canonical_agents(cls, agents: list[str]) -> list[str]:
-        canonical: list[str] = []
-        for agent in agents:
-            name = AGENT_ALIASES.get(agent.strip(), agent.strip())
-            if not name:
-                raise ValueError("agent names must not be empty")
-            if name not in canonical:
-                canonical.append(name)
-        if not canonical:
-            raise ValueError("at least one agent is needed")
-        return canonical
-
-    @property
-    def arms(self) -> tuple[str, ...]:
-        arms = []
-        if not self.skip_with_skill:
-            arms.append("with_skill")
-        if not self.skip_baseline:
-            arms.append("without_skill")
-        return tuple(arms)
 
 
 def _split_list(value: str) -> list[str]:

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_skilleval import options
 from pytest_skilleval.collect import MARKER, DatasetFile, NativeTaskFile, SkillEvalItem
-from pytest_skilleval.dataset import DATASET_NAMES
-from pytest_skilleval.outcome import USER_PROPERTY_KEY
-from pytest_skilleval.results import new_run_id
+from pytest_skilleval.skill.dataset import DATASET_NAMES
+from pytest_skilleval.results.records import USER_PROPERTY_KEY
+from pytest_skilleval.results.tree import new_run_id
 from pytest_skilleval.session import (
     STATE_KEY,
     SkillEvalSession,
@@ -21,7 +21,7 @@ from pytest_skilleval.session import (
     junit_item_properties,
     record_property_value,
 )
-from pytest_skilleval.skill import find_skill_root
+from pytest_skilleval.skill.folder import find_skill_root
 
 RUN_ID_KEY = "skilleval_run_id"
 
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.runner import default_env
+    from pytest_skilleval.harbor.runner import default_env
 
     default_env()
     sources = options.read_sources(config)
@@ -77,6 +77,14 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     """Said once at session start: judges that will not run."""
     state = get_state(config)
     return state.judge_banner if state is not None and not _is_worker(config) else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Fix the run plan before anything is collected or run (on the controller, or the only process)."""
+    state = get_state(session.config)
+    if state is None or _is_worker(session.config):
+        return
+    state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
 
 
 def _evals_dir_of(path: Path) -> Path | None:
@@ -127,7 +135,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 @pytest.fixture(scope="session")
 def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Any:
     """Runs one trial per call: `run(spec) -> TrialRecord`. Override it in a conftest to run trials elsewhere."""
-    from pytest_skilleval.runner import SkillEvalRunner
+    from pytest_skilleval.harbor.runner import SkillEvalRunner
 
     state = get_state(pytestconfig)
     if state is None:
@@ -138,7 +146,7 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
 @pytest.fixture
 def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> Any:
     """Runs the item's trial during setup, so an infrastructure failure is an ERROR rather than a FAIL."""
-    from pytest_skilleval.runner import TrialError, TrialOutcome
+    from pytest_skilleval.harbor.runner import TrialError, TrialOutcome
 
     item = request.node
     if not isinstance(item, SkillEvalItem):
@@ -161,7 +169,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Our own failures read as one line of explanation, never a traceback into the plugin."""
     report = yield
     if isinstance(item, SkillEvalItem) and call.excinfo is not None and report.failed:
-        from pytest_skilleval.runner import TrialError, TrialFailed
+        from pytest_skilleval.harbor.runner import TrialError, TrialFailed
 
         if isinstance(call.excinfo.value, (TrialError, TrialFailed)):
             report.longrepr = str(call.excinfo.value)

@@ -1,6 +1,6 @@
 """End of session, on the controller: per skill, plan -> aggregate -> results tree -> summary lines and exit code.
 
-The plan is rebuilt from the skill folder itself (the controller collects nothing under xdist), and compared with
+The plan is the one read when the session started (the controller collects nothing under xdist), compared with
 the records that arrived, so a `-k` selection or an interrupted run is marked incomplete rather than passed off
 as a full evaluation.
 """
@@ -15,46 +15,15 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.aggregate import aggregate, exit_code_for
-from pytest_skilleval.dataset import DatasetError, find_dataset, load_dataset
-from pytest_skilleval.outcome import TrialRecord
-from pytest_skilleval.result_models import AggregateResult, RunPlan
-from pytest_skilleval.results import resolve_results_root, write_results_tree
+from pytest_skilleval.results.aggregate import aggregate, exit_code_for
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.tree import resolve_results_root, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
-from pytest_skilleval.skill import SkillFolder
-from pytest_skilleval.summary import render_summary
+from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.plan import CasePlan
+from pytest_skilleval.results.summary import render_summary
 from verifier.custom import check_condition_metric_names, looks_like_credential
-
-
-def _case_plan(skill: SkillFolder) -> tuple[list[str], list[str], dict[str, Any], str | None, dict[str, Any] | None]:
-    """(case ids, negative ids, dataset summary, digest, snapshot) as the skill defines them, before selection."""
-    snapshot: dict[str, Any] | None = None
-    cases: list[str] = []
-    negatives: list[str] = []
-    summary: dict[str, Any] = {"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0}
-    digest = None
-    path = find_dataset(skill.evals_dir)
-    if path is not None:
-        try:
-            dataset = load_dataset(path)
-        except DatasetError:
-            dataset = None
-        if dataset is not None:
-            cases = [case.id for case in dataset.cases]
-            negatives = [case.id for case in dataset.cases if case.is_negative]
-            summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(cases),
-                           n_negative_cases=len(negatives))
-            digest = dataset.digest
-            snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
-                        "entries": [case.entry_json() for case in dataset.cases]}
-    harbor = skill.evals_dir / "harbor"
-    if harbor.is_dir():
-        native = sorted(p.parent.name for p in harbor.glob("*/task.toml") if not p.parent.name.startswith((".", "_")))
-        summary["n_native_tasks"] = len(native)
-        cases += [case for case in native if case not in cases]
-    if skill.settings.max_cases is not None:
-        summary["max_cases"] = skill.settings.max_cases
-    return cases, negatives, summary, digest, snapshot
 
 
 def _run_config(skill: SkillFolder) -> dict[str, Any]:
@@ -70,10 +39,14 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
     return config
 
 
-def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: bool,
+def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRecord], interrupted: bool,
                duration_seconds: float | None = None) -> RunPlan:
+    """The expected grid comes from the case plan read at session start, never from the files as they are now."""
     settings = skill.settings
-    cases, negatives, summary, digest, snapshot = _case_plan(skill)
+    cases, negatives = planned.cases, planned.negative_cases
+    summary = dict(planned.summary)
+    if settings.max_cases is not None:
+        summary["max_cases"] = settings.max_cases
     ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
     expected = {(c, a, arm, n) for c in cases for a in settings.agents for arm in settings.arms
                 for n in range(1, settings.n_attempts + 1)}
@@ -95,9 +68,9 @@ def build_plan(skill: SkillFolder, records: Sequence[TrialRecord], interrupted: 
         run_config=_run_config(skill),
         agent_models={agent: settings.agent_models.get(agent) for agent in settings.agents},
         dataset_summary=summary,
-        dataset_digest=digest,
-        dataset_digest_algorithm="sha256" if digest else None,
-        dataset_snapshot=snapshot,
+        dataset_digest=planned.digest,
+        dataset_digest_algorithm="sha256" if planned.digest else None,
+        dataset_snapshot=planned.snapshot,
         duration_seconds=duration_seconds,
     )
 
@@ -155,7 +128,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         problems = _condition_name_problems(records)
         if problems:
             records = _drop_failed_conditions(records, problems)
-        plan = build_plan(skill, records, interrupted, round(time.monotonic() - state.started, 3))
+        plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
         result = aggregate(records, plan)
         root = resolve_results_root(skill_dir, skill.settings.results_dir, os.environ)
         run_dir = write_results_tree(result, records, root, state.run_id, dataset_snapshot=plan.dataset_snapshot)

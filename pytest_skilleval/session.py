@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_skilleval.options import SettingsSources
-from pytest_skilleval.outcome import USER_PROPERTY_KEY, TrialRecord
-from pytest_skilleval.skill import SkillFolder
+from pytest_skilleval.options import SettingsSources, merge_settings
+from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
+from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
+from pytest_skilleval.skill.plan import CasePlan, case_plan
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 
@@ -28,6 +30,7 @@ class SkillEvalSession:
         self.run_id = run_id
         self.started = time.monotonic()
         self.skills: dict[Path, SkillFolder] = {}
+        self.case_plans: dict[Path, CasePlan] = {}
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
@@ -36,8 +39,23 @@ class SkillEvalSession:
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
         if path not in self.skills:
-            self.skills[path] = SkillFolder(path, self.sources)
+            self.skills[path] = SkillFolder(path, partial(merge_settings, self.sources))
         return self.skills[path]
+
+    def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
+        """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
+        for arg in args:
+            target = Path(arg.split("::", 1)[0])
+            target = target if target.is_absolute() else invocation_dir / target
+            for root in skill_roots_under(target):
+                self.case_plan(root)
+
+    def case_plan(self, skill_dir: Path) -> CasePlan:
+        """The plan read at start; a skill first seen later (none should be) is read when first asked for."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self.case_plans:
+            self.case_plans[skill_dir] = case_plan(self.skill(skill_dir))
+        return self.case_plans[skill_dir]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""

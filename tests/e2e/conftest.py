@@ -23,7 +23,7 @@ from harbor.models.trial.config import (  # noqa: E402
 from harbor.models.trial.result import TrialResult  # noqa: E402
 from harbor.trial.trial import Trial  # noqa: E402
 
-from pytest_skilleval.harbor_ext.local_env import LOCAL_ENV_IMPORT_PATH, bwrap_available  # noqa: E402
+from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, bwrap_available  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO_SKILL = REPO / "examples" / "hello-skill"

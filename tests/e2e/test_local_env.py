@@ -12,8 +12,8 @@ from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths, TrialPaths
 
-from pytest_skilleval.harbor_ext import local_env
-from pytest_skilleval.harbor_ext.local_env import SANDBOX_DIRNAME, TIMEOUT_EXIT_CODE, LocalEnvironment
+from pytest_skilleval.harbor import local_env
+from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, TIMEOUT_EXIT_CODE, LocalEnvironment
 
 pytestmark = pytest.mark.e2e
 

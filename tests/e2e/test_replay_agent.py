@@ -13,7 +13,7 @@ from harbor.models.trajectories import Trajectory
 from harbor.models.trial.config import AgentConfig
 from harbor.models.trial.paths import EnvironmentPaths
 
-from pytest_skilleval.harbor_ext.replay_agent import (
+from pytest_skilleval.harbor.replay_agent import (
     REPLAY_AGENT_IMPORT_PATH,
     ReplayAgent,
     format_output,

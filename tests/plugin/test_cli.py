@@ -25,7 +25,7 @@ def _command() -> list[str]:
     if script.is_file():
         return [str(script)]
     found = shutil.which("skilleval")
-    return [found] if found else [sys.executable, "-m", "pytest_skilleval.cli"]
+    return [found] if found else [sys.executable, "-m", "pytest_skilleval.authoring.cli"]
 
 
 def skilleval(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -88,7 +88,7 @@ def test_conftest_can_override_the_runner(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
     skill_project.pytester.makeconftest(
         "import pytest\n"
-        "from pytest_skilleval.outcome import TrialRecord\n"
+        "from pytest_skilleval.results.records import TrialRecord\n"
         "class FakeRunner:\n"
         "    def run(self, spec):\n"
         "        return TrialRecord(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id,\n"

@@ -62,7 +62,9 @@ def judge_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def judge(metric: str, server: Any, env: dict[str, str], support: SchemaSupport | None = None,
           **extra: str) -> tuple[Any, float]:
-    """Run one judge against `server`; (MetricResult, seconds)."""
+    """Run one judge against `server`; (MetricResult, seconds). litellm's slow first import is kept out of the time."""
+    import litellm  # noqa: F401
+
     config = load_config({**env, "LLM_JUDGE_MODEL": f"openai/{MODEL}",
                           "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url, **extra})
     task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == metric)
@@ -123,7 +125,9 @@ def test_500_forever_until_the_judge_budget(scripted_model, judge_env):
                             SKILL_EVAL_LLM_RETRY_BASE_DELAY="0.2", SKILL_EVAL_LLM_RETRY_MAX_DELAY="0.4",
                             SKILL_EVAL_JUDGE_TIME_BUDGET="2")
     assert seconds < 2.5  # no wait may reach the deadline
-    assert 3 <= len(server.requests) == result.details["judge_requests"]
+    seen = len(server.requests)
+    # every request we made reached the server, except possibly the last, when the deadline cut it in flight
+    assert seen >= 3 and seen <= result.details["judge_requests"] <= seen + 1
     assert result.score is None and "budget" in result.details["error"]
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_skilleval.scaffold import run_init_custom_grader, run_init_harbor_task
-from pytest_skilleval.validate import validate_skill
+from pytest_skilleval.authoring.scaffold import run_init_custom_grader, run_init_harbor_task
+from pytest_skilleval.authoring.validate import validate_skill
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 LOCAL_NO_SANDBOX = (*LOCAL_REPLAY, "--ek", "sandbox=none")

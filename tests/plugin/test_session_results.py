@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_skilleval.results import result_schema
+from pytest_skilleval.results.tree import result_schema
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 # Fields that legitimately differ between two runs of the same evaluation.

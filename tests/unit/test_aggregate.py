@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval import stats
-from pytest_skilleval.aggregate import (
+from pytest_skilleval.results import stats
+from pytest_skilleval.results.aggregate import (
     EXIT_BASELINE_ONLY,
     EXIT_INCOMPLETE,
     EXIT_VERDICT_FAIL,
@@ -22,8 +22,8 @@ from pytest_skilleval.aggregate import (
     lift_band,
     overall_from_dimensions,
 )
-from pytest_skilleval.outcome import TokenUsage, TrialRecord
-from pytest_skilleval.result_models import RunPlan
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.models import RunPlan
 
 SIX = ("security", "skill_execution", "skill_efficiency", "accuracy", "goal_accuracy", "behavior_check")
 

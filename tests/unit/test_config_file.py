@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.config_file import (
+from pytest_skilleval.skill.config_file import (
     ConfigError,
     EvalsConfig,
     env_control_category,

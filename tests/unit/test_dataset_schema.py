@@ -8,14 +8,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_skilleval.dataset_schema import SCHEMA_PATH, render
+from pytest_skilleval.skill.dataset_schema import SCHEMA_PATH, render
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_schema_is_in_sync_with_the_models() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render(), (
-        "regenerate with: python -m pytest_skilleval.dataset_schema"
+        "regenerate with: python -m pytest_skilleval.skill.dataset_schema"
     )
 
 

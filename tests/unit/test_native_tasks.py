@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.native_tasks import (
+from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.skill.native_tasks import (
     NativeTask,
     NativeTaskError,
     check_native_task,
     check_native_tasks,
     discover_native_tasks,
     load_native_task,
-    stage_native_task,
 )
 
 BASE_TOML = """\

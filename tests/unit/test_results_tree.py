@@ -12,11 +12,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_skilleval import results
-from pytest_skilleval.aggregate import aggregate
-from pytest_skilleval.outcome import TokenUsage, TrialRecord
-from pytest_skilleval.result_models import AggregateResult, RunPlan
-from pytest_skilleval.results import (
+from pytest_skilleval.results import tree as results
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.tree import (
     MARKER_FILE,
     UnsafeResultsPath,
     create_run_dir,
@@ -26,7 +26,7 @@ from pytest_skilleval.results import (
     write_results_tree,
 )
 
-SCHEMA_PATH = Path(results.__file__).with_name("schemas") / "result.schema.json"
+SCHEMA_PATH = Path(results.__file__).parents[1] / "schemas" / "result.schema.json"
 RUN_ID = "20250102_030405_42_0123456789ab"
 
 
@@ -145,7 +145,7 @@ def test_result_json_minimum_shape_and_schema(tmp_path: Path) -> None:
 
 def test_schema_file_is_in_sync_with_models() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_result_schema(), (
-        "regenerate with: python -m pytest_skilleval.results"
+        "regenerate with: python -m pytest_skilleval.results.tree"
     )
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.collect import TrialSpec
-from pytest_skilleval.options import RunSettings
-from pytest_skilleval.runner import (
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.harbor.runner import (
     LOCAL_ENV_IMPORT_PATH,
     REPLAY_AGENT_IMPORT_PATH,
     agent_config,

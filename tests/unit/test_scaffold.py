@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilleval.config_file import load_config
-from pytest_skilleval.native_tasks import check_native_task, discover_native_tasks, stage_native_task
-from pytest_skilleval.scaffold import (
+from pytest_skilleval.skill.config_file import load_config
+from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.skill.native_tasks import check_native_task, discover_native_tasks
+from pytest_skilleval.authoring.scaffold import (
     ScaffoldError,
     add_init_commands,
     init_custom_grader,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_skilleval import stats
+from pytest_skilleval.results import stats
 
 
 def test_mean_of_nothing_is_none_not_zero() -> None:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.aggregate import aggregate
-from pytest_skilleval.outcome import TokenUsage, TrialRecord
-from pytest_skilleval.result_models import AggregateResult, RunPlan
-from pytest_skilleval.summary import render_summary
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.summary import render_summary
 
 PATH = "/tmp/skill/evals/results/20250102_030405_42_0123456789ab"
 

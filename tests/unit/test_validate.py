@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.validate import (
+from pytest_skilleval.authoring.validate import (
     UsageError,
     ValidationReport,
     report_lines,
@@ -434,7 +434,7 @@ def test_harbor_contract_loads_generated_and_staged_tasks(tmp_path: Path) -> Non
 def test_harbor_contract_reports_a_generated_task_harbor_rejects(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest_skilleval.staging as staging
+    import pytest_skilleval.harbor.staging as staging
 
     original = staging.stage_dataset_task
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.collect import TrialSpec
-from pytest_skilleval.options import RunSettings
-from pytest_skilleval.outcome import TokenUsage, TrialRecord
-from pytest_skilleval.skill import SkillFolder
-from pytest_skilleval.staging import (
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
     StagingError,
     entry_document,
@@ -28,13 +28,13 @@ from pytest_skilleval.staging import (
     stage_inputs,
     stage_skill,
 )
-from verifier.harbor_verifier import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
-from verifier.harbor_verifier import RICH_REWARD_NAME
+from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
+from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
 from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
 
-LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor_ext.local_env:LocalEnvironment"
-REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor_ext.replay_agent:ReplayAgent"
+LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
+REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
 
 
@@ -141,7 +141,7 @@ class SkillEvalRunner:
             verifier = VerifierConfig()
         else:
             from pytest_skilleval.judging import verifier_judge_kwargs
-            from pytest_skilleval.results import resolve_results_root
+            from pytest_skilleval.results.tree import resolve_results_root
 
             root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
             verifier = VerifierConfig(
@@ -210,7 +210,8 @@ class SkillEvalRunner:
 
 def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
     """Copy a native task for one arm (never touching the source) and give it the entry and grader it needs."""
-    from pytest_skilleval.native_tasks import NativeTaskError, load_native_task, stage_native_task
+    from pytest_skilleval.harbor.native_staging import stage_native_task
+    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
 
     try:
         staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)

@@ -7,11 +7,11 @@ comparisons N/A, arms that were not run SKIPPED, so nothing missing is ever show
 from __future__ import annotations
 
 import math
-
 import textwrap
 
-from pytest_skilleval.result_models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
 from verifier.evidence import STANDARD_METRICS
+
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
 
 __all__ = ["render_summary"]
 
@@ -153,13 +153,13 @@ def _dimensions(agent: AgentResult) -> list[str]:
             lines.append("  ! fewer than 5 paired cases: insufficient for a firm conclusion")
         mixed = lift.judge_mixed_cases.get("any", 0)
         if mixed:
-            lines.append(f"  {mixed} case(s) used different judge models per arm; left out of judge-metric lifts")
+            lines.append(f"  {mixed} case(s) judged by more than one model; left out of judge-metric lifts")
     elif agent.lift_omitted_reason:
         lines.append(f"  Skill Lift omitted: {agent.lift_omitted_reason}")
     return lines
 
 
-def _pass_at_k(agent: AgentResult, width: int) -> list[str]:
+def condition_pass_at_k(agent: AgentResult, width: int) -> list[str]:
     ws, wos = agent.with_skill, agent.without_skill
     pk = ws.pass_at_k or wos.pass_at_k
     if pk is None:
@@ -221,7 +221,7 @@ def _agent_block(agent: AgentResult, width: int) -> list[str]:
     lines += _wrap(verdict, width)
     for err in agent.execution_errors:
         lines += _wrap(f"! {err}", width, "  ")
-    lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + _pass_at_k(agent, width)
+    lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + condition_pass_at_k(agent, width)
     lines += [""] + _resources(agent)
     return lines
 

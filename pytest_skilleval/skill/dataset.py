@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pytest_skilleval.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 
 DATASET_NAMES: tuple[str, ...] = ("evals.json", "evals.jsonl", "evals.yaml", "evals.yml")
 MAX_DATASET_BYTES = 64 * 1024 * 1024

@@ -8,10 +8,6 @@ runs). `check_native_task` refuses those combinations before anything is staged,
 
 from __future__ import annotations
 
-import copy
-import json
-import re
-import shutil
 import tomllib
 import types
 import typing
@@ -19,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import toml
 from harbor.models.task.config import StepConfig, TaskConfig, TaskOS
 from harbor.models.task.paths import TaskPaths
 from harbor.models.task.verifier_mode import (
@@ -29,8 +24,8 @@ from harbor.models.task.verifier_mode import (
 )
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_skilleval.case_ids import CaseIdError, canonical_case_id, duplicate_key
-from pytest_skilleval.config_file import env_control_category, normalize_grading_mode, referenced_env_names
+from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 
 HARBOR_DIR_NAME = "harbor"
 TASK_FILE = "task.toml"
@@ -560,99 +555,3 @@ def check_native_tasks(tasks: Sequence[NativeTask], **kwargs: Any) -> list[Findi
         else:
             owners[key] = task
     return findings
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Staging
-
-def _table_span(text: str, table: str) -> tuple[int, int] | None:
-    """(start of body, end of body) of `[table]`, or None when the file has no such header."""
-    header = re.compile(rf"^[ \t]*\[[ \t]*{re.escape(table)}[ \t]*\][ \t]*(#.*)?$", re.MULTILINE)
-    match = header.search(text)
-    if match is None:
-        return None
-    start = match.end() + 1 if match.end() < len(text) else match.end()
-    following = re.compile(r"^[ \t]*\[", re.MULTILINE).search(text, start)
-    return start, following.start() if following else len(text)
-
-
-def _edit_text(text: str, new_name: str | None, entry_id: str | None) -> str:
-    """Keep the author's formatting and comments: change only the two lines staging needs."""
-    if not text.endswith("\n"):
-        text += "\n"
-    if new_name is not None:
-        span = _table_span(text, "task")
-        if span is None:
-            raise ValueError("no [task] header")
-        body = text[span[0] : span[1]]
-        line = re.compile(r"^([ \t]*name[ \t]*=[ \t]*)(\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*')", re.MULTILINE)
-        body, count = line.subn(lambda m: m.group(1) + json.dumps(new_name), body, count=1)
-        if count != 1:
-            raise ValueError("no name line")
-        text = text[: span[0]] + body + text[span[1] :]
-    if entry_id is not None:
-        span = _table_span(text, "metadata")
-        entry_line = f"entry_id = {json.dumps(entry_id)}\n"
-        if span is None:
-            text += f"\n[metadata]\n{entry_line}"
-        else:
-            text = text[: span[0]] + entry_line + text[span[0] :]
-    return text
-
-
-def staged_task_toml(text: str, task: NativeTask, arm: str) -> str:
-    """The staged copy's task.toml: `[task] name` suffixed for the arm, `[metadata] entry_id` filled in if absent."""
-    data = tomllib.loads(text)
-    expected = copy.deepcopy(data)
-    suffix = ARM_SUFFIXES[arm]
-    new_name: str | None = None
-    if isinstance(expected.get("task"), dict) and isinstance(expected["task"].get("name"), str):
-        name = expected["task"]["name"]
-        new_name = name if name.endswith(suffix) else name + suffix
-        expected["task"]["name"] = new_name
-    entry_id: str | None = None
-    metadata = expected.setdefault("metadata", {})
-    if "entry_id" not in metadata:
-        entry_id = task.entry_id
-        metadata["entry_id"] = entry_id
-    try:
-        edited = _edit_text(text, new_name, entry_id)
-        if tomllib.loads(edited) == expected:
-            return edited
-    except (ValueError, tomllib.TOMLDecodeError):
-        pass
-    rewritten = toml.dumps(expected)  # loses comments, keeps every value
-    if tomllib.loads(rewritten) != expected:
-        raise NativeTaskError(f"{task.path / TASK_FILE}: could not rewrite task.toml for staging")
-    return rewritten
-
-
-def normalize_arm(arm: str) -> str:
-    value = arm.replace("-", "_")
-    if value not in ARM_SUFFIXES:
-        raise ValueError(f"arm must be with_skill or without_skill, not {arm!r}")
-    return value
-
-
-def stage_native_task(task: NativeTask, dest_dir: Path, arm: str) -> Path:
-    """Copy the task folder to `dest_dir` (which must not exist) for one arm and return it.
-
-    The source is never modified. Symbolic links are copied as links, not followed, so nothing outside the task is
-    pulled in. When the task has no `[task]` table Harbor names it after the folder, so pick `dest_dir` names that
-    differ per arm.
-    """
-    arm = normalize_arm(arm)
-    source = task.path.resolve()
-    dest = Path(dest_dir).absolute()
-    if dest.resolve() == source or source in dest.resolve().parents:
-        raise NativeTaskError(f"{dest}: staging directory must be outside the task source {source}")
-    if dest.exists():
-        raise NativeTaskError(f"{dest}: staging directory already exists")
-    text = (source / TASK_FILE).read_text(encoding="utf-8")
-    staged_toml = staged_task_toml(text, task, arm)
-    shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".git"))
-    target = dest / TASK_FILE
-    target.unlink()  # never write through a link or a hard link shared with the source
-    target.write_text(staged_toml, encoding="utf-8")
-    TaskConfig.model_validate_toml(staged_toml)
-    return dest

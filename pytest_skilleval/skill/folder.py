@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.options import RunSettings, SettingsSources, merge_settings
+from pytest_skilleval.skill.config_file import load_config
+from pytest_skilleval.skill.settings import RunSettings
+
+# Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
+SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
 
 GRADER_NAMES = ("grader.py", "grader.sh")
 
@@ -14,9 +20,9 @@ GRADER_NAMES = ("grader.py", "grader.sh")
 class SkillFolder:
     """One skill: a folder with SKILL.md. Settings are merged once per skill (its evals/config.yml applies)."""
 
-    def __init__(self, path: Path, sources: SettingsSources) -> None:
+    def __init__(self, path: Path, merge: SettingsMerger) -> None:
         self.path = path.resolve()
-        self._sources = sources
+        self._merge = merge
 
     @property
     def name(self) -> str:
@@ -33,10 +39,6 @@ class SkillFolder:
     @cached_property
     def config(self) -> Any | None:
         """evals/config.yml as a validated model, or None; raises the config module's error on bad input."""
-        try:
-            from pytest_skilleval.config_file import load_config
-        except ImportError:  # the config model is optional until it lands
-            return None
         return load_config(self.evals_dir)
 
     @cached_property
@@ -44,7 +46,7 @@ class SkillFolder:
         raw = None
         if self.config is not None:
             raw = self.config.model_dump(mode="json", by_alias=False, exclude_none=True)
-        return merge_settings(self._sources, raw)
+        return self._merge(raw)
 
     @cached_property
     def grader(self) -> Path | None:
@@ -66,3 +68,28 @@ def find_skill_root(path: Path) -> Path | None:
         if parent.name == "evals" and (parent.parent / "SKILL.md").is_file():
             return parent.parent
     return None
+
+
+_NEVER_SKILLS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".pytest_cache", ".tox"})
+
+
+def skill_roots_under(path: Path) -> list[Path]:
+    """Every skill a collection of `path` can reach: the skill `path` sits in, or the skills below it.
+
+    Used at session start to fix the run plan before (and independently of) collection, which the xdist controller
+    never does. A skill's own evals/ is not searched: nothing inside it is a skill the plugin collects.
+    """
+    path = path.resolve()
+    inside = find_skill_root(path / "_") if path.is_dir() else find_skill_root(path)
+    if inside is not None:
+        return [inside]
+    if path.is_dir() and (path / "SKILL.md").is_file() and (path / "evals").is_dir():
+        return [path]
+    if not path.is_dir():
+        return []
+    roots = []
+    for current, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in _NEVER_SKILLS and not d.startswith(".") and d != "evals")
+        if "SKILL.md" in files and os.path.isdir(os.path.join(current, "evals")):
+            roots.append(Path(current))
+    return roots

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-from pytest_skilleval.outcome import Arm
 from verifier.scoring import SCORE_POLICY
+
+from pytest_skilleval.results.records import Arm
 
 SCHEMA_VERSION = "2.0"
 DIMENSIONS: tuple[str, ...] = ("security", "correctness", "discoverability", "effectiveness", "efficiency")

@@ -27,19 +27,19 @@ def _grade(argv: list[str]) -> int:
 
 
 def _validate(argv: list[str]) -> int:
-    from pytest_skilleval.validate import run_validate_command
+    from pytest_skilleval.authoring.validate import run_validate_command
 
     return run_validate_command(argv)
 
 
 def _init_custom_grader(argv: list[str]) -> int:
-    from pytest_skilleval.scaffold import run_init_custom_grader
+    from pytest_skilleval.authoring.scaffold import run_init_custom_grader
 
     return run_init_custom_grader(argv)
 
 
 def _init_harbor_task(argv: list[str]) -> int:
-    from pytest_skilleval.scaffold import run_init_harbor_task
+    from pytest_skilleval.authoring.scaffold import run_init_harbor_task
 
     return run_init_harbor_task(argv)
 

@@ -17,105 +17,43 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
-import warnings
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
-from pytest_skilleval.case_ids import duplicate_key
-from pytest_skilleval.config_file import ConfigError, EvalsConfig, find_config, load_config, normalize_grading_mode
-from pytest_skilleval.dataset import DATASET_NAMES, Dataset, DatasetError, EvalCase, find_dataset, load_dataset
-from pytest_skilleval.native_tasks import (
+from pytest_skilleval.authoring.findings import (
+    ARMS,
+    REPLAY_ARM_NAMES,
+    SEVERITIES,
+    Severity,
+    UsageError,
+    ValidationContext,
+    ValidationFinding,
+    ValidationReport,
+)
+from pytest_skilleval.authoring.harbor_contract import check_harbor_contract
+from pytest_skilleval.skill.case_ids import duplicate_key
+from pytest_skilleval.skill.config_file import (
+    ConfigError,
+    find_config,
+    load_config,
+    normalize_grading_mode,
+)
+from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.skill.folder import GRADER_NAMES
+from pytest_skilleval.skill.native_tasks import (
     HARBOR_DIR_NAME,
     IGNORED_NAMES,
     TASK_FILE,
     Finding,
-    NativeTask,
     NativeTaskError,
     check_native_tasks,
     load_native_task,
 )
-from pytest_skilleval.skill import GRADER_NAMES, find_grader
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
-ARMS = ("with_skill", "without_skill")
-REPLAY_ARM_NAMES = {"with_skill": "with-skill", "without_skill": "without-skill"}
 SYNTAX_CHECK_TIMEOUT = 20
-
-
-class UsageError(Exception):
-    """Bad flags or a path that is not a skill folder: exit 2 with one line on stderr."""
-
-
-@dataclass(frozen=True)
-class ValidationFinding:
-    """One problem: a stable rule id, how bad it is, what to change, and the file it is about."""
-
-    rule: str
-    severity: Severity
-    message: str
-    path: Path | None = None
-
-    def as_json(self, display: str) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "path": display}
-
-
-@dataclass
-class ValidationReport:
-    """All findings for one skill folder."""
-
-    skill_dir: Path
-    findings: list[ValidationFinding] = field(default_factory=list)
-
-    def of(self, severity: Severity) -> list[ValidationFinding]:
-        return [finding for finding in self.findings if finding.severity == severity]
-
-    @property
-    def errors(self) -> list[ValidationFinding]:
-        return self.of("error")
-
-    @property
-    def warnings(self) -> list[ValidationFinding]:
-        return self.of("warning")
-
-    def ok(self, strict: bool = False) -> bool:
-        """Errors always fail; warnings fail only in strict mode; info never does."""
-        return not self.errors and not (strict and self.warnings)
-
-    def rules(self) -> set[str]:
-        return {finding.rule for finding in self.findings}
-
-
-@dataclass
-class _Context:
-    """What the checks share: the skill, its parsed config and dataset (when readable) and the run shape."""
-
-    skill_dir: Path
-    grading_mode: str
-    paired: bool
-    config: EvalsConfig | None = None
-    config_path: Path | None = None
-    dataset: Dataset | None = None
-    dataset_path: Path | None = None
-    valid_cases: list[EvalCase] = field(default_factory=list)
-    tasks: list[NativeTask] = field(default_factory=list)
-    findings: list[ValidationFinding] = field(default_factory=list)
-
-    @property
-    def evals_dir(self) -> Path:
-        return self.skill_dir / "evals"
-
-    def add(self, rule: str, severity: Severity, message: str, path: Path | None = None) -> None:
-        self.findings.append(ValidationFinding(rule, severity, message, path))
-
-    def usable_grader(self) -> Path | None:
-        """The grader a run would use."""
-        return find_grader(self.evals_dir)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,7 +77,7 @@ def _lenient_mode(path: Path) -> str | None:
         return None
 
 
-def _check_config(ctx: _Context, mode_override: str | None) -> None:
+def _check_config(ctx: ValidationContext, mode_override: str | None) -> None:
     """Load config.yml with the run's own model; every problem it names becomes a finding."""
     stated: str | None = None
     try:
@@ -172,7 +110,7 @@ def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase]]:
     """
     from pydantic import ValidationError
 
-    from pytest_skilleval import dataset as ds
+    from pytest_skilleval.skill import dataset as ds
 
     try:
         shape, skill_name, raw_entries = ds._entries(path, ds._parse_text(path, path.read_text(encoding="utf-8")))
@@ -202,12 +140,12 @@ def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase]]:
     return errors, cases
 
 
-def _add_dataset_error(ctx: _Context, error: DatasetError) -> None:
+def _add_dataset_error(ctx: ValidationContext, error: DatasetError) -> None:
     where = ": ".join(part for part in (error.entry, f"field '{error.field}'" if error.field else None) if part)
     ctx.add(_dataset_rule(error), "error", f"{where}: {error.message}" if where else error.message, error.path)
 
 
-def _check_dataset(ctx: _Context) -> None:
+def _check_dataset(ctx: ValidationContext) -> None:
     """The dataset loads exactly as a run loads it; all entry problems are listed, not only the first."""
     present = [ctx.evals_dir / name for name in DATASET_NAMES if (ctx.evals_dir / name).is_file()]
     if len(present) > 1:
@@ -235,9 +173,9 @@ def _check_dataset(ctx: _Context) -> None:
         )
 
 
-def _check_files(ctx: _Context) -> None:
+def _check_files(ctx: ValidationContext) -> None:
     """Each `files` entry obeys the staging rules; every bad entry is named, not only the first."""
-    from pytest_skilleval.staging import StagingError, input_sources
+    from pytest_skilleval.harbor.staging import StagingError, input_sources
 
     omitted = [case for case in ctx.valid_cases if not case.files_given]
     for case in ctx.valid_cases:
@@ -272,7 +210,7 @@ def _skill_file_names(skill_dir: Path) -> set[str]:
     return names
 
 
-def _check_expected_scripts(ctx: _Context) -> None:
+def _check_expected_scripts(ctx: ValidationContext) -> None:
     """Script execution is only scored when a positive case names its script."""
     scripts = _skill_scripts(ctx.skill_dir)
     known = _skill_file_names(ctx.skill_dir) if any(case.expected_script for case in ctx.valid_cases) else set()
@@ -297,7 +235,7 @@ def _check_expected_scripts(ctx: _Context) -> None:
             )
 
 
-def _check_replays(ctx: _Context) -> None:
+def _check_replays(ctx: ValidationContext) -> None:
     """Only informative: the replay agent needs `evals/replays/<case>[.<arm>].json`, live agents do not."""
     replays = ctx.evals_dir / "replays"
     case_ids = [case.id for case in ctx.valid_cases] + [task.case_id for task in ctx.tasks]
@@ -349,7 +287,7 @@ def _syntax_problem(grader: Path) -> str | None:
     return None
 
 
-def _check_grader_file(ctx: _Context, grader: Path) -> bool:
+def _check_grader_file(ctx: ValidationContext, grader: Path) -> bool:
     """A grader must be a regular file (never a symlink) that parses; True when it is usable."""
     if grader.is_symlink():
         ctx.add("grader-symlink", "error", f"{grader.name} is a symbolic link; graders must be regular files", grader)
@@ -364,7 +302,7 @@ def _check_grader_file(ctx: _Context, grader: Path) -> bool:
     return True
 
 
-def _check_graders(ctx: _Context) -> None:
+def _check_graders(ctx: ValidationContext) -> None:
     present = [ctx.evals_dir / name for name in GRADER_NAMES if (ctx.evals_dir / name).exists()
                or (ctx.evals_dir / name).is_symlink()]
     usable = [grader for grader in present if _check_grader_file(ctx, grader)]
@@ -413,7 +351,7 @@ def _task_folders(root: Path) -> Iterator[Path]:
         yield child
 
 
-def _load_tasks(ctx: _Context) -> None:
+def _load_tasks(ctx: ValidationContext) -> None:
     """Load every native task, reporting each unreadable one (discovery itself stops at the first)."""
     root = ctx.evals_dir / HARBOR_DIR_NAME
     if not root.is_dir():
@@ -437,14 +375,14 @@ def _load_tasks(ctx: _Context) -> None:
         ctx.tasks.append(task)
 
 
-def _from_native(ctx: _Context, finding: Finding) -> ValidationFinding:
+def _from_native(ctx: ValidationContext, finding: Finding) -> ValidationFinding:
     path = finding.path
     if path is None and finding.rule.startswith("paired-pre-agent-setup"):
         path = ctx.config_path
     return ValidationFinding(finding.rule, finding.severity, finding.message, path)
 
 
-def _check_native(ctx: _Context) -> None:
+def _check_native(ctx: ValidationContext) -> None:
     """The plugin's own native-task rules, for the run validate assumes (paired unless --skip-baseline)."""
     if not ctx.tasks:
         return
@@ -460,7 +398,7 @@ def _check_native(ctx: _Context) -> None:
     ctx.findings.extend(_from_native(ctx, finding) for finding in findings)
 
 
-def _check_anything_to_run(ctx: _Context) -> None:
+def _check_anything_to_run(ctx: ValidationContext) -> None:
     if ctx.dataset_path is None and not ctx.tasks and not any(f.rule.startswith("native-task") for f in ctx.findings):
         ctx.add(
             "no-evals",
@@ -468,78 +406,6 @@ def _check_anything_to_run(ctx: _Context) -> None:
             f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run",
             ctx.evals_dir,
         )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# --harbor-contract
-
-
-def _harbor_problem(task_dir: Path) -> str | None:
-    """Load a task folder with Harbor's own Task; its complaint, or None when Harbor accepts it."""
-    from harbor.models.task.task import Task
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            Task(task_dir)
-    except Exception as error:  # noqa: BLE001 - whatever Harbor raises is the finding
-        return f"{type(error).__name__}: {error}".strip()
-    return None
-
-
-def _contract_native(ctx: _Context, scratch: Path) -> None:
-    from pytest_skilleval.native_tasks import stage_native_task
-
-    arms = ARMS if ctx.paired else ARMS[:1]
-    for task in ctx.tasks:
-        problem = _harbor_problem(task.path)
-        if problem:
-            ctx.add("harbor-task-rejected", "error", f"Harbor cannot load native task '{task.case_id}': {problem}",
-                    task.path)
-            continue
-        for arm in arms:
-            staged = scratch / "native" / f"{task.case_id}-{REPLAY_ARM_NAMES[arm]}"
-            try:
-                stage_native_task(task, staged, arm)
-            except (NativeTaskError, OSError, ValueError) as error:
-                ctx.add("harbor-staging-failed", "error", f"cannot stage '{task.case_id}' for {arm}: {error}",
-                        task.path)
-                continue
-            problem = _harbor_problem(staged)
-            if problem:
-                ctx.add("harbor-staged-task-rejected", "error",
-                        f"Harbor rejects the {arm} staged copy of '{task.case_id}': {problem}", task.path)
-
-
-def _contract_dataset(ctx: _Context, scratch: Path) -> None:
-    from pytest_skilleval.collect import TrialSpec
-    from pytest_skilleval.staging import StagingError, stage_dataset_task
-
-    grader = ctx.usable_grader()
-    for case in ctx.valid_cases:
-        spec = TrialSpec(
-            skill_dir=ctx.skill_dir, skill_name=ctx.skill_dir.name, case_id=case.id, source="dataset",
-            entry=case.entry_json(), files=case.files if case.files_given else None,
-            agent="validate", arm="with_skill", attempt=1,
-        )
-        target = scratch / "dataset" / case.id
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            stage_dataset_task(spec, target, ctx.grading_mode, grader)
-        except (StagingError, OSError, ValueError) as error:
-            ctx.add("harbor-staging-failed", "error", f"cannot stage case {case.id!r}: {error}", ctx.dataset_path)
-            continue
-        problem = _harbor_problem(target)
-        if problem:
-            ctx.add("harbor-generated-task-rejected", "error",
-                    f"Harbor rejects the task generated for case {case.id!r}: {problem}", ctx.dataset_path)
-
-
-def _check_harbor_contract(ctx: _Context) -> None:
-    """Load what Harbor would get (native tasks as authored and staged, generated dataset tasks) with Harbor."""
-    with tempfile.TemporaryDirectory(prefix="skilleval-validate-") as tmp:
-        _contract_native(ctx, Path(tmp))
-        _contract_dataset(ctx, Path(tmp))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -565,7 +431,7 @@ def validate_skill(
 ) -> ValidationReport:
     """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run."""
     skill_dir = check_skill_dir(skill_dir).resolve()
-    ctx = _Context(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline)
+    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline)
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
     _check_config(ctx, mode)
     _check_dataset(ctx)
@@ -576,7 +442,7 @@ def validate_skill(
     _check_graders(ctx)
     _check_native(ctx)
     if harbor_contract:
-        _check_harbor_contract(ctx)
+        check_harbor_contract(ctx)
     _check_replays(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 

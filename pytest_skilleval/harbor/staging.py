@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_skilleval.collect import TrialSpec
+from pytest_skilleval.skill.plan import TrialSpec
 
 
 ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}

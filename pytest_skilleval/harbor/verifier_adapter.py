@@ -23,7 +23,7 @@ from verifier.scoring import overall_basis, trial_overall
 RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
-IMPORT_PATH = "verifier.harbor_verifier:HostVerifier"
+IMPORT_PATH = "pytest_skilleval.harbor.verifier_adapter:HostVerifier"
 
 
 class GraderCrashed(RuntimeError):

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.case_ids import MAX_CASE_ID_LENGTH
-from pytest_skilleval.dataset import FIELD_ALIASES, EvalCase
+from pytest_skilleval.skill.case_ids import MAX_CASE_ID_LENGTH
+from pytest_skilleval.skill.dataset import FIELD_ALIASES, EvalCase
 
-SCHEMA_PATH = Path(__file__).parent / "schemas" / "evals.schema.json"
+SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "evals.schema.json"
 SCHEMA_ID = "https://pytest-skilleval.invalid/schemas/evals.schema.json"
 INTERNAL_FIELDS = {"files_given", "expected_skill_given"}
 

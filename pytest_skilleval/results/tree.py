@@ -27,8 +27,8 @@ from typing import Any
 
 import jsonschema
 
-from pytest_skilleval.outcome import ARMS, TrialRecord
-from pytest_skilleval.result_models import AggregateResult, ResultDocument
+from pytest_skilleval.results.models import AggregateResult, ResultDocument
+from pytest_skilleval.results.records import ARMS, TrialRecord
 
 __all__ = [
     "ENV_RESULTS_DIR",
@@ -350,7 +350,7 @@ def write_results_tree(
     return run_dir
 
 
-if __name__ == "__main__":  # regenerate the shipped schema: python -m pytest_skilleval.results
-    target = Path(__file__).with_name("schemas") / "result.schema.json"
+if __name__ == "__main__":  # regenerate the shipped schema: python -m pytest_skilleval.results.tree
+    target = Path(__file__).parents[1] / "schemas" / "result.schema.json"
     target.write_text(render_result_schema(), encoding="utf-8")
     print(f"wrote {target}")

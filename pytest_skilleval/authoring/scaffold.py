@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from pytest_skilleval.case_ids import CaseIdError, canonical_case_id
-from pytest_skilleval.config_file import (
+from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id
+from pytest_skilleval.skill.config_file import (
     CONFIG_FILE_NAMES,
     ConfigError,
     find_config,
@@ -27,7 +27,7 @@ from pytest_skilleval.config_file import (
     normalize_grading_mode,
     parse_config,
 )
-from pytest_skilleval.native_tasks import RESERVED_CASE_NAMES
+from pytest_skilleval.skill.native_tasks import RESERVED_CASE_NAMES
 
 LANGUAGES = {"python": "grader.py", "shell": "grader.sh"}
 GRADER_MODES = ("default_plus_custom", "custom_only")
@@ -47,7 +47,7 @@ class _Planned:
 
 
 def _template(name: str) -> str:
-    return resources.files("pytest_skilleval").joinpath("templates", name).read_text(encoding="utf-8")
+    return resources.files("pytest_skilleval.authoring").joinpath("templates", name).read_text(encoding="utf-8")
 
 
 def _evals_dir(skill_dir: Path) -> Path:

@@ -1,0 +1,1 @@
+"""Authoring commands: the `skilleval` CLI, `validate`, and the scaffolds with their templates."""

@@ -1,0 +1,206 @@
+"""Harbor ``replay`` agent: replays a recorded ATIF trajectory instead of calling a model.
+
+Why: evals must be runnable (and the plugin testable) with no API key, yet the grader should
+still see real effects in the sandbox. The agent reads
+``<replay_dir>/<case_id>.<with-skill|without-skill>.json``, else ``<replay_dir>/<case_id>.json``
+(an ATIF ``Trajectory``). By default it re-executes every shell tool call (a call whose
+arguments hold ``command`` or ``cmd``; a list is shell-joined) in the environment, in order,
+with the call's ``workdir``/``cwd`` argument as cwd (else ``/workspace``), and replaces that
+call's observation content with the real output: stdout then stderr, plus
+``[exit code: N]`` when N is non-zero. Agent messages are kept. A trajectory whose root
+``extra`` holds ``{"replay": {"execute": false}}`` is written as it is, nothing run.
+
+Placeholder: every literal ``{skills_dir}`` in the trajectory (commands, arguments, messages)
+is replaced by the skills dir Harbor gives the agent (``self.skills_dir``: ``/harbor/skills`` on
+Harbor 0.24, ``/runtime/skills`` on 0.25, or the task's ``[environment] skills_dir``). In the
+without-skill arm Harbor passes none, so Harbor's default location is used, where nothing is
+installed; a replay such as ``cat {skills_dir}/hello-skill/SKILL.md`` therefore works on both
+Harbor versions and fails honestly in the baseline arm.
+
+Output: ``trajectory.json`` in ``self.logs_dir`` (the host's ``<trial>/agent/``; Harbor uploads it
+to ``/logs/agent/`` before verification); token and cost totals go into the ``AgentContext``
+from ``final_metrics``, else from the summed step metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from harbor.agents.base import BaseAgent
+from harbor.agents.capabilities import AgentCapabilities
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+from harbor.models.trajectories import Observation, ObservationResult, Trajectory
+from harbor.models.trial.paths import EnvironmentPaths
+
+from pytest_skilleval import __version__
+
+REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
+SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
+DEFAULT_CWD = "/workspace"
+_ARM_SPELLING = {"with_skill": "with-skill", "with-skill": "with-skill",
+                 "without_skill": "without-skill", "without-skill": "without-skill"}
+
+
+class ReplayFileNotFoundError(FileNotFoundError):
+    """No replay file exists for the case and arm."""
+
+
+def replay_candidates(replay_dir: str | Path, case_id: str, arm: str) -> list[Path]:
+    """Paths tried for a case, most specific first."""
+    spelled = _ARM_SPELLING.get(arm)
+    if spelled is None:
+        raise ValueError(f"arm must be 'with_skill' or 'without_skill'; got {arm!r}")
+    root = Path(replay_dir)
+    return [root / f"{case_id}.{spelled}.json", root / f"{case_id}.json"]
+
+
+def find_replay(replay_dir: str | Path, case_id: str, arm: str) -> Path:
+    """The replay file for a case and arm, or an error naming every path looked for."""
+    candidates = replay_candidates(replay_dir, case_id, arm)
+    for path in candidates:
+        if path.is_file():
+            return path
+    looked = ", ".join(str(p) for p in candidates)
+    raise ReplayFileNotFoundError(f"no replay trajectory for case {case_id!r} ({arm}); looked for: {looked}")
+
+
+def shell_command(arguments: dict[str, Any]) -> str | None:
+    """The shell command of a tool call, or None when it is not a shell call."""
+    raw = arguments.get("command", arguments.get("cmd"))
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and raw and all(isinstance(part, str) for part in raw):
+        return shlex.join(raw)
+    return None
+
+
+def format_output(stdout: str | None, stderr: str | None, return_code: int) -> str:
+    """What a terminal tool would show the model."""
+    text = (stdout or "") + (stderr or "")
+    if return_code != 0:
+        text = f"{text.rstrip(chr(10))}\n[exit code: {return_code}]".lstrip("\n")
+    return text
+
+
+def fill_context(trajectory: Trajectory, context: AgentContext) -> None:
+    """Tokens/cost from final_metrics, else summed step metrics; unknown stays None."""
+    final = trajectory.final_metrics
+    if final is not None and any(
+        v is not None for v in (final.total_prompt_tokens, final.total_completion_tokens, final.total_cost_usd)
+    ):
+        context.n_input_tokens = final.total_prompt_tokens
+        context.n_output_tokens = final.total_completion_tokens
+        context.n_cache_tokens = final.total_cached_tokens
+        context.cost_usd = final.total_cost_usd
+        return
+    metrics = [step.metrics for step in trajectory.steps if step.metrics is not None]
+    if not metrics:
+        return
+
+    def total(name: str) -> Any:
+        values = [getattr(m, name) for m in metrics if getattr(m, name) is not None]
+        return sum(values) if values else None
+
+    context.n_input_tokens = total("prompt_tokens")
+    context.n_output_tokens = total("completion_tokens")
+    context.n_cache_tokens = total("cached_tokens")
+    context.cost_usd = total("cost_usd")
+
+
+class ReplayAgent(BaseAgent):
+    """Deterministic agent that replays (and by default re-executes) an ATIF trajectory."""
+
+    capabilities = AgentCapabilities(skills=True, atif=True)
+
+    def __init__(
+        self,
+        logs_dir: Path,
+        model_name: str | None = None,
+        *args: Any,
+        replay_dir: str | None = None,
+        case_id: str | None = None,
+        arm: str = "with_skill",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(logs_dir, model_name, *args, **kwargs)
+        if not replay_dir or not case_id:
+            raise ValueError("the replay agent needs the kwargs replay_dir and case_id")
+        self.replay_dir = Path(replay_dir)
+        self.case_id = str(case_id)
+        self.arm = str(arm)
+        self.candidates = replay_candidates(self.replay_dir, self.case_id, self.arm)
+        self.replay_path: Path | None = None
+        self.executed_calls = 0
+
+    @staticmethod
+    def name() -> str:
+        return "replay"
+
+    def version(self) -> str:
+        return __version__
+
+    @property
+    def effective_skills_dir(self) -> str:
+        """Where skills live in this sandbox (Harbor's default when none were injected)."""
+        return self.skills_dir or EnvironmentPaths().default_skills_dir.as_posix()
+
+    def read_replay(self) -> Trajectory:
+        """Read the replay file, with ``{skills_dir}`` substituted."""
+        if self.replay_path is None:
+            self.replay_path = find_replay(self.replay_dir, self.case_id, self.arm)
+        text = self.replay_path.read_text(encoding="utf-8")
+        data = json.loads(text.replace(SKILLS_DIR_PLACEHOLDER, self.effective_skills_dir))
+        return Trajectory.model_validate(data)
+
+    async def setup(self, environment: BaseEnvironment) -> None:
+        # Fail before the agent phase when the replay is missing or not valid ATIF.
+        self.read_replay()
+
+    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+        trajectory = self.read_replay()
+        replay_cfg = ((trajectory.extra or {}).get("replay") or {})
+        execute = replay_cfg.get("execute", True) is not False
+        fill_context(trajectory, context)
+        self.executed_calls = 0
+        try:
+            if execute:
+                await self._execute(trajectory, environment)
+        finally:
+            # Also on timeout/cancellation: a partial trajectory is still evidence.
+            executed = self.executed_calls
+            extra = dict(trajectory.extra or {})
+            extra["replay"] = {**replay_cfg, "source": str(self.replay_path), "executed_calls": executed}
+            trajectory.extra = extra
+            self._write(trajectory)
+            context.metadata = {**(context.metadata or {}), "replay_source": str(self.replay_path),
+                                "replay_executed_calls": executed}
+
+    async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> None:
+        """Run shell calls in order; put the real output in their observations."""
+        for step in trajectory.steps:
+            for call in step.tool_calls or []:
+                command = shell_command(call.arguments)
+                if command is None:
+                    continue
+                cwd = call.arguments.get("workdir") or call.arguments.get("cwd") or DEFAULT_CWD
+                result = await environment.exec(command, cwd=str(cwd))
+                self.executed_calls += 1
+                content = format_output(result.stdout, result.stderr, result.return_code)
+                if step.observation is None:
+                    step.observation = Observation(results=[])
+                matches = [r for r in step.observation.results if r.source_call_id == call.tool_call_id]
+                if not matches:
+                    matches = [ObservationResult(source_call_id=call.tool_call_id)]
+                    step.observation.results.append(matches[0])
+                for obs in matches:
+                    obs.content = content
+                    obs.extra = {**(obs.extra or {}), "exit_code": result.return_code, "replayed": True}
+
+    def _write(self, trajectory: Trajectory) -> None:
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        path = self.logs_dir / "trajectory.json"
+        path.write_text(json.dumps(trajectory.to_json_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,137 @@
+"""Per-arm summaries: dimensions, resources and skill activation (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from verifier.evidence import STANDARD_METRICS
+from verifier.scoring import clean_score, dimension_scores
+
+from pytest_skilleval.results.models import (
+    DIMENSIONS,
+    Activation,
+    ArmResources,
+    ArmSummary,
+    DimensionBands,
+    Dimensions,
+    ResourceDelta,
+    RunPlan,
+    TrialFailure,
+)
+from pytest_skilleval.results.passk import condition_pass_at_k
+from pytest_skilleval.results.trials import CUSTOM_ONLY, Condition, ScoredTrial, dimension_band, mean_of, r4
+
+# ---------------------------------------------------------------------------------------------- resources
+
+
+def arm_resources(trials: Sequence[ScoredTrial]) -> ArmResources:
+    recs = [t.record for t in trials]
+
+    def total_of(values: list[int | float | None]) -> int | float | None:
+        return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+    prompt = total_of([r.tokens.prompt if r.tokens else None for r in recs])
+    completion = total_of([r.tokens.completion if r.tokens else None for r in recs])
+    seconds = total_of([r.agent_seconds for r in recs])
+    missing_tokens = sum(
+        1 for r in recs if r.tokens is None or r.tokens.prompt is None or r.tokens.completion is None
+    )
+    missing_seconds = sum(1 for r in recs if r.agent_seconds is None)
+    return ArmResources(
+        n_trials=len(recs),
+        telemetry_complete=bool(recs) and not missing_tokens and not missing_seconds,
+        prompt_tokens=prompt,  # type: ignore[arg-type]
+        completion_tokens=completion,  # type: ignore[arg-type]
+        cache_tokens=total_of([r.tokens.cache if r.tokens else None for r in recs]),  # type: ignore[arg-type]
+        total_tokens=None if prompt is None or completion is None else int(prompt + completion),
+        agent_seconds=r4(seconds),
+        cost_usd=r4(total_of([r.tokens.cost_usd if r.tokens else None for r in recs])),
+        trials_missing_tokens=missing_tokens,
+        trials_missing_seconds=missing_seconds,
+    )
+
+
+def resource_delta(w: Condition, wo: Condition, rw: ArmResources, rwo: ArmResources) -> ResourceDelta:
+    """With-skill minus baseline; only for complete telemetry, complete arms and identical attempt counts."""
+    reason = None
+    if "skipped" in (w.status, wo.status):
+        reason = "an arm was not run"
+    elif w.status != "succeeded" or wo.status != "succeeded":
+        reason = "both arms must complete successfully"
+    elif not (rw.telemetry_complete and rwo.telemetry_complete):
+        reason = "telemetry incomplete"
+    elif Counter(t.record.case for t in w.trials) != Counter(t.record.case for t in wo.trials):
+        reason = "case/attempt counts differ between arms"
+    if reason:
+        return ResourceDelta(available=False, reason=reason)
+
+    def minus(a: float | None, b: float | None) -> float | None:
+        return None if a is None or b is None else a - b
+
+    return ResourceDelta(
+        available=True,
+        prompt_tokens=minus(rw.prompt_tokens, rwo.prompt_tokens),  # type: ignore[arg-type]
+        completion_tokens=minus(rw.completion_tokens, rwo.completion_tokens),  # type: ignore[arg-type]
+        total_tokens=minus(rw.total_tokens, rwo.total_tokens),  # type: ignore[arg-type]
+        agent_seconds=r4(minus(rw.agent_seconds, rwo.agent_seconds)),
+    )
+
+
+# -------------------------------------------------------------------------------------------------- arms
+
+
+def arm_summary(cond: Condition, plan: RunPlan) -> tuple[ArmSummary, dict[str, bool]]:
+    scored = cond.scored
+    custom_only = plan.grading_mode == CUSTOM_ONLY
+    metrics = {m: mean_of(t.metrics[m] for t in scored) for m in STANDARD_METRICS}
+    dims = dict.fromkeys(DIMENSIONS) if custom_only else dimension_scores(metrics)
+    custom_names = sorted({name for t in scored for name in t.custom})
+    custom = {name: r4(mean_of(t.custom.get(name) for t in scored)) for name in custom_names}
+    pass_k, per_case = (None, {}) if cond.status == "skipped" else condition_pass_at_k(cond, plan)
+    summary = ArmSummary(
+        arm=cond.arm,
+        execution_status=cond.status,  # type: ignore[arg-type]
+        execution_errors=cond.errors,
+        expected_attempts=cond.expected_attempts,
+        scored_attempts=len(scored),
+        n_trials=len(cond.trials),
+        n_scored=len(scored),
+        overall=r4(mean_of(t.overall for t in scored)),
+        dimensions=Dimensions(**{k: r4(v) for k, v in dims.items()}),
+        dimension_bands=DimensionBands(**{k: dimension_band(v) for k, v in dims.items()}),
+        metrics={k: r4(v) for k, v in metrics.items()},
+        custom_metrics=custom,
+        pass_at_k=pass_k,
+        resources=arm_resources(cond.trials),
+        trial_failures=[
+            TrialFailure(case=t.record.case, attempt=t.record.attempt, status=t.record.status, error=t.record.error)
+            for t in cond.trials
+            if not t.scored
+        ],
+    )
+    return summary, per_case
+
+
+# ------------------------------------------------------------------------------------------- activation
+
+
+def agent_activation(agent: str, trials: Sequence[ScoredTrial], plan: RunPlan) -> Activation:
+    """INCONCLUSIVE when every positive with-skill trial has a confirmed activation of exactly zero."""
+    negatives = set(plan.negative_cases)
+    positive = [
+        t
+        for t in trials
+        if t.record.agent == agent
+        and t.record.arm == "with_skill"
+        and not t.record.negative_control
+        and t.record.case not in negatives
+    ]
+    confirmed = [t for t in positive if clean_score(t.record.activation) is not None]
+    activated = [t for t in confirmed if (clean_score(t.record.activation) or 0.0) > 0.0]
+    never = bool(positive) and len(confirmed) == len(positive) and not activated
+    return Activation(
+        positive_trials=len(positive), confirmed=len(confirmed), activated=len(activated), never_activated=never
+    )
+
+

@@ -1,0 +1,90 @@
+"""The run plan: what a skill defines (cases, negatives, dataset digest and snapshot) and the trials it expands to.
+
+The case plan is read once, when the session starts, and carried to its end: a dataset edited during the run does
+not change what the aggregate expects. Under xdist the controller builds it from the same command-line paths the
+workers collect, so it survives a crashed worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from pytest_skilleval.results.records import Arm
+from pytest_skilleval.skill.dataset import DatasetError, find_dataset, load_dataset
+from pytest_skilleval.skill.folder import SkillFolder
+
+
+class TrialSpec(BaseModel):
+    """Everything one item needs to run its trial; plain data so a runner fixture can be swapped freely."""
+
+    skill_dir: Path
+    skill_name: str
+    case_id: str
+    source: Literal["dataset", "native"]
+    entry: dict[str, Any] = Field(default_factory=dict, description="The dataset entry as entry.json carries it.")
+    files: list[str] | None = Field(default=None, description="Inputs relative to evals/; None = all evals/files/.")
+    native_task_dir: Path | None = None
+    agent: str
+    arm: Arm
+    attempt: int
+    nodeid: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.agent}-{self.arm}-{self.attempt}"
+
+
+def trial_specs(skill: SkillFolder, case_id: str, **fields: Any) -> Iterator[TrialSpec]:
+    """One spec per agent x arm x attempt, in the fixed order every xdist worker collects."""
+    settings = skill.settings
+    for agent in settings.agents:
+        for arm in settings.arms:
+            for attempt in range(1, settings.n_attempts + 1):
+                yield TrialSpec(
+                    skill_dir=skill.path, skill_name=skill.name, case_id=case_id,
+                    agent=agent, arm=arm, attempt=attempt, **fields,
+                )
+
+
+class CasePlan(BaseModel):
+    """The cases a skill defines, before any selection, as read at session start."""
+
+    cases: list[str] = Field(default_factory=list)
+    negative_cases: list[str] = Field(default_factory=list)
+    summary: dict[str, Any] = Field(default_factory=dict)
+    digest: str | None = None
+    snapshot: dict[str, Any] | None = None
+
+
+def native_case_names(evals_dir: Path) -> list[str]:
+    harbor = evals_dir / "harbor"
+    if not harbor.is_dir():
+        return []
+    return sorted(p.parent.name for p in harbor.glob("*/task.toml") if not p.parent.name.startswith((".", "_")))
+
+
+def case_plan(skill: SkillFolder) -> CasePlan:
+    """Read the skill's dataset and native tasks; an unreadable dataset contributes no cases (collection says why)."""
+    plan = CasePlan(summary={"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0})
+    path = find_dataset(skill.evals_dir)
+    if path is not None:
+        try:
+            dataset = load_dataset(path)
+        except DatasetError:
+            dataset = None
+        if dataset is not None:
+            plan.cases = [case.id for case in dataset.cases]
+            plan.negative_cases = [case.id for case in dataset.cases if case.is_negative]
+            plan.summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(plan.cases),
+                                n_negative_cases=len(plan.negative_cases))
+            plan.digest = dataset.digest
+            plan.snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
+                             "entries": [case.entry_json() for case in dataset.cases]}
+    native = native_case_names(skill.evals_dir)
+    plan.summary["n_native_tasks"] = len(native)
+    plan.cases += [case for case in native if case not in plan.cases]
+    return plan
