@@ -21,6 +21,7 @@ __all__ = [
     "JudgeConfigError",
     "judge_banner",
     "judge_failure_reason",
+    "judge_failures_of",
     "judge_models_of",
     "judge_run_config",
     "verifier_judge_kwargs",
@@ -63,6 +64,14 @@ def judge_models_of(rich: Mapping[str, Any]) -> dict[str, str | None]:
         if isinstance(item, Mapping) and "judge_model_used" in item:
             out[metric] = item.get("judge_model_used")
     return out
+
+
+def judge_failures_of(rich: Mapping[str, Any]) -> dict[str, str]:
+    """metric -> why, for each configured judge that failed."""
+    errors = rich.get("evaluation_errors")
+    if rich.get("evaluation_status") != "failed" or not isinstance(errors, Mapping):
+        return {}
+    return {str(metric): str(why) for metric, why in errors.items()}
 
 
 def judge_failure_reason(rich: Mapping[str, Any]) -> str | None:

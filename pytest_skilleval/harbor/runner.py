@@ -186,11 +186,12 @@ class SkillEvalRunner:
         overall = clean_score(rich.get("overall"))
         execution = rich.get("details", {}).get("skill_execution", {})
         activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
-        from pytest_skilleval.judging import judge_failure_reason, judge_models_of
+        from pytest_skilleval.judging import judge_failure_reason, judge_failures_of, judge_models_of
 
         record = TrialRecord(
             **base,
             judge_models=judge_models_of(rich),
+            judge_failures=judge_failures_of(rich),
             status="scored" if overall is not None else "unscored",
             overall=overall,
             metrics=metrics,

@@ -126,8 +126,11 @@ def test_a_failing_judge_leaves_the_trial_unscored(skill_project: SkillProject, 
     out = run.stdout.str()
     assert "judge failed: accuracy: openai/judge-demo: gave up after 2 request(s)" in out
     assert len(server.requests) == 6  # three judges, each one request and one retry
-    trial = _latest_result(skill_project)["trials"][0]
+    result = _latest_result(skill_project)
+    trial = result["trials"][0]
     assert trial["status"] == "unscored" and trial["overall"] is None
+    arm = result["agents"]["replay"]["with_skill"]
+    assert arm["execution_status"] == "failed" and arm["overall"] is None and arm["metrics"]["security"] is None
     assert trial["reason"].startswith("judge failed: accuracy: openai/judge-demo: gave up after 2 request(s)")
     assert "scripted-key" not in json.dumps(trial)
 

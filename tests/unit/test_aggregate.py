@@ -566,3 +566,20 @@ def test_numbers_are_rounded_to_four_places() -> None:
     res = aggregate([rec("a", sec=1 / 3)], plan(["a"], arms=["with_skill"]))
     assert res.agents["codex"].with_skill.overall == 0.3333
     assert res.trials[0].metrics["security"] == 0.3333
+
+
+def test_a_failed_judge_withholds_that_arms_scores_and_the_lift() -> None:
+    records = []
+    for i in range(5):
+        records.append(rec(f"c{i}", "with_skill", all6=0.9))
+        records.append(rec(f"c{i}", "without_skill", all6=0.5))
+    records[0] = rec("c0", "with_skill", status="unscored",
+                     metrics={"accuracy": None, "security": 1.0}, judge_failures={"accuracy": "gave up"})
+    agent = aggregate(records, plan([f"c{i}" for i in range(5)])).agents["codex"]
+    ws, wos = agent.with_skill, agent.without_skill
+    assert ws.execution_status == "failed" and ws.overall is None and ws.metrics["security"] is None
+    assert ws.pass_at_k is None and ws.scored_attempts == 0
+    assert any("failed LLM judge" in e for e in ws.execution_errors)
+    assert wos.overall == 0.5  # the other arm still publishes
+    assert agent.lift is None and agent.lift_omitted_reason == "an LLM judge failed: that arm publishes no scores"
+    assert agent.verdict == "neutral"
