@@ -49,7 +49,7 @@ def judge_banner(settings: RunSettings, env: Mapping[str, str] | None = None) ->
     """The one line said at session start when judges will not run; raises JudgeConfigError on a bad setting."""
     env = env if env is not None else os.environ
     load_config(env, model=settings.judge_model, cache_mode=settings.judge_cache)  # validate early
-    if judge_model_from(settings.judge_model, env) is not None:
+    if judge_model_from(settings.judge_model, env) is not None or settings.grading_mode == "custom_only":
         return None
     return ("skilleval: " + NOT_CONFIGURED + "; accuracy, goal_accuracy and behavior_check are not scored, "
             "Correctness and Effectiveness show NO SCORE and overall scores are partial")
