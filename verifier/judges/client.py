@@ -88,7 +88,7 @@ def model_leaf(model: str) -> str:
     return re.sub(r"^(?:[a-z]{2}\.|global\.)?(?:anthropic\.)?", "", leaf)
 
 
-def _claude_version(leaf: str) -> tuple[int, int] | None:
+def claude_version(leaf: str) -> tuple[int, int] | None:
     match = re.match(r"claude-(?:[a-z]+-)?(\d+)(?:[-.](\d))?(?!\d)", leaf)
     if not match:
         return None
@@ -102,7 +102,7 @@ def is_reasoning_gpt(leaf: str) -> bool:
 def request_params(model: str, provider: str) -> dict[str, Any]:
     """Temperature, output tokens and reasoning effort for a model (part of the cache key)."""
     leaf = model_leaf(model)
-    claude = _claude_version(leaf)
+    claude = claude_version(leaf)
     params: dict[str, Any] = {"max_tokens": 32768 if is_reasoning_gpt(leaf) else 16384}
     if not is_reasoning_gpt(leaf) and not (claude and claude >= (4, 7)):
         params["temperature"] = 0.0

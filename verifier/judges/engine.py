@@ -17,13 +17,13 @@ from typing import Any
 from verifier.checks._skill_entry import should_trigger
 from verifier.evidence import JUDGE_METRICS, MetricResult, TrajectoryEvidence
 from verifier.judges import bundles
-from verifier.judges.cache import CACHE_DIR_NAME, JudgeCache, cache_key
+from verifier.judges.cache import JudgeCache, cache_key
 from verifier.judges.characters import character_facts
 from verifier.judges.client import (
     SCHEMA_SUPPORT,
     JudgeRequestError,
     SchemaSupport,
-    _claude_version,
+    claude_version,
     model_leaf,
     request_once,
     request_params,
@@ -52,7 +52,7 @@ class JudgeTask:
 
     metric: str
     prompt: str
-    parse: Callable[[Any], dict[str, Any]]
+    parse: Callable[[Any], dict[str, Any]] | None = None
     salvage: Callable[[str], dict[str, Any] | None] | None = None
     bundle: bundles.Bundle | None = None
     skipped: dict[str, Any] | None = None
@@ -87,8 +87,8 @@ def build_tasks(evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: 
             + facts({"question": question, "expected": expected, "evidence": goal.text}),
             parse_goal, bundle=goal))
     else:
-        tasks.append(JudgeTask("accuracy", "", parse_accuracy, skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
-        tasks.append(JudgeTask("goal_accuracy", "", parse_goal, skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
+        tasks.append(JudgeTask("accuracy", "", skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
+        tasks.append(JudgeTask("goal_accuracy", "", skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
     if behaviors:
         beh = bundles.behavior_bundle(evidence, entry, config.effective_behavior_budget, config.final_response_limit)
 
@@ -107,15 +107,14 @@ def build_tasks(evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: 
             + facts({"evidence": beh.text, **{f"behavior {i}": b for i, b in enumerate(behaviors, 1)}}),
             lambda reply: parse_behavior(reply, behaviors), salvage=salvage, bundle=beh))
     else:
-        tasks.append(JudgeTask("behavior_check", "", parse_goal,
-                               skipped={"score": 1.0, "reason": NO_BEHAVIORS, "results": []}))
+        tasks.append(JudgeTask("behavior_check", "", skipped={"score": 1.0, "reason": NO_BEHAVIORS, "results": []}))
     return tasks
 
 
 def candidates(config: JudgeConfig) -> list[str]:
     """The judge model, Anthropic's server-side fallback for Claude >= 5.5, then the configured fallbacks."""
     models = [config.model]
-    version = _claude_version(model_leaf(config.model))
+    version = claude_version(model_leaf(config.model))
     if config.provider == "anthropic" and version and version >= (5, 5):
         models.append(CLAUDE_SERVER_FALLBACK)
     return [m for i, m in enumerate(models + config.fallback_models) if m not in (models + config.fallback_models)[:i]]
@@ -161,6 +160,7 @@ async def _judge_with(task: JudgeTask, config: JudgeConfig, model: str, deadline
             log.append(f"{model}: {problem}")
             continue
         try:
+            assert task.parse is not None
             return {**task.parse(extract_json(reply.text)), "structured_output": reply.schema_sent}, requests, None
         except InvalidReply as error:
             problem = f"invalid reply: {error}"
@@ -228,6 +228,3 @@ async def run_judges(evidence: TrajectoryEvidence, entry: Mapping[str, Any], con
         out[task.metric] = result
     return out
 
-
-def default_cache_dir(results_root: str) -> str:
-    return f"{results_root.rstrip('/')}/{CACHE_DIR_NAME}"
