@@ -38,6 +38,12 @@ class JudgeCache:
     def writes(self) -> bool:
         return self.mode in ("on", "write")
 
+    def _through_symlink(self, path: Path) -> bool:
+        """True when the entry, its folder, the cache folder or the results root is a symlink: refused, since the
+        results root may sit inside a skill folder someone else wrote."""
+        assert self.root is not None
+        return any(level.is_symlink() for level in (path, path.parent, self.root, self.root.parent))
+
     def _path(self, key: str) -> Path:
         assert self.root is not None
         return self.root / key[:2] / f"{key}.json"
@@ -46,7 +52,7 @@ class JudgeCache:
         if not self.reads:
             return None
         path = self._path(key)
-        if path.is_symlink() or not path.is_file():
+        if self._through_symlink(path) or not path.is_file():
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -58,11 +64,9 @@ class JudgeCache:
         if not self.writes:
             return
         path = self._path(key)
-        for level in (self.root, path.parent):
-            assert level is not None
-            if level.is_symlink():
-                return
-            level.mkdir(parents=True, exist_ok=True)
+        if self._through_symlink(path):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:

@@ -59,3 +59,15 @@ def test_cache_modes(tmp_path):
     assert JudgeCache(tmp_path, "on").get(key)["score"] == 0.5
     assert JudgeCache(tmp_path, "off").get(key) is None
     assert JudgeCache(None, "on").get(key) is None
+
+
+def test_cache_refuses_symlinked_folders(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / ".judge-cache").symlink_to(elsewhere)
+    cache = JudgeCache(root / ".judge-cache", "on")
+    key = cache_key({"prompt": "p"})
+    cache.put(key, {"score": 1.0, "details": {}})
+    assert list(elsewhere.iterdir()) == [] and cache.get(key) is None
