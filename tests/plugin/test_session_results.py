@@ -136,3 +136,34 @@ def test_partial_selection_is_marked_incomplete(skill_project: SkillProject) -> 
     text = json.dumps(result)
     assert "c2" in text  # the skipped case is named
     assert result["coverage"]["publication_complete"] is False
+
+
+EDIT_DATASET_CONFTEST = '''
+import json
+from pathlib import Path
+
+def pytest_runtest_logreport(report):
+    """After the first trial, rewrite the dataset: drop c2, add c9 (a user editing it mid-run)."""
+    if report.when != "call":
+        return
+    path = Path(__file__).parent / "skills" / "demo" / "evals" / "evals.json"
+    data = json.loads(path.read_text())
+    if [e["id"] for e in data["evals"]] == ["c1", "c2"]:
+        data["evals"] = [data["evals"][0], {"id": "c9", "prompt": "new", "expected_output": "x"}]
+        path.write_text(json.dumps(data))
+'''
+
+
+@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["plain", "xdist"])
+def test_the_plan_is_fixed_at_session_start(skill_project: SkillProject, xdist: tuple[str, ...]) -> None:
+    """A dataset edited during the run changes neither the cases the aggregate expects nor the snapshot."""
+    skill_project.make_skill("demo", simple_entries("c1", "c2"))
+    skill_project.pytester.makeconftest(EDIT_DATASET_CONFTEST)
+    skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", *xdist).assert_outcomes(passed=4)
+    result = skill_project.result_json("demo")
+    assert "c9" not in json.dumps(result)
+    assert sorted({t["case"] for t in result["trials"]}) == ["c1", "c2"]
+    assert result["coverage"]["publication_complete"] is True
+    run_dir = sorted((skill_project.root / "results" / "demo").glob("2*"))[-1]
+    snapshot = json.loads((run_dir / "dataset_snapshot.json").read_text())
+    assert [e["id"] for e in snapshot["entries"]] == ["c1", "c2"]
