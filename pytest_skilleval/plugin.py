@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     default_env()
     sources = options.read_sources(config)
     settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
-    from pytest_skilleval.judging import JudgeConfigError, judge_banner
+    from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
 
     try:
         banner = judge_banner(settings)

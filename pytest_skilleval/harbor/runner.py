@@ -140,7 +140,7 @@ class SkillEvalRunner:
             # A native task's own tests/test.sh, under Harbor's reward contract.
             verifier = VerifierConfig()
         else:
-            from pytest_skilleval.judging import verifier_judge_kwargs
+            from pytest_skilleval.skill.judging import verifier_judge_kwargs
             from pytest_skilleval.results.tree import resolve_results_root
 
             root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
@@ -186,7 +186,7 @@ class SkillEvalRunner:
         overall = clean_score(rich.get("overall"))
         execution = rich.get("details", {}).get("skill_execution", {})
         activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
-        from pytest_skilleval.judging import judge_failure_reason, judge_failures_of, judge_models_of
+        from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
 
         record = TrialRecord(
             **base,
