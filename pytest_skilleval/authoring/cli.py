@@ -45,7 +45,7 @@ def _init_harbor_task(argv: list[str]) -> int:
 
 
 def _scripted_model(argv: list[str]) -> int:
-    from pytest_skilleval.testing.scripted_model import run_scripted_model_command
+    from pytest_skilleval.testing.command import run_scripted_model_command
 
     return run_scripted_model_command(argv)
 

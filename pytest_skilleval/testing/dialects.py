@@ -214,7 +214,8 @@ def _item_frames(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
         done = [("response.refusal.done", {**at, "refusal": part["refusal"]})]
     else:
         empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        deltas = [("response.output_text.delta", {**at, "delta": piece, "logprobs": []}) for piece in pieces(part["text"])]
+        deltas = [("response.output_text.delta", {**at, "delta": piece, "logprobs": []})
+                  for piece in pieces(part["text"])]
         done = [("response.output_text.done", {**at, "text": part["text"], "logprobs": []})]
     return [("response.content_part.added", {**at, "part": empty}), *deltas, *done,
             ("response.content_part.done", {**at, "part": part})]
@@ -307,7 +308,8 @@ def messages_frames(turn: Turn) -> list[Frame]:
             deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
         else:
             opening = {**block, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": piece} for piece in _split(json.dumps(block["input"]))]
+            deltas = [{"type": "input_json_delta", "partial_json": piece}
+                      for piece in _split(json.dumps(block["input"]))]
         events.append(("content_block_start", {"index": index, "content_block": opening}))
         events.extend(("content_block_delta", {"index": index, "delta": delta}) for delta in deltas)
         events.append(("content_block_stop", {"index": index}))

@@ -96,8 +96,9 @@ class Reply(BaseModel):
         content = [name for name in CONTENT_FIELDS if name in self.model_fields_set]
         raw = [name for name in RAW_FIELDS if name in self.model_fields_set]
         if content and raw:
+            raw_names, content_names = ", ".join(raw), ", ".join(content)
             raise ValueError(
-                f"{', '.join(raw)} make an HTTP reply sent as is; it cannot also have {', '.join(content)}"
+                f"a reply with {raw_names} is an HTTP response sent as is; it cannot also have {content_names}"
             )
         if raw and self.status is None and self.body is None:
             raise ValueError("an HTTP reply needs a status (or a body, sent with status 200)")
@@ -172,7 +173,8 @@ def parse_script(data: Any, source: str = "script") -> Script:
     if isinstance(data, Script):
         return data
     if not isinstance(data, dict):
-        raise ScriptError(f"{source}: a script is a JSON object (with models, replies, on_empty), not {type(data).__name__}")
+        kind = type(data).__name__
+        raise ScriptError(f"{source}: a script is a JSON object (with models, replies, on_empty), not {kind}")
     try:
         return Script.model_validate(data)
     except ValidationError as error:

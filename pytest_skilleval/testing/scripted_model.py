@@ -50,6 +50,8 @@ Python::
         server.add("gpt-test", {"status": 429, "headers": {"Retry-After": "1"}}, "ok")
         assert server.requests[-1].model == "gpt-test"
 
+``server.client_env()`` gives the variables that point clients here (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``,
+placeholder keys, and with TLS ``SSL_CERT_FILE``/``NODE_EXTRA_CA_CERTS``).
 ``tls=True`` serves HTTPS with a certificate made at start, signed by a throwaway CA at ``server.cert_path``:
 clients that do not trust it fail verification; trust it to connect. Command line:
 ``skilleval scripted-model SCRIPT.json [--port N] [--tls] [--log FILE]`` (see docs/agents.md).
@@ -57,29 +59,25 @@ clients that do not trust it fail verification; trust it to connect. Command lin
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import fnmatch
 import json
 import shutil
-import signal
-import socket
 import ssl
-import sys
 import tempfile
 import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_skilleval.testing import dialects
-from pytest_skilleval.testing.dialects import Dialect, Frame, RenderError, Turn
+from pytest_skilleval.testing.dialects import Dialect, RenderError, Turn
+from pytest_skilleval.testing.http import Answer, ScriptedHTTPServer, decode_body, error_answer, json_answer
 from pytest_skilleval.testing.script import (
     DEFAULT_QUEUE,
     Reply,
@@ -108,7 +106,6 @@ CONVERSATION_FIELDS = ("system", "instructions", "prompt", "messages", "input")
 SECRET_HEADERS = {"authorization", "proxy-authorization", "cookie", "set-cookie"}
 SECRET_WORDS = ("key", "token", "secret", "auth", "password")
 REDACTED = "<redacted>"
-IDLE_CONNECTION_TIMEOUT = 30.0
 
 
 class LoggedRequest(BaseModel):
@@ -220,130 +217,6 @@ class _Queues:
             return [name for name in self._queues if not any(char in name for char in "*?[")]
 
 
-@dataclass
-class _Answer:
-    """What the handler sends: a JSON/raw body, or SSE frames."""
-
-    status: int
-    body: bytes = b""
-    content_type: str = "application/json"
-    headers: dict[str, str] = field(default_factory=dict)
-    frames: list[Frame] | None = None
-    delay: float = 0.0
-
-
-def _json_answer(status: int, data: Any, headers: dict[str, str] | None = None) -> _Answer:
-    return _Answer(status, json.dumps(data).encode(), headers=dict(headers or {}))
-
-
-def _error_answer(dialect: Dialect | None, status: int, message: str, kind: str | None = None) -> _Answer:
-    return _json_answer(status, dialects.error_body(dialect, status, message, kind))
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    owner: ScriptedModelServer
-    tls_context: ssl.SSLContext | None = None
-
-    def get_request(self) -> tuple[socket.socket, Any]:
-        sock, address = super().get_request()
-        if self.tls_context is not None:
-            # Handshake in the handler thread, so one client failing verification never blocks accept().
-            sock = self.tls_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return sock, address
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        error = sys.exc_info()[1]
-        if isinstance(error, (ssl.SSLError, ConnectionError, TimeoutError)):
-            return  # clients that refuse our certificate or hang up are expected in tests
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    timeout = IDLE_CONNECTION_TIMEOUT
-    server: _HTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        """Quiet: the request log replaces the stdlib's stderr lines."""
-
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
-        self._serve(b"")
-
-    def do_POST(self) -> None:  # noqa: N802
-        try:
-            raw = self._read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
-            return
-        self._serve(raw)
-
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
-
-    def _serve(self, raw: bytes) -> None:
-        path, _, query = self.path.partition("?")
-        path = path.rstrip("/") or "/"
-        answer = self.server.owner._answer(self.command, path, query, self.headers.items(), raw)
-        if answer.delay:
-            self.server.owner._stopping.wait(answer.delay)
-        try:
-            self._send(answer)
-        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-            self.close_connection = True
-
-    def _send(self, answer: _Answer) -> None:
-        self.send_response(answer.status)
-        for name, value in answer.headers.items():
-            self.send_header(name, value)
-        if answer.frames is None:
-            self.send_header("Content-Type", answer.content_type)
-            self.send_header("Content-Length", str(len(answer.body)))
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(answer.body)
-            return
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for frame in answer.frames:
-            data = dialects.sse(frame)
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-            self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    do_HEAD = do_GET  # noqa: N815
-
-
-def _decode(raw: bytes, encoding: str) -> bytes:
-    encoding = encoding.strip().lower()
-    if encoding in {"", "identity"}:
-        return raw
-    if encoding in {"gzip", "x-gzip"}:
-        return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
-    if encoding == "deflate":
-        return zlib.decompress(raw)
-    if encoding == "zstd":
-        try:
-            from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
-        except ImportError:
-            raise ValueError("zstd request bodies need Python 3.14") from None
-        return zstd.decompress(raw)
-    raise ValueError(f"unsupported Content-Encoding {encoding!r}")
-
 
 class ScriptedModelServer:
     """The server: start it (or use it as a context manager), point clients at `base_url`, read `requests`."""
@@ -376,7 +249,7 @@ class ScriptedModelServer:
         self._log_lock = threading.Lock()
         self._seq = 0
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
+        self._httpd: ScriptedHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._tmp: Path | None = None
         self.cert_path: Path | None = None
@@ -386,11 +259,11 @@ class ScriptedModelServer:
     def start(self) -> ScriptedModelServer:
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer((self._host, self._port), _Handler)
-        httpd.owner = self
+        httpd = ScriptedHTTPServer((self._host, self._port), self._answer, self._stopping)
         if self._tls:
             self._tmp = Path(tempfile.mkdtemp(prefix="skilleval-scripted-tls-"))
-            files = make_certificates(self._tmp, (self._host, "localhost") if self._host != "localhost" else ("localhost",))
+            hosts = (self._host, "localhost") if self._host != "localhost" else ("localhost",)
+            files = make_certificates(self._tmp, hosts)
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(files.server_cert, files.server_key)
             httpd.tls_context = context
@@ -409,6 +282,7 @@ class ScriptedModelServer:
         self._stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
+            self._httpd.drop_connections()
             self._httpd.server_close()
             self._httpd = None
         if self._thread is not None:
@@ -444,6 +318,21 @@ class ScriptedModelServer:
 
     anthropic_base_url = base_url
 
+    def client_env(self) -> dict[str, str]:
+        """Environment variables that point OpenAI/Anthropic clients (SDKs, litellm, codex, claude-code) here.
+
+        The keys are placeholders: clients refuse to start without one, and the server ignores them.
+        """
+        env = {
+            "OPENAI_BASE_URL": self.openai_base_url,
+            "OPENAI_API_KEY": "scripted-model-placeholder",
+            "ANTHROPIC_BASE_URL": self.base_url,
+            "ANTHROPIC_API_KEY": "scripted-model-placeholder",
+        }
+        if self.cert_path is not None:
+            env.update(SSL_CERT_FILE=str(self.cert_path), NODE_EXTRA_CA_CERTS=str(self.cert_path))
+        return env
+
     # ------------------------------------------------------------ script and log
 
     def add(self, model: str, *replies: Reply | dict[str, Any] | str) -> None:
@@ -476,7 +365,7 @@ class ScriptedModelServer:
 
     # ------------------------------------------------------------ answering
 
-    def _answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], raw: bytes) -> _Answer:
+    def _answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], raw: bytes) -> Answer:
         headers = list(headers)
         entry: dict[str, Any] = {"time": time.time(), "method": method, "path": path, "query": query,
                                  "headers": redact_headers(headers)}
@@ -485,26 +374,27 @@ class ScriptedModelServer:
         body: Any = None
         if raw:
             try:
-                raw = _decode(raw, header_map.get("content-encoding", ""))
+                raw = decode_body(raw, header_map.get("content-encoding", ""))
                 body = json.loads(raw)
             except (ValueError, zlib.error) as error:
                 entry["raw_body"] = raw.decode("utf-8", errors="replace")[:100_000]
                 if route is not None:
-                    answer = _error_answer(_dialect(route), 400, f"scripted model server: unreadable body: {error}")
+                    answer = error_answer(_dialect(route), 400, f"scripted model server: unreadable body: {error}")
                     return self._logged(entry, answer)
         entry["body"] = body
         if method in {"GET", "HEAD"}:
             return self._logged(entry, self._get(path, header_map))
         if route is None:
             message = f"scripted model server: no such endpoint {method} {path}; it serves {', '.join(ROUTES)}"
-            return self._logged(entry, _error_answer(None, 404, message, "not_found_error"))
+            return self._logged(entry, error_answer(None, 404, message, "not_found_error"))
         if not isinstance(body, dict):
-            return self._logged(entry, _error_answer(_dialect(route), 400, "scripted model server: the body must be a JSON object"))
+            message = "scripted model server: the body must be a JSON object"
+            return self._logged(entry, error_answer(_dialect(route), 400, message))
         model = str(body.get("model") or "")
         entry.update(dialect=route, model=model or None, stream=bool(body.get("stream")))
         text = conversation_text(body)
         if route == "count_tokens":
-            return self._logged(entry, _json_answer(200, {"input_tokens": _estimate_tokens(text)}))
+            return self._logged(entry, json_answer(200, {"input_tokens": _estimate_tokens(text)}))
         dialect = _dialect(route)
         taken = self._queues.take(model, text)
         if taken is None and self._on_empty is not None:
@@ -512,33 +402,33 @@ class ScriptedModelServer:
         if taken is None:
             message = (f"scripted model server: the script ran out of replies for model {model!r} "
                        f"({method} {path}); add replies for {model!r} or {DEFAULT_QUEUE!r}, or set on_empty")
-            return self._logged(entry, _error_answer(dialect, 500, message, "script_exhausted"))
+            return self._logged(entry, error_answer(dialect, 500, message, "script_exhausted"))
         reply, queue = taken
         entry["answered_by"] = queue
         try:
             answer = self._render(reply, dialect, model, body, text)
         except RenderError as error:
-            answer = _error_answer(dialect, 500, f"scripted model server: {error}")
+            answer = error_answer(dialect, 500, f"scripted model server: {error}")
         return self._logged(entry, answer)
 
-    def _logged(self, entry: dict[str, Any], answer: _Answer) -> _Answer:
+    def _logged(self, entry: dict[str, Any], answer: Answer) -> Answer:
         self._record(LoggedRequest(status=answer.status, **entry))
         return answer
 
-    def _get(self, path: str, headers: dict[str, str]) -> _Answer:
+    def _get(self, path: str, headers: dict[str, str]) -> Answer:
         if path == "/":
-            return _json_answer(200, {"status": "ok", "service": "skilleval scripted model server"})
+            return json_answer(200, {"status": "ok", "service": "skilleval scripted model server"})
         if path not in MODEL_PATHS:
-            return _error_answer(None, 404, f"scripted model server: no such endpoint GET {path}", "not_found_error")
+            return error_answer(None, 404, f"scripted model server: no such endpoint GET {path}", "not_found_error")
         names = self._queues.names() or ["scripted-model"]
         if "anthropic-version" in headers:
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             data = [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names]
-            return _json_answer(200, {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]})
+            return json_answer(200, {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]})
         data = [{"id": name, "object": "model", "created": 0, "owned_by": "skilleval-scripted"} for name in names]
-        return _json_answer(200, {"object": "list", "data": data})
+        return json_answer(200, {"object": "list", "data": data})
 
-    def _render(self, reply: Reply, dialect: Dialect, model: str, body: dict[str, Any], text: str) -> _Answer:
+    def _render(self, reply: Reply, dialect: Dialect, model: str, body: dict[str, Any], text: str) -> Answer:
         if reply.is_raw:
             return _raw_answer(reply, dialect)
         said = (reply.text or "") + (reply.refusal or "") + "".join(
@@ -557,8 +447,8 @@ class ScriptedModelServer:
         )
         if body.get("stream"):
             frames = dialects.frames_for(dialect, turn, body)
-            return _Answer(200, frames=frames, headers=dict(reply.headers), delay=reply.delay)
-        answer = _json_answer(200, dialects.body_for(dialect, turn), reply.headers)
+            return Answer(200, frames=frames, headers=dict(reply.headers), delay=reply.delay)
+        answer = json_answer(200, dialects.body_for(dialect, turn), reply.headers)
         answer.delay = reply.delay
         return answer
 
@@ -567,7 +457,7 @@ def _dialect(route: str) -> Dialect:
     return "messages" if route in {"messages", "count_tokens"} else route  # type: ignore[return-value]
 
 
-def _raw_answer(reply: Reply, dialect: Dialect) -> _Answer:
+def _raw_answer(reply: Reply, dialect: Dialect) -> Answer:
     status = reply.status if reply.status is not None else 200
     body = reply.body
     if body is None and status >= 400:
@@ -576,60 +466,4 @@ def _raw_answer(reply: Reply, dialect: Dialect) -> _Answer:
         data, content_type = json.dumps(body).encode(), "application/json"
     else:
         data, content_type = (body or "").encode(), "text/plain; charset=utf-8"
-    return _Answer(status, data, reply.content_type or content_type, dict(reply.headers), delay=reply.delay)
-
-
-# ---------------------------------------------------------------- command line
-
-
-def _echo_line(entry: LoggedRequest) -> None:
-    detail = f" model={entry.model}" if entry.model else ""
-    detail += " stream" if entry.stream else ""
-    source = f" ({entry.answered_by})" if entry.answered_by else ""
-    print(f"{entry.method} {entry.path}{detail} -> {entry.status}{source}", file=sys.stderr, flush=True)
-
-
-def run_scripted_model_command(argv: list[str]) -> int:
-    """`skilleval scripted-model SCRIPT.json`: serve in the foreground until Ctrl+C."""
-    parser = argparse.ArgumentParser(
-        prog="skilleval scripted-model",
-        description="Serve a scripted model on 127.0.0.1 (OpenAI chat, Responses, Anthropic messages) so a real "
-        "agent can run without an API key. Stops on Ctrl+C.",
-    )
-    parser.add_argument("script", type=Path, help="the script (JSON): replies by model, see docs/agents.md")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a certificate made at start")
-    parser.add_argument("--log", type=Path, help="also write every request as a JSON line to this file")
-    parser.add_argument("--quiet", action="store_true", help="do not print one line per request on stderr")
-    args = parser.parse_args(argv)
-    try:
-        server = ScriptedModelServer(args.script, tls=args.tls, port=args.port, host=args.host, log_path=args.log,
-                                     echo=None if args.quiet else _echo_line)
-        server.start()
-    except ScriptError as error:
-        print(f"skilleval scripted-model: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"skilleval scripted-model: cannot listen on {args.host}:{args.port}: {error.strerror or error}",
-              file=sys.stderr)
-        return 2
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    print(f"scripted model server on {server.base_url} (Ctrl+C stops it)", flush=True)
-    print(f"  OPENAI_BASE_URL={server.openai_base_url}", flush=True)
-    print(f"  ANTHROPIC_BASE_URL={server.base_url}", flush=True)
-    if server.cert_path is not None:
-        print(f"  CA certificate to trust: {server.cert_path} (SSL_CERT_FILE, NODE_EXTRA_CA_CERTS)", flush=True)
-    try:
-        while not stop.wait(0.2):
-            pass
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        left = server.pending()
-        server.stop()
-    print(f"stopped after {len(server.requests)} request(s)"
-          + (f"; replies never used: {left}" if left else ""), flush=True)
-    return 0
+    return Answer(status, data, reply.content_type or content_type, dict(reply.headers), delay=reply.delay)
