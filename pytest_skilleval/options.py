@@ -100,7 +100,10 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                metavar="DIR"),
     OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
                is_flag=True, implemented=False),
-    OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
+    OptionSpec("judge_model", "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
+               "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.", metavar="MODEL"),
+    OptionSpec("judge_cache", "Judge verdict cache under the results root: on, off, read or write (default on).",
+               parse=lambda v: v.strip().lower(), metavar="MODE"),
     OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
                is_flag=True),
     OptionSpec("pass_env", "Let native tasks read this host variable through ${NAME} (repeatable; command line "

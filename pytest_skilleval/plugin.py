@@ -53,10 +53,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     sources = options.read_sources(config)
-    options.merge_settings(sources)  # the command line and ini alone must already make sense
+    settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
+    from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
+
+    try:
+        banner = judge_banner(settings)
+    except JudgeConfigError as error:
+        raise pytest.UsageError(f"skilleval judges: {error}") from None
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)
+    state.judge_banner = banner
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
     if config.pluginmanager.hasplugin("xdist"):
@@ -71,6 +78,12 @@ class XdistHooks:
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said once at session start: judges that will not run."""
+    state = get_state(config)
+    return state.judge_banner if state is not None and not _is_worker(config) else None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

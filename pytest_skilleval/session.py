@@ -35,6 +35,7 @@ class SkillEvalSession:
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
+        self.judge_banner: str | None = None
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()

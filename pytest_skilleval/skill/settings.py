@@ -33,6 +33,7 @@ class RunSettings(BaseModel):
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
+    judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
     pass_env: list[str] = Field(
         default_factory=list,
