@@ -140,17 +140,21 @@ def test_partial_selection_is_marked_incomplete(skill_project: SkillProject) -> 
 
 EDIT_DATASET_CONFTEST = '''
 import json
+import os
 from pathlib import Path
 
 def pytest_runtest_logreport(report):
-    """After the first trial, rewrite the dataset: drop c2, add c9 (a user editing it mid-run)."""
-    if report.when != "call":
+    """After the first trial, rewrite the dataset: drop c2, add c9 (a user editing it mid-run). Only the controller
+    (or the only process) edits it, atomically, so no worker ever reads it half-written."""
+    if report.when != "call" or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     path = Path(__file__).parent / "skills" / "demo" / "evals" / "evals.json"
     data = json.loads(path.read_text())
     if [e["id"] for e in data["evals"]] == ["c1", "c2"]:
         data["evals"] = [data["evals"][0], {"id": "c9", "prompt": "new", "expected_output": "x"}]
-        path.write_text(json.dumps(data))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
 '''
 
 
