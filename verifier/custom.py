@@ -164,6 +164,7 @@ _CREDENTIAL_VALUE_PATTERNS = tuple(
         r"(?i)(?:api[_-]?key|token|secret|password|passwd|auth)\s*[=:]\s*\S",
     )
 )
+_VALUE_END = frozenset("\"'`,;)]}>")
 # A long unbroken run of key-alphabet characters mixing letters and digits: hex or base64 key material.
 _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=-]{32,}")
 
@@ -203,6 +204,20 @@ def is_credential_value_name(name: str) -> bool:
 
 def looks_like_credential(name: str) -> bool:
     return is_credential_field_name(name) or is_credential_value_name(name)
+
+
+def credential_spans(text: str) -> list[tuple[int, int]]:
+    """Where credential-looking values sit in free text: each match runs on to the end of its word (up to a space,
+    quote or closing bracket), so a `token=abc...` loses its whole value, not only the first character the pattern
+    needs to see."""
+    spans = []
+    for pattern in _CREDENTIAL_VALUE_PATTERNS:
+        for match in pattern.finditer(text):
+            end = match.end()
+            while end < len(text) and not text[end].isspace() and text[end] not in _VALUE_END:
+                end += 1
+            spans.append((match.start(), end))
+    return spans
 
 
 def _display(name: str, limit: int = 80) -> str:
