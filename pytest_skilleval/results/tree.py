@@ -43,6 +43,7 @@ __all__ = [
     "render_result_schema",
     "resolve_results_root",
     "result_schema",
+    "trial_folder",
     "validate_result",
     "write_results_tree",
 ]
@@ -272,9 +273,13 @@ def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
     }
 
 
+def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+    """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where one trial's files live (writer and readers agree)."""
+    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
+
+
 def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int) -> None:
-    tdir = run_dir / safe_component(record.agent) / record.arm / "trials" / safe_component(record.case)
-    tdir = tdir / str(int(record.attempt))
+    tdir = trial_folder(run_dir, record.agent, record.arm, record.case, record.attempt)
     copied: dict[str, str] = {}
     if record.trial_dir:
         for src, name in HARBOR_ARTIFACTS:
