@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_skilleval.result_models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
 

@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pytest_skilleval.result_models import DIMENSIONS, TrialEntry
+from pytest_skilleval.results.models import DIMENSIONS, TrialEntry
 from pytest_skilleval.results.run_folder import RunFolder, RunFolderError, find_run, load_run, run_folders
-from pytest_skilleval.stats import MIN_PAIRS, paired_bootstrap_ci
+from pytest_skilleval.results.stats import MIN_PAIRS, paired_bootstrap_ci
 
 __all__ = ["Delta", "Side", "compare_sides", "run_compare_command"]
 

@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pytest_skilleval.result_models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
 from pytest_skilleval.results import charts
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles

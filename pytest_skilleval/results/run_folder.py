@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_skilleval.result_models import ResultDocument, TrialEntry
+from pytest_skilleval.results.models import ResultDocument, TrialEntry
 from pytest_skilleval.results.tree import GRADER_OUTPUT_FILE, LATEST, RICH_REWARD_FILE, trial_folder
 
 RESULT_FILE = "result.json"

@@ -59,8 +59,8 @@ HARBOR_ARTIFACTS: tuple[tuple[str, str], ...] = (
     ("agent/trajectory.json", "trajectory.json"),
     ("result.json", "result.json"),
 )
-# What explains a score, written by the host verifier (verifier/harbor_verifier.py: RICH_REWARD_NAME and
-# GRADER_OUTPUT_NAME; named here because this package never imports Harbor-facing modules; a test keeps them equal).
+# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
+# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
 RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
 GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
 RICH_REWARD_FILE = "skilleval_reward.json"

@@ -12,7 +12,7 @@ import sys
 
 from pytest_skilleval.results.publish import write_run_reports
 from pytest_skilleval.results.run_folder import RESULT_FILE, RunFolderError, find_run, load_run
-from pytest_skilleval.summary import render_summary
+from pytest_skilleval.results.summary import render_summary
 
 __all__ = ["run_view_command"]
 

@@ -227,7 +227,7 @@ def test_rich_reward_rebuilt_from_record_without_harbor_files(tmp_path: Path) ->
 
 
 def test_rich_reward_names_match_the_host_verifier() -> None:
-    from verifier import harbor_verifier
+    from pytest_skilleval.harbor import verifier_adapter as harbor_verifier
 
     assert results.RICH_REWARD_SOURCE == f"verifier/{harbor_verifier.RICH_REWARD_NAME}"
     assert results.GRADER_OUTPUT_SOURCE == f"verifier/{harbor_verifier.GRADER_OUTPUT_NAME}"
