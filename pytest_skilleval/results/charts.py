@@ -22,6 +22,8 @@ GREY, BLUE, GREEN, RED, AMBER = "#8c959f", "#1f6feb", "#1a7f37", "#cf222e", "#9a
 BAND_COLOURS = {"PASS": GREEN, "FAIL": RED, "NEUTRAL": AMBER, None: GREY}
 _CHART_ID = re.compile(r"chart-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+# pygal writes its config into an inline <script> for its tooltip library even with js=[]; the report runs no script.
+_SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
 
 
 def _style(colours: Sequence[str]) -> Style:
@@ -35,7 +37,7 @@ def _style(colours: Sequence[str]) -> Style:
 
 def _render(chart: pygal.graph.graph.Graph, chart_id: str) -> str:
     svg = chart.render(is_unicode=True, disable_xml_declaration=True)
-    svg = _COMMENT.sub("", svg)
+    svg = _SCRIPT.sub("", _COMMENT.sub("", svg))
     return _CHART_ID.sub(f"chart-{re.sub(r'[^A-Za-z0-9_-]', '_', chart_id)}", svg)
 
 
