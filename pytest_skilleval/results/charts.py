@@ -19,6 +19,7 @@ from pygal.style import Style
 __all__ = ["ForestRow", "case_chart", "forest_chart", "pass_k_chart"]
 
 GREY, BLUE, GREEN, RED, AMBER = "#8c959f", "#1f6feb", "#1a7f37", "#cf222e", "#9a6700"
+MAX_LABELLED_CASES = 40
 BAND_COLOURS = {"PASS": GREEN, "FAIL": RED, "NEUTRAL": AMBER, None: GREY}
 _CHART_ID = re.compile(r"chart-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -49,8 +50,9 @@ _COMMON: dict[str, object] = {"js": [], "truncate_label": -1, "truncate_legend":
 def case_chart(chart_id: str, cases: Sequence[str], without: Sequence[float | None],
                with_skill: Sequence[float | None]) -> str:
     """With vs without the skill per case: the mean overall of each arm, side by side (missing bars stay empty)."""
+    many = len(cases) > MAX_LABELLED_CASES  # past this the names are unreadable; the table below has them
     chart = pygal.Bar(style=_style((GREY, BLUE)), height=320, range=(0, 1), x_label_rotation=25 if len(cases) > 5
-                      else 0, print_values=False, y_title="mean overall", **_COMMON)
+                      else 0, show_x_labels=not many, print_values=False, y_title="mean overall", **_COMMON)
     chart.x_labels = list(cases)
     chart.add("without skill (baseline)", list(without))
     chart.add("with skill", list(with_skill))

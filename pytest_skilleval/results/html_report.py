@@ -175,7 +175,7 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
                     passes(case, "without_skill"), passes(case, "with_skill")) for case in sorted(order)]
 
 
-def _forest(agent: AgentResult) -> Markup | None:
+def _forest(agent: AgentResult, chart_id: str) -> Markup | None:
     lift = agent.lift
     if lift is None:
         return None
@@ -186,10 +186,10 @@ def _forest(agent: AgentResult) -> Markup | None:
             for label, stat in candidates if stat.delta is not None]
     if not rows:
         return None
-    return Markup(charts.forest_chart(f"{agent.name}-lift", rows))
+    return Markup(charts.forest_chart(f"{chart_id}-lift", rows))
 
 
-def _pass_k(agent: AgentResult) -> Markup | None:
+def _pass_k(agent: AgentResult, chart_id: str) -> Markup | None:
     arms = [(label, arm.pass_at_k) for label, arm in (("with skill", agent.with_skill),
                                                       ("without skill", agent.without_skill)) if arm.pass_at_k]
     if not arms:
@@ -201,7 +201,7 @@ def _pass_k(agent: AgentResult) -> Markup | None:
     for label, pk in arms:
         series.append((f"{label} pass@k", [pk.unbiased.get(str(k)) for k in ks]))
         series.append((f"{label} pass^k", [pk.pass_hat_k.get(str(k)) for k in ks]))
-    return Markup(charts.pass_k_chart(f"{agent.name}-passk", ks, series))
+    return Markup(charts.pass_k_chart(f"{chart_id}-passk", ks, series))
 
 
 def _findings(rich: dict[str, Any] | None) -> tuple[list[dict[str, str]], str | None]:
@@ -240,14 +240,15 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
     for files in run.trials():
         trials_by_agent[files.entry.agent][files.entry.case].append(_trial_view(files, run.path))
     views = []
-    for name, agent in doc.agents.items():
+    for index, (name, agent) in enumerate(doc.agents.items(), start=1):
+        chart_id = f"agent{index}"
         cases = _case_rows(doc, name)
         standard, custom = _metric_rows(agent)
         views.append(AgentView(
             agent=agent, rows=_dimension_rows(agent), evaluator_rows=standard, custom_rows=custom, case_rows=cases,
-            case_svg=Markup(charts.case_chart(f"{name}-cases", [c.case for c in cases],
+            case_svg=Markup(charts.case_chart(f"{chart_id}-cases", [c.case for c in cases],
                                               [c.without_mean for c in cases], [c.with_mean for c in cases])),
-            forest_svg=_forest(agent), pass_k_svg=_pass_k(agent),
+            forest_svg=_forest(agent, chart_id), pass_k_svg=_pass_k(agent, chart_id),
             trials_by_case={case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
                             for case, trials in sorted(trials_by_agent.get(name, {}).items())},
         ))
@@ -257,11 +258,20 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
 # ------------------------------------------------------------------------------------------------ render
 
 
+def _finalize(value: Any) -> Any:
+    """Every string the template prints is redacted (errors, reasons and warnings in result.json come from agents
+    and graders too); our own markup (the charts) passes through."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return redact_text(value)
+    return value
+
+
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("pytest_skilleval.results", "templates"),
         autoescape=True,
+        finalize=_finalize,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

@@ -258,3 +258,36 @@ def test_compare_two_agents_of_one_run(tmp_path: Path) -> None:
     overall = next(d for d in result["measures"] if d.name == "overall")
     assert overall.delta == pytest.approx(-0.2 / 3, abs=1e-3)  # overall = mean(security 1.0, two metrics - 0.1)
     assert skilleval(["compare", str(run.path), "--agents", "one,two"]) == 0
+
+
+# -------------------------------------------------------------------------------------- unusual runs
+
+
+def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path: Path) -> None:
+    records = [r for r in _records(None) if r.arm == "with_skill"]
+    records[0] = records[0].model_copy(update={"status": "error", "overall": None, "passed": None, "metrics": {},
+                                               "error": f"grader crashed: {SECRET}"})
+    plan = RunPlan(skill="s", cases=list(CASES), agents=["codex"], arms=["with_skill"], n_attempts=2,
+                   evaluated_at="2026-01-02T03:04:05Z")
+    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "results",
+                                 "20260102_030405_1_0123456789ab")
+    run = load_run(run_dir)
+    html, card = render_report(run), render_card(run)
+    assert "Skill Lift omitted" in html and "No lift to plot" in html
+    assert html.count('class="case-row"') == len(CASES) and 'class="status-error"' in html
+    assert "grader crashed: [REDACTED]" in html and SECRET not in html
+    assert "FAILED" in card and "Skill Lift omitted" in card
+    assert "NO SCORE → " in card  # the baseline that never ran is not a zero
+
+
+@pytest.mark.parametrize("sample", [
+    "-----BEGIN RSA PRIVATE KEY-----", "Authorization: x", "bearer abcdefghijk", "eyJhbGci.eyJzdWIi.sig",
+    "AKIA0123456789ABCDEF", "ASIA0123456789ABCDEF", "sk-abcdefghij", "nvapi-abcdefghij", "crsr_abcdefghij",
+    "sha256~abcdefghij", "ghp_" + "a" * 20, "github_pat_" + "a" * 20, "xoxb-0123456789", "AIza" + "a" * 30,
+    "api_key=1", "TOKEN: 1", "secret=1", "password=1", "passwd=1", "auth: 1",
+])
+def test_every_credential_pattern_passes_the_quick_hint(sample: str) -> None:
+    from verifier.custom import _CREDENTIAL_VALUE_PATTERNS, credential_spans
+
+    assert any(p.search(sample) for p in _CREDENTIAL_VALUE_PATTERNS)  # the sample is one the patterns catch
+    assert credential_spans(sample) and "[REDACTED]" in redact_text(sample)
