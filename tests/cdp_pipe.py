@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -55,7 +56,8 @@ class Browser:
 
     def _read_message(self, deadline: float) -> dict[str, Any]:
         while b"\0" not in self._buffer:
-            if time.monotonic() > deadline:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._out_r], [], [], remaining)[0]:
                 raise CDPError("timed out waiting for Chromium")
             chunk = os.read(self._out_r, 65536)
             if not chunk:
