@@ -47,10 +47,14 @@ class Browser:
         os.close(cmd_r)
         os.close(out_w)
         self._buffer = b""
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ("Page", "Runtime", "Log"):
-            self.call(f"{domain}.enable", session=True)
+        try:
+            target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ("Page", "Runtime", "Log"):
+                self.call(f"{domain}.enable", session=True)
+        except BaseException:
+            self.close()  # never leave a Chromium behind
+            raise
 
     # ------------------------------------------------------------------------------------------ wire
 
