@@ -103,6 +103,17 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(f"skilleval.{skill}.{name}.lift", "null" if overall is None else f"{overall.delta}")
 
 
+def _write_reports(run_dir: Path) -> list[str]:
+    """report.html and BENCHMARK.md from the run folder; a rendering bug costs the report, never the run."""
+    from pytest_skilleval.results.publish import write_run_reports
+
+    try:
+        report, card = write_run_reports(run_dir)
+    except Exception as error:  # noqa: BLE001 - result.json is already safe; say what went wrong and go on
+        return [f"Report: not written ({type(error).__name__}: {error})"]
+    return [f"Report: {report}", f"Card:   {card}"]
+
+
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
     blocking_codes: list[int] = []
@@ -120,6 +131,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         state.results_paths.append(run_dir)
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))
+        state.summary_lines.extend(_write_reports(run_dir))
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
             config=session.config, skill=skill.name, result=result, run_dir=run_dir)
