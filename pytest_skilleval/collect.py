@@ -52,7 +52,13 @@ class SkillEvalItem(pytest.Function):
     def create(cls, parent: pytest.Collector, spec: TrialSpec) -> SkillEvalItem:
         name = f"{spec.case_id}[{spec.label}]"
         marker = getattr(pytest.mark, MARKER)(agent=spec.agent, arm=spec.arm, attempt=spec.attempt, case=spec.case_id)
-        item = cls.from_parent(parent, name=name, spec=spec, callobj=_judge_trial, originalname=spec.case_id)
+        # Every item of one collector has the same fixture closure (same parent, same function, no own marks but
+        # the skilleval one): compute it for the first item and share it, as pytest does for parametrized tests.
+        fixtureinfo = getattr(parent, "_skilleval_fixtureinfo", None)
+        item = cls.from_parent(parent, name=name, spec=spec, callobj=_judge_trial, originalname=spec.case_id,
+                               fixtureinfo=fixtureinfo)
+        if fixtureinfo is None:
+            parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
         item.add_marker(marker)
         return item
 

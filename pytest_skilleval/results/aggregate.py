@@ -130,7 +130,8 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
                 missing += [f"{agent}/{arm}/{case}/{a}" for a in range(1, need + 1) if a not in have]
     missing_cases = {m.split("/")[2] for m in missing}
     touched = {t.record.case for t in ran}
-    skipped = [c for c in plan.cases if c not in touched or c in set(plan.skipped_cases)]
+    planned_skips = set(plan.skipped_cases)
+    skipped = [c for c in plan.cases if c not in touched or c in planned_skips]
     partial = [c for c in plan.cases if c in missing_cases and c not in skipped]
     complete = plan.selection_complete and not plan.interrupted and not missing and not plan.skipped_cases
     return Coverage(
@@ -163,7 +164,8 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
     """Everything the session reports, computed once from the records that ran and the plan that was expected."""
     trials, warnings = _prepare(records, plan)
     ran = [t for t in trials if t.ran]
-    extra_cases = sorted({t.record.case for t in trials if t.record.case not in set(plan.cases)})
+    planned = set(plan.cases)  # once, not per trial: this loop runs over every record
+    extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned})
     calibration = "with_skill" not in plan.arms and "without_skill" in plan.arms
 
     agents: dict[str, AgentResult] = {}

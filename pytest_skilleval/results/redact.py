@@ -8,6 +8,7 @@ text is cut with a note saying how much was left out. HTML escaping is the templ
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from verifier.checks.security_patterns import redact as redact_tokens
@@ -44,13 +45,19 @@ def cap_text(text: str, limit: int, *, keep: str = "tail") -> str:
     return f"[... {cut:,} earlier characters not shown ...]\n{text[-limit:]}"
 
 
+@lru_cache(maxsize=4096)
+def _credential_key(name: str) -> bool:
+    """Keys repeat across thousands of trials (`reason`, `passed`, ...): decide each once."""
+    return looks_like_credential(name)
+
+
 def redact_value(value: Any, limit: int = 4000) -> Any:
     """A JSON-like value with every string redacted and capped, and values under credential-like keys masked."""
     if isinstance(value, str):
         return cap_text(redact_text(value), limit, keep="head")
     if isinstance(value, dict):
         return {
-            str(key): MARK if isinstance(val, str) and looks_like_credential(str(key)) else redact_value(val, limit)
+            str(key): MARK if isinstance(val, str) and _credential_key(str(key)) else redact_value(val, limit)
             for key, val in value.items()
         }
     if isinstance(value, list | tuple):

@@ -113,3 +113,21 @@ def test_ini_options_apply_and_cli_wins(skill_project: SkillProject) -> None:
     assert len(_ids(from_ini)) == 6
     cli_wins = skill_project.run("--collect-only", "-q", "--n-attempts", "1", subprocess=False)
     assert len(_ids(cli_wins)) == 2
+
+
+def test_items_of_one_dataset_share_one_fixture_closure(skill_project: SkillProject) -> None:
+    """The closure is computed once per collector (issue 13: collection cost), and still sees conftest fixtures."""
+    skill_project.make_skill("demo", simple_entries("alpha", "beta"))
+    skill_project.pytester.makeconftest(
+        "import pytest\n\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def conftest_autouse():\n"
+        "    yield\n\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    infos = {id(item._fixtureinfo) for item in items}\n"
+        "    names = [item.fixturenames for item in items]\n"
+        "    print(f'INFOS={len(infos)} ITEMS={len(items)}')\n"
+        "    print('AUTOUSE=' + str(all('conftest_autouse' in n and 'skilleval_trial' in n for n in names)))\n"
+    )
+    result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY, subprocess=False)
+    result.stdout.fnmatch_lines(["INFOS=1 ITEMS=4", "AUTOUSE=True"])

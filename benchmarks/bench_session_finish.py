@@ -1,0 +1,122 @@
+"""Session finish at scale: aggregate + write_results_tree + report.html/BENCHMARK.md for N synthetic trials.
+
+Each record carries realistic details (six evaluators with reasons and a finding, ~2 KB) and points at a Harbor-like
+trial folder (trajectory, rewards, result.json, grader output: what the writer copies per trial); the folders come
+from a small pool so setting up 20,000 trials stays cheap. Prints ms per trial for each part, and the growth from
+the smallest to the largest N (1.0 = linear).
+
+    .venv/bin/python benchmarks/bench_session_finish.py [N ...]    # default: 2000 20000
+
+Target (issue 13): aggregate + tree (+ redaction) <= 1 ms per trial and linear up to 20,000; report.html linear.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.benchmark_card import render_card
+from pytest_skilleval.results.html_report import render_report
+from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.run_folder import load_run
+from pytest_skilleval.results.tree import atomic_write_bytes, write_results_tree
+
+POOL = 64  # distinct Harbor trial folders the records point at
+ATTEMPTS = 2
+METRICS = ("security", "skill_execution", "skill_efficiency", "output_quality", "task_completion", "trajectory")
+
+
+def _trial_pool(root: Path) -> list[str]:
+    dirs = []
+    for i in range(POOL):
+        tdir = root / f"trial-{i}"
+        (tdir / "agent").mkdir(parents=True)
+        (tdir / "verifier").mkdir()
+        steps = [{"step_id": s, "source": "agent", "message": f"step {s} of trial {i} " + "x" * 200} for s in range(12)]
+        (tdir / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
+        (tdir / "verifier" / "reward.json").write_text(json.dumps({"reward": 1.0}))
+        (tdir / "verifier" / "skilleval_reward.json").write_text(json.dumps({"overall": 0.8, "details": _details(i)}))
+        (tdir / "verifier" / "grader-output.txt").write_text(f"grader ran for trial {i}\n" * 20)
+        (tdir / "result.json").write_text(json.dumps({"trial_name": f"t{i}", "reward": 1.0, "exception": None}))
+        dirs.append(str(tdir))
+    return dirs
+
+
+def _details(i: int) -> dict[str, object]:
+    return {m: {"passed": i % 3 != 0, "score": 0.8, "reason": f"{m}: the agent did what case {i} asked " + "." * 120,
+                "findings": [{"type": "note", "severity": "info", "message": f"finding for {m}", "evidence": "e" * 80}]}
+            for m in METRICS}
+
+
+def _records(n: int, pool: list[str]) -> tuple[list[TrialRecord], list[str]]:
+    n_cases = max(1, n // (2 * ATTEMPTS))
+    cases = [f"case-{c:05d}" for c in range(n_cases)]
+    records = []
+    for c, case in enumerate(cases):
+        for arm, base in (("with_skill", 0.8), ("without_skill", 0.5)):
+            for attempt in range(1, ATTEMPTS + 1):
+                score = min(1.0, base + 0.001 * (c % 100) - 0.01 * attempt)
+                records.append(TrialRecord(
+                    skill="bench", case=case, agent="oracle", arm=arm, attempt=attempt, status="scored",  # type: ignore[arg-type]
+                    overall=score, passed=score >= 0.5, metrics={m: score for m in METRICS},
+                    custom_metrics={"greeting_correct": score}, details=_details(c),
+                    activation=1.0 if arm == "with_skill" else None,
+                    tokens=TokenUsage(prompt=1000, completion=100), agent_seconds=1.5,
+                    trial_dir=pool[len(records) % len(pool)],
+                ))
+    return records, cases
+
+
+def measure(n: int, work: Path, pool: list[str]) -> dict[str, float]:
+    records, cases = _records(n, pool)
+    plan = RunPlan(skill="bench", cases=cases, agents=["oracle"], n_attempts=ATTEMPTS,
+                   evaluated_at="2026-01-02T03:04:05Z")
+    gc.collect()
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    result = aggregate(records, plan)
+    timings["aggregate"] = time.perf_counter() - started
+    started = time.perf_counter()
+    run_dir = write_results_tree(result, records, work / "results", f"20260102_030405_{n}_0123456789ab")
+    timings["results tree"] = time.perf_counter() - started
+    started = time.perf_counter()
+    run = load_run(run_dir)
+    html = render_report(run).encode("utf-8")
+    atomic_write_bytes(run.report_path, html, run_dir.parent)
+    timings["report.html"] = time.perf_counter() - started
+    started = time.perf_counter()
+    atomic_write_bytes(run.card_path, render_card(run).encode("utf-8"), run_dir.parent)
+    timings["BENCHMARK.md"] = time.perf_counter() - started
+    timings["finish (aggregate+tree)"] = timings["aggregate"] + timings["results tree"]
+    timings["total"] = sum(timings[k] for k in ("aggregate", "results tree", "report.html", "BENCHMARK.md"))
+    return {k: 1000 * v / len(records) for k, v in timings.items()}
+
+
+def main(argv: list[str]) -> int:
+    sizes = [int(a) for a in argv] or [2000, 20000]
+    work = Path(tempfile.mkdtemp(prefix="skilleval-bench-finish-"))
+    try:
+        pool = _trial_pool(work / "harbor")
+        rows = {n: measure(n, work, pool) for n in sizes}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    parts = list(next(iter(rows.values())))
+    print("session finish, ms per trial")
+    print(f"{'part':<26}" + "".join(f"{n:>12,}" for n in sizes) + f"{'growth':>10}")
+    for part in parts:
+        growth = rows[sizes[-1]][part] / rows[sizes[0]][part] if rows[sizes[0]][part] else float("nan")
+        print(f"{part:<26}" + "".join(f"{rows[n][part]:>12.3f}" for n in sizes) + f"{growth:>10.2f}")
+    worst = max(rows[n]["finish (aggregate+tree)"] for n in sizes)
+    print(f"target: aggregate+tree <= 1.000 ms/trial and linear (growth <= ~1.3); worst {worst:.3f} ms/trial")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,131 @@
+"""The results tree is written in one batch: no fsync per file, one sync pass, then result.json last (issue 13).
+
+A run folder is complete (result.json present) or incomplete (what an interrupted writer leaves: no result.json),
+and every reader treats the second as not a finished run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_skilleval.results import tree as results
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.run_folder import RunFolderError, load_run, run_folders
+from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
+
+RUN_ID = "20250102_030405_42_0123456789ab"
+
+
+def _records(n_cases: int = 3) -> tuple[Any, list[TrialRecord]]:
+    records = [
+        TrialRecord(skill="s", case=f"c{i}", agent="codex", arm=arm, attempt=1, status="scored",  # type: ignore[arg-type]
+                    overall=0.7, metrics={"security": 1.0}, details={"security": {"reason": "ok"}})
+        for i in range(n_cases) for arm in ("with_skill", "without_skill")
+    ]
+    plan = RunPlan(skill="s", cases=[f"c{i}" for i in range(n_cases)], agents=["codex"],
+                   evaluated_at="2025-01-02T03:04:05Z")
+    return aggregate(records, plan), records
+
+
+def _trace(monkeypatch: pytest.MonkeyPatch, syncfs_works: bool) -> list[str]:
+    """Record fsyncs, the sync pass and each rename into place, in order."""
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append(f"replace {Path(dst).name}")
+        real_replace(src, dst)
+
+    def syncfs(path: Path) -> bool:
+        events.append("syncfs")
+        return syncfs_works
+
+    monkeypatch.setattr(results.os, "fsync", fsync)
+    monkeypatch.setattr(results.os, "replace", replace)
+    monkeypatch.setattr(results, "_syncfs", syncfs)
+    return events
+
+
+def test_one_sync_pass_then_result_json_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agg, records = _records()
+    events = _trace(monkeypatch, syncfs_works=True)
+    write_results_tree(agg, records, tmp_path, RUN_ID)
+    sync_at = events.index("syncfs")
+    result_at = events.index("replace result.json")
+    assert events.count("syncfs") == 1
+    assert "fsync" not in events[:sync_at]  # no per-file fsync for the trial files
+    assert sync_at < result_at and events[result_at - 1] == "fsync"  # result.json itself is fsynced
+    renamed = [e for e in events if e.startswith("replace ")]
+    assert renamed[-2:] == ["replace result.json", "replace latest"]  # result.json last, then `latest` moves
+    assert sum(e == "replace record.json" for e in renamed) == len(records)
+
+
+def test_without_syncfs_every_file_is_fsynced_before_result_json(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    agg, records = _records()
+    events = _trace(monkeypatch, syncfs_works=False)
+    write_results_tree(agg, records, tmp_path, RUN_ID)
+    before_result = events[: events.index("replace result.json")]
+    files_written = sum(e.startswith("replace ") for e in before_result)
+    assert before_result.count("fsync") >= files_written  # one fsync each, in the fallback pass
+    first_fsync = before_result.index("fsync")
+    assert all(not e.startswith("replace ") for e in before_result[first_fsync:])  # all after the writes
+
+
+def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    agg, records = _records()
+    complete = write_results_tree(agg, records, tmp_path, "20240101_000000_1_aaaaaaaaaaaa")
+    real = results.atomic_write_json
+
+    def crash_at_result(path: Path, data: Any, root: Path) -> Path:
+        if path.name == "result.json":
+            raise KeyboardInterrupt  # the session killed while finishing
+        return real(path, data, root)
+
+    monkeypatch.setattr(results, "atomic_write_json", crash_at_result)
+    with pytest.raises(KeyboardInterrupt):
+        write_results_tree(agg, records, tmp_path, RUN_ID)
+    partial = tmp_path / RUN_ID
+    assert (partial / "codex" / "with_skill" / "trials" / "c0" / "1" / "record.json").is_file()
+    assert not (partial / "result.json").exists()
+    assert not list(partial.glob(".result.json.*"))  # no temp file left behind either
+    with pytest.raises(RunFolderError, match="no result.json"):
+        load_run(partial)
+    assert run_folders(tmp_path) == [complete]
+    assert os.readlink(tmp_path / "latest") == complete.name
+
+
+def test_batch_still_refuses_a_symlink_planted_in_a_trial_folder(tmp_path: Path) -> None:
+    agg, records = _records()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    trials = tmp_path / "root" / RUN_ID / "codex" / "with_skill" / "trials"
+    trials.mkdir(parents=True)
+    (trials / "c1").symlink_to(outside)
+    with pytest.raises(UnsafeResultsPath, match="symlink"):
+        write_results_tree(agg, records, tmp_path / "root", RUN_ID)
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "root" / RUN_ID / "result.json").exists()
+
+
+def test_trial_shapes_are_each_validated(tmp_path: Path) -> None:
+    agg, records = _records()
+    run = write_results_tree(agg, records, tmp_path, RUN_ID)
+    document = load_run(run).document.model_dump(mode="json")
+    results.validate_result(document, every_trial=False)
+    odd = {**document["trials"][1], "attempt": "one"}  # one trial of a shape no other trial has
+    broken = {**document, "trials": [*document["trials"], odd]}
+    with pytest.raises(jsonschema.ValidationError):
+        results.validate_result(broken, every_trial=False)
