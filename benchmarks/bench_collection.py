@@ -1,6 +1,6 @@
 """Collection cost: `pytest --co -q` on a generated eval dataset vs a plain parametrized test with as many items.
 
-Both runs are whole processes (interpreter start, plugin import, collection, the `--co` listing) in the same
+The eval dataset has n/2 cases run in both arms (n items). Both runs are whole processes (interpreter start, plugin import, collection, the `--co` listing) in the same
 project, so the plugin is loaded in both; the difference is what collecting skill-eval items costs. Prints the whole
 process time at each size, the per-item cost (slope between the smallest and each larger size, which removes the
 fixed start-up), and the plugin/plain ratio.
@@ -44,11 +44,12 @@ def _timed(project: Path, argv: list[str]) -> float:
 
 def measure(n: int, repeats: int = 3) -> tuple[float, float]:
     """Best-of-`repeats` whole-process seconds for (plugin, plain) collecting n items."""
-    project = make_project(n)
+    # n/2 cases x both arms: a dataset holds at most 10,000 cases, and two arms is the default run anyway
+    project = make_project(n // 2)
     try:
         (project / "test_plain.py").write_text(PLAIN_TEST.replace("{n}", str(n)))
         base = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", "--basetemp", str(project / "tmp")]
-        plugin = base + ["--skill-eval", "skills/bench", "--results-dir", str(project / "results"), *common_args()]
+        plugin = base + ["--skill-eval", "skills/bench", "--results-dir", str(project / "results"), *(a for a in common_args() if a != "--skip-baseline")]
         plain = base + ["test_plain.py"]
         plugin_s = min(_timed(project, plugin) for _ in range(repeats))
         plain_s = min(_timed(project, plain) for _ in range(repeats))

@@ -183,7 +183,8 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
 
     record = trial_record(item, skilleval_runner, get_state(item.config))
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
-    item.user_properties.extend(junit_item_properties(record))
+    if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them (~1.5 KB a trial otherwise)
+        item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
         pytest.skip(record.reason or "skipped")
     if record.status == "error":
@@ -230,7 +231,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pytest_skilleval.dispatch import shutdown
 
     shutdown(session)
-    if _is_worker(session.config) or not state.records:
+    if _is_worker(session.config) or not state.has_records():
         return
     from pytest_skilleval.reporting import finish_session
 

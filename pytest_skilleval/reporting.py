@@ -118,7 +118,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
     blocking_codes: list[int] = []
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
-    for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):
+    for skill_dir in sorted({Path(path) for path in state.record_skill_dirs()}):
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
         problems = _condition_name_problems(records)

@@ -36,7 +36,9 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
-        self.records: dict[str, TrialRecord] = {}
+        # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
+        # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
+        self._records: dict[str, tuple[str, str]] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
@@ -124,10 +126,18 @@ class SkillEvalSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
-        for key, value in report.user_properties:
-            if key == USER_PROPERTY_KEY:
-                record = TrialRecord.model_validate(json.loads(value) if isinstance(value, str) else value)
-                self.records[record.nodeid or report.nodeid] = record
+        for index, (key, value) in enumerate(report.user_properties):
+            if key != USER_PROPERTY_KEY:
+                continue
+            text = value if isinstance(value, str) else json.dumps(value)
+            stored = self._records.get(report.nodeid)
+            if stored is not None and stored[1] == text:
+                # the same trial's setup, call and teardown reports: one string for all three (xdist sends copies)
+                report.user_properties[index] = (key, stored[1])
+                continue
+            record = TrialRecord.model_validate_json(text)
+            self._records.pop(report.nodeid, None)
+            self._records[record.nodeid or report.nodeid] = (record.skill_dir, text)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Where collection failed: a path with an error is not also "a path that yielded nothing"."""
@@ -135,8 +145,20 @@ class SkillEvalSession:
         if report.failed and path:
             self.collect_error_paths.append(self.config.rootpath / path)
 
+    @property
+    def records(self) -> dict[str, TrialRecord]:
+        """Every trial record seen so far, by node id (parsed on each call: for tests and small runs)."""
+        return {nodeid: TrialRecord.model_validate_json(text) for nodeid, (_, text) in self._records.items()}
+
+    def has_records(self) -> bool:
+        return bool(self._records)
+
+    def record_skill_dirs(self) -> list[str]:
+        """The skill folders that have records (under xdist the controller collects nothing: these say which)."""
+        return sorted({skill_dir for skill_dir, _ in self._records.values()})
+
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
-        return [record for record in self.records.values() if record.skill_dir == skill_dir]
+        return [TrialRecord.model_validate_json(text) for sd, text in self._records.values() if sd == skill_dir]
 
 
 def get_state(config: pytest.Config) -> SkillEvalSession | None:

@@ -171,3 +171,17 @@ def test_the_plan_is_fixed_at_session_start(skill_project: SkillProject, xdist: 
     run_dir = sorted((skill_project.root / "results" / "demo").glob("2*"))[-1]
     snapshot = json.loads((run_dir / "dataset_snapshot.json").read_text())
     assert [e["id"] for e in snapshot["entries"]] == ["c1", "c2"]
+
+
+def test_without_junit_xml_items_carry_only_the_record(skill_project: SkillProject) -> None:
+    """The flat JUnit properties are for the JUnit report only; without one a trial keeps just its record."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.pytester.makeconftest(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'teardown':\n"
+        "        print('KEYS=' + ','.join(sorted({k for k, _ in report.user_properties})))\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "-s")
+    result.assert_outcomes(passed=2)
+    keys = [line for line in result.outlines if "KEYS=" in line]
+    assert len(keys) == 2 and all(line.endswith("KEYS=skilleval_trial") for line in keys)

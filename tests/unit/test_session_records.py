@@ -1,0 +1,47 @@
+"""The controller keeps each finished trial as the JSON its report carries, parsed once at session end (issue 13:
+memory per trial), and the three reports of one trial share that one string."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
+from pytest_skilleval.session import SkillEvalSession, record_property_value
+
+
+def _report(nodeid: str, when: str, text: str) -> Any:
+    return SimpleNamespace(nodeid=nodeid, when=when, user_properties=[("other", "x"), (USER_PROPERTY_KEY, text)])
+
+
+def _record(case: str, skill_dir: str, overall: float) -> TrialRecord:
+    return TrialRecord(skill="s", skill_dir=skill_dir, case=case, agent="replay", arm="with_skill", attempt=1,
+                       status="scored", overall=overall, nodeid=f"evals.json::{case}[replay-with_skill-1]",
+                       details={"security": {"reason": "fine"}})
+
+
+def test_records_are_kept_as_shared_json_and_parsed_on_demand() -> None:
+    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    first, other = _record("a", "/skills/one", 0.9), _record("b", "/skills/two", 0.4)
+    reports = []
+    for record in (first, other):
+        for when in ("setup", "call", "teardown"):
+            # xdist delivers each report with its own copy of the string
+            report = _report(record.nodeid, when, "".join(list(record_property_value(record))))
+            state.pytest_runtest_logreport(report)  # type: ignore[arg-type]
+            reports.append(report)
+    assert state.has_records() and state.record_skill_dirs() == ["/skills/one", "/skills/two"]
+    assert state.records_for("/skills/one") == [first]
+    assert state.records_for("/skills/two") == [other]
+    shared = {id(r.user_properties[1][1]) for r in reports[:3]}
+    assert len(shared) == 1  # setup, call and teardown now hold one string
+    assert reports[0].user_properties[0] == ("other", "x")
+
+
+def test_a_changed_record_for_the_same_trial_replaces_the_old_one() -> None:
+    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    before, after = _record("a", "/skills/one", 0.2), _record("a", "/skills/one", 0.8)
+    state.pytest_runtest_logreport(_report(before.nodeid, "setup", record_property_value(before)))  # type: ignore[arg-type]
+    state.pytest_runtest_logreport(_report(after.nodeid, "teardown", record_property_value(after)))  # type: ignore[arg-type]
+    assert state.records_for("/skills/one") == [after]
+    assert list(state.records) == [after.nodeid]
