@@ -125,6 +125,9 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         if problems:
             records = _drop_failed_conditions(records, problems)
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
+        source = state.regrade_source(skill_dir)
+        if source is not None:
+            plan.run_config["regraded_from"] = source.name
         result = aggregate(records, plan)
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
                                      dataset_snapshot=plan.dataset_snapshot)

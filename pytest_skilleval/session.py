@@ -36,6 +36,7 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
+        self._regrade_sources: dict[Path, Path | None] = {}
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
@@ -72,6 +73,30 @@ class SkillEvalSession:
         except ResumeError as error:
             raise pytest.UsageError(f"--resume {requested}: {error}") from None
 
+    def regrade_source(self, skill_dir: Path) -> Path | None:
+        """The run whose stored trials this session grades again (--regrade), or None; resolved once, so `latest`
+        never becomes this session's own run folder."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self._regrade_sources:
+            self._regrade_sources[skill_dir] = self._find_regrade_source(skill_dir)
+        return self._regrade_sources[skill_dir]
+
+    def _find_regrade_source(self, skill_dir: Path) -> Path | None:
+        try:
+            requested = self.skill(skill_dir).settings.regrade
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
+            return None
+        if requested is None:
+            return None
+        try:
+            run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
+        except ResumeError as error:
+            raise pytest.UsageError(f"--regrade {requested}: {error}") from None
+        if not (run_dir / "result.json").is_file():
+            raise pytest.UsageError(f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
+                                    "can be regraded (finish it with --resume first)")
+        return run_dir
+
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
         return resumed.name if resumed is not None else self.run_id
@@ -79,6 +104,7 @@ class SkillEvalSession:
     def check_resumable(self) -> None:
         """At start, on the controller: refuse a resume whose dataset, skill or settings changed."""
         for skill_dir, plan in self.case_plans.items():
+            self.regrade_source(skill_dir)
             run_dir = self.resumed_run_dir(skill_dir)
             if run_dir is None:
                 continue

@@ -186,31 +186,38 @@ class SkillEvalRunner:
         if not rich:
             what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
-        metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
-        overall = clean_score(rich.get("overall"))
-        execution = rich.get("details", {}).get("skill_execution", {})
-        activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
-        from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
+        error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
+        return record_from_rich(base, rich, settings.pass_threshold, error, trial_dir)
 
-        record = TrialRecord(
-            **base,
-            judge_models=judge_models_of(rich),
-            judge_failures=judge_failures_of(rich),
-            status="scored" if overall is not None else "unscored",
-            overall=overall,
-            metrics=metrics,
-            custom_metrics=rich.get("custom_metrics", {}),
-            details=rich.get("details", {}),
-            activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
-            trajectory_source=rich.get("trajectory_source"),
-            passed=passes(overall, settings.pass_threshold),
-            error=f"{exception.exception_type}: {exception.exception_message}" if exception else None,
-        )
-        if overall is None:
-            custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
-            why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
-            record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
-        return record
+
+def record_from_rich(base: dict[str, Any], rich: dict[str, Any], pass_threshold: float, error: str | None,
+                     trial_dir: Path) -> TrialRecord:
+    """A trial's record from its rich reward (the verifier's, or a regrade's)."""
+    from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
+
+    metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
+    overall = clean_score(rich.get("overall"))
+    execution = rich.get("details", {}).get("skill_execution", {})
+    activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
+    record = TrialRecord(
+        **base,
+        judge_models=judge_models_of(rich),
+        judge_failures=judge_failures_of(rich),
+        status="scored" if overall is not None else "unscored",
+        overall=overall,
+        metrics=metrics,
+        custom_metrics=rich.get("custom_metrics", {}),
+        details=rich.get("details", {}),
+        activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
+        trajectory_source=rich.get("trajectory_source"),
+        passed=passes(overall, pass_threshold),
+        error=error,
+    )
+    if overall is None:
+        custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
+        why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
+        record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
+    return record
 
 
 def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:

@@ -120,44 +120,13 @@ class HostVerifier(BaseVerifier):
             raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
         return sanitized
 
-    async def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
-        from verifier.grade import entry_for_grading, grade
-        from verifier.judges import judge_trial
-        from verifier.trajectory import load_evidence
-
-        evidence = load_evidence(self._agent_host_dir)
-        judged = await judge_trial(evidence, entry_for_grading(entry, None), self.judge)
-        return grade(evidence, entry, judged=judged)
-
     async def verify(self) -> VerifierResult:
         entry = json.loads((Path(self.task.paths.tests_dir) / "entry.json").read_text(encoding="utf-8"))
-        rich: dict[str, Any] = {
-            "entry_id": entry.get("id"),
-            "grading_mode": self.grading_mode,
-            "metrics": {name: None for name in STANDARD_METRICS},
-            "custom_metrics": {},
-            "custom_overall": None,
-            "details": {},
-        }
-        uses_grader = self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only")
-        if uses_grader:
+        custom = None
+        if self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only"):
             await self._prepare_sandbox()
             custom = await self._run_grader()
-            rich["custom_metrics"] = custom.custom_metrics
-            rich["custom_overall"] = custom.overall
-            rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
-        if self.grading_mode != "custom_only":
-            standard = await self._standard_grade(entry)
-            rich["metrics"].update(standard.get("metrics", {}))
-            rich["details"].update(standard.get("details", {}))
-            rich["trajectory_source"] = standard.get("trajectory_source")
-            for key in ("evaluation_status", "evaluation_errors"):
-                if key in standard:
-                    rich[key] = standard[key]
-        rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
-        rich["overall_basis"] = overall_basis(self.grading_mode, rich["metrics"])
-        if rich.get("evaluation_status") == "failed":
-            rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
+        rich = await grade_on_host(self._agent_host_dir, entry, self.grading_mode, self.judge, custom)
         host_dir = self._verifier_host_dir
         host_dir.mkdir(parents=True, exist_ok=True)
         (host_dir / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n", encoding="utf-8")
@@ -166,3 +135,40 @@ class HostVerifier(BaseVerifier):
         if rich["overall"] is not None:
             (host_dir / "reward.txt").write_text(f"{rich['overall']}\n", encoding="utf-8")
         return VerifierResult(rewards=flat)
+
+
+async def grade_on_host(agent_dir: Path, entry: dict[str, Any], grading_mode: str, judge: dict[str, Any] | None,
+                        custom: SanitizedReward | None) -> dict[str, Any]:
+    """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
+    author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
+    rich: dict[str, Any] = {
+        "entry_id": entry.get("id"),
+        "grading_mode": grading_mode,
+        "metrics": {name: None for name in STANDARD_METRICS},
+        "custom_metrics": {},
+        "custom_overall": None,
+        "details": {},
+    }
+    if custom is not None:
+        rich["custom_metrics"] = custom.custom_metrics
+        rich["custom_overall"] = custom.overall
+        rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
+    if grading_mode != "custom_only":
+        from verifier.grade import entry_for_grading, grade
+        from verifier.judges import judge_trial
+        from verifier.trajectory import load_evidence
+
+        evidence = load_evidence(agent_dir)
+        judged = await judge_trial(evidence, entry_for_grading(entry, None), judge)
+        standard = grade(evidence, entry, judged=judged)
+        rich["metrics"].update(standard.get("metrics", {}))
+        rich["details"].update(standard.get("details", {}))
+        rich["trajectory_source"] = standard.get("trajectory_source")
+        for key in ("evaluation_status", "evaluation_errors"):
+            if key in standard:
+                rich[key] = standard[key]
+    rich["overall"] = trial_overall(grading_mode, rich["metrics"], rich["custom_overall"])
+    rich["overall_basis"] = overall_basis(grading_mode, rich["metrics"])
+    if rich.get("evaluation_status") == "failed":
+        rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
+    return rich
