@@ -29,6 +29,7 @@ import jsonschema
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
+from verifier import safe_io
 
 __all__ = [
     "ENV_RESULTS_DIR",
@@ -150,26 +151,10 @@ def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
 
 def _read_artifact(trial_dir: Path, rel: str, max_bytes: int) -> bytes | None:
     """A regular file under trial_dir, reached without any symlink, under the size cap; else None."""
-    current = trial_dir
-    if current.is_symlink() or not current.is_dir():
-        return None
-    for part in Path(rel).parts:
-        current = current / part
-        if current.is_symlink():
-            return None
     try:
-        st = current.lstat()
-    except OSError:
+        return safe_io.read_bytes(trial_dir, rel, max_bytes=max_bytes)
+    except (OSError, safe_io.FileTooLargeError):
         return None
-    if not current.is_file() or st.st_size > max_bytes:
-        return None
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(current, flags)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read(max_bytes + 1)[:max_bytes]
 
 
 # -------------------------------------------------------------------------------------------- run dir
