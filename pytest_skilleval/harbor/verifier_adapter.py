@@ -12,6 +12,7 @@ adapter writes itself are never taken from the sandbox.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from harbor.verifier.base import BaseVerifier
 from verifier import safe_io
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
+from verifier.redact import Redactor
 from verifier.scoring import trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
@@ -90,6 +92,8 @@ class HostVerifier(BaseVerifier):
         self.grading_mode = grading_mode
         self.grader = grader
         self.env_paths = EnvironmentPaths()
+        # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
+        self.redactor = Redactor.from_environment(os.environ)
 
     @property
     def _verifier_host_dir(self) -> Path:
@@ -157,7 +161,7 @@ class HostVerifier(BaseVerifier):
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)
         host_dir = self._verifier_host_dir
         host_dir.mkdir(parents=True, exist_ok=True)
-        output = (result.stdout or "") + (result.stderr or "")
+        output = self.redactor.text((result.stdout or "") + (result.stderr or ""))
         self._refuse_sandbox_links(str(self.env_paths.verifier_dir))
         self._check_reward_sizes()
         await self._download_verifier_dir(host_dir)
@@ -213,7 +217,8 @@ class HostVerifier(BaseVerifier):
             rich["trajectory_source"] = standard.get("trajectory_source")
         rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
         host_dir = self._verifier_host_dir
-        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(rich, indent=2, default=str) + "\n")
+        rich = self.redactor.value(json.loads(json.dumps(rich, default=str)))
+        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(rich, indent=2) + "\n")
         flat = flat_rewards(rich)
         safe_io.write_text(host_dir, "reward.json", json.dumps(flat, indent=2) + "\n")
         if rich["overall"] is not None:
