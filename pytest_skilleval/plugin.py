@@ -53,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = SkillEvalSession(config, sources, run_id)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
+    state.signals.install()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "skilleval-xdist")
 
@@ -73,6 +74,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = get_state(config)
+    if state is not None:
+        state.signals.restore()
 
 
 def _evals_dir_of(path: Path) -> Path | None:

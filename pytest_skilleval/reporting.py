@@ -116,7 +116,8 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
     blocking_codes: list[int] = []
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
     for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):

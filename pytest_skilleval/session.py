@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Generator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
+from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.plan import CasePlan, case_plan
 from verifier.redact import Redactor
 
@@ -36,6 +38,7 @@ class SkillEvalSession:
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
+        self.signals = SignalGuard()
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(
             os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {})])
@@ -60,6 +63,19 @@ class SkillEvalSession:
         if skill_dir not in self.case_plans:
             self.case_plans[skill_dir] = case_plan(self.skill(skill_dir))
         return self.case_plans[skill_dir]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """The first Ctrl+C (or SIGTERM) is remembered before pytest's own reporting of it can be interrupted."""
+        try:
+            return (yield)
+        except KeyboardInterrupt:
+            self.signals.mark_interrupted()
+            raise
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        self.signals.mark_interrupted()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
