@@ -73,13 +73,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class XdistHooks:
-    """Every worker must use the controller's run id so the results tree is one run."""
+    """Every worker must use the controller's run id so the results tree is one run; a SIGTERM to the controller
+    reaches the workers as the Ctrl+C it stands for."""
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        from pytest_skilleval.signals import child_pids
+
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+            state.signals.workers = child_pids
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

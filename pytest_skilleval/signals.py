@@ -7,16 +7,20 @@ landing while pytest reports the first one skipped pytest's own bookkeeping, so 
 and `latest` moved to a partial run.
 
 So: SIGTERM is handed to whatever handles SIGINT at that moment (asyncio's graceful cancel during a trial, else
-pytest's KeyboardInterrupt); the first interrupt is remembered here, whatever pytest's exit status says later; and
+pytest's KeyboardInterrupt), and under xdist the controller passes it on to its workers as SIGINT, as a terminal's
+Ctrl+C would (a worker killed outright would leave its trial's commands running); the first interrupt is remembered here, whatever pytest's exit status says later; and
 from then on further SIGINT/SIGTERM are absorbed (with one line on stderr) until the interrupted run's results are
 written. A third signal stops without waiting.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -30,6 +34,7 @@ class SignalGuard:
         self.interrupted = False
         self._saved: dict[int, Any] = {}
         self._absorbed = 0
+        self.workers: Callable[[], list[int]] | None = None  # set on an xdist controller
 
     @staticmethod
     def _main_thread() -> bool:
@@ -43,6 +48,11 @@ class SignalGuard:
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Act as Ctrl+C: asyncio's handler cancels the trial task gracefully; otherwise KeyboardInterrupt."""
+        for pid in self.workers() if self.workers else []:
+            try:
+                os.kill(pid, signal.SIGINT)
+            except OSError:
+                pass
         handler = signal.getsignal(signal.SIGINT)
         if callable(handler) and handler not in (self._on_repeat, signal.default_int_handler):
             handler(signal.SIGINT, frame)
@@ -78,3 +88,16 @@ class SignalGuard:
             except (TypeError, ValueError):
                 pass
         self._saved.clear()
+
+
+def child_pids() -> list[int]:
+    """This process's direct children (the xdist workers on a controller); empty where /proc is missing."""
+    me, found = os.getpid(), []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(me):
+            found.append(int(stat_file.parent.name))
+    return found

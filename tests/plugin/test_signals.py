@@ -56,9 +56,14 @@ def _runs(project: SkillProject) -> dict[str, str | None]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="counts processes through /proc (Linux only)")
-@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM,), (signal.SIGTERM, signal.SIGINT)],
-                         ids=["ctrl-c-twice", "sigterm", "sigterm-then-ctrl-c"])
-def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signals: tuple[int, ...]) -> None:
+@pytest.mark.parametrize(("signals", "extra"), [
+    ((signal.SIGINT, signal.SIGINT), ()),
+    ((signal.SIGTERM,), ()),
+    ((signal.SIGTERM, signal.SIGINT), ()),
+    ((signal.SIGTERM,), ("-n", "2")),
+], ids=["ctrl-c-twice", "sigterm", "sigterm-then-ctrl-c", "sigterm-xdist"])
+def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signals: tuple[int, ...],
+                                             extra: tuple[str, ...]) -> None:
     _skill(skill_project)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     previous = subprocess.run(_argv(skill_project, "-k", "quick"), cwd=skill_project.root, env=env,
@@ -68,7 +73,7 @@ def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signal
     previous_run = os.readlink(latest)
     previous_bytes = (latest.parent / previous_run / "result.json").read_bytes()
 
-    proc = subprocess.Popen(_argv(skill_project), cwd=skill_project.root, env=env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_argv(skill_project, *extra), cwd=skill_project.root, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
