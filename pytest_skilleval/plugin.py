@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_skilleval.harbor.runner import default_env
 
     default_env()
+    # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
     settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
     from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
@@ -86,18 +88,23 @@ class XdistHooks:
             state.signals.workers = child_pids
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """Said once at session start: judges that will not run."""
-    state = get_state(config)
-    return state.judge_banner if state is not None and not _is_worker(config) else None
-
-
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter asks for the header
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fix the run plan before anything is collected or run (on the controller, or the only process)."""
     state = get_state(session.config)
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+    state.check_resumable()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Said once, before the first trial: judges that will not run, and how many trials each skill plans (and
+    whether they call models)."""
+    state = get_state(config)
+    if state is None or _is_worker(config):
+        return []
+    return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -184,10 +191,10 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     item = request.node
     if not isinstance(item, SkillEvalItem):
         pytest.skip("skilleval_trial only applies to skilleval items")
-    state = get_state(request.config)
-    record = skilleval_runner.run(item.spec)
-    if state is not None:
-        record = redact_record(record, state.redactor)
+    from pytest_skilleval.dispatch import trial_record
+
+    state = get_state(item.config)
+    record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -242,7 +249,12 @@ def _is_worker(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the run-level properties make it in
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
-    if state is None or _is_worker(session.config) or not state.records:
+    if state is None:
+        return
+    from pytest_skilleval.dispatch import shutdown
+
+    shutdown(session)
+    if _is_worker(session.config) or not state.records:
         return
     from pytest_skilleval.reporting import finish_session
 

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -16,8 +16,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 REPO = Path(__file__).resolve().parents[1]
 HELLO_SKILL = REPO / "examples" / "hello-skill"
 FIXTURES = REPO / "fixtures"
+# CI sets this so that a test skipped for a missing system part fails instead: CI proves those tests ran.
+REQUIRE_SYSTEM_ENV = "SKILLEVAL_REQUIRE_SYSTEM"
 # Every plugin run in the tests is hermetic: local environment, replay agent, results under the pytester dir.
 LOCAL_REPLAY = ("--agents", "replay", "--env-mode", "local")
+
+
+def require_system(name: str, how_to_install: str) -> NoReturn:
+    """Skip a test whose system part `name` is missing, saying how to install it; fail instead under CI."""
+    message = f"{name} is not available here: {how_to_install}"
+    if os.environ.get(REQUIRE_SYSTEM_ENV, "").strip() not in ("", "0"):
+        pytest.fail(f"{message} ({REQUIRE_SYSTEM_ENV} is set: system parts must be present)", pytrace=False)
+    pytest.skip(message)
 
 
 class SkillProject:
@@ -77,3 +87,39 @@ def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
         "skill_name": "demo",
         "evals": [{"id": case_id, "prompt": f"do {case_id}", "expected_output": "done", **extra} for case_id in ids],
     }
+
+
+# A Harbor agent for tests that observe when trials run: it sleeps $SKILLEVAL_TEST_SLEEP seconds (default 0.4) and
+# logs its start and end, with its class name, to $SKILLEVAL_TEST_LOG. Import it as `logging_agent:LoggingAgent`.
+LOGGING_AGENT = '''
+import asyncio, json, os, time
+from harbor.agents.base import BaseAgent
+from harbor.agents.capabilities import AgentCapabilities
+
+class LoggingAgent(BaseAgent):
+    """Sleeps, and logs its start and end (with its own name) to $SKILLEVAL_TEST_LOG."""
+
+    capabilities = AgentCapabilities(skills=True)
+
+    @staticmethod
+    def name():
+        return "logging"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        return None
+
+    async def run(self, instruction, environment, context):
+        log = os.environ["SKILLEVAL_TEST_LOG"]
+        me = type(self).__name__
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"agent": me, "event": "start", "t": time.monotonic()}) + "\\n")
+        await asyncio.sleep(float(os.environ.get("SKILLEVAL_TEST_SLEEP", "0.4")))
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"agent": me, "event": "end", "t": time.monotonic()}) + "\\n")
+
+class OtherAgent(LoggingAgent):
+    pass
+'''
