@@ -46,7 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     sources = options.read_sources(config)
-    options.merge_settings(sources)  # the command line and ini alone must already make sense
+    # the command line and ini alone must already make sense, and the environment they ask for must work here
+    options.check_environment(options.merge_settings(sources))
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)

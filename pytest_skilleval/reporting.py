@@ -33,6 +33,8 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
         key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
         for key, value in config.get("env_kwargs", {}).items()
     }
+    if skill.settings.local_sandbox is not None:
+        config["sandbox"] = skill.settings.local_sandbox
     return config
 
 

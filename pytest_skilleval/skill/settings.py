@@ -10,6 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 AGENT_ALIASES = {"claude": "claude-code"}
+# How `--env-mode` names our own `local` environment (the name, or either import path).
+LOCAL_ENV_MODES = ("local", "pytest_skilleval.harbor.local_env:LocalEnvironment",
+                   "pytest_skilleval.harbor_ext.local_env:LocalEnvironment")
 
 
 class RunSettings(BaseModel):
@@ -46,6 +49,14 @@ class RunSettings(BaseModel):
         if not canonical:
             raise ValueError("at least one agent is needed")
         return canonical
+
+    @property
+    def local_sandbox(self) -> str | None:
+        """The `local` environment's isolation: `none` only when asked for, else `bwrap` (the session refuses
+        to start where bwrap cannot run); None for any other environment."""
+        if self.env_mode not in LOCAL_ENV_MODES:
+            return None
+        return "none" if str(self.env_kwargs.get("sandbox", "auto")).strip().lower() == "none" else "bwrap"
 
     @property
     def arms(self) -> tuple[str, ...]:

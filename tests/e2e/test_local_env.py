@@ -8,28 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig
 from harbor.models.task.config import NetworkMode, NetworkPolicy
-from harbor.models.trial.paths import EnvironmentPaths, TrialPaths
+from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval.harbor import local_env
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, TIMEOUT_EXIT_CODE, LocalEnvironment
+from tests.e2e.conftest import make_env
 
 pytestmark = pytest.mark.e2e
-
-
-def make_env(tmp_path: Path, mode: str, **task_env: object) -> LocalEnvironment:
-    trial_dir = tmp_path / "trial"
-    paths = TrialPaths(trial_dir=trial_dir)
-    paths.mkdir()
-    return LocalEnvironment(
-        environment_dir=tmp_path / "environment",
-        environment_name="t",
-        session_id="t__env",
-        trial_paths=paths,
-        task_env_config=TaskEnvironmentConfig(**task_env),
-        sandbox=mode,
-    )
 
 
 def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
