@@ -221,3 +221,21 @@ def test_sandbox_kwarg_is_validated(tmp_path: Path) -> None:
         make_env(tmp_path, "docker")
     assert make_env(tmp_path / "auto", "auto").sandbox_mode == ("bwrap" if local_env.bwrap_available() else "none")
     assert LocalEnvironment.type() == "local"
+
+
+def test_none_mode_rewrites_each_path_once(tmp_path: Path) -> None:
+    """The sandbox itself may sit under /tmp, a container path too: a host path in it must not be rewritten again."""
+    env = run(started(make_env(tmp_path, "none")))
+    try:
+        target = env.host_path("/workspace/output/a.txt")
+        assert str(target).startswith("/tmp/") and env.host_path("/tmp").is_dir()
+        command = f"echo hi > {target} && cat /workspace/output/a.txt"
+        once = env.rewrite_paths(command)
+        assert env.rewrite_paths(once) == once
+        assert once == f"echo hi > {target} && cat {target}"
+        res = run(env.exec(f"echo hi > {target} && cat /workspace/output/a.txt && echo \"$WHERE\"",
+                           env={"WHERE": str(target)}))
+        assert res.return_code == 0, res
+        assert res.stdout == f"hi\n{target}\n"
+    finally:
+        run(env.stop(delete=True))
