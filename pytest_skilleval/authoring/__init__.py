@@ -1,1 +1,1 @@
-"""Authoring commands: the `skilleval` CLI, `validate`, and the scaffolds with their templates."""
+"""Authoring commands: the `skilleval` CLI, `validate`, the scaffolds and templates, and `install-skill`."""
