@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import json
 import os
 import select
@@ -31,6 +32,9 @@ import subprocess
 import sys
 import time
 
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+NS_GET_USERNS = 0xB701
 PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -51,6 +55,15 @@ def _prctl(option: int, arg: int = 0) -> None:
     if _libc.prctl(option, arg, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"prctl({option}, {arg}): {os.strerror(err)}")
+
+
+def _setns(fd: int, nstype: int) -> None:
+    """os.setns, or libc's where Python is older than 3.12 (the keeper runs under whatever Python runs pytest)."""
+    if hasattr(os, "setns"):
+        os.setns(fd, nstype)
+    elif _libc.setns(fd, nstype) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
 
 
 def _last_capability() -> int:
@@ -114,9 +127,14 @@ class Sandbox:
         self.init_pid = int(json.loads(info)["child-pid"])
         self.ns = {name: os.open(f"/proc/{self.init_pid}/ns/{name}", os.O_RDONLY) for name in ("user", "pid", *JOINED)}
         self.root = os.open(f"/proc/{self.init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
-        # The keeper joins the user namespace (to hold rights over the others) and forks into the PID namespace.
-        os.setns(self.ns["user"], os.CLONE_NEWUSER)
-        os.setns(self.ns["pid"], os.CLONE_NEWPID)
+        # The user namespace that owns the sandbox's other namespaces. Unprivileged, bwrap nests the sandbox's own
+        # user namespace one level below it: commands join the owner (to be allowed into the others), then the
+        # sandbox's own one, where they drop every capability.
+        self.owner = fcntl.ioctl(self.ns["pid"], NS_GET_USERNS)
+        self.nested = os.fstat(self.owner).st_ino != os.fstat(self.ns["user"]).st_ino
+        # The keeper joins the owner (to hold rights over the others) and forks into the PID namespace.
+        _setns(self.owner, CLONE_NEWUSER)
+        _setns(self.ns["pid"], CLONE_NEWPID)
 
     def alive(self) -> bool:
         return not self.ended
@@ -125,9 +143,11 @@ class Sandbox:
         """In the forked child: join the sandbox, take its root, drop every capability."""
         for name in JOINED:
             if name != "net" or join_net:
-                os.setns(self.ns[name], 0)
+                _setns(self.ns[name], 0)
         os.fchdir(self.root)
         os.chroot(".")
+        if self.nested:
+            _setns(self.ns["user"], CLONE_NEWUSER)
         _drop_capabilities(self.last_cap)
 
     def kill(self) -> None:
