@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -226,3 +227,49 @@ def test_the_wheel_bwrap_runs_the_sandbox(tmp_path: Path, monkeypatch: pytest.Mo
             run(env.stop(delete=True))
     finally:
         bwrap.usable_bwrap.cache_clear()
+
+
+UNPRIVILEGED_SCRIPT = r"""
+import os, sys, tempfile, time
+from pathlib import Path
+from pytest_skilleval.harbor.sandbox import bwrap
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+root = Path(tempfile.mkdtemp())
+(root / "rootfs" / "workspace").mkdir(parents=True)
+exe, problem = bwrap.usable_bwrap()
+assert exe, problem
+keeper = ProcessKeeper(bwrap.sandbox_options(exe, root / "rootfs", None), root / "keeper.log")
+keeper.start()
+with tempfile.TemporaryFile() as out:
+    command = "id -u; grep CapEff /proc/self/status; mount -o remount,rw /usr 2>/dev/null || echo no-remount; "
+    command += "setsid -f bash -c 'exec -a MARKER sleep 300'"
+    spawned = keeper.spawn(["/bin/bash", "-c", command], "/workspace", {"PATH": "/usr/bin:/bin"}, out.fileno(),
+                           out.fileno(), join_net=True)
+    print("exit", spawned.exited.result(30))
+    out.seek(0)
+    print(out.read().decode())
+time.sleep(0.3)
+print("left", keeper.stop())
+import shutil
+shutil.rmtree(root)
+"""
+
+
+def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
+    """Run by a normal user, bwrap nests two user namespaces; commands must still join, drop everything, and die."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or python is None:
+        pytest.skip("needs root (to switch to an unprivileged user), setpriv and a system python3")
+    repo = Path(__file__).resolve().parents[2]
+    marker = f"skilleval-unpriv-{uuid.uuid4().hex[:10]}"
+    script = UNPRIVILEGED_SCRIPT.replace("MARKER", marker)
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+                          capture_output=True, text=True, timeout=120, cwd="/tmp",
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp"})
+    if "No module named" in done.stderr or "Permission denied" in done.stderr:
+        pytest.skip(f"the repository is not readable by an unprivileged user here: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    assert "exit 0" in done.stdout and "no-remount" in done.stdout, done.stdout
+    assert "CapEff:\t0000000000000000" in done.stdout, done.stdout
+    assert "left []" in done.stdout
+    assert wait_until_none(marker, seconds=1.0) == []
