@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
 from pathlib import Path
 
@@ -237,5 +238,20 @@ def test_none_mode_rewrites_each_path_once(tmp_path: Path) -> None:
                            env={"WHERE": str(target)}))
         assert res.return_code == 0, res
         assert res.stdout == f"hi\n{target}\n"
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_commands_get_default_signal_dispositions(tmp_path: Path, sandbox_mode: str) -> None:
+    """`yes | head` ends quietly only when SIGPIPE is at its default (Python and the keeper ignore it)."""
+    env = run(started(make_env(tmp_path, sandbox_mode)))
+    try:
+        res = run(env.exec("yes | head -n 2; grep -E '^Sig(Ign|Blk)' /proc/self/status"))
+        assert res.return_code == 0 and res.stderr == "", res
+        assert res.stdout.splitlines()[:2] == ["y", "y"]
+        masks = dict(line.split(":\t") for line in res.stdout.splitlines()[2:])
+        assert int(masks["SigBlk"], 16) == 0, res.stdout
+        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGXFSZ, signal.SIGHUP):
+            assert not int(masks["SigIgn"], 16) & (1 << (sig - 1)), f"{sig.name} is ignored: {res.stdout}"
     finally:
         run(env.stop(delete=True))

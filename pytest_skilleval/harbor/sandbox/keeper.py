@@ -79,6 +79,20 @@ def _drop_capabilities(last: int) -> None:
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
 
 
+def _default_signals() -> None:
+    """A command starts with default signal handling: Python ignores SIGPIPE and SIGXFSZ, the keeper SIGTERM and
+    SIGINT, and pytest's workers may ignore more; none of that is inherited."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if sig == signal.SIGCHLD or signal.getsignal(sig) is not signal.SIG_DFL:
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
 def _parses(data: bytes) -> bool:
     try:
         json.loads(data)
@@ -236,8 +250,7 @@ class Keeper:
             for fd in (null, out_fd, err_fd):
                 os.close(fd)
             signal.set_wakeup_fd(-1)
-            for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, signal.SIG_DFL)
+            _default_signals()
             if self.sandbox is not None:
                 self.sandbox.enter(bool(request.get("join_net")))
             os.setsid()
