@@ -273,3 +273,29 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
     assert "CapEff:\t0000000000000000" in done.stdout, done.stdout
     assert "left []" in done.stdout
     assert wait_until_none(marker, seconds=1.0) == []
+
+
+# ---- failures say what happened ------------------------------------------------------------
+
+
+def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from pytest_skilleval.harbor.sandbox.keeper_client import KeeperError, ProcessKeeper
+
+    fake_bwrap = ["/bin/sh", "-c", "echo 'bwrap: Creating new namespace failed: nope' >&2; exit 1"]
+    keeper = ProcessKeeper(fake_bwrap, tmp_path / "keeper.log")
+    with pytest.raises(KeeperError, match="could not start: bwrap could not start the sandbox: bwrap: Creating new"):
+        keeper.start()
+    with pytest.raises(KeeperError, match="not started"):
+        keeper.spawn(["/bin/true"], "/", {}, 1, 2)
+
+
+def test_killing_the_sandbox_from_inside_ends_the_trial_loudly(tmp_path: Path, kit) -> None:
+    kit.skip_without_bwrap("bwrap")
+    env = started(tmp_path, "bwrap")
+    try:
+        run(env.exec("kill -9 2"))  # the process holding the sandbox open
+        time.sleep(0.3)
+        with pytest.raises(RuntimeError, match="sandbox has ended"):
+            run(env.exec("true"))
+    finally:
+        run(env.stop(delete=True))
