@@ -1,4 +1,4 @@
-"""Repo-wide test setup: Harbor kept offline, pytester, and the `skill_project` fixture."""
+"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.support import SkillProject  # noqa: E402
+
+pytest_plugins = ["pytest_skilleval.testing.fixtures"]
 
 
 @pytest.fixture

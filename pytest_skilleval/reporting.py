@@ -35,6 +35,9 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
     }
     if skill.settings.local_sandbox is not None:
         config["sandbox"] = skill.settings.local_sandbox
+    from pytest_skilleval.skill.judging import judge_run_config
+
+    config["judge"] = judge_run_config(skill.settings)
     return config
 
 

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from pytest_skilleval.skill.host_env import pass_env_names
+
 AGENT_ALIASES = {"claude": "claude-code"}
 # How `--env-mode` names our own `local` environment (the name, or either import path).
 LOCAL_ENV_MODES = ("local", "pytest_skilleval.harbor.local_env:LocalEnvironment",
@@ -34,7 +36,12 @@ class RunSettings(BaseModel):
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
+    judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Host variables a native task may reference (--pass-env, command line only); none by default.",
+    )
 
     @field_validator("agents")
     @classmethod
@@ -49,6 +56,11 @@ class RunSettings(BaseModel):
         if not canonical:
             raise ValueError("at least one agent is needed")
         return canonical
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, names: list[str]) -> list[str]:
+        return pass_env_names(names)
 
     @property
     def local_sandbox(self) -> str | None:
