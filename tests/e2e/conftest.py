@@ -43,7 +43,9 @@ def sandbox_mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def make_env(tmp_path: Path, mode: str, env_kwargs: dict[str, Any] | None = None, **task_env: object) -> LocalEnvironment:
+def make_env(
+    tmp_path: Path, mode: str, env_kwargs: dict[str, Any] | None = None, **task_env: object
+) -> LocalEnvironment:
     """A local environment on its own, for direct exec checks (not started)."""
     trial_dir = tmp_path / "trial"
     paths = TrialPaths(trial_dir=trial_dir)
@@ -100,8 +102,9 @@ def trial_config(
         task=TaskConfig(path=task),
         trials_dir=trials_dir,
         agent=agent or AgentConfig(name="nop"),
-        environment=EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox, **(env_kwargs or {})},
-                                      delete=delete),
+        environment=EnvironmentConfig(
+            import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox, **(env_kwargs or {})}, delete=delete
+        ),
     )
 
 
