@@ -131,6 +131,8 @@ class ProcessKeeper:
               join_net: bool = False) -> Spawned:
         """Start a command (cwd is a sandbox path in bwrap mode, a host path otherwise); returns at once."""
         if not self.running or self._sock is None:
+            if self._proc is not None and self._proc.poll() is not None and not self._stopped.done():
+                raise KeeperError(f"the trial's process keeper ended unexpectedly ({self._log_tail()})")
             raise KeeperError("the environment is not started (or already stopped)")
         spawned = Spawned()
         with tempfile.TemporaryFile() as body:
