@@ -12,7 +12,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -135,19 +134,24 @@ class ProcessKeeper:
                 raise KeeperError(f"the trial's process keeper ended unexpectedly ({self._log_tail()})")
             raise KeeperError("the environment is not started (or already stopped)")
         spawned = Spawned()
-        with tempfile.TemporaryFile() as body:
-            body.write(json.dumps({"argv": argv, "cwd": cwd, "env": env, "join_net": join_net}).encode())
-            body.seek(0)
+        # In memory, never a file: the request carries the command's environment (which may hold keys).
+        body = os.memfd_create("skilleval-request", os.MFD_CLOEXEC)
+        try:
+            with os.fdopen(body, "wb", closefd=False) as handle:
+                handle.write(json.dumps({"argv": argv, "cwd": cwd, "env": env, "join_net": join_net}).encode())
+            os.lseek(body, 0, os.SEEK_SET)
             with self._lock:
                 self._next_id += 1
                 request_id = self._next_id
                 self._pending[request_id] = spawned
                 try:
                     socket.send_fds(self._sock, [json.dumps({"op": "spawn", "id": request_id}).encode()],
-                                    [body.fileno(), stdout, stderr])
+                                    [body, stdout, stderr])
                 except OSError as error:
                     del self._pending[request_id]
                     raise KeeperError(f"the trial's process keeper is gone: {error}") from None
+        finally:
+            os.close(body)
         return spawned
 
     def stop(self) -> list[int]:
