@@ -17,6 +17,7 @@ import pytest
 from pytest_skilleval.harbor.local_env import LocalEnvironment
 from pytest_skilleval.harbor.sandbox import bwrap
 from tests.e2e.conftest import make_env
+from tests.support import require_system
 
 pytestmark = pytest.mark.e2e
 
@@ -115,7 +116,7 @@ def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: 
 
 def _skip_without_tmux() -> None:
     if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux)")
+        require_system("tmux", "apt-get install tmux")
 
 
 async def _drive_tmux(env: LocalEnvironment, session: str, word: str) -> str:
@@ -326,6 +327,7 @@ import asyncio, os, signal, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
 from tests.e2e.conftest import make_env
+from tests.support import require_system
 env = make_env(Path(sys.argv[1]), sys.argv[2])
 asyncio.run(env.start(force_build=False))
 asyncio.run(env.exec("setsid -f bash -c 'exec -a MARKER sleep 300' > /dev/null 2>&1; sleep 0.3"))
