@@ -4,6 +4,7 @@ tmux servers of concurrent trials, and the read-only tools folder (issue 9 items
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import subprocess
@@ -343,4 +344,14 @@ def test_nothing_outlives_a_host_process_that_is_killed(tmp_path: Path, sandbox_
     done = subprocess.run([sys.executable, "-c", HOST_DIES_SCRIPT.replace("MARKER", marker), str(tmp_path),
                            sandbox_mode, str(repo)], capture_output=True, text=True, timeout=120)
     assert done.returncode == -9 and "started" in done.stdout, done.stderr
+    assert wait_until_none(marker, seconds=5.0) == []
+
+
+def test_an_environment_dropped_without_stop_ends_its_processes(tmp_path: Path, sandbox_mode: str) -> None:
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    env = started(tmp_path, sandbox_mode)
+    run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
+    assert processes_with(marker)
+    del env
+    gc.collect()
     assert wait_until_none(marker, seconds=5.0) == []

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,30 @@ class Spawned:
 
     started: Future[int] = field(default_factory=Future)
     exited: Future[int] = field(default_factory=Future)
+
+
+def _hang_up(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _read_replies(sock: socket.socket, owner: weakref.ref[ProcessKeeper]) -> None:
+    """The reader thread: hands each keeper message to its owner until the socket closes."""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            data = b""
+        keeper = owner()
+        if keeper is None:
+            return
+        if not data:
+            keeper._on_hang_up()
+            return
+        keeper._on_message(json.loads(data))
+        del keeper
 
 
 class ProcessKeeper:
@@ -66,8 +91,12 @@ class ProcessKeeper:
             )
         mine.close()
         self._sock = host
-        self._reader = threading.Thread(target=self._read, name="skilleval-keeper", daemon=True)
+        # The reader holds the keeper only weakly: an environment dropped without stop() (a test, a crash) closes
+        # the socket when collected, and the keeper then ends everything the trial started.
+        self._reader = threading.Thread(target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper",
+                                        daemon=True)
         self._reader.start()
+        weakref.finalize(self, _hang_up, host)
         try:
             reply = self._ready.result(timeout=START_TIMEOUT)
         except TimeoutError:
@@ -84,22 +113,15 @@ class ProcessKeeper:
             return "no details"
         return lines[-1] if lines else "the keeper exited without a word"
 
-    def _read(self) -> None:
-        assert self._sock is not None
-        while True:
-            try:
-                data = self._sock.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            message = json.loads(data)
-            if "ready" in message:
-                self._ready.set_result(message)
-            elif "stopped" in message:
-                self._stopped.set_result(message)
-            elif "id" in message:
-                self._dispatch(message)
+    def _on_message(self, message: dict) -> None:
+        if "ready" in message:
+            self._ready.set_result(message)
+        elif "stopped" in message:
+            self._stopped.set_result(message)
+        elif "id" in message:
+            self._dispatch(message)
+
+    def _on_hang_up(self) -> None:
         gone = KeeperError(f"the trial's process keeper ended ({self._log_tail()})")
         for future in (self._ready, self._stopped):
             if not future.done():
