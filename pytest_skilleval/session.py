@@ -13,6 +13,7 @@ import time
 from collections.abc import Generator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
