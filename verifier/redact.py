@@ -24,6 +24,10 @@ REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
 # Plain lowercase words this long are passphrases rather than config values.
 MIN_PLAIN_SECRET_LENGTH = 16
+# Short strings (keys, statuses, names) repeat across thousands of trials: their redaction is remembered, up to a
+# bound, so writing 20,000 trials does not run every pattern over `"passed"` 20,000 times.
+CACHED_TEXT_LENGTH = 64
+MAX_CACHED = 100_000
 
 _CREDENTIAL_NAME = re.compile(
     r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH", re.IGNORECASE
@@ -99,6 +103,8 @@ class Redactor:
             forms.add(json.dumps(secret)[1:-1])  # as it appears inside a JSON string
         ordered = sorted(forms, key=len, reverse=True)
         self._values = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
+        self._short: dict[str, str] = {}
+        self._credential_keys: dict[str, bool] = {}
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str], kwargs: Iterable[Mapping[str, Any]] = ()) -> Redactor:
@@ -108,6 +114,24 @@ class Redactor:
         return cls(values)
 
     def text(self, text: str) -> str:
+        if len(text) > CACHED_TEXT_LENGTH:
+            return self._redact_text(text)
+        done = self._short.get(text)
+        if done is None:
+            done = self._redact_text(text)
+            if len(self._short) < MAX_CACHED:
+                self._short[text] = done
+        return done
+
+    def _credential_key(self, key: str) -> bool:
+        known = self._credential_keys.get(key)
+        if known is None:
+            known = looks_like_credential(key)
+            if len(self._credential_keys) < MAX_CACHED:
+                self._credential_keys[key] = known
+        return known
+
+    def _redact_text(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(REDACTED, text)
         for pattern, replacement in TOKEN_PATTERNS:
@@ -122,7 +146,7 @@ class Redactor:
             redacted = {}
             for key, item in data.items():
                 name = self.text(str(key))
-                if isinstance(item, str) and item and looks_like_credential(str(key)):
+                if isinstance(item, str) and item and self._credential_key(str(key)):
                     redacted[name] = REDACTED
                 else:
                     redacted[name] = self.value(item)
