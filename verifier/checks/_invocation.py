@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from verifier.checks._harness_skills import HarnessLoad, load_evidence, loads_of
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
     ShellSyntaxError,
@@ -296,12 +297,15 @@ def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
     return {"call_index": call.index, "tool": call.tool, "why": why, "evidence": text[:300]}
 
 
-def check_invocation(calls: list[ToolCallRecord], target: str) -> InvocationResult:
-    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands)."""
+def check_invocation(
+    calls: list[ToolCallRecord], target: str, loads: list[HarnessLoad] | None = None
+) -> InvocationResult:
+    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands); a skill
+    the harness loaded (`loads`, from the system and user messages) counts as used too."""
     wanted = target.strip().casefold()
     if not wanted:
         return InvocationResult(None, "no skill to look for")
-    triggered: list[dict[str, Any]] = []
+    triggered: list[dict[str, Any]] = [load_evidence(load) for load in loads_of(list(loads or []), target)]
     unknown: list[dict[str, Any]] = []
     cwd = DEFAULT_CWD
     for call in calls:
