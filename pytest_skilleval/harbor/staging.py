@@ -56,6 +56,21 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
     return target
 
 
+def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
+    """Public datasets list the skill's own files as inputs (`"files": ["SKILL.md", "scripts/extract.py"]`).
+
+    Those resolve outside evals/, so they are refused as SPEC says, with the true reason rather than "does not
+    exist": copied into /workspace/input they would hand the skill to the baseline arm, and the with-skill arm has the
+    whole skill installed already.
+    """
+    candidate = skill_root / relative
+    if not relative.parts or not (candidate.is_file() or candidate.is_dir()):
+        return None
+    return (f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
+            "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
+            "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)")
+
+
 def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
     """(source, destination relative to /workspace/input) pairs for a case's `files`."""
     evals_root = evals_dir.resolve()
@@ -77,7 +92,7 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
             if source.is_symlink():
                 problem = "is a symlink"
             elif not source.exists():
-                problem = "does not exist"
+                problem = _skill_file_problem(evals_root.parent, relative) or "does not exist"
             elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
                 problem = "leaves evals/"
         if problem:
