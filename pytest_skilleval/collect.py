@@ -124,17 +124,17 @@ class DatasetFile(SkillCollector):
 
 
 def native_entry_ids(evals_dir: Path) -> set[str]:
-    """Entry ids claimed by readable native tasks; unreadable ones are reported by their own collector."""
-    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
+    """Entry ids claimed by native tasks, readable or not (one rule: a refused task, by Harbor or by us, never lets
+    its dataset entry run in its place); why a task was refused is reported by its own collector."""
+    from pytest_skilleval.skill.native_tasks import claimed_entry_id
 
     ids = set()
     for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):
         if toml.parent.name.startswith((".", "_")):
             continue
-        try:
-            ids.add(load_native_task(toml.parent).entry_id)
-        except NativeTaskError:
-            continue
+        entry_id = claimed_entry_id(toml.parent)
+        if entry_id is not None:
+            ids.add(entry_id)
     return ids
 
 
