@@ -20,6 +20,7 @@ from pytest_skilleval.session import (
     get_state,
     junit_item_properties,
     record_property_value,
+    redact_record,
 )
 from pytest_skilleval.skill.folder import find_skill_root
 
@@ -138,7 +139,10 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     item = request.node
     if not isinstance(item, SkillEvalItem):
         pytest.skip("skilleval_trial only applies to skilleval items")
+    state = get_state(request.config)
     record = skilleval_runner.run(item.spec)
+    if state is not None:
+        record = redact_record(record, state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -155,11 +159,22 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Our own failures read as one line of explanation, never a traceback into the plugin."""
     report = yield
-    if isinstance(item, SkillEvalItem) and call.excinfo is not None and report.failed:
+    if not isinstance(item, SkillEvalItem):
+        return report
+    if call.excinfo is not None and report.failed:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
 
         if isinstance(call.excinfo.value, (TrialError, TrialFailed)):
             report.longrepr = str(call.excinfo.value)
+    state = get_state(item.config)
+    if state is not None:
+        # Failure text and captured output reach the terminal and JUnit: the same redaction as every file.
+        if report.failed and report.longrepr is not None:
+            text = str(report.longrepr)
+            redacted = state.redactor.text(text)
+            if redacted != text or isinstance(report.longrepr, str):
+                report.longrepr = redacted
+        report.sections = [(title, state.redactor.text(content)) for title, content in report.sections]
     return report
 
 
@@ -195,4 +210,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.section("skilleval")
     for line in state.summary_lines:
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(state.redactor.text(line))

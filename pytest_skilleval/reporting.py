@@ -128,7 +128,8 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
         result = aggregate(records, plan)
         root = resolve_results_root(skill_dir, skill.settings.results_dir, os.environ)
-        run_dir = write_results_tree(result, records, root, state.run_id, dataset_snapshot=plan.dataset_snapshot)
+        run_dir = write_results_tree(result, records, root, state.run_id, dataset_snapshot=plan.dataset_snapshot,
+                                     redactor=state.redactor)
         state.results_paths.append(run_dir)
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))

@@ -8,6 +8,7 @@ only its own trials.
 from __future__ import annotations
 
 import json
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,7 @@ from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, case_plan
+from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 
@@ -34,6 +36,9 @@ class SkillEvalSession:
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
+        # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
+        self.redactor = Redactor.from_environment(
+            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {})])
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
@@ -69,6 +74,17 @@ class SkillEvalSession:
 
 def get_state(config: pytest.Config) -> SkillEvalSession | None:
     return config.stash.get(STATE_KEY, None)
+
+
+# Where a trial sits, from the user's own layout: kept as is so records still match the run plan.
+_IDENTITY_FIELDS = ("skill", "skill_dir", "case", "agent", "arm", "attempt", "nodeid")
+
+
+def redact_record(record: TrialRecord, redactor: Redactor) -> TrialRecord:
+    """The record with every secret the agent or grader printed replaced, before it is reported or written."""
+    data = record.model_dump(mode="json")
+    redacted = redactor.value({k: v for k, v in data.items() if k not in _IDENTITY_FIELDS})
+    return TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
 
 
 def record_property_value(record: TrialRecord) -> str:

@@ -30,12 +30,14 @@ from pytest_skilleval.harbor.staging import (
 )
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
+from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
+MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
 
 
 class TrialError(Exception):
@@ -154,6 +156,14 @@ class SkillEvalRunner:
             timeout_multiplier=settings.timeout_multiplier,
         )
         trial = await Trial.create(config)
+
+        async def keep_agent_record(_event: Any) -> None:
+            # The replay agent's own record beats any trajectory.json the sandbox wrote (issue 9, item 12).
+            restore = getattr(trial.agent, "restore_record", None)
+            if callable(restore):
+                restore()
+
+        trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
         if inputs is not None:
             async def upload_inputs(_event: Any) -> None:
                 await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
@@ -164,8 +174,7 @@ class SkillEvalRunner:
 
     def _record(self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path,
                 result: Any) -> TrialRecord:
-        rich_path = trial_dir / "verifier" / RICH_REWARD_NAME
-        rich: dict[str, Any] = json.loads(rich_path.read_text(encoding="utf-8")) if rich_path.is_file() else {}
+        rich = read_rich_reward(trial_dir / "verifier")
         exception = result.exception_info
         if not rich and result.verifier_result is not None:
             rich = own_test_reward(trial_dir / "verifier")
@@ -218,6 +227,15 @@ def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path 
     entry = entry_document(spec, mode, grader is not None)
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return staged, grader
+
+
+def read_rich_reward(verifier_dir: Path) -> dict[str, Any]:
+    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those)."""
+    try:
+        data = json.loads(safe_io.read_text(verifier_dir, RICH_REWARD_NAME, max_bytes=MAX_RICH_REWARD_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
