@@ -126,7 +126,7 @@ class DatasetFile(SkillCollector):
 def native_entry_ids(evals_dir: Path) -> set[str]:
     """Entry ids claimed by native tasks, readable or not (one rule: a refused task, by Harbor or by us, never lets
     its dataset entry run in its place); why a task was refused is reported by its own collector."""
-    from pytest_skilleval.skill.native_tasks import claimed_entry_id
+    from pytest_skilleval.skill.native_claims import claimed_entry_id
 
     ids = set()
     for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):

@@ -8,7 +8,6 @@ runs). `check_native_task` refuses those combinations before anything is staged,
 
 from __future__ import annotations
 
-import re
 import tomllib
 import types
 import typing
@@ -26,6 +25,7 @@ from harbor.models.task.verifier_mode import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.native_shipped import shipped_skills
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 
 HARBOR_DIR_NAME = "harbor"
@@ -108,33 +108,6 @@ def load_native_task(task_dir: Path) -> NativeTask:
         except CaseIdError as exc:
             raise NativeTaskError(f"{toml_path}: [metadata] entry_id is not a valid case id: {exc}") from None
     return NativeTask(case_id=case_id, entry_id=entry_id, path=task_dir, config=config)
-
-
-def claimed_entry_id(task_dir: Path) -> str | None:
-    """The dataset entry a native task folder replaces, even when the task cannot be read.
-
-    One rule for every refusal: a task refused by Harbor's own model (say a task name not in `org/name` form) claims
-    its entry exactly as one refused by a plugin rule does, so the entry never runs silently in its place; the
-    task's collector reports why it was refused. The id comes from `[metadata] entry_id` when the TOML parses, else
-    from the folder name; None when neither is a valid case id.
-    """
-    try:
-        return load_native_task(task_dir).entry_id
-    except NativeTaskError:
-        pass
-    try:
-        raw = tomllib.loads((Path(task_dir) / TASK_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        raw = {}
-    metadata = raw.get("metadata") if isinstance(raw, dict) else None
-    for candidate in ((metadata or {}).get("entry_id") if isinstance(metadata, dict) else None, Path(task_dir).name):
-        if candidate is None:
-            continue
-        try:
-            return canonical_case_id(candidate)
-        except CaseIdError:
-            continue
-    return None
 
 
 def discover_native_tasks(evals_dir: Path) -> list[NativeTask]:
@@ -367,29 +340,6 @@ def _verifier_findings(task: NativeTask, standard: bool, mode: str) -> list[Find
     return findings
 
 
-_COPY_SKILLS_RE = re.compile(r"^\s*(?:COPY|ADD)\s.*?(?:\s|/)skills(?:/|\s|$)", re.IGNORECASE)
-
-
-def _shipped_skills(task: NativeTask) -> list[str]:
-    """How the task's own environment carries skills: `environment.skills_dir`, a Dockerfile `COPY skills/`, or
-    an `environment/skills/<name>/SKILL.md`. Those reach both arms, unlike the skill the plugin installs."""
-    found: list[str] = []
-    skills_dir = task.config.environment.skills_dir
-    if skills_dir:
-        found.append(f"[environment] skills_dir = {skills_dir!r} (Harbor copies it into the agent's skills folder)")
-    environment = task.path / "environment"
-    dockerfile = environment / "Dockerfile"
-    try:
-        text = dockerfile.read_text(encoding="utf-8", errors="replace") if dockerfile.is_file() else ""
-    except OSError:
-        text = ""
-    found.extend(f"environment/Dockerfile: {line.strip()}" for line in text.splitlines() if _COPY_SKILLS_RE.match(line))
-    shipped = sorted(p.parent.name for p in (environment / "skills").glob("*/SKILL.md")) if environment.is_dir() else []
-    if shipped:
-        found.append(f"environment/skills/ holds {', '.join(shipped)}")
-    return found
-
-
 def _paired_findings(task: NativeTask, pre_agent_setup: Sequence[str]) -> list[Finding]:
     """Surfaces that can seed or observe the agent before the evaluated skill runs: unfair in a baseline."""
     findings: list[Finding] = []
@@ -438,7 +388,7 @@ def _paired_findings(task: NativeTask, pre_agent_setup: Sequence[str]) -> list[F
                 path=trajectory,
             )
         )
-    shipped = _shipped_skills(task)
+    shipped = shipped_skills(task.path, task.config)
     if shipped:
         findings.append(
             Finding(

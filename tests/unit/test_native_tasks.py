@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.skill.native_claims import claimed_entry_id
 from pytest_skilleval.skill.native_tasks import (
     NativeTask,
     NativeTaskError,
     check_native_task,
     check_native_tasks,
-    claimed_entry_id,
     discover_native_tasks,
     load_native_task,
 )
