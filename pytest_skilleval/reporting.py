@@ -26,13 +26,23 @@ from pytest_skilleval.results.summary import render_summary
 from verifier.custom import check_condition_metric_names, looks_like_credential
 
 
+def _redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments with every credential-looking value (by name or by value, nested ones too) replaced."""
+    def redact(key: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: redact(str(k), v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [redact(key, v) for v in value]
+        return "<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value
+
+    return {key: redact(key, value) for key, value in kwargs.items()}
+
+
 def _run_config(skill: SkillFolder) -> dict[str, Any]:
-    """The settings as run; values of environment kwargs that look like credentials never reach a file."""
+    """The settings as run; values of environment and agent kwargs that look like credentials never reach a file."""
     config = skill.settings.model_dump(mode="json")
-    config["env_kwargs"] = {
-        key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
-        for key, value in config.get("env_kwargs", {}).items()
-    }
+    config["env_kwargs"] = _redacted_kwargs(config.get("env_kwargs", {}))
+    config["agent_kwargs"] = {agent: _redacted_kwargs(kwargs) for agent, kwargs in config.get("agent_kwargs", {}).items()}
     return config
 
 

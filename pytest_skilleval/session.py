@@ -18,11 +18,17 @@ import pytest
 
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
+from pytest_skilleval.skill.settings import kwarg_leaves
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, case_plan
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
+
+
+def agent_kwarg_maps(parsed: dict[str, Any]) -> list[dict[str, Any]]:
+    """--agent-kwarg as parsed ({AGENT: {KEY: value}}) as one {KEY: value} map per leaf, for the redactor."""
+    return [{key: value} for kwargs in parsed.values() for key, value in kwarg_leaves(kwargs)]
 
 
 class SkillEvalSession:
@@ -38,7 +44,8 @@ class SkillEvalSession:
         self.summary_lines: list[str] = []
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(
-            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {})])
+            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
+                         *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
