@@ -1,4 +1,5 @@
-"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures."""
+"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures and
+the system-part fixtures."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.support import SkillProject  # noqa: E402
 
-pytest_plugins = ["pytest_skilleval.testing.fixtures"]
+# docker_available, test_base_image, chromium_path, agent_clis: system parts, skipped (failed in CI) when missing.
+pytest_plugins = ["pytest_skilleval.testing.fixtures", "tests.system_parts"]
 
 
 @pytest.fixture
