@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 GROUP = "skilleval"
@@ -90,7 +91,7 @@ class OptionSpec:
     multiple: bool = False
     metavar: str | None = None
     implemented: bool = True
-    cli_only: bool = False  # no ini key, and evals/config.yml cannot set it
+    cli_only: bool = False  # no ini key: a project file (ini, evals/config.yml) must not be able to set it
 
     @property
     def flag(self) -> str:
@@ -135,9 +136,15 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                metavar="DIR"),
     OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
                is_flag=True, implemented=False),
-    OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
+    OptionSpec("judge_model", "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
+               "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.", metavar="MODEL"),
+    OptionSpec("judge_cache", "Judge verdict cache under the results root: on, off, read or write (default on).",
+               parse=lambda v: v.strip().lower(), metavar="MODE"),
     OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
                is_flag=True),
+    OptionSpec("pass_env", "Let native tasks read this host variable through ${NAME} (repeatable; command line "
+               "only; none by default).", parse=lambda v: pass_env_names([v]), multiple=True, metavar="NAME",
+               cli_only=True),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
 # Option name -> RunSettings field, where they differ.
@@ -181,9 +188,12 @@ class SettingsSources:
 def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
     try:
         if spec.multiple:
+            parsed = [spec.parse(value) for value in (raw if isinstance(raw, list) else [raw])]
+            if parsed and isinstance(parsed[0], list):  # a list per value: concatenate
+                return [item for part in parsed for item in part]
             merged: dict[str, Any] = {}
-            for value in raw if isinstance(raw, list) else [raw]:
-                for key, item in spec.parse(value).items():
+            for part in parsed:
+                for key, item in part.items():
                     if isinstance(item, dict) and isinstance(merged.get(key), dict):
                         merged[key] = {**merged[key], **item}  # per-agent maps (--agent-kwarg) add up
                     else:

@@ -46,6 +46,8 @@ class SkillEvalSession:
         self.redactor = Redactor.from_environment(
             os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
                          *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
+        self.collect_error_paths: list[Path] = []
+        self.judge_banner: str | None = None
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
@@ -74,6 +76,12 @@ class SkillEvalSession:
             if key == USER_PROPERTY_KEY:
                 record = TrialRecord.model_validate(json.loads(value) if isinstance(value, str) else value)
                 self.records[record.nodeid or report.nodeid] = record
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Where collection failed: a path with an error is not also "a path that yielded nothing"."""
+        path = report.nodeid.split("::", 1)[0]
+        if report.failed and path:
+            self.collect_error_paths.append(self.config.rootpath / path)
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
         return [record for record in self.records.values() if record.skill_dir == skill_dir]

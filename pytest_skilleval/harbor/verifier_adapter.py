@@ -25,7 +25,7 @@ from verifier import safe_io
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
 from verifier.redact import Redactor
-from verifier.scoring import trial_overall
+from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
@@ -87,10 +87,12 @@ def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
-    def __init__(self, *, grading_mode: str = "default", grader: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, grading_mode: str = "default", grader: str | None = None,
+                 judge: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.grading_mode = grading_mode
         self.grader = grader
+        self.judge = judge
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
         self.redactor = Redactor.from_environment(os.environ)
@@ -184,12 +186,14 @@ class HostVerifier(BaseVerifier):
             raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
         return sanitized
 
-    def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
-        from verifier.grade import grade
+    async def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
+        from verifier.grade import entry_for_grading, grade
+        from verifier.judges import judge_trial
         from verifier.trajectory import load_evidence
 
         evidence = load_evidence(self._agent_host_dir)
-        return grade(evidence, entry)
+        judged = await judge_trial(evidence, entry_for_grading(entry, None), self.judge)
+        return grade(evidence, entry, judged=judged)
 
     async def verify(self) -> VerifierResult:
         agent_dir = str(self.env_paths.agent_dir)
@@ -211,11 +215,17 @@ class HostVerifier(BaseVerifier):
             rich["custom_overall"] = custom.overall
             rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
         if self.grading_mode != "custom_only":
-            standard = self._standard_grade(entry)
+            standard = await self._standard_grade(entry)
             rich["metrics"].update(standard.get("metrics", {}))
             rich["details"].update(standard.get("details", {}))
             rich["trajectory_source"] = standard.get("trajectory_source")
+            for key in ("evaluation_status", "evaluation_errors"):
+                if key in standard:
+                    rich[key] = standard[key]
         rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
+        rich["overall_basis"] = overall_basis(self.grading_mode, rich["metrics"])
+        if rich.get("evaluation_status") == "failed":
+            rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
         host_dir = self._verifier_host_dir
         rich = self.redactor.value(json.loads(json.dumps(rich, default=str)))
         safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(rich, indent=2) + "\n")

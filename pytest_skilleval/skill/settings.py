@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from pytest_skilleval.skill.host_env import pass_env_names
+
 AGENT_ALIASES = {"claude": "claude-code"}
 
 
@@ -44,7 +46,12 @@ class RunSettings(BaseModel):
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
+    judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Host variables a native task may reference (--pass-env, command line only); none by default.",
+    )
 
     @field_validator("agents")
     @classmethod
@@ -71,6 +78,11 @@ class RunSettings(BaseModel):
             agent = AGENT_ALIASES.get(str(name).strip(), str(name).strip())
             nested[agent] = {**nested.get(agent, {}), **(item if isinstance(item, dict) else {})}
         return nested
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, names: list[str]) -> list[str]:
+        return pass_env_names(names)
 
     @property
     def arms(self) -> tuple[str, ...]:
