@@ -15,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_skilleval.skill.host_env import pass_env_names
-from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
+from pytest_skilleval.skill.settings import AGENT_ALIASES, LOCAL_ENV_MODES, RunSettings
 
 GROUP = "skilleval"
 GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
@@ -261,3 +261,16 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings
+
+
+def check_environment(settings: RunSettings) -> None:
+    """At start-up, once: the local environment's `--ek` settings parse and its sandbox can run here; else one
+    line says why (and, when bwrap cannot run, that `--ek sandbox=none` runs without isolation)."""
+    if settings.env_mode not in LOCAL_ENV_MODES:
+        return
+    from pytest_skilleval.harbor.sandbox.options import check_local_env
+
+    try:
+        check_local_env(dict(settings.env_kwargs))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None

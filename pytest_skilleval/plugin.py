@@ -54,7 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     sources = options.read_sources(config)
-    settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
+    # the command line and ini alone must already make sense, and the environment they ask for must work here
+    settings = options.merge_settings(sources)
+    options.check_environment(settings)
     from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
 
     try:

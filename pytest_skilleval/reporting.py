@@ -43,6 +43,8 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
     config = skill.settings.model_dump(mode="json")
     config["env_kwargs"] = _redacted_kwargs(config.get("env_kwargs", {}))
     config["agent_kwargs"] = {agent: _redacted_kwargs(kwargs) for agent, kwargs in config.get("agent_kwargs", {}).items()}
+    if skill.settings.local_sandbox is not None:
+        config["sandbox"] = skill.settings.local_sandbox
     from pytest_skilleval.skill.judging import judge_run_config
 
     config["judge"] = judge_run_config(skill.settings)
