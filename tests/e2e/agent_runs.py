@@ -1,0 +1,81 @@
+"""Shared by the real-agent e2e tests: run `pytest --skill-eval` on the demo skill against a scripted model, then
+read back what each trial left (the ATIF trajectory through Harbor's own model, the scores, the model requests).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harbor.models.trajectories import Trajectory
+
+from pytest_skilleval.testing.scripted_model import LoggedRequest
+
+SKILL = "hello-skill"
+ARMS = ("with_skill", "without_skill")
+# Text only an agent that was given the skill can have seen: the SKILL.md body, and the skill listing.
+SKILL_ONLY_TEXT = ("Writes the team's standard welcome greeting", "SKILL.md", "<available_skills>")
+POSITIVE_CASE = "explicit-greeting"
+NEGATIVE_CASE = "negative-arithmetic"
+CASES = (POSITIVE_CASE, NEGATIVE_CASE)
+
+
+def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
+    """A regex that matches a conversation holding every needle and none of `absent`."""
+    ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)
+    not_ahead = "".join(f"(?!.*{re.escape(needle)})" for needle in absent)
+    return f"(?s)^{not_ahead}{ahead}"
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """One trial of the run as the results tree holds it."""
+
+    case: str
+    arm: str
+    record: dict[str, Any]
+    folder: Path
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.record.get("metrics") or {}
+
+    @property
+    def reward(self) -> dict[str, Any]:
+        return json.loads((self.folder / "skilleval_reward.json").read_text())
+
+    def trajectory(self) -> Trajectory:
+        """The agent's ATIF trajectory, validated by Harbor's own model (it must be a real, well-formed one)."""
+        return Trajectory.model_validate(json.loads((self.folder / "trajectory.json").read_text()))
+
+    def tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(call.function_name, dict(call.arguments)) for step in self.trajectory().steps
+                for call in step.tool_calls or []]
+
+    def text(self) -> str:
+        """Everything the trajectory holds, as JSON text."""
+        return (self.folder / "trajectory.json").read_text()
+
+
+def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], TrialView]:
+    """(case, arm) -> the trial, from the latest run's result.json and trial folders."""
+    (result_path,) = sorted((results_root / skill).glob("2*/result.json"))[-1:]
+    result = json.loads(result_path.read_text())
+    views: dict[tuple[str, str], TrialView] = {}
+    for record in result["trials"]:
+        folder = result_path.parent / record["agent"] / record["arm"] / "trials" / record["case"] / str(record["attempt"])
+        views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, folder)
+    return views
+
+
+def requests_of(requests: list[LoggedRequest], needle: str) -> list[LoggedRequest]:
+    """The model requests whose conversation holds `needle` (a case's prompt words)."""
+    return [entry for entry in requests if needle in entry.text]
+
+
+def assert_never_saw_the_skill(text: str, where: str) -> None:
+    for marker in SKILL_ONLY_TEXT:
+        assert marker not in text, f"{where} holds {marker!r}: the baseline arm saw the skill"
