@@ -16,8 +16,10 @@ from pytest_skilleval.testing.scripted_model import LoggedRequest
 
 SKILL = "hello-skill"
 ARMS = ("with_skill", "without_skill")
-# Text only an agent that was given the skill can have seen: the SKILL.md body, and the skill listing.
-SKILL_ONLY_TEXT = ("Writes the team's standard welcome greeting", "SKILL.md", "<available_skills>")
+# Text only an agent that was given the skill can have seen: its description (what a skill listing shows), its
+# SKILL.md body and path, and terminus-2's listing. (Bare "SKILL.md" is not: codex ships system skills of its own.)
+SKILL_ONLY_TEXT = ("Writes a welcome greeting file", "Writes the team's standard welcome greeting", "hello-skill/SKILL.md",
+                   "<available_skills>")
 POSITIVE_CASE = "explicit-greeting"
 NEGATIVE_CASE = "negative-arithmetic"
 CASES = (POSITIVE_CASE, NEGATIVE_CASE)
