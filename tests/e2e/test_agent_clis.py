@@ -169,6 +169,6 @@ def test_codex_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model
 
 def test_claude_code_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model, agent_clis,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    marker = SKILL  # claude-code lists the installed skills by name in its system prompt
+    marker = "Writes a welcome greeting file"  # claude-code lists installed skills with their descriptions
     result, server = run_agent(CLAUDE_CODE, marker, skill_project, scripted_model, agent_clis, monkeypatch)
     check_run(CLAUDE_CODE, marker, result, server, skill_project.root)
