@@ -12,14 +12,15 @@ from typing import Any
 
 from harbor.models.trajectories import Trajectory
 
+from pytest_skilleval.results.tree import safe_component
 from pytest_skilleval.testing.scripted_model import LoggedRequest
 
 SKILL = "hello-skill"
 ARMS = ("with_skill", "without_skill")
 # Text only an agent that was given the skill can have seen: its description (what a skill listing shows), its
-# SKILL.md body and path, and terminus-2's listing. (Bare "SKILL.md" is not: codex ships system skills of its own.)
-SKILL_ONLY_TEXT = ("Writes a welcome greeting file", "Writes the team's standard welcome greeting", "hello-skill/SKILL.md",
-                   "<available_skills>")
+# SKILL.md body and its path. (Not bare "SKILL.md" or an `<available_skills>` tag: codex and opencode list skills of
+# their own in every arm.)
+SKILL_ONLY_TEXT = ("Writes a welcome greeting file", "Writes the team's standard welcome greeting", "hello-skill/SKILL.md")
 POSITIVE_CASE = "explicit-greeting"
 NEGATIVE_CASE = "negative-arithmetic"
 CASES = (POSITIVE_CASE, NEGATIVE_CASE)
@@ -68,7 +69,8 @@ def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], Tria
     result = json.loads(result_path.read_text())
     views: dict[tuple[str, str], TrialView] = {}
     for record in result["trials"]:
-        folder = result_path.parent / record["agent"] / record["arm"] / "trials" / record["case"] / str(record["attempt"])
+        folder = (result_path.parent / safe_component(record["agent"]) / record["arm"] / "trials"
+                  / safe_component(record["case"]) / str(record["attempt"]))
         views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, folder)
     return views
 

@@ -78,6 +78,22 @@ CLAUDE_CODE = CliAgent(
 )
 
 
+OPENCODE = CliAgent(
+    name="pytest_skilleval.harbor.preinstalled:PreinstalledOpenCode", model="scripted/m", queue="m",
+    skills_dir="/root/.config/opencode/skills",
+    shell=lambda command: {"name": "bash", "arguments": {"command": command, "description": "run it"}},
+    shell_tool="bash", command_of=lambda arguments: str(arguments.get("command")),
+)
+
+
+def opencode_provider(base_url: str) -> str:
+    """An OpenAI-compatible provider in opencode's own config (its `openai` provider speaks another API)."""
+    config = {"provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
+                                        "options": {"baseURL": base_url, "apiKey": "placeholder"},
+                                        "models": {"m": {"name": "m"}}}}}
+    return f"{OPENCODE.name}:opencode_config={json.dumps(config)}"
+
+
 def script(agent: CliAgent, marker: str) -> dict:
     """Per arm and case: the tool calls to make, then a final answer. `marker` is text only with-skill requests hold."""
     def arm_case(needle: str, with_skill: bool, *commands: str) -> list[dict]:
@@ -85,8 +101,11 @@ def script(agent: CliAgent, marker: str) -> dict:
         return [*({"match_regex": guard, "tool_calls": [agent.shell(command)]} for command in commands),
                 {"match_regex": guard, "text": "Done.", "repeat": "forever"}]
 
+    # opencode asks the same model for a session title alongside the conversation: answer it first, always.
+    title = {"match_regex": "(?i)generate a (short )?title|title generator", "text": "Greeting", "repeat": "forever"}
     return {"models": {
         agent.queue: [
+            title,
             *arm_case(ADA, True, f"cat {agent.skill_md()}", agent.greet()),
             *arm_case(ADA, False, HAND_GREETING),
             *arm_case(ARITHMETIC, True, ANSWER),
@@ -105,13 +124,14 @@ def _needs_bwrap() -> None:
 
 
 def run_agent(agent: CliAgent, marker: str, skill_project: SkillProject, scripted_model, agent_clis,
-              monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+              monkeypatch: pytest.MonkeyPatch, extra_kwargs: Callable[[Any], list[str]] = lambda server: []
+              ) -> tuple[Any, Any]:
     _needs_bwrap()
     server = scripted_model(script(agent, marker))
     for name, value in server.client_env().items():
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
-    kwargs = [arg for item in agent.agent_kwargs for arg in ("--agent-kwarg", item)]
+    kwargs = [arg for item in [*agent.agent_kwargs, *extra_kwargs(server)] for arg in ("--agent-kwarg", item)]
     result = skill_project.run(
         "--agents", agent.name, "--agent-model", f"{agent.name}={agent.model}", "--env-mode", "local",
         "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}", *kwargs,
@@ -172,3 +192,11 @@ def test_claude_code_cli_on_the_demo_skill(skill_project: SkillProject, scripted
     marker = "Writes a welcome greeting file"  # claude-code lists installed skills with their descriptions
     result, server = run_agent(CLAUDE_CODE, marker, skill_project, scripted_model, agent_clis, monkeypatch)
     check_run(CLAUDE_CODE, marker, result, server, skill_project.root)
+
+
+def test_opencode_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model, agent_clis,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = "Writes a welcome greeting file"  # opencode lists installed skills with their descriptions
+    result, server = run_agent(OPENCODE, marker, skill_project, scripted_model, agent_clis, monkeypatch,
+                               extra_kwargs=lambda server: [opencode_provider(server.openai_base_url)])
+    check_run(OPENCODE, marker, result, server, skill_project.root)

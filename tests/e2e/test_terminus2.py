@@ -123,4 +123,6 @@ def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model
             assert_never_saw_the_skill(entry.text, "a baseline model request")
     for case in (POSITIVE_CASE, NEGATIVE_CASE):
         assert_never_saw_the_skill(views[(case, "without_skill")].text(), "a baseline trajectory")
+        assert LISTING not in views[(case, "without_skill")].text()
+        assert LISTING in views[(case, "with_skill")].text()
     assert all(entry.status == 200 for entry in server.requests), [(e.path, e.status) for e in server.requests]
