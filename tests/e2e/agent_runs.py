@@ -83,3 +83,46 @@ def requests_of(requests: list[LoggedRequest], needle: str) -> list[LoggedReques
 def assert_never_saw_the_skill(text: str, where: str) -> None:
     for marker in SKILL_ONLY_TEXT:
         assert marker not in text, f"{where} holds {marker!r}: the baseline arm saw the skill"
+
+
+def assert_arms_scored_as_scripted(views: dict[tuple[str, str], TrialView]) -> TrialView:
+    """What the scripts make every agent do, as scores: the positive case's with-skill trial (returned) used the
+    skill and wrote the right greeting; its baseline wrote a wrong one by hand and never used the skill; the
+    negative control left the skill unused and answered right in both arms."""
+    assert set(views) == {(case, arm) for case in CASES for arm in ARMS}, sorted(views)
+    used = views[(POSITIVE_CASE, "with_skill")]
+    execution = used.reward["details"]["skill_execution"]
+    assert execution["activation"]["passed"] is True, execution["activation"]
+    assert execution["script_execution"]["passed"] is True and execution["workflow_order"]["passed"] is True
+    assert execution["invocation"]["used"] is True and execution["invocation"]["passed"] is True
+    assert used.metrics["skill_execution"] >= 0.9
+    assert used.metrics["security"] == 1.0
+    assert used.record["custom_metrics"]["greeting_correct"] == 1.0, used.record["custom_metrics"]
+
+    baseline = views[(POSITIVE_CASE, "without_skill")]
+    assert baseline.metrics["skill_execution"] == 0.0
+    assert baseline.reward["details"]["skill_execution"]["invocation"]["used"] is False
+    assert baseline.record["custom_metrics"]["greeting_correct"] == 0.0
+    assert baseline.record["overall"] < used.record["overall"]
+
+    for arm in ARMS:
+        control = views[(NEGATIVE_CASE, arm)]
+        assert control.metrics["skill_execution"] == 1.0, control.reward["details"]["skill_execution"]
+        assert control.reward["details"]["skill_execution"]["negative_check"]["passed"] is True
+        assert control.record["custom_metrics"]["answer_correct"] == 1.0, control.record["custom_metrics"]
+    return used
+
+
+def assert_baseline_never_saw_the_skill(views: dict[tuple[str, str], TrialView], requests: list[LoggedRequest],
+                                        marker: str, needles: tuple[str, ...], model: str | None = None) -> None:
+    """Both arms asked the model about each case (told apart by `marker`, which only the with-skill arm's requests
+    hold), and nothing the baseline sent or wrote holds the skill."""
+    for needle in needles:
+        sent = [entry for entry in requests_of(requests, needle) if model is None or entry.model == model]
+        with_skill = [entry for entry in sent if marker in entry.text]
+        without = [entry for entry in sent if marker not in entry.text]
+        assert with_skill and without, f"both arms must have asked the model about {needle!r}"
+        for entry in without:
+            assert_never_saw_the_skill(entry.text, "a baseline model request")
+    for case in CASES:
+        assert_never_saw_the_skill(views[(case, "without_skill")].text(), "a baseline trajectory")

@@ -14,12 +14,13 @@ import json
 import pytest
 
 from tests.e2e.agent_runs import (
+    CASES,
     NEGATIVE_CASE,
     POSITIVE_CASE,
     SKILL,
-    assert_never_saw_the_skill,
+    assert_arms_scored_as_scripted,
+    assert_baseline_never_saw_the_skill,
     regex_all,
-    requests_of,
     trials,
 )
 from tests.support import SkillProject, require_system
@@ -75,54 +76,25 @@ def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model
     for name, value in server.client_env().items():
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
-    result = skill_project.run(
+    skill_project.run(
         "--agents", "terminus-2", "--agent-model", f"terminus-2=openai/{MODEL}", "--env-mode", "local",
         "--ek", f"sandbox={sandbox}", "--agent-kwarg", "terminus-2:record_terminal_session=false",
         "-k", f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )
-    out = result.stdout.str()
     views = trials(skill_project.root / "results")
-    assert set(views) == {(case, arm) for case in (POSITIVE_CASE, NEGATIVE_CASE)
-                          for arm in ("with_skill", "without_skill")}, out
 
     # With the skill: terminus-2 typed the SKILL.md read and the script run; graded as activation and execution.
-    used = views[(POSITIVE_CASE, "with_skill")]
+    used = assert_arms_scored_as_scripted(views)
     calls = used.tool_calls()
     assert ("bash_command", {"keystrokes": f"cat {SKILL_MD}\n", "duration": 0.5}) in calls, calls
     assert any(name == "bash_command" and "greet.py" in args["keystrokes"] for name, args in calls)
     assert calls[-1][0] == "mark_task_complete"
-    execution = used.reward["details"]["skill_execution"]
-    assert execution["activation"]["passed"] is True and execution["activation"]["via"] == "shell read command"
-    assert execution["script_execution"]["passed"] is True and execution["workflow_order"]["passed"] is True
-    assert execution["invocation"]["passed"] is True and execution["invocation"]["used"] is True
+    assert used.reward["details"]["skill_execution"]["activation"]["via"] == "shell read command"
     assert used.metrics["skill_execution"] == pytest.approx(0.9375)
-    assert used.metrics["security"] == 1.0
-    assert used.record["custom_metrics"]["greeting_correct"] == 1.0, used.record["custom_metrics"]
-
-    # Without it: a hand-written greeting, no activation, the grader's format check fails.
-    baseline = views[(POSITIVE_CASE, "without_skill")]
-    assert baseline.metrics["skill_execution"] == 0.0
-    assert baseline.reward["details"]["skill_execution"]["invocation"]["used"] is False
-    assert baseline.record["custom_metrics"]["greeting_correct"] == 0.0
-    assert baseline.record["overall"] < used.record["overall"]
-
-    # The negative control: the skill stays unused in both arms and the answer is right.
-    for arm in ("with_skill", "without_skill"):
-        control = views[(NEGATIVE_CASE, arm)]
-        assert control.metrics["skill_execution"] == 1.0
-        assert control.reward["details"]["skill_execution"]["negative_check"]["passed"] is True
-        assert control.record["custom_metrics"]["answer_correct"] == 1.0, control.record["custom_metrics"]
 
     # The baseline never saw the skill: not in what the model was sent, not in what the agent wrote.
-    for needle in (ADA, ARITHMETIC):
-        sent = requests_of(server.requests, needle)
-        with_skill = [entry for entry in sent if LISTING in entry.text]
-        without = [entry for entry in sent if LISTING not in entry.text]
-        assert with_skill and without, f"both arms must have asked the model about {needle!r}"
-        for entry in without:
-            assert_never_saw_the_skill(entry.text, "a baseline model request")
-    for case in (POSITIVE_CASE, NEGATIVE_CASE):
-        assert_never_saw_the_skill(views[(case, "without_skill")].text(), "a baseline trajectory")
+    assert_baseline_never_saw_the_skill(views, server.requests, LISTING, (ADA, ARITHMETIC))
+    for case in CASES:
         assert LISTING not in views[(case, "without_skill")].text()
         assert LISTING in views[(case, "with_skill")].text()
     assert all(entry.status == 200 for entry in server.requests), [(e.path, e.status) for e in server.requests]
