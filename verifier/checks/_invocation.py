@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from verifier.checks._harness_skills import HarnessLoad, load_evidence, loads_of
+from verifier.checks._skill_reads import read_arguments
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
     ShellSyntaxError,
@@ -34,7 +35,6 @@ MAX_DEPTH = 3
 MAX_WRAPPERS = 8
 DEFAULT_CWD = "/workspace"
 
-READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl", "bat"})
 INERT_VERBS = frozenset({"echo", "printf"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 INTERPRETER_RE = re.compile(r"^(bash|dash|node|perl|python|python3|python\d+(\.\d+)?|ruby|sh|zsh)$")
@@ -163,8 +163,9 @@ class _ShellReader:
                 nested.variables = dict(self.variables)
                 nested.tokens_seen = self.tokens_seen
                 return nested.read(payload, depth + 1)
-        if verb in READ_VERBS:
-            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*args, *redirect_inputs]):
+        read_args = read_arguments(verb, args)
+        if read_args is not None:
+            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*read_args, *redirect_inputs]):
                 return True
         if "/" in words[0] and _under_target_scripts(self._resolve(words[0]), self.target):
             return True

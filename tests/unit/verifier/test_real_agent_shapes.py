@@ -192,3 +192,15 @@ def test_invocation_detail_on_an_unlabeled_case_says_nothing_is_expected():
     detail = check_skill_execution(one_call("Read", {"file_path": SKILL_MD}), entry).details["invocation"]
     assert detail["passed"] is None and detail["used"] is True
     assert "does not say" in detail["reason"]
+
+
+@pytest.mark.parametrize("action", [f"open {SKILL_MD}", f"str_replace_editor view {SKILL_MD}"])
+def test_swe_agent_file_commands_read_the_skill(action):
+    evidence = one_call("swe_agent_action", {"raw_action": action}, "swe-agent")
+    assert check_skill_execution(evidence, POSITIVE).details["activation"]["passed"] is True
+    assert check_skill_execution(evidence, NEGATIVE).details["invocation"]["used"] is True
+
+
+def test_swe_agent_editor_create_is_not_a_read():
+    evidence = one_call("swe_agent_action", {"raw_action": f"str_replace_editor create {SKILL_MD} --file_text x"})
+    assert check_skill_execution(evidence, POSITIVE).details["activation"]["passed"] is False
