@@ -15,7 +15,7 @@ import pytest
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
-from pytest_skilleval.skill.plan import TrialSpec, trial_specs
+from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_specs
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
 MARKER = "skilleval"
@@ -57,7 +57,7 @@ class SkillEvalItem(pytest.Function):
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.spec.case_id} [{self.spec.label}]"
+        return self.path, 0, f"{self.spec.case_id} [{self.spec.label}]"  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
@@ -143,10 +143,11 @@ class DatasetFile(SkillCollector):
         settings = self._settings_or_error()
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
-        native_ids = native_entry_ids(self.skill.evals_dir)
+        native_ids = set(native_claims(self.skill.evals_dir).values())
         cases: list[EvalCase] = [case for case in dataset.cases if case.id not in native_ids]
-        if settings.max_cases is not None:
-            cases = cases[: settings.max_cases]
+        selected = selected_cases(self.skill) if settings.max_cases is not None else None
+        if selected is not None:
+            cases = [case for case in cases if case.id in selected]
         for case in cases:
             files = case.files if case.files_given else None
             try:
@@ -155,21 +156,6 @@ class DatasetFile(SkillCollector):
                 raise SkillEvalCollectError(f"{self.path}: {error}") from None
             for spec in trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
                 yield SkillEvalItem.create(self, spec)
-
-
-def native_entry_ids(evals_dir: Path) -> set[str]:
-    """Entry ids claimed by native tasks, readable or not (one rule: a refused task, by Harbor or by us, never lets
-    its dataset entry run in its place); why a task was refused is reported by its own collector."""
-    from pytest_skilleval.skill.native_claims import claimed_entry_id
-
-    ids = set()
-    for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):
-        if toml.parent.name.startswith((".", "_")):
-            continue
-        entry_id = claimed_entry_id(toml.parent)
-        if entry_id is not None:
-            ids.add(entry_id)
-    return ids
 
 
 class NativeTaskFile(SkillCollector):
@@ -196,6 +182,9 @@ class NativeTaskFile(SkillCollector):
         except NativeTaskError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
+        selected = selected_cases(self.skill) if settings.max_cases is not None else None
+        if selected is not None and task.case_id not in selected:
+            return  # beyond --max-cases in staged order
         entries = self._dataset_entries()
         pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
         findings = check_native_task(

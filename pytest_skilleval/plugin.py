@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_skilleval.harbor.runner import default_env
 
     default_env()
+    # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
     # the command line and ini alone must already make sense, and the environment they ask for must work here
     settings = options.merge_settings(sources)
@@ -69,32 +71,48 @@ def pytest_configure(config: pytest.Config) -> None:
     state.judge_banner = banner
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
+    state.signals.install()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "skilleval-xdist")
 
 
 class XdistHooks:
-    """Every worker must use the controller's run id so the results tree is one run."""
+    """Every worker must use the controller's run id so the results tree is one run; a SIGTERM to the controller
+    reaches the workers as the Ctrl+C it stands for."""
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        from pytest_skilleval.signals import child_pids
+
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+            state.signals.workers = child_pids
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """Said once at session start: judges that will not run."""
-    state = get_state(config)
-    return state.judge_banner if state is not None and not _is_worker(config) else None
-
-
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter asks for the header
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fix the run plan before anything is collected or run (on the controller, or the only process)."""
     state = get_state(session.config)
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+    state.check_resumable()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Said once, before the first trial: judges that will not run, and how many trials each skill plans (and
+    whether they call models)."""
+    state = get_state(config)
+    if state is None or _is_worker(config):
+        return []
+    return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = get_state(config)
+    if state is not None:
+        state.signals.restore()
 
 
 def _evals_dir_of(path: Path) -> Path | None:
@@ -175,10 +193,10 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     item = request.node
     if not isinstance(item, SkillEvalItem):
         pytest.skip("skilleval_trial only applies to skilleval items")
-    state = get_state(request.config)
-    record = skilleval_runner.run(item.spec)
-    if state is not None:
-        record = redact_record(record, state.redactor)
+    from pytest_skilleval.dispatch import trial_record
+
+    state = get_state(item.config)
+    record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -233,7 +251,12 @@ def _is_worker(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the run-level properties make it in
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
-    if state is None or _is_worker(session.config) or not state.records:
+    if state is None:
+        return
+    from pytest_skilleval.dispatch import shutdown
+
+    shutdown(session)
+    if _is_worker(session.config) or not state.records:
         return
     from pytest_skilleval.reporting import finish_session
 

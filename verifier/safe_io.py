@@ -173,9 +173,11 @@ def _too_large(shown: str, size: int, limit: int) -> FileTooLargeError:
     return FileTooLargeError(f"{shown} is {size} bytes; the limit is {limit} bytes (nothing of it was read)")
 
 
-def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, label: str | None = None) -> bytes:
+def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, tail_bytes: int | None = None,
+               label: str | None = None) -> bytes:
     """The bytes of the regular file root/rel, reached without following any link; size checked before reading.
 
+    `tail_bytes` reads only the last that many bytes of a larger file instead of refusing it.
     Raises FileNotFoundError when it is missing, UnsafePathError for a link or special file, FileTooLargeError.
     """
     parts = _parts(rel)
@@ -185,6 +187,9 @@ def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None
     with _directory(root, parts[:-1], label) as dir_fd:
         fd, st = _open_regular(dir_fd, parts[-1], _shown(label, parts))
         try:
+            if tail_bytes is not None:
+                os.lseek(fd, max(0, st.st_size - tail_bytes), os.SEEK_SET)
+                return os.read(fd, tail_bytes)
             if max_bytes is not None and st.st_size > max_bytes:
                 raise _too_large(_shown(label, parts), st.st_size, max_bytes)
             return _read_fd(fd, max_bytes, _shown(label, parts))

@@ -104,6 +104,13 @@ class SkillEvalRunner:
         return self._skills[spec.skill_dir]
 
     def run(self, spec: TrialSpec) -> TrialRecord:
+        """One trial, start to finish, on its own event loop (the serial path)."""
+        with warnings.catch_warnings():
+            quiet_harbor_deprecations()
+            return asyncio.run(self.run_async(spec))
+
+    async def run_async(self, spec: TrialSpec) -> TrialRecord:
+        """One trial as a coroutine, so a scheduler can keep several in flight on one event loop."""
         skill = self._skill(spec)
         settings = skill.settings
         mode = settings.grading_mode
@@ -115,10 +122,7 @@ class SkillEvalRunner:
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
         try:
-            with warnings.catch_warnings():
-                # Harbor warns about its own API churn on every trial; that is not the skill author's concern.
-                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
-                trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode))
+            trial_dir, result = await self._run_trial(spec, skill, mode)
         except StagingError as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
@@ -312,6 +316,11 @@ def _weakest(record: TrialRecord) -> str:
         return ""
     lowest = sorted(scored.items(), key=lambda kv: kv[1])[:2]
     return " (lowest: " + ", ".join(f"{name} {value:.2f}" for name, value in lowest) + ")"
+
+
+def quiet_harbor_deprecations() -> None:
+    """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
 
 
 def default_env() -> None:

@@ -29,6 +29,7 @@ import jsonschema
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
+from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from verifier import safe_io
 from verifier.redact import Redactor
 
@@ -44,6 +45,7 @@ __all__ = [
     "render_result_schema",
     "resolve_results_root",
     "result_schema",
+    "trial_folder",
     "validate_result",
     "write_results_tree",
 ]
@@ -60,7 +62,16 @@ HARBOR_ARTIFACTS: tuple[tuple[str, str], ...] = (
     ("agent/trajectory.json", "trajectory.json"),
     ("result.json", "result.json"),
 )
-_RUN_ID = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
+RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
+# The whole TrialRecord of a trial, so a run can be resumed or regraded from its folder alone.
+TRIAL_RECORD_NAME = "record.json"
+# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
+# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
+RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
+GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
+RICH_REWARD_FILE = "skilleval_reward.json"
+GRADER_OUTPUT_FILE = "grader-output.txt"
+MAX_GRADER_OUTPUT_CHARS = 64 * 1024
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -151,9 +162,14 @@ def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), root)
 
 
-def _read_artifact(trial_dir: Path, rel: str, max_bytes: int) -> bytes | None:
-    """A regular file under trial_dir, reached without any symlink, under the size cap; else None."""
+def _read_artifact(trial_dir: Path, rel: str, max_bytes: int, *, tail: bool = False) -> bytes | None:
+    """A regular file under trial_dir, reached without any symlink (verifier.safe_io), under the size cap; else None.
+
+    With `tail`, a larger file is not refused: its last `max_bytes` bytes are returned instead.
+    """
     try:
+        if tail:
+            return safe_io.read_bytes(trial_dir, rel, tail_bytes=max_bytes)
         return safe_io.read_bytes(trial_dir, rel, max_bytes=max_bytes)
     except (OSError, safe_io.FileTooLargeError):
         return None
@@ -246,11 +262,20 @@ def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
     }
 
 
+def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+    """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where one trial's files live (writer and readers agree)."""
+    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
+
+
 def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int,
                  redactor: Redactor) -> None:
-    tdir = run_dir / safe_component(record.agent) / record.arm / "trials" / safe_component(record.case)
-    tdir = tdir / str(int(record.attempt))
+    tdir = trial_folder(run_dir, record.agent, record.arm, record.case, record.attempt)
     copied: dict[str, str] = {}
+    if record.source_run is not None and (tdir / TRIAL_RECORD_NAME).is_file():
+        # Resumed from this very folder: its artifacts are already here and the trial dir may be long gone.
+        atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))),
+                          run_dir)
+        return
     if record.trial_dir:
         for src, name in HARBOR_ARTIFACTS:
             data = _read_artifact(Path(record.trial_dir), src, max_bytes)
@@ -258,10 +283,41 @@ def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_
                 atomic_write_bytes(tdir / name, redactor.json_bytes(data), run_dir)
                 copied[name] = src
     if "reward.json" not in copied:
-        reward = redactor.value(_json_safe(_reward_from_record(record)))
-        atomic_write_json(tdir / "reward.json", reward, run_dir)
-    trial = redactor.value({**entry, "artifacts": copied, "trial_dir": record.trial_dir})
-    atomic_write_json(tdir / "trial.json", trial, run_dir)
+        atomic_write_json(tdir / "reward.json", redactor.value(_json_safe(_reward_from_record(record))), run_dir)
+    _write_explanations(tdir, run_dir, record, copied, redactor)
+    trial = {**entry, "artifacts": copied, "trial_dir": record.trial_dir}
+    atomic_write_json(tdir / "trial.json", redactor.value(trial), run_dir)
+    atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))), run_dir)
+
+
+def _rich_reward(record: TrialRecord) -> tuple[dict[str, Any], str | None]:
+    """The host verifier's full reward (details, findings) when readable, else the one the record carries."""
+    if record.trial_dir:
+        data = _read_artifact(Path(record.trial_dir), RICH_REWARD_SOURCE, MAX_ARTIFACT_BYTES)
+        if data is not None:
+            try:
+                rich = json.loads(data)
+            except ValueError:
+                rich = None
+            if isinstance(rich, dict):
+                return rich, RICH_REWARD_SOURCE
+    return _reward_from_record(record), None
+
+
+def _write_explanations(tdir: Path, run_dir: Path, record: TrialRecord, copied: dict[str, str],
+                        redactor: Redactor) -> None:
+    """What explains the score, kept beside it: the rich reward and the grader's output, both redacted."""
+    rich, source = _rich_reward(record)
+    atomic_write_json(tdir / RICH_REWARD_FILE, redactor.value(_json_safe(redact_value(rich))), run_dir)
+    if source:
+        copied[RICH_REWARD_FILE] = source
+    if not record.trial_dir:
+        return
+    raw = _read_artifact(Path(record.trial_dir), GRADER_OUTPUT_SOURCE, MAX_GRADER_OUTPUT_CHARS * 4, tail=True)
+    if raw is not None:
+        text = cap_text(redactor.text(redact_text(raw.decode("utf-8", errors="replace"))), MAX_GRADER_OUTPUT_CHARS)
+        atomic_write_bytes(tdir / GRADER_OUTPUT_FILE, text.encode("utf-8"), run_dir)
+        copied[GRADER_OUTPUT_FILE] = GRADER_OUTPUT_SOURCE
 
 
 def _json_safe(value: Any) -> Any:
@@ -298,7 +354,7 @@ def write_results_tree(
         atomic_write_json(path, redactor.value(data), results_root)
 
     results_root = Path(os.path.abspath(results_root))
-    if not _RUN_ID.match(run_id) and safe_component(run_id) != run_id:
+    if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
         raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
     run_dir = _ensure_dir(results_root / run_id, results_root)
     atomic_write_bytes(run_dir / MARKER_FILE, b"generated by pytest-skilleval; safe to delete\n", results_root)

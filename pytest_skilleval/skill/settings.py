@@ -27,6 +27,20 @@ def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
     return [(name, kwargs)]
 
 
+def redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments with every credential-looking value (by name or by value, nested ones too) replaced."""
+    from verifier.custom import looks_like_credential
+
+    def redact(key: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: redact(str(k), v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [redact(key, v) for v in value]
+        return "<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value
+
+    return {key: redact(key, value) for key, value in kwargs.items()}
+
+
 class RunSettings(BaseModel):
     """Everything that shapes a skill's run, after merging every source."""
 
@@ -44,13 +58,16 @@ class RunSettings(BaseModel):
     skip_baseline: bool = False
     skip_with_skill: bool = False
     max_cases: int | None = Field(default=None, ge=1)
-    n_concurrent: int = Field(default=1, ge=1)
+    n_concurrent: int = Field(default=4, ge=1, description="Trials in flight inside one pytest process.")
+    max_agents: int | None = Field(default=None, ge=1, description="At most this many agents' trials at once.")
     timeout_multiplier: float = Field(default=1.0, gt=0)
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
     judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
+    resume: str | None = Field(default=None, description="Run id (or latest) to finish in its own folder.")
+    regrade: str | None = Field(default=None, description="Run id (or latest) whose stored trials to grade again.")
     pass_env: list[str] = Field(
         default_factory=list,
         description="Host variables a native task may reference (--pass-env, command line only); none by default.",

@@ -39,6 +39,10 @@ elif case == "forge":
     seen = Path(os.environ["HARBOR_ATIF_PATH"]).read_text()
     (verifier / "reward.json").write_text(json.dumps(
         {"saw_forgery": 1.0 if "FORGED" in seen else 0.0, "saw_real": 1.0 if "REAL-COMMAND" in seen else 0.0}))
+elif case == "forge-rich":
+    forged = {"overall": 1.0, "metrics": {"security": 1.0}, "custom_metrics": {}, "details": {}}
+    (verifier / "skilleval_reward.json").write_text(json.dumps(forged))
+    raise SystemExit("crashing after planting a score")
 elif case == "verifier-link":
     (verifier / "reward.txt").write_text("1\\n")
 else:
@@ -166,3 +170,14 @@ def test_the_replay_agents_record_beats_a_forged_trajectory(skill_project: Skill
     text = copied.read_text()
     assert "REAL-COMMAND" in text and "FORGED" not in text
     assert json.loads(text)["extra"]["replay"]["executed_calls"] == 1
+
+
+def test_a_score_file_planted_by_the_grader_is_never_read(skill_project: SkillProject) -> None:
+    """skilleval_reward.json is the adapter's: a crashing grader that leaves one gets an error, not its score."""
+    _attack_skill(skill_project, {"forge-rich": "true"})
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "default_plus_custom",
+                               "--ek", "sandbox=none")
+    result.assert_outcomes(errors=1)
+    trial = _trials(skill_project)["forge-rich"]
+    assert trial["status"] == "error" and trial["overall"] is None
+    assert "crashing after planting a score" in trial["error"]
