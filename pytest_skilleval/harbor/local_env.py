@@ -53,7 +53,13 @@ from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
 from verifier import safe_io
-from pytest_skilleval.harbor.sandbox.bwrap import CONTAINER_PATH, SYSTEM_DIRS, TOOLS_MOUNT, sandbox_options, usable_bwrap
+from pytest_skilleval.harbor.sandbox.bwrap import (
+    CONTAINER_PATH,
+    SYSTEM_DIRS,
+    TOOLS_MOUNT,
+    sandbox_options,
+    usable_bwrap,
+)
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode

