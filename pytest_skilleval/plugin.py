@@ -49,9 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.runner import default_env
+    from pytest_skilleval.harbor.runner import default_env, quiet_harbor_logs
 
     default_env()
+    if not (config.getoption("log_level", None) or config.getini("log_level")):  # a level the user asked for wins
+        quiet_harbor_logs()
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
