@@ -92,7 +92,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
     OptionSpec("skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool,
                is_flag=True),
-    OptionSpec("max_cases", "Evaluate only the first N cases of each skill.", parse=int, metavar="N"),
+    OptionSpec("max_cases", "Evaluate only the first N cases of each skill, in staged order (dataset order, then "
+               "native tasks by folder name).", parse=int, metavar="N"),
     OptionSpec("n_concurrent", "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
                "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.", parse=int, metavar="N"),
     OptionSpec("max_agents", "At most N agents' trials at once (default: no limit).", parse=int, metavar="N"),
@@ -126,6 +127,7 @@ CONFIG_PATHS: dict[str, tuple[str, ...]] = {
     "stop_on_pass": ("harbor", "stop_on_pass"),
     "n_concurrent": ("harbor", "n_concurrent"),
     "max_agents": ("harbor", "max_agents"),
+    "max_cases": ("harbor", "max_cases"),
     "timeout_multiplier": ("harbor", "timeout_multiplier"),
     "grading_mode": ("grading", "mode"),
 }

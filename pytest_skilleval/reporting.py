@@ -124,7 +124,8 @@ def terminal_width(config: pytest.Config) -> int:
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
     blocking_codes: list[int] = []
     width = terminal_width(session.config)
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
@@ -135,9 +136,12 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         if problems:
             records = _drop_failed_conditions(records, problems)
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
+        source = state.regrade_source(skill_dir)
+        if source is not None:
+            plan.run_config["regraded_from"] = source.name
         result = aggregate(records, plan)
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
-                                     dataset_snapshot=plan.dataset_snapshot)
+                                     dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor)
         state.results_paths.append(run_dir)
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)

@@ -50,6 +50,8 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
+from verifier import safe_io
+
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
 SandboxMode = Literal["auto", "bwrap", "none"]
@@ -157,8 +159,7 @@ def _kill_group(pid: int) -> None:
 
 
 def _read_capped(handle: Any) -> str:
-    handle.seek(0)
-    return handle.read(_MAX_STREAM_BYTES).decode("utf-8", errors="replace")
+    return safe_io.read_capped(handle, _MAX_STREAM_BYTES)
 
 
 async def run_process_tree(
@@ -361,25 +362,30 @@ class LocalEnvironment(BaseEnvironment):
         return await run_process_tree(argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec)
 
     # ---- file transfer --------------------------------------------------------------
+    # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the
+    # agent planted is reported, never read or written through (docs/security.md, "Artifacts from the sandbox").
+
+    def _rootfs_rel(self, container_path: str) -> str:
+        return self.host_path(container_path).relative_to(self.rootfs).as_posix()
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        target = self.host_path(target_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(shutil.copy2, source_path, target)
+        source, rel = Path(source_path), self._rootfs_rel(target_path)
+        await asyncio.to_thread(safe_io.copy_file, source.parent, source.name, self.rootfs, rel, dst_label="/")
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        target = self.host_path(target_dir)
-        await asyncio.to_thread(shutil.copytree, source_dir, target, symlinks=True, dirs_exist_ok=True)
+        rel = self._rootfs_rel(target_dir)
+        refused = await asyncio.to_thread(safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy",
+                                          dst_label="/")
+        if refused:
+            raise safe_io.UnsafePathError(f"upload to {target_dir} refused: " + "; ".join(refused))
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        source = self.host_path(source_path)
-        if not source.is_file():
-            raise FileNotFoundError(f"no such file in the sandbox: {source_path}")
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(shutil.copy2, source, target_path)
+        target = Path(target_path)
+        await asyncio.to_thread(safe_io.copy_file, self.rootfs, self._rootfs_rel(source_path), target.parent,
+                                target.name, label="/")
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        source = self.host_path(source_dir)
-        if not source.is_dir():
-            raise FileNotFoundError(f"no such directory in the sandbox: {source_dir}")
-        await asyncio.to_thread(shutil.copytree, source, target_dir, symlinks=True, dirs_exist_ok=True)
+        refused = await asyncio.to_thread(safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir),
+                                          Path(target_dir), label="/")
+        if refused:
+            raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
