@@ -243,7 +243,9 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         execution_status = "succeeded"
     verdict, reason = top_verdict(execution_status, calibration, agents, plan.grading_mode)
     incomplete = incomplete_why(coverage)
-    if incomplete:
+    if incomplete == "interrupted" and execution_status == "interrupted":
+        reason = f"publication-incomplete: {reason}"  # the reason already says the run was interrupted
+    elif incomplete:
         reason = f"publication-incomplete ({incomplete}); {reason}"
     best = pick_best_agent(agents, calibration)
     overall_score = overall_lift = None
