@@ -106,7 +106,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     state = get_state(config)
     if state is None or _is_worker(config):
         return []
-    return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    from pytest_skilleval.reporting import terminal_width
+    from pytest_skilleval.results.summary_text import wrap
+
+    lines = ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    return [part for line in lines for part in wrap(line, terminal_width(config))]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
