@@ -58,7 +58,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
-    settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
+    # the command line and ini alone must already make sense, and the environment they ask for must work here
+    settings = options.merge_settings(sources)
+    options.check_environment(settings)
     from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
 
     try:

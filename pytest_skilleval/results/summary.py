@@ -258,6 +258,9 @@ def _header(res: AggregateResult, width: int) -> list[str]:
     lines += wrap(f"Execution: {res.execution_status}; {cov.run_trials}/{cov.expected_trials} trials run, "
                   f"{cov.scored_trials} scored", width)
     lines += wrap(f"Grading: {res.grading_mode}; score policy {res.score_policy}", width)
+    if res.run_config.get("sandbox") == "none":
+        lines += wrap("Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without "
+                      "isolation", width)
     if res.baseline_calibration:
         lines += wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:
