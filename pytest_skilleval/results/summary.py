@@ -25,6 +25,7 @@ from pytest_skilleval.results.models import (
 )
 from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
 from pytest_skilleval.results.trials import CUSTOM_ONLY
+from pytest_skilleval.results.verdict import incomplete_why
 
 __all__ = ["render_summary"]
 
@@ -229,7 +230,8 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
     threshold = f">={res.attempt_policy.pass_threshold:.2f}"
     agents = sorted({agent for _, agent, _ in groups})
     agent_col = (max(len(a) for a in agents) + 2,) if len(agents) > 1 else ()
-    cols = Columns(width, (*agent_col, 15, 9, 8, 18), [case for case, _, _ in groups], minimum=14)
+    outcome_col = max(len(_outcomes(trials)) for trials in groups.values())  # the words are never cut either
+    cols = Columns(width, (*agent_col, 15, 9, 8, max(outcome_col, 8)), [case for case, _, _ in groups], minimum=14)
     lines = ["", "Results by Case"]
     lines += cols.row("case", *(("agent",) if agent_col else ()), "arm", "mean", threshold, "pytest")
     baseline_below = False
@@ -264,8 +266,8 @@ def _header(res: AggregateResult, width: int) -> list[str]:
     if res.baseline_calibration:
         lines += wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:
-        skipped = ", ".join(cov.skipped_cases) if cov.skipped_cases else "none"
-        lines += wrap(f"PUBLICATION-INCOMPLETE: cases not run: {skipped}", width)
+        what = f"cases not run: {', '.join(cov.skipped_cases)}" if cov.skipped_cases else incomplete_why(cov)
+        lines += wrap(f"PUBLICATION-INCOMPLETE: {what}", width)
     for warning in res.warnings[:5]:
         lines += wrap(f"warning: {warning}", width)
     if len(res.warnings) > 5:

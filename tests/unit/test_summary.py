@@ -309,3 +309,15 @@ def test_next_step_is_the_most_useful_one(result: Any, step: str) -> None:
     lines = render_summary(result(), RESULT, report_path=REPORT)
     nxt = flat(lines[next(i for i, line in enumerate(lines) if line.startswith("Next:")):])
     assert step in nxt, nxt
+
+
+def test_mixed_outcomes_are_spelled_out_and_still_fit() -> None:
+    case = "contextual-greeting"
+    records = [rec(case, "with_skill", 0.9, attempt=1), rec(case, "with_skill", 0.2, attempt=2),
+               TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=3, status="error",
+                           error="boom"), rec(case, "without_skill", 0.2)]
+    res = aggregate(records, RunPlan(skill="s", cases=[case], agents=["codex"], n_attempts=3))
+    lines = render_summary(res, RESULT, 80)
+    assert any(line.endswith("1/3     1 failed, 1 passed, 1 error") for line in lines)
+    assert not too_wide(lines, 80)
+    assert "PUBLICATION-INCOMPLETE: 2 planned trial(s) missing" in text(lines)
