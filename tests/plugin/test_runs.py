@@ -27,7 +27,7 @@ def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProje
     result.assert_outcomes(passed=16)
     summary = result.stdout.str()
     assert "Results by Case" in summary
-    assert re.search(r"explicit-greeting\s+replay\s+with_skill\s+1\.0000\s+2/2", summary)
+    assert re.search(r"explicit-greeting\s+with skill\s+1\.0000\s+2/2\s+2 passed", summary)
     assert "Results by Dimension" in summary and "pass@k (k=2" in summary
     trials = _trials(skill_project.result_json("hello-skill"))
     assert len(trials) == 16
