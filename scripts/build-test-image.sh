@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the offline base image the Docker tests use (no image registry is reachable): a minimal Debian
 # made with debootstrap, imported into Docker. Cached: a no-op when the image with this recipe exists.
-# Prints the image name on stdout. Bump RECIPE when PACKAGES change so old caches are rebuilt.
+# Prints the image name on stdout. Exit status 3: debootstrap is missing and SKILLEVAL_NO_INSTALL is set. Bump RECIPE when PACKAGES change so old caches are rebuilt.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PACKAGES=${SKILLEVAL_TEST_IMAGE_PACKAGES:-bash,python3,tmux,ca-certificates}
@@ -18,7 +18,11 @@ exec 9>/var/lock/skilleval-test-image.lock
 flock 9
 exists && { echo "$IMAGE"; exit 0; }
 
-command -v debootstrap >/dev/null || "$here/apt-ensure.sh" debootstrap
+if ! command -v debootstrap >/dev/null; then
+  # The test setup sets SKILLEVAL_NO_INSTALL: it may build images but never installs system packages.
+  [ -z "${SKILLEVAL_NO_INSTALL:-}" ] || { echo "debootstrap not found: apt-get install debootstrap" >&2; exit 3; }
+  "$here/apt-ensure.sh" debootstrap
+fi
 root=$(mktemp -d /var/tmp/skilleval-rootfs.XXXXXX)
 trap 'rm -rf "$root"' EXIT
 echo "building $IMAGE with debootstrap ($PACKAGES)" >&2
