@@ -1,4 +1,4 @@
-"""Repo-wide test setup: Harbor kept offline, pytester, and the `skill_project` fixture."""
+"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` fixture and the system-part fixtures."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from tests.support import SkillProject  # noqa: E402
+
+# docker_available, test_base_image, chromium_path, agent_clis: system parts, skipped (failed in CI) when missing.
+pytest_plugins = ["tests.system_parts"]
 
 
 @pytest.fixture

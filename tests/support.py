@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -16,8 +16,18 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 REPO = Path(__file__).resolve().parents[1]
 HELLO_SKILL = REPO / "examples" / "hello-skill"
 FIXTURES = REPO / "fixtures"
+# CI sets this so that a test skipped for a missing system part fails instead: CI proves those tests ran.
+REQUIRE_SYSTEM_ENV = "SKILLEVAL_REQUIRE_SYSTEM"
 # Every plugin run in the tests is hermetic: local environment, replay agent, results under the pytester dir.
 LOCAL_REPLAY = ("--agents", "replay", "--env-mode", "local")
+
+
+def require_system(name: str, how_to_install: str) -> NoReturn:
+    """Skip a test whose system part `name` is missing, saying how to install it; fail instead under CI."""
+    message = f"{name} is not available here: {how_to_install}"
+    if os.environ.get(REQUIRE_SYSTEM_ENV, "").strip() not in ("", "0"):
+        pytest.fail(f"{message} ({REQUIRE_SYSTEM_ENV} is set: system parts must be present)", pytrace=False)
+    pytest.skip(message)
 
 
 class SkillProject:

@@ -24,6 +24,7 @@ from harbor.models.trial.result import TrialResult  # noqa: E402
 from harbor.trial.trial import Trial  # noqa: E402
 
 from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, bwrap_available  # noqa: E402
+from tests.support import require_system  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO_SKILL = REPO / "examples" / "hello-skill"
@@ -32,7 +33,7 @@ SANDBOX_MODES = ["bwrap", "none"]
 
 def skip_without_bwrap(mode: str) -> None:
     if mode == "bwrap" and not bwrap_available():
-        pytest.skip("bubblewrap (bwrap) is not installed or cannot create namespaces here")
+        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
 
 
 @pytest.fixture(params=SANDBOX_MODES)

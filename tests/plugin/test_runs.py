@@ -8,12 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, require_system, simple_entries
 
-SANDBOXES = [
-    pytest.param("bwrap", marks=pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")),
-    "none",
-]
+SANDBOXES = ["bwrap", "none"]
 CUSTOM = ("--grading-mode", "custom_only")
 
 
@@ -23,6 +20,8 @@ def _trials(result: dict) -> dict[tuple[str, str, str, int], dict]:
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProject, sandbox: str) -> None:
+    if sandbox == "bwrap" and shutil.which("bwrap") is None:
+        require_system("bubblewrap (bwrap)", "apt-get install bubblewrap (or run .ci/run)")
     skill_project.copy_hello_skill()
     result = skill_project.run(*LOCAL_REPLAY, "--ek", f"sandbox={sandbox}", "--n-attempts", "2", "-v")
     result.assert_outcomes(passed=16)

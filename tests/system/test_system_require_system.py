@@ -1,0 +1,45 @@
+"""The skip -> failure switch for missing system parts: local runs skip with how to install, CI fails."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import REQUIRE_SYSTEM_ENV
+
+NEEDS_MISSING_PART = """
+from tests.support import require_system
+
+def test_needs_the_frobnicator():
+    require_system("The frobnicator", "apt-get install frobnicator")
+"""
+
+
+def test_a_missing_system_part_skips_with_how_to_install(pytester: pytest.Pytester,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
+    pytester.makepyfile(NEEDS_MISSING_PART)
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*The frobnicator is not available here: apt-get install frobnicator*"])
+
+
+@pytest.mark.parametrize("value", ["1", "true"])
+def test_under_ci_a_missing_system_part_fails(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+                                              value: str) -> None:
+    monkeypatch.setenv(REQUIRE_SYSTEM_ENV, value)
+    pytester.makepyfile(NEEDS_MISSING_PART)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*apt-get install frobnicator ({REQUIRE_SYSTEM_ENV} is set*"])
+
+
+def test_a_fixture_for_a_missing_part_skips_and_marks_the_test(pytester: pytest.Pytester,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(pytester.path / "empty-bin"))
+    pytester.makepyfile("def test_browser(chromium_path):\n    raise AssertionError('must not run')\n")
+    result = pytester.runpytest("-p", "tests.system_parts", "-rs", "-m", "browser")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*Chromium is not available here: apt-get install chromium*"])
+    deselected = pytester.runpytest("-p", "tests.system_parts", "-m", "not browser")
+    deselected.assert_outcomes(deselected=1)
