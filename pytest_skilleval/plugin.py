@@ -72,6 +72,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+    from pytest_skilleval.lifecycle import run_preflight
+
+    run_preflight(state)
 
 
 def _evals_dir_of(path: Path) -> Path | None:
@@ -127,7 +130,7 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
     state = get_state(pytestconfig)
     if state is None:
         raise pytest.UsageError("skilleval_runner needs --skill-eval")
-    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills)
+    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id)
 
 
 @pytest.fixture
@@ -184,9 +187,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
     if state is None or _is_worker(session.config) or not state.records:
         return
+    from pytest_skilleval.lifecycle import remove_job_folders
     from pytest_skilleval.reporting import finish_session
 
-    finish_session(state, session, exitstatus)
+    try:
+        finish_session(state, session, exitstatus)
+    finally:
+        remove_job_folders(state)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

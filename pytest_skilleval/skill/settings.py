@@ -32,6 +32,17 @@ class RunSettings(BaseModel):
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
     block_on_agent_eval: bool = False
+    # The sandbox image and what goes in it (see docs/environments.md).
+    base_image: str | None = None
+    custom_dockerfile_mode: Literal["preserve", "rebase"] = "rebase"
+    base_image_mode: Literal["reuse", "rebuild", "disabled"] = "disabled"
+    task_source: Literal["auto", "evals_json", "native_harbor"] = "auto"
+    agent_workdir: str | None = None
+    resources: dict[str, int] = Field(default_factory=dict)
+    runtime_env: dict[str, str] = Field(default_factory=dict)
+    pre_agent_setup: list[str] = Field(default_factory=list)
+    skill_workspace_mode: Literal["isolated", "group"] = "isolated"
+    skill_workspace_include: list[str] = Field(default_factory=list)
 
     @field_validator("agents")
     @classmethod
