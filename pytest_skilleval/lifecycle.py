@@ -21,6 +21,8 @@ def run_preflight(state: SkillEvalSession) -> None:
     """Raise pytest.UsageError listing every problem found, one per line; nothing is started before this."""
     from pytest_skilleval.harbor.preflight import session_problems
 
+    if state.config.getoption("collectonly", False):
+        return  # nothing will run
     session_settings = merge_settings(state.sources)
     skills = {}
     for skill_dir in sorted(state.case_plans):

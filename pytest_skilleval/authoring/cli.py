@@ -15,6 +15,7 @@ commands:
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
+  doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
   install-skill         copy a skill shipped with skilleval (create-custom-grader) into an agent's skills folder
 
 Run `skilleval <command> --help` for a command's options."""
@@ -44,6 +45,12 @@ def _init_harbor_task(argv: list[str]) -> int:
     return run_init_harbor_task(argv)
 
 
+def _doctor(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.doctor import run_doctor
+
+    return run_doctor(argv)
+
+
 def _install_skill(argv: list[str]) -> int:
     from pytest_skilleval.authoring.install_skill import run_install_skill
 
@@ -56,6 +63,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init-custom-grader": _init_custom_grader,
     "init-harbor-task": _init_harbor_task,
     "install-skill": _install_skill,
+    "doctor": _doctor,
 }
 
 

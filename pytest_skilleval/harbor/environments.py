@@ -23,7 +23,7 @@ REFUSED_TYPES = {
 RESERVED_KWARGS = frozenset({
     "environment_dir", "environment_name", "session_id", "trial_paths", "task_env_config", "logger",
     "override_cpus", "override_memory_mb", "override_storage_mb", "override_gpus", "override_tpu",
-    "cpu_enforcement_policy", "memory_enforcement_policy", "persistent_env", "mounts", "auto_mounts",
+    "cpu_enforcement_policy", "memory_enforcement_policy", "persistent_env", "mounts", "auto_mounts", "auto_mounting",
     "network_policy", "phase_network_policies", "extra_docker_compose", "stream", "enable_environment_dir_upload",
     "keep_containers", "delete", "force_build",
 })

@@ -79,8 +79,7 @@ def environment_checks(settings: RunSettings) -> list[Check]:
         mode = resolve_mode(settings.env_mode)
     except EnvironmentModeError as error:
         return [Check("environment", str(error))]
-    checks = [Check(f"--ek {line.split(':')[0].removeprefix('--ek ')}", line) for line in
-              kwarg_problems(mode, settings.env_kwargs)]
+    checks = [Check("environment kwargs", line) for line in kwarg_problems(mode, settings.env_kwargs)]
     if mode.is_docker:
         checks += docker_checks(settings.base_image)
     elif not mode.is_local:
