@@ -164,7 +164,9 @@ def skill_checks(skill_dir: Path, settings: RunSettings, environ: Mapping[str, s
 
 
 def problems(checks: Iterable[Check]) -> list[str]:
-    return [check.problem for check in checks if check.problem is not None]
+    """`<check>: <problem>` for each failed check (a problem that already names its file stands alone)."""
+    return [check.problem if check.problem.startswith("/") else f"{check.name}: {check.problem}"
+            for check in checks if check.problem is not None]
 
 
 def session_problems(settings: RunSettings, skills: Mapping[Path, Any], environ: Mapping[str, str] | None = None,

@@ -165,7 +165,7 @@ class SkillEvalRunner:
                                [path.name for path in workspace])
         if spec.source == "native":
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
-            adapt_native_dockerfile(task_dir / "environment", settings.base_image, settings.custom_dockerfile_mode)
+            native_environment(task_dir, self.task_environment(skill), settings)
         else:
             environment = self.task_environment(skill)
             task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry)
@@ -270,6 +270,24 @@ def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
         "metrics": {},
         "details": {"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
     }
+
+
+def native_environment(task_dir: Path, environment: TaskEnvironment, settings: RunSettings) -> None:
+    """A native task's sandbox: its own Dockerfile rebased like a skill's (plus our layers); none at all (no
+    Dockerfile, compose file or image) gets the skill's generated one, so it runs under Docker too."""
+    env_dir = task_dir / "environment"
+    own = [env_dir / name for name in ("Dockerfile", "docker-compose.yaml")]
+    if any(path.exists() for path in own) or _native_image(task_dir):
+        adapt_native_dockerfile(env_dir, settings.base_image, settings.custom_dockerfile_mode)
+    else:
+        environment.write(env_dir, None)
+
+
+def _native_image(task_dir: Path) -> bool:
+    import tomllib
+
+    table = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8")).get("environment", {})
+    return bool(isinstance(table, dict) and table.get("docker_image"))
 
 
 def _slug(spec: TrialSpec) -> str:
