@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
+from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +132,8 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
     state = get_state(pytestconfig)
     if state is None:
         raise pytest.UsageError("skilleval_runner needs --skill-eval")
-    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id)
+    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id,
+                           say=partial(_say, pytestconfig))
 
 
 @pytest.fixture
@@ -178,6 +181,19 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal now, past output capture (used while a trial is being interrupted)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+        else:
+            import sys
+
+            sys.stderr.write(line + "\n")
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -185,13 +201,14 @@ def _is_worker(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the run-level properties make it in
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
-    if state is None or _is_worker(session.config) or not state.records:
+    if state is None or _is_worker(session.config):
         return
     from pytest_skilleval.lifecycle import remove_job_folders
     from pytest_skilleval.reporting import finish_session
 
     try:
-        finish_session(state, session, exitstatus)
+        if state.records:
+            finish_session(state, session, exitstatus)
     finally:
         remove_job_folders(state)
 

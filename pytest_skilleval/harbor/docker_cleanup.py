@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 PROJECT_LABEL = "com.docker.compose.project"
@@ -50,19 +50,29 @@ def how_to_find(project: str) -> str:
             "(remove with docker rm -f / docker network rm / docker volume rm)")
 
 
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 @contextmanager
-def removing_leftovers(project: str | None) -> Iterator[None]:
-    """Around one trial: on KeyboardInterrupt, remove the trial's Docker resources before re-raising."""
+def removing_leftovers(project: str | None, say: Callable[[str], None] = _stderr) -> Iterator[None]:
+    """Around one trial: on KeyboardInterrupt, remove the trial's Docker resources before re-raising.
+
+    `say` writes a line to the user's terminal (the pytest side passes one that gets past output capture).
+    """
     try:
         yield
     except KeyboardInterrupt:
         if project is None:
             raise
-        sys.stderr.write(f"\nskilleval: interrupted; removing Docker resources of {project} "
-                         "(Ctrl+C again to skip)\n")
+        say(f"skilleval: interrupted; removing the Docker resources of {project} (Ctrl+C again to skip)")
         try:
             remove_project(project)
         except KeyboardInterrupt:
-            sys.stderr.write(f"skilleval: cleanup skipped; containers, networks or volumes of {project} may be "
-                             f"left. Find them with: {how_to_find(project)}\n")
+            left = (f"skilleval: cleanup skipped; containers, networks or volumes of {project} may be left. "
+                    f"Find them with: {how_to_find(project)}")
+            say(left)
+            raise KeyboardInterrupt(left) from None
+        say(f"skilleval: removed the Docker resources of {project}")
         raise

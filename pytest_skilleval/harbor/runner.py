@@ -12,7 +12,7 @@ import os
 import shutil
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,8 +104,10 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
 class SkillEvalRunner:
     """Stages and runs trials under one run directory, one Harbor trial per call."""
 
-    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder], run_id: str = "run") -> None:
+    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder], run_id: str = "run",
+                 say: Callable[[str], None] | None = None) -> None:
         self.run_dir = run_dir
+        self.say = say
         self.run_id = run_id
         self._skills = skills
         self._environments: dict[Path, TaskEnvironment] = {}
@@ -142,7 +144,7 @@ class SkillEvalRunner:
         trial_name = f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__{uuid.uuid4().hex[:6]}"
         project = compose_project(trial_name) if settings.env_mode == "docker" else None
         try:
-            with warnings.catch_warnings(), removing_leftovers(project):
+            with warnings.catch_warnings(), removing_leftovers(project, *([self.say] if self.say else [])):
                 # Harbor warns about its own API churn on every trial; that is not the skill author's concern.
                 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
                 trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, trial_name))
