@@ -107,9 +107,11 @@ class DatasetFile(SkillCollector):
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
+        if settings.task_source == "native_harbor":
+            return  # harbor.task_source: the dataset only describes the native tasks' entries
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
-        native_ids = native_entry_ids(self.skill.evals_dir)
+        native_ids = native_entry_ids(self.skill.evals_dir) if settings.task_source == "auto" else set()
         cases: list[EvalCase] = [case for case in dataset.cases if case.id not in native_ids]
         if settings.max_cases is not None:
             cases = cases[: settings.max_cases]
@@ -162,6 +164,8 @@ class NativeTaskFile(SkillCollector):
         except NativeTaskError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
+        if settings.task_source == "evals_json":
+            return  # harbor.task_source: only the dataset's generated tasks run
         entries = self._dataset_entries()
         pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
         findings = check_native_task(

@@ -1,0 +1,64 @@
+"""evals/config.yml settings that shape the sandbox and the task list are applied, not just accepted."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+
+
+def _native(skill: Path, case: str) -> None:
+    task = skill / "evals" / "harbor" / case
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{case}"\n')
+    (task / "instruction.md").write_text(f"do {case}\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("auto", {"evals.json::t2", "task.toml::t1"}),
+        ("evals_json", {"evals.json::t1", "evals.json::t2"}),
+        ("native_harbor", {"task.toml::t1"}),
+    ],
+)
+def test_task_source_chooses_the_tasks(skill_project: SkillProject, source: str, expected: set[str]) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("t1", "t2"))
+    _native(skill, "t1")
+    (skill / "evals" / "config.yml").write_text(f"schema_version: 1\nharbor:\n  task_source: {source}\n")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "--skip-baseline", subprocess=False)
+    ids = {line.split("/evals/")[1].split("/")[-1].split("[")[0].replace("harbor/t1/", "")
+           for line in result.stdout.lines if "/evals/" in line and "[" in line}
+    assert ids == expected
+
+
+def test_workdir_resources_and_runtime_env_reach_the_trial(skill_project: SkillProject,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text(
+        "schema_version: 1\nharbor:\n  agent_workdir: /srv/work\n  resources: {cpus: 1, memory_mb: 1024}\n"
+        "  runtime_env:\n    SERVICE_URL: http://${SVC_HOST}:8080\n    MODE: demo\n")
+    monkeypatch.setenv("SVC_HOST", "db.internal")
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--pass-env", "SVC_HOST",
+                               "--harbor-keep-jobs")
+    result.assert_outcomes(passed=1)
+    (trial,) = skill_project.result_json("demo")["trials"]
+    trial_dir = Path(trial["trial_dir"])
+    table = tomllib.loads((trial_dir.parent.parent / "task" / "task.toml").read_text())["environment"]
+    assert (table["workdir"], table["cpus"], table["memory_mb"]) == ("/srv/work", 1, 1024)
+    config = json.loads((trial_dir / "config.json").read_text())
+    assert config["environment"]["env"] == {"SERVICE_URL": "http://db.internal:8080", "MODE": "demo"}
+
+
+def test_trial_folders_are_deleted_unless_kept(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline").assert_outcomes(passed=1)
+    (trial,) = skill_project.result_json("demo")["trials"]
+    assert not Path(trial["trial_dir"]).exists()
+    # The results tree kept its copies.
+    assert list((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/c1/1/trial.json"))
