@@ -1,4 +1,5 @@
-"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` fixture and the system-part fixtures."""
+"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures and the
+system-part fixtures."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from tests.support import SkillProject  # noqa: E402
 
 # docker_available, test_base_image, chromium_path, agent_clis: system parts, skipped (failed in CI) when missing.
-pytest_plugins = ["tests.system_parts"]
+pytest_plugins = ["pytest_skilleval.testing.fixtures", "tests.system_parts"]
 
 
 @pytest.fixture

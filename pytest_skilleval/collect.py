@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.plan import TrialSpec, trial_specs
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
@@ -93,6 +93,38 @@ class SkillCollector(pytest.File):
             raise SkillEvalCollectError(str(error)) from None
 
 
+class OrphanEvalsFile(pytest.File):
+    """A dataset (or native task) in an evals/ folder with no SKILL.md beside it: one error saying so."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        raise SkillEvalCollectError(missing_skill_md(orphan_evals_dir(self.path)))  # type: ignore[arg-type]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, SkillEvalCollectError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def orphan_evals_dir(file_path: Path) -> Path | None:
+    """The evals/ folder a dataset or native task.toml sits in when no SKILL.md is next to it (else None).
+
+    A native task is reported only when its evals/ holds no dataset, so a broken skill gives one error, not one
+    per task.
+    """
+    if file_path.parent.name == "evals" and file_path.name in DATASET_NAMES:
+        evals = file_path.parent
+        if find_dataset(evals) != file_path:
+            return None
+    elif file_path.name == "task.toml" and file_path.parent.parent.name == "harbor":
+        evals = file_path.parent.parent.parent
+        first = sorted(evals.glob("harbor/*/task.toml"))
+        if evals.name != "evals" or find_dataset(evals) is not None or not first or first[0] != file_path:
+            return None
+    else:
+        return None
+    return None if (evals.parent / "SKILL.md").is_file() else evals
+
+
 class DatasetFile(SkillCollector):
     """evals/evals.json|jsonl|yaml|yml: one item per case x agent x arm x attempt."""
 
@@ -106,6 +138,8 @@ class DatasetFile(SkillCollector):
             dataset = load_dataset(self.path)
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
+        for typo in dataset.key_typos:
+            self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
         settings = self._settings_or_error()
         if settings.task_source == "native_harbor":
             return  # harbor.task_source: the dataset only describes the native tasks' entries
@@ -171,6 +205,7 @@ class NativeTaskFile(SkillCollector):
         findings = check_native_task(
             task, grading_mode=settings.grading_mode, paired=len(settings.arms) == 2,
             dataset_ids=set(entries) if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
+            staged_env=settings.pass_env,
         )
         errors = [finding for finding in findings if finding.severity == "error"]
         if errors:

@@ -30,7 +30,7 @@ def run_preflight(state: SkillEvalSession) -> None:
             skills[skill_dir] = state.skill(skill_dir).settings
         except Exception:  # a bad evals/config.yml: collection reports it for this skill
             continue
-    problems = session_problems(session_settings, skills, pass_env=getattr(session_settings, "pass_env", []))
+    problems = session_problems(session_settings, skills, pass_env=session_settings.pass_env)
     if problems:
         raise pytest.UsageError("skilleval preflight failed (nothing was started):\n  " + "\n  ".join(problems))
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 GROUP = "skilleval"
@@ -57,6 +58,7 @@ class OptionSpec:
     multiple: bool = False
     metavar: str | None = None
     implemented: bool = True
+    cli_only: bool = False  # no ini key: a project file must not be able to set it
 
     @property
     def flag(self) -> str:
@@ -102,9 +104,15 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "(default python:3.12-slim plus bash curl git jq ripgrep).", metavar="IMAGE"),
     OptionSpec("custom_dockerfile_mode", "preserve or rebase (default): whether --base-image replaces the FROM of "
                "a skill's evals/environment/Dockerfile.", metavar="MODE"),
-    OptionSpec("judge_model", "Model for the LLM judges.", metavar="MODEL", implemented=False),
+    OptionSpec("judge_model", "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
+               "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.", metavar="MODEL"),
+    OptionSpec("judge_cache", "Judge verdict cache under the results root: on, off, read or write (default on).",
+               parse=lambda v: v.strip().lower(), metavar="MODE"),
     OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
                is_flag=True),
+    OptionSpec("pass_env", "Let native tasks read this host variable through ${NAME} (repeatable; command line "
+               "only; none by default).", parse=lambda v: pass_env_names([v]), multiple=True, metavar="NAME",
+               cli_only=True),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
 # Option name -> RunSettings field, where they differ.
@@ -141,7 +149,9 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(spec.flag, action="append" if spec.multiple else "store", dest=f"skilleval_{spec.name}",
                             default=None, metavar=spec.metavar, help=spec.help + note)
-        parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string", default=None)
+        if not spec.cli_only:
+            parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string",
+                          default=None)
 
 
 @dataclass(frozen=True)
@@ -155,9 +165,12 @@ class SettingsSources:
 def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
     try:
         if spec.multiple:
+            parsed = [spec.parse(value) for value in (raw if isinstance(raw, list) else [raw])]
+            if parsed and isinstance(parsed[0], list):  # a list per value: concatenate
+                return [item for part in parsed for item in part]
             merged: dict[str, str] = {}
-            for value in raw if isinstance(raw, list) else [raw]:
-                merged.update(spec.parse(value))
+            for part in parsed:
+                merged.update(part)
             return merged
         return spec.parse(raw)
     except (ValueError, TypeError) as error:
@@ -175,7 +188,7 @@ def read_sources(config: pytest.Config) -> SettingsSources:
             if not spec.implemented:
                 raise pytest.UsageError(f"{spec.flag} is not implemented yet")
             cli[field] = _parse(spec, raw_cli, spec.flag)
-        raw_ini = config.getini(spec.ini)
+        raw_ini = None if spec.cli_only else config.getini(spec.ini)
         if raw_ini not in (None, "", []):
             if not spec.implemented:
                 raise pytest.UsageError(f"ini option {spec.ini} is not implemented yet")

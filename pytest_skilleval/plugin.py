@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from pytest_skilleval import options
-from pytest_skilleval.collect import MARKER, DatasetFile, NativeTaskFile, SkillEvalItem
+from pytest_skilleval.collect import (
+    MARKER,
+    DatasetFile,
+    NativeTaskFile,
+    OrphanEvalsFile,
+    SkillEvalItem,
+    orphan_evals_dir,
+)
 from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.results.records import USER_PROPERTY_KEY
 from pytest_skilleval.results.tree import new_run_id
@@ -48,10 +55,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     sources = options.read_sources(config)
-    options.merge_settings(sources)  # the command line and ini alone must already make sense
+    settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
+    from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
+
+    try:
+        banner = judge_banner(settings)
+    except JudgeConfigError as error:
+        raise pytest.UsageError(f"skilleval judges: {error}") from None
     workerinput = getattr(config, "workerinput", None)
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)
+    state.judge_banner = banner
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
     if config.pluginmanager.hasplugin("xdist"):
@@ -66,6 +80,12 @@ class XdistHooks:
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said once at session start: judges that will not run."""
+    state = get_state(config)
+    return state.judge_banner if state is not None and not _is_worker(config) else None
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -112,6 +132,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     skill_root = find_skill_root(file_path)
     if skill_root is None:
+        if orphan_evals_dir(file_path) is not None:
+            return OrphanEvalsFile.from_parent(parent, path=file_path)
         return None
     skill = state.skill(skill_root)
     evals = skill.evals_dir
@@ -122,6 +144,18 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
             return None
         return NativeTaskFile.from_parent(parent, path=file_path, skill=skill)
     return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect: a selection that leaves nothing is not a missing skill
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A command-line path that yielded nothing becomes one collection error saying what was expected."""
+    state = get_state(config)
+    if state is None:
+        return
+    from pytest_skilleval.hints import missing_skill_reports
+
+    for report in missing_skill_reports(config, items, state.collect_error_paths):
+        session.ihook.pytest_collectreport(report=report)
 
 
 @pytest.fixture(scope="session")
@@ -215,7 +249,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = get_state(config)
-    if state is None or _is_worker(config) or not state.summary_lines:
+    if state is None:
+        from pytest_skilleval.hints import no_flag_hint
+
+        hint = no_flag_hint(config, exitstatus)
+        if hint is not None:
+            terminalreporter.write_line(hint, yellow=True)
+        return
+    if _is_worker(config) or not state.summary_lines:
         return
     terminalreporter.section("skilleval")
     for line in state.summary_lines:

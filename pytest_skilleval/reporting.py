@@ -33,6 +33,9 @@ def _run_config(skill: SkillFolder) -> dict[str, Any]:
         key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
         for key, value in config.get("env_kwargs", {}).items()
     }
+    from pytest_skilleval.skill.judging import judge_run_config
+
+    config["judge"] = judge_run_config(skill.settings)
     return config
 
 

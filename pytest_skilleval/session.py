@@ -34,6 +34,8 @@ class SkillEvalSession:
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
+        self.collect_error_paths: list[Path] = []
+        self.judge_banner: str | None = None
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
@@ -62,6 +64,12 @@ class SkillEvalSession:
             if key == USER_PROPERTY_KEY:
                 record = TrialRecord.model_validate(json.loads(value) if isinstance(value, str) else value)
                 self.records[record.nodeid or report.nodeid] = record
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Where collection failed: a path with an error is not also "a path that yielded nothing"."""
+        path = report.nodeid.split("::", 1)[0]
+        if report.failed and path:
+            self.collect_error_paths.append(self.config.rootpath / path)
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
         return [record for record in self.records.values() if record.skill_dir == skill_dir]

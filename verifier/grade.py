@@ -1,6 +1,7 @@
 """Grading one trial from its evidence, and `skilleval grade`, which does it offline for a trajectory file.
 
-`grade` runs the deterministic checks and reports the LLM judges as unscored until they exist. With no usable
+`grade` runs the deterministic checks and takes the LLM judges' verdicts from `verifier.judges` (run by the caller,
+which owns the event loop); without them the judges are recorded as not configured, never 0.0. With no usable
 trajectory the deterministic metrics score 0.0 and the reward says why (facts 7): an agent that left nothing to grade
 did not do the task.
 """
@@ -21,9 +22,8 @@ from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_
 from verifier.checks.skill_efficiency import check_skill_efficiency
 from verifier.checks.skill_execution import check_skill_execution
 from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
+from verifier.judges.config import NOT_CONFIGURED
 from verifier.trajectory import TRAJECTORY_FILE, load_evidence
-
-JUDGES_PENDING = "LLM judges not available yet"
 
 Check = Callable[[TrajectoryEvidence, Mapping[str, Any]], MetricResult]
 
@@ -55,12 +55,14 @@ def _clamp(score: float | None) -> float | None:
     return round(max(0.0, min(1.0, float(score))), 4)
 
 
-def _run(name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> MetricResult:
+def _run(name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any],
+         judged: Mapping[str, MetricResult]) -> MetricResult:
     if name in JUDGE_METRICS:
-        details: dict[str, Any] = {"message": JUDGES_PENDING}
         if not evidence.usable:
-            details["error"] = NO_TRAJECTORY
-        return MetricResult(score=None, details=details)
+            return MetricResult(score=None, details={"status": "error", "error": NO_TRAJECTORY})
+        if name in judged:
+            return judged[name]
+        return MetricResult(score=None, details={"status": "not_configured", "reason": NOT_CONFIGURED})
     if name == "security":
         if not evidence.usable:
             return MetricResult(score=0.0, details={"error": NO_TRAJECTORY, "findings": []})
@@ -74,9 +76,16 @@ def _run(name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> M
 
 
 def grade(
-    evidence: TrajectoryEvidence, entry: Mapping[str, Any], metrics: Sequence[str] | None = None
+    evidence: TrajectoryEvidence,
+    entry: Mapping[str, Any],
+    metrics: Sequence[str] | None = None,
+    judged: Mapping[str, MetricResult] | None = None,
 ) -> dict[str, Any]:
-    """Scores (None = unscored) and details for the selected standard metrics, in report order."""
+    """Scores (None = unscored) and details for the selected standard metrics, in report order.
+
+    `judged` holds the LLM judges' results when a judge model is configured; a judge that ran and failed makes
+    the trial's evaluation failed (`evaluation_errors`), which is not the same as judges not being configured.
+    """
     wanted = [name for name in STANDARD_METRICS if metrics is None or name in set(metrics)]
     unknown = sorted(set(metrics or ()) - set(STANDARD_METRICS))
     if unknown:
@@ -84,7 +93,7 @@ def grade(
     scores: dict[str, float | None] = {}
     details: dict[str, Any] = {}
     for name in wanted:
-        result = _run(name, evidence, entry)
+        result = _run(name, evidence, entry, judged or {})
         scores[name] = _clamp(result.score)
         details[name] = _jsonable(result.details)
     accepted = acceptable_skills(entry)
@@ -99,6 +108,11 @@ def grade(
         if not evidence.usable:
             details["_trajectory_load"]["error"] = NO_TRAJECTORY
     graded: dict[str, Any] = {"metrics": scores, "details": details, "trajectory_source": evidence.source}
+    errors = {name: details[name].get("error") for name in (judged or {}) if name in scores
+              and scores[name] is None and details[name].get("status") == "error"}
+    if errors:
+        graded["evaluation_status"] = "failed"
+        graded["evaluation_errors"] = errors
     if not evidence.usable:
         graded["error"] = NO_TRAJECTORY
     return graded
@@ -122,6 +136,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--case", required=True, help="a dataset entry as JSON")
     parser.add_argument("--skill", help="the skill under test (evaluated_skill); default: the case's expected_skill")
     parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
+    parser.add_argument("--judge-model", help="model for the LLM judges (default: LLM_JUDGE_MODEL or "
+                        "SKILL_EVAL_JUDGE_MODEL; unset: judges not configured)")
+    parser.add_argument("--judge-cache-dir", help="judge verdict cache folder (e.g. <results-root>/.judge-cache)")
+    parser.add_argument("--judge-cache", default="on", choices=("on", "off", "read", "write"))
     return parser
 
 
@@ -173,6 +191,23 @@ def _metrics_arg(value: str | None) -> list[str] | None:
     return names
 
 
+def _judge(evidence: TrajectoryEvidence, entry: dict[str, Any], args: argparse.Namespace,
+           metrics: list[str] | None) -> dict[str, MetricResult]:
+    """The judges' verdicts when a judge model is configured and a judge metric is asked for."""
+    import asyncio
+
+    from verifier.judges import judge_trial
+    from verifier.judges.config import JudgeConfigError
+
+    if metrics is not None and not set(metrics) & set(JUDGE_METRICS):
+        return {}
+    settings = {"model": args.judge_model, "cache": args.judge_cache, "cache_dir": args.judge_cache_dir}
+    try:
+        return asyncio.run(judge_trial(evidence, entry, settings))
+    except JudgeConfigError as error:
+        raise UsageError(str(error)) from None
+
+
 def run_grade_command(argv: list[str]) -> int:
     """`skilleval grade`: print one reward JSON object; 0 when graded, 2 with a one-line reason when not."""
     try:
@@ -183,7 +218,7 @@ def run_grade_command(argv: list[str]) -> int:
         if not evidence.usable:
             reasons = "; ".join(evidence.problems[:3])
             raise UsageError(f"{NO_TRAJECTORY} at {args.trajectory}" + (f" ({reasons})" if reasons else ""))
-        graded = grade(evidence, entry, metrics)
+        graded = grade(evidence, entry, metrics, judged=_judge(evidence, entry, args, metrics))
     except UsageError as error:
         print(f"skilleval grade: error: {error}", file=sys.stderr)
         return 2

@@ -50,6 +50,14 @@ def overall_from_dimensions(dimensions: Mapping[str, float | None]) -> float | N
     return math.fsum(present) / len(present) if present else None
 
 
+def overall_basis(grading_mode: str, metrics: Mapping[str, float | None]) -> list[str]:
+    """The dimensions the overall is the mean of; fewer than five means the overall is partial."""
+    if grading_mode == "custom_only":
+        return []
+    dims = dimension_scores({k: clean_score(v) for k, v in metrics.items()})
+    return [name for name, value in dims.items() if value is not None]
+
+
 def trial_overall(
     grading_mode: str, metrics: Mapping[str, float | None], custom_overall: float | None
 ) -> float | None:

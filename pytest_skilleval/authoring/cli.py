@@ -17,6 +17,7 @@ commands:
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
   install-skill         copy a skill shipped with skilleval (create-custom-grader) into an agent's skills folder
+  scripted-model        serve a scripted model on 127.0.0.1 so a real agent runs without an API key
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -55,6 +56,10 @@ def _install_skill(argv: list[str]) -> int:
     from pytest_skilleval.authoring.install_skill import run_install_skill
 
     return run_install_skill(argv)
+def _scripted_model(argv: list[str]) -> int:
+    from pytest_skilleval.testing.command import run_scripted_model_command
+
+    return run_scripted_model_command(argv)
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
@@ -63,6 +68,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init-custom-grader": _init_custom_grader,
     "init-harbor-task": _init_harbor_task,
     "install-skill": _install_skill,
+    "scripted-model": _scripted_model,
     "doctor": _doctor,
 }
 

@@ -73,6 +73,7 @@ class ValidationContext:
     dataset_path: Path | None = None
     valid_cases: list[EvalCase] = field(default_factory=list)
     tasks: list[NativeTask] = field(default_factory=list)
+    pass_env: list[str] = field(default_factory=list)
     findings: list[ValidationFinding] = field(default_factory=list)
 
     @property

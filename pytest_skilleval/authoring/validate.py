@@ -21,8 +21,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from pytest_skilleval.authoring.findings import (
     ARMS,
     REPLAY_ARM_NAMES,
@@ -34,15 +32,29 @@ from pytest_skilleval.authoring.findings import (
     ValidationReport,
 )
 from pytest_skilleval.authoring.harbor_contract import check_harbor_contract
+from pytest_skilleval.skill.bounded_parse import load_yaml
 from pytest_skilleval.skill.case_ids import duplicate_key
 from pytest_skilleval.skill.config_file import (
+    MAX_CONFIG_BYTES,
     ConfigError,
     find_config,
     load_config,
     normalize_grading_mode,
 )
-from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.skill.dataset import (
+    DATASET_NAMES,
+    DatasetError,
+    EvalCase,
+    entry_key_typos,
+    entry_outcomes,
+    find_dataset,
+    load_dataset,
+    read_entries,
+    read_text,
+)
+from pytest_skilleval.skill.entry_keys import KeyTypo
 from pytest_skilleval.skill.folder import GRADER_NAMES
+from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.native_tasks import (
     HARBOR_DIR_NAME,
     IGNORED_NAMES,
@@ -71,7 +83,9 @@ def _config_rule(field_name: str, message: str) -> str:
 def _lenient_mode(path: Path) -> str | None:
     """The grading mode an invalid config still states, so later checks judge the run the author meant."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        data = load_yaml(path.read_text(encoding="utf-8"))
         return normalize_grading_mode(data["grading"]["mode"])
     except Exception:  # noqa: BLE001 - any unreadable shape simply means "not stated"
         return None
@@ -103,41 +117,21 @@ def _dataset_rule(error: DatasetError) -> str:
     return "dataset-entry" if error.entry is not None else "dataset-invalid"
 
 
-def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase]]:
-    """Every entry's problem, not just the first one `load_dataset` stops at, plus the entries that are valid.
-
-    Uses the dataset module's own parsing steps so the per-entry rules are exactly the loader's.
-    """
-    from pydantic import ValidationError
-
-    from pytest_skilleval.skill import dataset as ds
-
+def _entry_errors(path: Path) -> tuple[list[DatasetError], list[EvalCase], list[KeyTypo]]:
+    """Every entry's problem, not just the first one `load_dataset` stops at, the entries that are valid, and the
+    near-miss keys; the dataset module's own steps, so the per-entry rules are exactly the loader's."""
     try:
-        shape, skill_name, raw_entries = ds._entries(path, ds._parse_text(path, path.read_text(encoding="utf-8")))
-    except (DatasetError, OSError, UnicodeDecodeError):
-        return [], []
+        _, skill_name, raw_entries = read_entries(path, read_text(path))
+    except DatasetError:
+        return [], [], []
     errors: list[DatasetError] = []
     cases: list[EvalCase] = []
-    seen: dict[str, int] = {}
-    for index, raw in enumerate(raw_entries):
-        label = ds._entry_label(index, raw)
-        if not isinstance(raw, dict):
-            errors.append(DatasetError(path, f"must be an object, not {type(raw).__name__}", entry=label))
-            continue
-        try:
-            case = EvalCase.model_validate(ds._normalize_entry(raw, skill_name))
-        except ValidationError as error:
-            field_name, message = ds._validation_message(error)
-            errors.append(DatasetError(path, message, entry=label, field=field_name))
-            continue
-        key = duplicate_key(case.id)
-        if key in seen:
-            message = f"duplicate id {case.id!r} (entry {seen[key]} has the same id)"
-            errors.append(DatasetError(path, message, entry=label, field="id"))
-            continue
-        seen[key] = index
-        cases.append(case)
-    return errors, cases
+    for outcome in entry_outcomes(path, skill_name, raw_entries):
+        if isinstance(outcome, DatasetError):
+            errors.append(outcome)
+        else:
+            cases.append(outcome)
+    return errors, cases, entry_key_typos(raw_entries)
 
 
 def _add_dataset_error(ctx: ValidationContext, error: DatasetError) -> None:
@@ -158,10 +152,14 @@ def _check_dataset(ctx: ValidationContext) -> None:
     try:
         ctx.dataset = load_dataset(path)
         ctx.valid_cases = list(ctx.dataset.cases)
+        typos = ctx.dataset.key_typos
     except DatasetError as first:
-        errors, ctx.valid_cases = _entry_errors(path)
+        errors, ctx.valid_cases, typos = _entry_errors(path)
         for error in errors or [first]:
             _add_dataset_error(ctx, error)
+    for typo in typos:
+        ctx.add("dataset-key-typo", "warning", typo.message(), path)
+    if ctx.dataset is None:
         return
     if ctx.dataset.shape == "legacy":
         ctx.add(
@@ -394,6 +392,7 @@ def _check_native(ctx: ValidationContext) -> None:
         paired=ctx.paired,
         dataset_ids=dataset_ids,
         pre_agent_setup=list(pre_agent_setup),
+        staged_env=ctx.pass_env,
     )
     ctx.findings.extend(_from_native(ctx, finding) for finding in findings)
 
@@ -428,10 +427,13 @@ def validate_skill(
     harbor_contract: bool = False,
     skip_baseline: bool = False,
     grading_mode: str | None = None,
+    pass_env: Sequence[str] = (),
 ) -> ValidationReport:
-    """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run."""
+    """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run;
+    `pass_env` is the run's `--pass-env` allowance (host variables native tasks may reference)."""
     skill_dir = check_skill_dir(skill_dir).resolve()
-    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline)
+    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline,
+                            pass_env=list(pass_env))
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
     _check_config(ctx, mode)
     _check_dataset(ctx)
@@ -503,6 +505,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="validate for a with-skill-only run (paired-run rules do not apply)")
     parser.add_argument("--grading-mode", default=None,
                         help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)")
+    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
+                        help="a host variable the run passes to native tasks (repeatable), as pytest --pass-env")
     return parser
 
 
@@ -515,11 +519,16 @@ def run_validate_command(argv: Sequence[str]) -> int:
                 normalize_grading_mode(args.grading_mode)
             except ValueError as error:
                 raise UsageError(f"--grading-mode: {error}") from None
+        try:
+            pass_env = pass_env_names(args.pass_env)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
         report = validate_skill(
             args.skill_dir,
             harbor_contract=args.harbor_contract,
             skip_baseline=args.skip_baseline,
             grading_mode=args.grading_mode,
+            pass_env=pass_env,
         )
     except UsageError as error:
         print(f"skilleval validate: error: {error}", file=sys.stderr)

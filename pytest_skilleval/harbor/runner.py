@@ -177,11 +177,16 @@ class SkillEvalRunner:
             # A native task's own tests/test.sh, under Harbor's reward contract.
             verifier = VerifierConfig()
         else:
+            from pytest_skilleval.skill.judging import verifier_judge_kwargs
+            from pytest_skilleval.results.tree import resolve_results_root
+
+            root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
             verifier = VerifierConfig(
                 import_path=HOST_VERIFIER_IMPORT_PATH,
-                kwargs={"grading_mode": mode, "grader": grader.name if grader else None},
+                kwargs={"grading_mode": mode, "grader": grader.name if grader else None,
+                        "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None},
             )
-        allowance = getattr(settings, "pass_env", [])
+        allowance = settings.pass_env
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=trial_name,
@@ -219,8 +224,12 @@ class SkillEvalRunner:
         overall = clean_score(rich.get("overall"))
         execution = rich.get("details", {}).get("skill_execution", {})
         activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
+        from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
+
         record = TrialRecord(
             **base,
+            judge_models=judge_models_of(rich),
+            judge_failures=judge_failures_of(rich),
             status="scored" if overall is not None else "unscored",
             overall=overall,
             metrics=metrics,
@@ -233,7 +242,7 @@ class SkillEvalRunner:
         )
         if overall is None:
             custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
-            why = custom.get("unscored_reason") or "the trial produced no score"
+            why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
             record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
         return record
 

@@ -18,7 +18,7 @@ from harbor.verifier.base import BaseVerifier
 
 from verifier.custom import SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
-from verifier.scoring import trial_overall
+from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
@@ -67,10 +67,12 @@ def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
-    def __init__(self, *, grading_mode: str = "default", grader: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, grading_mode: str = "default", grader: str | None = None,
+                 judge: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.grading_mode = grading_mode
         self.grader = grader
+        self.judge = judge
         self.env_paths = EnvironmentPaths()
 
     @property
@@ -118,12 +120,14 @@ class HostVerifier(BaseVerifier):
             raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
         return sanitized
 
-    def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
-        from verifier.grade import grade
+    async def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
+        from verifier.grade import entry_for_grading, grade
+        from verifier.judges import judge_trial
         from verifier.trajectory import load_evidence
 
         evidence = load_evidence(self._agent_host_dir)
-        return grade(evidence, entry)
+        judged = await judge_trial(evidence, entry_for_grading(entry, None), self.judge)
+        return grade(evidence, entry, judged=judged)
 
     async def verify(self) -> VerifierResult:
         entry = json.loads((Path(self.task.paths.tests_dir) / "entry.json").read_text(encoding="utf-8"))
@@ -143,11 +147,17 @@ class HostVerifier(BaseVerifier):
             rich["custom_overall"] = custom.overall
             rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
         if self.grading_mode != "custom_only":
-            standard = self._standard_grade(entry)
+            standard = await self._standard_grade(entry)
             rich["metrics"].update(standard.get("metrics", {}))
             rich["details"].update(standard.get("details", {}))
             rich["trajectory_source"] = standard.get("trajectory_source")
+            for key in ("evaluation_status", "evaluation_errors"):
+                if key in standard:
+                    rich[key] = standard[key]
         rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
+        rich["overall_basis"] = overall_basis(self.grading_mode, rich["metrics"])
+        if rich.get("evaluation_status") == "failed":
+            rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
         host_dir = self._verifier_host_dir
         host_dir.mkdir(parents=True, exist_ok=True)
         (host_dir / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n", encoding="utf-8")

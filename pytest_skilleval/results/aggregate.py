@@ -190,6 +190,8 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             omitted = "skill never activated (INCONCLUSIVE)"
         elif "skipped" in (conds["with_skill"].status, conds["without_skill"].status):
             omitted = "an arm was not run"
+        elif conds["with_skill"].withheld or conds["without_skill"].withheld:
+            omitted = "an LLM judge failed: that arm publishes no scores"
         else:
             lift, custom_lift = agent_lift(conds["with_skill"], conds["without_skill"], pass_w, pass_wo, ws, wos, plan)
         verdict, reason = agent_verdict(status, ws, activation.never_activated, plan)

@@ -88,7 +88,8 @@ def arm_summary(cond: Condition, plan: RunPlan) -> tuple[ArmSummary, dict[str, b
     dims = dict.fromkeys(DIMENSIONS) if custom_only else dimension_scores(metrics)
     custom_names = sorted({name for t in scored for name in t.custom})
     custom = {name: r4(mean_of(t.custom.get(name) for t in scored)) for name in custom_names}
-    pass_k, per_case = (None, {}) if cond.status == "skipped" else condition_pass_at_k(cond, plan)
+    withheld = cond.status == "skipped" or cond.withheld
+    pass_k, per_case = (None, {}) if withheld else condition_pass_at_k(cond, plan)
     summary = ArmSummary(
         arm=cond.arm,
         execution_status=cond.status,  # type: ignore[arg-type]

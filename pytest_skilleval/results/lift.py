@@ -122,7 +122,7 @@ def agent_lift(
     # comparable cases: scored in both arms
     common = [c for c in wc.cases if c in w and c in wo and w[c].overall is not None and wo[c].overall is not None]
     mixed: dict[str, set[str]] = {
-        m: {c for c in common if w[c].judges[m] and wo[c].judges[m] and w[c].judges[m] != wo[c].judges[m]}
+        m: {c for c in common if len(w[c].judges[m] | wo[c].judges[m]) > 1}  # across arms or attempts
         for m in JUDGE_METRICS
     }
     any_mixed = set().union(*mixed.values())

@@ -93,6 +93,8 @@ class TrialEntry(_Model):
     metrics: dict[str, float | None]
     dimensions: Dimensions
     custom_metrics: dict[str, float]
+    overall_basis: list[str] | None = Field(
+        default=None, description="The dimensions the overall is the mean of; fewer than five: a partial overall.")
     activation: float | None = None
     negative_control: bool = False
     judge_models: dict[str, str | None] = Field(default_factory=dict)

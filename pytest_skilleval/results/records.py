@@ -52,5 +52,7 @@ class TrialRecord(BaseModel):
     agent_seconds: float | None = None
     error: str | None = None
     reason: str | None = None
+    judge_failures: dict[str, str] = Field(
+        default_factory=dict, description="Judges that were configured and failed: metric -> why (trial unscored).")
     trial_dir: str | None = None
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")

@@ -109,6 +109,17 @@ def _evaluators(agent: AgentResult) -> list[str]:
     return lines
 
 
+def _partial_overall(arm: ArmSummary) -> list[str]:
+    """A note when the overall averages fewer than five dimensions (e.g. judges not configured)."""
+    if arm.overall is None:
+        return []
+    scored = [d for d in DIMENSIONS if getattr(arm.dimensions, d) is not None]
+    missing = [d for d in DIMENSIONS if d not in scored]
+    if not missing or not scored:
+        return []
+    return [f"  Overall is partial: mean of {len(scored)} of 5 dimensions (NO SCORE: {', '.join(missing)})"]
+
+
 def _dimensions(agent: AgentResult) -> list[str]:
     ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
     widths = (_CELL, _CELL, 27, 13)
@@ -131,6 +142,7 @@ def _dimensions(agent: AgentResult) -> list[str]:
         _row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall), _lift_cell(overall, True),
              _lift_tail(overall), widths=widths)
     )
+    lines.extend(_partial_overall(ws if ws.execution_status != "skipped" else wos))
     if lift is not None:
         lines.append(
             _row("Outcome lift*", "", "", _lift_cell(lift.outcome, True), _lift_tail(lift.outcome), widths=widths)
@@ -141,7 +153,7 @@ def _dimensions(agent: AgentResult) -> list[str]:
             lines.append("  ! fewer than 5 paired cases: insufficient for a firm conclusion")
         mixed = lift.judge_mixed_cases.get("any", 0)
         if mixed:
-            lines.append(f"  {mixed} case(s) used different judge models per arm; left out of judge-metric lifts")
+            lines.append(f"  {mixed} case(s) judged by more than one model; left out of judge-metric lifts")
     elif agent.lift_omitted_reason:
         lines.append(f"  Skill Lift omitted: {agent.lift_omitted_reason}")
     return lines

@@ -54,6 +54,7 @@ SCHEMA_ID = "https://pytest-skilleval.dev/schemas/result.schema.json"
 # Harbor trial files copied per trial: (source inside trial_dir, name in our tree)
 HARBOR_ARTIFACTS: tuple[tuple[str, str], ...] = (
     ("verifier/reward.json", "reward.json"),
+    ("verifier/skilleval_reward.json", "skilleval_reward.json"),  # every evaluator's details, judges' included
     ("agent/trajectory.json", "trajectory.json"),
     ("result.json", "result.json"),
 )

@@ -130,6 +130,8 @@ def trial_entry(t: ScoredTrial) -> TrialEntry:
         metrics={k: r4(v) for k, v in t.metrics.items()},
         dimensions=Dimensions(**{k: r4(v) for k, v in t.dims.items()}),
         custom_metrics={k: r4(v) for k, v in t.custom.items()},  # type: ignore[misc]
+        overall_basis=None if t.overall is None or rec.grading_mode == CUSTOM_ONLY
+        else [d for d, v in t.dims.items() if v is not None],
         activation=r4(clean_score(rec.activation)),
         negative_control=rec.negative_control,
         judge_models=dict(rec.judge_models),
@@ -184,10 +186,12 @@ class Condition:
     cases: list[str]  # cases in scope for this condition
     trials: list[ScoredTrial]  # counted trials that ran, in scope
     expected_attempts: int
+    # A configured judge failed on one of its trials: the condition publishes no scores (seed's judge failure rule).
+    withheld: bool = False
 
     @property
     def scored(self) -> list[ScoredTrial]:
-        return [t for t in self.trials if t.scored]
+        return [] if self.withheld else [t for t in self.trials if t.scored]
 
     @property
     def by_case(self) -> dict[str, list[ScoredTrial]]:
@@ -217,9 +221,12 @@ def build_condition(agent: str, arm: Arm, ran: Sequence[ScoredTrial], scope: lis
         errors.append(f"{n_error} trial(s) errored")
     if n_unscored:
         errors.append(f"{n_unscored} trial(s) unscored")
+    judge_failed = [t for t in mine if t.record.judge_failures]
+    if judge_failed:
+        errors.append(f"{len(judge_failed)} trial(s) with a failed LLM judge: no scores published for this arm")
     if not scope:
         errors.append("no cases in scope")
     status = "failed" if errors else "succeeded"
-    return Condition(agent, arm, status, errors, scope, mine, expected)
+    return Condition(agent, arm, status, errors, scope, mine, expected, withheld=bool(judge_failed))
 
 

@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from pytest_skilleval.skill.bounded_parse import BoundedSafeLoader, ParseLimitError, load_yaml, yaml_error_message
+
 CONFIG_FILE_NAMES = ("config.yml", "config.yaml")
 MAX_CONFIG_BYTES = 1024 * 1024
 
@@ -473,7 +475,7 @@ class EvalsConfig(BaseModel):
 # Loading
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(BoundedSafeLoader):
     """PyYAML keeps the last of two equal keys; a duplicated key in a config is a mistake, so refuse it."""
 
 
@@ -542,10 +544,9 @@ def load_config(evals_dir: Path) -> EvalsConfig | None:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, "", f"cannot read config: {exc}") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = load_yaml(text, _UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(path, "", f"invalid YAML{where}: {problem}") from None
+        raise ConfigError(path, "", yaml_error_message(exc)) from None
+    except ParseLimitError as exc:
+        raise ConfigError(path, "", str(exc)) from None
     return parse_config(path, data)

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, load_yaml, yaml_error_message
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.entry_keys import KeyTypo, near_miss_keys
 
 DATASET_NAMES: tuple[str, ...] = ("evals.json", "evals.jsonl", "evals.yaml", "evals.yml")
 MAX_DATASET_BYTES = 64 * 1024 * 1024
+MAX_ENTRIES = 10_000  # far beyond any real eval set; a flood of entries would cost gigabytes before a trial runs
 
 # Legacy (and skill-creator) names -> the names the runtime uses. Authored runtime names win when both appear.
 FIELD_ALIASES: dict[str, str] = {
@@ -164,6 +167,7 @@ class Dataset(BaseModel):
     shape: str  # "agentskills" | "legacy"
     cases: list[EvalCase]
     digest: str
+    key_typos: list[KeyTypo] = Field(default_factory=list)
 
     def ids(self) -> set[str]:
         return {case.id for case in self.cases}
@@ -178,28 +182,37 @@ def find_dataset(evals_dir: Path) -> Path | None:
     return None
 
 
+def _jsonl_rows(path: Path, text: str) -> list[Any]:
+    """One JSON value per non-blank line; stops at the entry limit instead of parsing a flood of lines."""
+    rows: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if len(rows) == MAX_ENTRIES:
+            raise DatasetError(path, f"has more than {MAX_ENTRIES:,} entries (the limit per dataset)")
+        try:
+            rows.append(load_json(line))
+        except json.JSONDecodeError as error:
+            raise DatasetError(path, f"invalid JSON: {error.msg}", entry=f"line {number}") from None
+        except ParseLimitError as error:
+            raise DatasetError(path, error.message, entry=f"line {number}") from None
+    return rows
+
+
 def _parse_text(path: Path, text: str) -> Any:
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":
-            return json.loads(text)
+            return load_json(text)
         if suffix == ".jsonl":
-            rows = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as error:
-                        raise DatasetError(path, f"invalid JSON: {error.msg}", entry=f"line {number}") from None
-            return rows
-        return yaml.safe_load(text)
+            return _jsonl_rows(path, text)
+        return load_yaml(text)
     except json.JSONDecodeError as error:
         raise DatasetError(path, f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise DatasetError(path, f"invalid YAML{where}: {problem}") from None
+        raise DatasetError(path, yaml_error_message(error)) from None
+    except ParseLimitError as error:
+        raise DatasetError(path, str(error)) from None
 
 
 def _entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:
@@ -260,41 +273,77 @@ def _validation_message(error: ValidationError) -> tuple[str | None, str]:
     return None, "; ".join(problems)
 
 
-def parse_dataset(path: Path, text: str) -> Dataset:
-    data = _parse_text(path, text)
+def _checked_entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:
+    """`_entries` plus the dataset-wide limits: at least one entry, at most MAX_ENTRIES."""
     shape, skill_name, raw_entries = _entries(path, data)
     if not raw_entries:
         raise DatasetError(path, "the dataset has no eval entries")
-    cases: list[EvalCase] = []
+    if len(raw_entries) > MAX_ENTRIES:
+        field = "evals" if shape == "agentskills" else None
+        raise DatasetError(
+            path, f"has {len(raw_entries):,} entries; the limit per dataset is {MAX_ENTRIES:,}", field=field
+        )
+    return shape, skill_name, raw_entries
+
+
+def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -> Iterator[EvalCase | DatasetError]:
+    """Each entry validated in order: its EvalCase, or the DatasetError naming its problem (ids checked for
+    duplicates across the valid ones). The loader stops at the first error; `validate` lists them all."""
     seen: dict[str, int] = {}
     for index, raw in enumerate(raw_entries):
         label = _entry_label(index, raw)
         if not isinstance(raw, Mapping):
-            raise DatasetError(path, f"must be an object, not {type(raw).__name__}", entry=label)
+            yield DatasetError(path, f"must be an object, not {type(raw).__name__}", entry=label)
+            continue
         try:
             case = EvalCase.model_validate(_normalize_entry(raw, skill_name))
         except ValidationError as error:
             field, message = _validation_message(error)
-            raise DatasetError(path, message, entry=label, field=field) from None
+            yield DatasetError(path, message, entry=label, field=field)
+            continue
         key = duplicate_key(case.id)
         if key in seen:
-            raise DatasetError(
-                path, f"duplicate id {case.id!r} (entry {seen[key]} has the same id)", entry=label, field="id"
-            )
+            message = f"duplicate id {case.id!r} (entry {seen[key]} has the same id)"
+            yield DatasetError(path, message, entry=label, field="id")
+            continue
         seen[key] = index
-        cases.append(case)
+        yield case
+
+
+def entry_key_typos(raw_entries: list[Any]) -> list[KeyTypo]:
+    """Extra keys one or two edits from a known field, labelled like entry errors."""
+    return near_miss_keys((_entry_label(index, raw), raw) for index, raw in enumerate(raw_entries))
+
+
+def read_entries(path: Path, text: str) -> tuple[str, str | None, list[Any]]:
+    """Parse the text and find its entries within the limits: (shape, skill_name, raw entries)."""
+    return _checked_entries(path, _parse_text(path, text))
+
+
+def parse_dataset(path: Path, text: str) -> Dataset:
+    shape, skill_name, raw_entries = read_entries(path, text)
+    cases: list[EvalCase] = []
+    for outcome in entry_outcomes(path, skill_name, raw_entries):
+        if isinstance(outcome, DatasetError):
+            raise outcome
+        cases.append(outcome)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Dataset(path=path, skill_name=skill_name, shape=shape, cases=cases, digest=digest)
+    return Dataset(path=path, skill_name=skill_name, shape=shape, cases=cases, digest=digest,
+                   key_typos=entry_key_typos(raw_entries))
 
 
-def load_dataset(path: Path) -> Dataset:
-    """Read and validate one dataset file; raises DatasetError."""
+def read_text(path: Path) -> str:
+    """The dataset file's text, refusing what is too large or not UTF-8; raises DatasetError."""
     try:
         if path.stat().st_size > MAX_DATASET_BYTES:
             raise DatasetError(path, f"larger than {MAX_DATASET_BYTES // (1024 * 1024)} MiB")
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise DatasetError(path, "is not UTF-8 text") from None
     except OSError as error:
         raise DatasetError(path, f"cannot be read: {error.strerror or error}") from None
-    return parse_dataset(path, text)
+
+
+def load_dataset(path: Path) -> Dataset:
+    """Read and validate one dataset file; raises DatasetError."""
+    return parse_dataset(path, read_text(path))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.config_file import load_config
+from pytest_skilleval.skill.dataset import find_dataset
 from pytest_skilleval.skill.settings import RunSettings
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
@@ -93,3 +94,52 @@ def skill_roots_under(path: Path) -> list[Path]:
         if "SKILL.md" in files and os.path.isdir(os.path.join(current, "evals")):
             roots.append(Path(current))
     return roots
+
+
+def _skill_md_misspelt(folder: Path) -> str | None:
+    """A file named like SKILL.md in another letter case (or with .markdown), which the plugin does not read."""
+    try:
+        names = [p.name for p in folder.iterdir() if p.is_file()]
+    except OSError:
+        return None
+    return next((n for n in names if n != "SKILL.md" and n.lower() in {"skill.md", "skill.markdown"}), None)
+
+
+def missing_skill_md(evals_dir: Path) -> str:
+    """Why the folder holding this evals/ is not a skill: it has no SKILL.md."""
+    folder = evals_dir.parent
+    message = f"{folder}: no SKILL.md here: this folder has evals/ but a skill folder needs SKILL.md next to it"
+    misspelt = _skill_md_misspelt(folder)
+    return message + (f" (found {misspelt}; the name must be SKILL.md)" if misspelt else "")
+
+
+def has_evals_to_run(evals_dir: Path) -> bool:
+    """A dataset file or at least one native task folder under evals/harbor/."""
+    harbor = evals_dir / "harbor"
+    return find_dataset(evals_dir) is not None or (harbor.is_dir() and any(harbor.glob("*/task.toml")))
+
+
+EXPECTED_LAYOUT = (
+    "a skill folder: SKILL.md next to evals/, which holds evals.json (or .jsonl, .yaml, .yml) or native tasks "
+    "under evals/harbor/<case>/task.toml"
+)
+
+
+def no_skill_reason(path: Path) -> str:
+    """What is missing when a path given to `--skill-eval` yields nothing to run, and what was expected."""
+    path = path.resolve()
+    folder = path if path.is_dir() else path.parent
+    roots = skill_roots_under(path)
+    if roots:
+        empty = [root for root in roots if not has_evals_to_run(root / "evals")]
+        if empty:
+            names = ", ".join(str(root / "evals") for root in empty[:5])
+            return f"{names}: no dataset and no native task here, so nothing to run; expected {EXPECTED_LAYOUT}"
+        return f"{path}: its skills produced no test items"
+    if (folder / "SKILL.md").is_file():
+        return f"{folder}: SKILL.md is here but there is no evals/ folder; expected {EXPECTED_LAYOUT}"
+    if (folder / "evals").is_dir():
+        return missing_skill_md(folder / "evals")
+    misspelt = _skill_md_misspelt(folder)
+    hint = f" (found {misspelt}; the name must be SKILL.md)" if misspelt else ""
+    return f"{path}: no skill here{hint}; --skill-eval expects {EXPECTED_LAYOUT}, or a folder containing skill folders"

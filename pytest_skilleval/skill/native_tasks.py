@@ -26,9 +26,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
+from pytest_skilleval.skill.host_env import unpassed_reference_message
+from pytest_skilleval.skill.task_durations import duration_problems
 
 HARBOR_DIR_NAME = "harbor"
 TASK_FILE = "task.toml"
+MAX_TASK_TOML_BYTES = 1024 * 1024
 # Folder names under evals/harbor/ that are never cases.
 IGNORED_NAMES = frozenset({"results", "__pycache__", ".git", ".skilleval-generated-output"})
 # Names that would clash with files the dataset layout reserves next to the cases.
@@ -36,7 +39,7 @@ RESERVED_CASE_NAMES = frozenset({"dataset.toml", "readme.md", "metric.py", "resu
 ARM_SUFFIXES = {"with_skill": "-with-skill", "without_skill": "-without-skill"}
 _GRADER_NAMES = ("grader.py", "grader.sh")
 STANDARD_MODES = frozenset({"default", "default_plus_custom"})
-# Provider and judge controls may be forwarded into verifier.env only as an exact `${NAME}` the operator staged.
+# Provider and judge controls may be forwarded into verifier.env only as an exact `${NAME}` the operator passed.
 _FORWARDABLE = frozenset({"provider-credential", "judge-model"})
 
 Severity = Literal["error", "warning"]
@@ -72,17 +75,25 @@ class Finding(BaseModel):
 
 def _read_task_config(toml_path: Path) -> tuple[TaskConfig, dict[str, Any]]:
     try:
+        if toml_path.stat().st_size > MAX_TASK_TOML_BYTES:
+            raise NativeTaskError(f"{toml_path}: task.toml is larger than {MAX_TASK_TOML_BYTES // 1024} KiB")
         text = toml_path.read_text(encoding="utf-8")
         raw = tomllib.loads(text)
-        return TaskConfig.model_validate(raw), raw
+        config = TaskConfig.model_validate(raw)
     except (OSError, UnicodeDecodeError) as exc:
         raise NativeTaskError(f"{toml_path}: cannot read task.toml: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise NativeTaskError(f"{toml_path}: task.toml is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise NativeTaskError(f"{toml_path}: task.toml is nested too deeply to read") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "(root)"
         raise NativeTaskError(f"{toml_path}: task.toml field {field}: {first['msg']}") from None
+    problems = duration_problems(config)
+    if problems:
+        raise NativeTaskError(f"{toml_path}: task.toml field " + "; field ".join(problems))
+    return config, raw
 
 
 def load_native_task(task_dir: Path) -> NativeTask:
@@ -165,54 +176,46 @@ def _env_tables(config: TaskConfig) -> list[tuple[str, dict[str, str], bool]]:
     return tables
 
 
-def _env_findings(task: NativeTask, standard: bool, staged_env: frozenset[str]) -> list[Finding]:
+def _env_findings(task: NativeTask, standard: bool, passed: frozenset[str]) -> list[Finding]:
+    """Host references need the operator's `--pass-env`; the standard modes also keep protected names to us.
+
+    The exact-`${NAME}` forward of a provider or judge control in a verifier env table is the one protected
+    assignment allowed, and only for a passed name.
+    """
     findings: list[Finding] = []
     toml_path = task.path / TASK_FILE
+
+    def add(rule: str, severity: Severity, message: str) -> None:
+        findings.append(Finding(rule=rule, severity=severity, message=message, path=toml_path))
+
     for label, table, is_verifier in _env_tables(task.config):
         for name, value in table.items():
             category = env_control_category(name)
-            forwarded = (
-                is_verifier
-                and category in _FORWARDABLE
-                and value.strip() == f"${{{name}}}"
-                and name in staged_env
-            )
-            if forwarded:
+            exact_forward = is_verifier and category in _FORWARDABLE and value.strip() == f"${{{name}}}"
+            if exact_forward and name in passed:
                 continue
-            refs = [(ref, env_control_category(ref)) for ref in referenced_env_names(value)]
-            # A name that is itself protected is reported once, not again for referencing itself.
-            refs = [(r, c) for r, c in refs if c is not None and not (r == name and category is not None)]
+            refs = referenced_env_names(value)
+            for ref in refs:
+                if ref not in passed:
+                    add("task-env-host-variable", "error", unpassed_reference_message(f"{label} {name}", ref))
+            if exact_forward:
+                continue  # refused above only for not being passed, which --pass-env fixes
             if standard and category is not None:
-                findings.append(
-                    Finding(
-                        rule="task-env-control",
-                        severity="error",
-                        message=(
-                            f"{label} sets {name}, a task-controlled {category} variable; the standard grading modes "
-                            "keep these under the evaluator's control (use grading.mode: custom_only to own them)"
-                        ),
-                        path=toml_path,
-                    )
+                add(
+                    "task-env-control",
+                    "error",
+                    f"{label} sets {name}, a task-controlled {category} variable; the standard grading modes keep "
+                    "these under the evaluator's control (use grading.mode: custom_only to own them)",
                 )
-            for ref, ref_category in refs:
+            for ref in refs:
+                ref_category = env_control_category(ref)
+                if ref not in passed or ref_category is None or (ref == name and category is not None):
+                    continue  # not passed: refused above; a protected name is reported once, not for itself
                 if standard:
-                    findings.append(
-                        Finding(
-                            rule="task-env-control",
-                            severity="error",
-                            message=f"{label} {name} references {ref}, a host {ref_category} variable",
-                            path=toml_path,
-                        )
-                    )
+                    add("task-env-control", "error", f"{label} {name} references {ref}, a host {ref_category} variable")
                 elif ref_category == "provider-credential":
-                    findings.append(
-                        Finding(
-                            rule="task-env-credential",
-                            severity="warning",
-                            message=f"{label} {name} forwards the operator credential {ref} into the task",
-                            path=toml_path,
-                        )
-                    )
+                    add("task-env-credential", "warning",
+                        f"{label} {name} forwards the operator credential {ref} into the task")
     return findings
 
 
@@ -518,8 +521,9 @@ def check_native_task(
     """Every rule this task breaks for this run.
 
     `paired`: a with-skill + baseline run (False for --skip-baseline). `dataset_ids`: the evals.json entry ids,
-    None when there is no dataset. `staged_env`: names the operator explicitly staged into the verifier (the only
-    provider/judge names a task may forward as an exact `${NAME}`). `pre_agent_setup`: the config's commands.
+    None when there is no dataset. `staged_env`: the operator's `--pass-env` allowance, the only host variables a
+    task may reference (and the only provider/judge names it may forward as an exact `${NAME}` in a verifier env
+    table). `pre_agent_setup`: the config's commands.
     """
     mode = normalize_grading_mode(grading_mode)
     standard = mode in STANDARD_MODES

@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from pytest_skilleval.skill.host_env import pass_env_names
+
 AGENT_ALIASES = {"claude": "claude-code"}
 
 
@@ -31,6 +33,7 @@ class RunSettings(BaseModel):
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
     judge_model: str | None = None
+    judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
     # The sandbox image and what goes in it (see docs/environments.md).
     base_image: str | None = None
@@ -43,6 +46,10 @@ class RunSettings(BaseModel):
     pre_agent_setup: list[str] = Field(default_factory=list)
     skill_workspace_mode: Literal["isolated", "group"] = "isolated"
     skill_workspace_include: list[str] = Field(default_factory=list)
+    pass_env: list[str] = Field(
+        default_factory=list,
+        description="Host variables a native task may reference (--pass-env, command line only); none by default.",
+    )
 
     @field_validator("agents")
     @classmethod
@@ -57,6 +64,11 @@ class RunSettings(BaseModel):
         if not canonical:
             raise ValueError("at least one agent is needed")
         return canonical
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, names: list[str]) -> list[str]:
+        return pass_env_names(names)
 
     @property
     def arms(self) -> tuple[str, ...]:

@@ -87,9 +87,23 @@ def test_native_harbor_task_collects(skill_project: SkillProject) -> None:
 
 def test_unimplemented_option_is_a_clear_usage_error(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    result = skill_project.run("--collect-only", "--judge-model", "gpt-x", subprocess=False)
+    result = skill_project.run("--collect-only", "--stop-on-pass", subprocess=False)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--judge-model is not implemented yet" in result.stderr.str()
+    assert "--stop-on-pass is not implemented yet" in result.stderr.str()
+
+
+def test_judge_options_are_checked_at_start(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    bad_mode = skill_project.run("--collect-only", "--judge-cache", "sometimes", subprocess=False)
+    assert bad_mode.ret == pytest.ExitCode.USAGE_ERROR and "judge_cache" in bad_mode.stderr.str()
+    monkeypatch.setenv("SKILL_EVAL_LLM_MAX_RETRIES", "lots")
+    bad_env = skill_project.run("--collect-only", "--judge-model", "openai/x", subprocess=False)
+    assert bad_env.ret == pytest.ExitCode.USAGE_ERROR
+    assert "SKILL_EVAL_LLM_MAX_RETRIES='lots': expected a number" in bad_env.stderr.str()
+    skill_project.pytester.makeini("[pytest]\nskilleval_judge_cache = read\nskilleval_judge_model = openai/x\n")
+    monkeypatch.delenv("SKILL_EVAL_LLM_MAX_RETRIES")
+    from_ini = skill_project.run("--collect-only", "-q", subprocess=False)
+    assert from_ini.ret == pytest.ExitCode.OK and "judge not configured" not in from_ini.stdout.str()
 
 
 def test_ini_options_apply_and_cli_wins(skill_project: SkillProject) -> None:

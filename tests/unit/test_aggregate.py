@@ -320,6 +320,21 @@ def test_mixed_judges_are_left_out_of_that_metrics_lift() -> None:
     assert lift.mcnemar.n_pairs == 4
 
 
+def test_a_case_judged_by_two_models_across_its_attempts_is_mixed() -> None:
+    records = []
+    for i in range(5):
+        for attempt in (1, 2):
+            model = "judge-b" if i == 0 and attempt == 2 else "judge-a"
+            records.append(rec(f"c{i}", "with_skill", attempt, sec=0.8, metrics={"accuracy": 0.9},
+                               judge_models={"accuracy": model}))
+            records.append(rec(f"c{i}", "without_skill", attempt, sec=0.5, metrics={"accuracy": 0.4},
+                               judge_models={"accuracy": model}))
+    lift = aggregate(records, plan([f"c{i}" for i in range(5)], n_attempts=2)).agents["codex"].lift
+    assert lift is not None
+    assert lift.judge_mixed_cases["accuracy"] == 1 and lift.judge_mixed_case_ids == ["c0"]
+    assert lift.metrics["accuracy"].n_pairs == 4
+
+
 def test_outcome_lift_covers_correctness_and_effectiveness_only() -> None:
     records = []
     for i in range(5):
@@ -551,3 +566,20 @@ def test_numbers_are_rounded_to_four_places() -> None:
     res = aggregate([rec("a", sec=1 / 3)], plan(["a"], arms=["with_skill"]))
     assert res.agents["codex"].with_skill.overall == 0.3333
     assert res.trials[0].metrics["security"] == 0.3333
+
+
+def test_a_failed_judge_withholds_that_arms_scores_and_the_lift() -> None:
+    records = []
+    for i in range(5):
+        records.append(rec(f"c{i}", "with_skill", all6=0.9))
+        records.append(rec(f"c{i}", "without_skill", all6=0.5))
+    records[0] = rec("c0", "with_skill", status="unscored",
+                     metrics={"accuracy": None, "security": 1.0}, judge_failures={"accuracy": "gave up"})
+    agent = aggregate(records, plan([f"c{i}" for i in range(5)])).agents["codex"]
+    ws, wos = agent.with_skill, agent.without_skill
+    assert ws.execution_status == "failed" and ws.overall is None and ws.metrics["security"] is None
+    assert ws.pass_at_k is None and ws.scored_attempts == 0
+    assert any("failed LLM judge" in e for e in ws.execution_errors)
+    assert wos.overall == 0.5  # the other arm still publishes
+    assert agent.lift is None and agent.lift_omitted_reason == "an LLM judge failed: that arm publishes no scores"
+    assert agent.verdict == "neutral"

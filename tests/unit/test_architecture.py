@@ -115,7 +115,7 @@ def test_results_import_neither_pytest_nor_harbor(package: str) -> None:
     assert _offending(package, lambda t: ours(t) and t != "pytest_skilleval.__version__") == []
 
 
-LAYERS = ["verifier", "pytest_skilleval.results", "pytest_skilleval.skill", "pytest_skilleval.harbor",
+LAYERS = ["pytest_skilleval.testing", "verifier", "pytest_skilleval.results", "pytest_skilleval.skill", "pytest_skilleval.harbor",
           "pytest_skilleval.authoring"]
 
 
@@ -127,7 +127,7 @@ def _layer(name: str) -> int | None:
 
 
 def test_imports_point_down_the_layers() -> None:
-    """verifier <- results <- skill <- harbor <- authoring <- the pytest-facing modules: never upwards."""
+    """testing, verifier <- results <- skill <- harbor <- authoring <- the pytest-facing modules: never upwards."""
     upward = sorted(
         f"{name} -> {target}"
         for name, targets in GRAPH.items()

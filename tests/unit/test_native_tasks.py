@@ -324,26 +324,77 @@ def test_task_env_controls_rejected_in_standard_modes(evals: Path, table: str, n
 
 def test_task_env_reference_to_credential(evals: Path) -> None:
     task = loaded(evals, extra='\n[environment.env]\nMY_KEY = "${ANTHROPIC_API_KEY}"\n')
-    assert rules(task, mode="default") == {"task-env-control"}
-    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None)
+    # Not passed by the operator: refused in every mode, naming the variable and calling it a credential.
+    for mode in ("default", "custom_only"):
+        findings = check_native_task(task, grading_mode=mode, paired=False, dataset_ids={"case-1"})
+        assert [(f.rule, f.severity) for f in findings] == [("task-env-host-variable", "error")]
+        assert "ANTHROPIC_API_KEY, which looks like a credential" in findings[0].message
+        assert "--pass-env ANTHROPIC_API_KEY" in findings[0].message
+    # Passed: the standard modes still keep a credential out of the agent's environment; custom_only warns.
+    assert rules(task, mode="default", staged_env={"ANTHROPIC_API_KEY"}) == {"task-env-control"}
+    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None,
+                                 staged_env={"ANTHROPIC_API_KEY"})
     assert [(f.rule, f.severity) for f in findings] == [("task-env-credential", "warning")]
 
 
 def test_ordinary_task_env_allowed(evals: Path) -> None:
-    task = loaded(evals, extra='\n[environment.env]\nAPP_MODE = "test"\nSERVICE_TOKEN = "${SERVICE_TOKEN}"\n')
+    task = loaded(evals, extra='\n[environment.env]\nAPP_MODE = "test"\n')
     assert rules(task, mode="default") == set()
+
+
+@pytest.mark.parametrize(
+    "table, value, ref, credential",
+    [
+        ("environment.env", "${MY_DB_PASSWORD}", "MY_DB_PASSWORD", True),
+        ("environment.env", "${SERVICE_TOKEN}", "SERVICE_TOKEN", True),
+        ("environment.env", "postgres://u:${DB_SECRET:-x}@db", "DB_SECRET", True),
+        ("environment.env", "${AWS_REGION}", "AWS_REGION", True),
+        ("environment.env", "${APP_URL}", "APP_URL", False),
+        ("verifier.env", "$SERVICE_HOST/api", "SERVICE_HOST", False),
+        ("verifier.env", "${GITHUB_TOKEN}", "GITHUB_TOKEN", True),
+        ("solution.env", "%USER_SIGNING_KEY%", "USER_SIGNING_KEY", True),
+    ],
+)
+def test_host_variables_need_the_operators_pass_env(
+    evals: Path, table: str, value: str, ref: str, credential: bool
+) -> None:
+    task = loaded(evals, extra=f'\n[{table}]\nTARGET = "{value}"\n')
+    for mode in ("default", "custom_only"):
+        findings = check_native_task(task, grading_mode=mode, paired=False, dataset_ids={"case-1"})
+        assert [f.rule for f in findings] == ["task-env-host-variable"], mode
+        message = findings[0].message
+        assert f"[{table}] TARGET references the host variable {ref}" in message
+        assert ("looks like a credential" in message) is credential
+    assert rules(task, mode="custom_only", staged_env={ref}) <= {"task-env-credential"}
+    if not ref.startswith("AWS_"):
+        assert rules(task, mode="default", staged_env={ref}) == set()
+
+
+def test_step_tables_need_pass_env_too(evals: Path) -> None:
+    toml = BASE_TOML.format(case="case-1") + '\n[[steps]]\nname = "one"\n[steps.verifier.env]\nX = "${HOST_X}"\n'
+    task = loaded(evals, toml=toml, files={"steps/one/instruction.md": "x"})
+    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None)
+    assert [f.rule for f in findings] == ["task-env-host-variable"]
+    assert "[[steps]] 'one' verifier.env X references the host variable HOST_X" in findings[0].message
+    assert check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None,
+                             staged_env={"HOST_X"}) == []
 
 
 def test_exact_forward_of_staged_judge_control_in_verifier_env(evals: Path) -> None:
     task = loaded(evals, extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "${LLM_JUDGE_MODEL}"\n')
     assert rules(task, mode="default", staged_env={"LLM_JUDGE_MODEL"}) == set()
-    assert rules(task, mode="default") == {"task-env-control"}  # not staged by the operator
+    # Not passed by the operator: one error that says how to pass it.
+    assert rules(task, mode="default") == {"task-env-host-variable"}
     other = loaded(evals, case="case-2", extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "gpt-x"\n')
     assert rules(other, mode="default", dataset_ids={"case-2"}, staged_env={"LLM_JUDGE_MODEL"}) == {
         "task-env-control"
     }
     agent_side = loaded(evals, case="case-3", extra='\n[environment.env]\nOPENAI_API_KEY = "${OPENAI_API_KEY}"\n')
     assert rules(agent_side, mode="default", dataset_ids={"case-3"}, staged_env={"OPENAI_API_KEY"}) == {
+        "task-env-control"
+    }
+    renamed = loaded(evals, case="case-4", extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "${OTHER_MODEL}"\n')
+    assert rules(renamed, mode="default", dataset_ids={"case-4"}, staged_env={"OTHER_MODEL"}) == {
         "task-env-control"
     }
 
@@ -464,3 +515,49 @@ def test_staged_copy_loads_in_harbor(evals: Path, tmp_path: Path) -> None:
     task = loaded(evals)
     staged = stage_native_task(task, tmp_path / "s", "with_skill")
     assert Task(staged).name == "acme/case-1-with-skill"
+
+
+# --- durations (issue 9, item 10) --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "extra, field, got",
+    [
+        ("\n[agent]\ntimeout_sec = -5.0\n", "agent.timeout_sec", "-5"),
+        ("\n[verifier]\ntimeout_sec = 0\n", "verifier.timeout_sec", "0"),
+        ("\n[verifier]\ntimeout_sec = nan\n", "verifier.timeout_sec", "nan"),
+        ("\n[agent]\ntimeout_sec = inf\n", "agent.timeout_sec", "inf"),
+        ("\n[environment]\nbuild_timeout_sec = -1\n", "environment.build_timeout_sec", "-1"),
+        ('\n[environment.healthcheck]\ncommand = "true"\ninterval_sec = 0\n', "environment.healthcheck.interval_sec",
+         "0"),
+        ('\n[[verifier.collect]]\ncommand = "true"\ntimeout_sec = -3\n', "verifier.collect[0].timeout_sec", "-3"),
+    ],
+)
+def test_bad_durations_are_refused_naming_the_field(evals: Path, extra: str, field: str, got: str) -> None:
+    toml = BASE_TOML.format(case="case-1").replace("[agent]\ntimeout_sec = 300.0\n", "").replace(
+        "[verifier]\ntimeout_sec = 180.0\n", "") + extra
+    with pytest.raises(NativeTaskError) as caught:
+        load_native_task(make_task(evals, toml=toml))
+    message = str(caught.value)
+    assert f"task.toml field {field}: must be" in message and f"(got {got})" in message
+    assert "greater than 0" in message
+
+
+def test_step_durations_name_the_step(evals: Path) -> None:
+    toml = BASE_TOML.format(case="case-1") + '\n[[steps]]\nname = "one"\n[steps.agent]\ntimeout_sec = -1\n'
+    with pytest.raises(NativeTaskError, match=r"field steps\[0\] \('one'\)\.agent\.timeout_sec: must be"):
+        load_native_task(make_task(evals, toml=toml, files={"steps/one/instruction.md": "x"}))
+
+
+def test_zero_grace_period_and_positive_durations_are_fine(evals: Path) -> None:
+    extra = ('\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\n'
+             "start_period_sec = 0\n")
+    task = load_native_task(make_task(evals, extra=extra))
+    assert task.config.environment.healthcheck.start_period_sec == 0
+
+
+def test_deep_or_huge_task_toml_is_a_clean_error(evals: Path) -> None:
+    with pytest.raises(NativeTaskError, match="nested too deeply"):
+        load_native_task(make_task(evals, toml="x = " + "[" * 100_000 + "]" * 100_000 + "\n"))
+    with pytest.raises(NativeTaskError, match="larger than 1024 KiB"):
+        load_native_task(make_task(evals, case="case-2", toml="# pad\n" * 200_000))

@@ -548,3 +548,90 @@ def test_report_lines_order_errors_first(tmp_path: Path) -> None:
     report = validate_skill(skill)
     lines = report_lines(report, strict=False, shown_as=Path("demo"))
     assert lines[0].startswith("error: ") and lines[1].startswith("warning: ")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Collection hardening (issue 9 items 5, 9, 10; issue 14): each collection error is a validate error too
+
+
+def test_host_variable_in_a_native_task_needs_pass_env(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = make_skill(tmp_path, entries("t1"))
+    native_task(skill, "t1", '[environment.env]\nDB = "${MY_DB_PASSWORD}"\n')
+    report = validate_skill(skill)
+    assert rules(report, "error") == {"task-env-host-variable"}
+    message = report.errors[0].message
+    assert "MY_DB_PASSWORD, which looks like a credential" in message and "--pass-env MY_DB_PASSWORD" in message
+    assert rules(validate_skill(skill, pass_env=["MY_DB_PASSWORD"]), "error") == set()
+    code, out, _ = run(capsys, str(skill), "--pass-env", "MY_DB_PASSWORD")
+    assert code == 0, out
+    code, out, _ = run(capsys, str(skill))
+    assert code == 1 and "[task-env-host-variable]" in out
+
+
+def test_pass_env_must_be_a_variable_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, str(make_skill(tmp_path, entries("a"))), "--pass-env", "A=1")
+    assert code == 2 and "--pass-env expects a variable name" in err
+
+
+@pytest.mark.parametrize(
+    "toml, field",
+    [
+        ("[agent]\ntimeout_sec = -5\n", "agent.timeout_sec"),
+        ("[verifier]\ntimeout_sec = 0\n", "verifier.timeout_sec"),
+        ("[environment]\nbuild_timeout_sec = nan\n", "environment.build_timeout_sec"),
+    ],
+)
+def test_bad_task_durations_are_errors(tmp_path: Path, toml: str, field: str) -> None:
+    skill = make_skill(tmp_path, entries("t1"))
+    native_task(skill, "t1", toml)
+    report = validate_skill(skill)
+    assert rules(report, "error") == {"native-task-invalid"}
+    assert f"task.toml field {field}: must be" in report.errors[0].message
+
+
+def test_resource_bombs_are_errors_not_crashes(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, "[" * 200_000 + "]" * 200_000)
+    report = validate_skill(skill)
+    assert [f.message for f in report.errors] == ["nested deeper than 64 levels"]
+    (skill / "evals" / "evals.json").unlink()
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+    (skill / "evals" / "evals.yaml").write_text("skill_name: demo\nevals: []\n" + bomb)
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\n" + bomb)
+    report = validate_skill(skill)
+    assert rules(report, "error") == {"dataset-invalid", "config-invalid"}
+    assert all("more than 250,000 nodes" in f.message for f in report.errors)
+
+
+def test_too_many_entries_is_an_error(tmp_path: Path) -> None:
+    rows = "".join(json.dumps({"id": f"c{i}", "prompt": "p", "expected_output": "e"}) + "\n" for i in range(10_001))
+    skill = make_skill(tmp_path)
+    (skill / "evals" / "evals.jsonl").write_text(rows)
+    report = validate_skill(skill)
+    assert [f.message for f in report.errors] == ["has more than 10,000 entries (the limit per dataset)"]
+
+
+def test_near_miss_key_is_a_warning_and_fails_strict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = make_skill(tmp_path, entries("a", expected_scirpt="run.py", greeting_name="Ada"))
+    report = validate_skill(skill)
+    assert rules(report, "warning") == {"dataset-key-typo"}
+    assert "key 'expected_scirpt'" in report.warnings[0].message and "'expected_script'" in report.warnings[0].message
+    assert run(capsys, str(skill))[0] == 0
+    code, out, _ = run(capsys, str(skill), "--strict")
+    assert code == 1 and "[dataset-key-typo]" in out
+
+
+def test_near_miss_key_is_reported_even_when_an_entry_is_broken(tmp_path: Path) -> None:
+    data = entries("a", expected_skil=None)
+    data["evals"].append({"id": "b"})
+    report = validate_skill(make_skill(tmp_path, data))
+    assert rules(report) >= {"dataset-entry", "dataset-key-typo"}
+
+
+def test_yaml_error_line_is_where_the_problem_starts(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path)
+    lines = ["skill_name: demo", "evals:", "  - id: a", "    prompt: p", "    expected_output: e", "  - id: b",
+             "    prompt: q", '    expected_output: "open', "  - id: c", "    prompt: r", "    expected_output: s"]
+    (skill / "evals" / "evals.yaml").write_text("\n".join(lines) + "\n")
+    (message,) = [f.message for f in validate_skill(skill).errors]
+    assert message.startswith("invalid YAML at line 8 column 22: while scanning a quoted scalar")

@@ -9,7 +9,8 @@ import pytest
 
 from tests.unit.verifier.skill_builders import NO_EVIDENCE, TRAJECTORY_FIXTURES, bash, evidence, read
 from verifier.evidence import NO_TRAJECTORY, STANDARD_METRICS
-from verifier.grade import JUDGES_PENDING, entry_for_grading, grade, run_grade_command
+from verifier.grade import entry_for_grading, grade, run_grade_command
+from verifier.judges.config import NOT_CONFIGURED
 
 CASES = TRAJECTORY_FIXTURES / "cases"
 CALC = {"id": "c", "expected_skill": "calc", "expected_script": "calc.py", "evaluated_skill": "calc"}
@@ -22,13 +23,14 @@ def run(capsys, *argv):
     return code, out, err
 
 
-def test_grade_shape_and_judges_pending():
+def test_grade_shape_and_judges_not_configured():
     graded = grade(evidence(read("/harbor/skills/calc/SKILL.md"), bash("python calc.py 1+1")), CALC)
     assert list(graded["metrics"]) == list(STANDARD_METRICS)
     assert graded["metrics"]["skill_execution"] == 1.0 and graded["metrics"]["skill_efficiency"] == 1.0
     for judge in ("accuracy", "goal_accuracy", "behavior_check"):
         assert graded["metrics"][judge] is None
-        assert graded["details"][judge]["message"] == JUDGES_PENDING
+        assert graded["details"][judge] == {"status": "not_configured", "reason": NOT_CONFIGURED}
+    assert "evaluation_status" not in graded
     assert graded["trajectory_source"] == "trajectory.json"
     assert graded["details"]["skill_execution"]["activation"]["score"] == 1.0
     json.dumps(graded)

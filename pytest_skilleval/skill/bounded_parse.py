@@ -1,0 +1,172 @@
+"""Parsing author files (datasets, config.yml) with limits a real file never meets, and YAML errors located well.
+
+A YAML alias bomb is a few hundred bytes that expand to billions of nodes once something walks the result; a
+200,000-deep JSON array raises a raw `RecursionError`; a huge entry list costs gigabytes before the first trial. So
+nesting depth and YAML's expanded size are bounded while parsing, and every refusal is a `ParseLimitError` whose
+message names the limit, which the dataset and config loaders turn into their own located errors.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+from yaml.resolver import Resolver
+
+MAX_DEPTH = 64
+# After expanding aliases; every key, value and list item counts. 10,000 entries with a dozen fields fit.
+MAX_YAML_NODES = 250_000
+
+
+class ParseLimitError(ValueError):
+    """Input refused for its size or shape (not a syntax error); `line` is 1-based when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        self.message = message
+        self.line = line
+        super().__init__(message + (f" (at line {line})" if line is not None else ""))
+
+
+def _mark_line(mark: Any) -> int | None:
+    return mark.line + 1 if mark is not None else None
+
+
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # pragma: no cover - PyYAML wheels ship LibYAML
+    CParser = None
+
+if CParser is not None:
+
+    class _EventLoader(CParser, Composer, SafeConstructor, Resolver):  # type: ignore[misc]
+        """LibYAML scans and parses (several times faster); the Python composer below builds the nodes, so its
+        limits apply (CParser would compose in C, out of reach)."""
+
+        def __init__(self, stream: Any) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        check_node = Composer.check_node
+        get_node = Composer.get_node
+        get_single_node = Composer.get_single_node
+
+else:  # pragma: no cover
+    _EventLoader = yaml.SafeLoader  # type: ignore[misc,assignment]
+
+
+class BoundedSafeLoader(_EventLoader):
+    """SafeLoader that refuses nesting deeper than MAX_DEPTH and documents that expand beyond MAX_YAML_NODES.
+
+    The expanded size is counted while composing: every node counts one, and every alias counts the expanded size
+    of the node it repeats (known by then, since an anchor's node is complete before it can be referenced; an alias
+    to a node still being composed is a recursive structure and is refused). Nothing is ever expanded.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._expanded = 0
+        self._sizes: dict[int, int] = {}
+
+    def _count(self, amount: int, mark: Any) -> None:
+        self._expanded += amount
+        if self._expanded > MAX_YAML_NODES:
+            raise ParseLimitError(
+                f"the YAML has more than {MAX_YAML_NODES:,} nodes (keys, values and list items, with every "
+                "alias expanded)",
+                _mark_line(mark),
+            )
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            target = self.anchors.get(event.anchor)
+            if target is not None:
+                size = self._sizes.get(id(target))
+                if size is None:
+                    raise ParseLimitError(
+                        f"alias *{event.anchor} refers to the node that contains it (a recursive structure)",
+                        _mark_line(event.start_mark),
+                    )
+                self._count(size, event.start_mark)
+            return super().compose_node(parent, index)
+        container = isinstance(event, (SequenceStartEvent, MappingStartEvent))
+        if container:
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(event.start_mark))
+        before = self._expanded
+        self._count(1, event.start_mark)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            if container:
+                self._depth -= 1
+        self._sizes[id(node)] = self._expanded - before
+        return node
+
+
+def yaml_error_message(error: yaml.YAMLError) -> str:
+    """`invalid YAML at line L column C: what`, where L is the line the problem starts on.
+
+    An unterminated quoted scalar is reported where the quote opens (its context mark), not at the end of the file
+    where the scanner gave up; every other error at its problem mark, the offending token (a context mark there is
+    merely the start of the enclosing block or scalar).
+    """
+    if not isinstance(error, yaml.MarkedYAMLError):
+        return f"invalid YAML: {error}"
+    context_mark, problem_mark = error.context_mark, error.problem_mark
+    use_context = context_mark is not None and "quoted scalar" in (error.context or "")
+    starts_at = context_mark if use_context else problem_mark
+    where = f" at line {starts_at.line + 1} column {starts_at.column + 1}" if starts_at is not None else ""
+    what = ", ".join(part for part in (error.context, error.problem) if part) or "not valid YAML"
+    if use_context and problem_mark is not None and problem_mark.line != context_mark.line:
+        what += f" (noticed at line {problem_mark.line + 1})"
+    return f"invalid YAML{where}: {what}"
+
+
+def load_yaml(text: str, loader: type[BoundedSafeLoader] = BoundedSafeLoader) -> Any:
+    """One YAML document through a bounded loader; raises yaml.YAMLError or ParseLimitError."""
+    instance = loader(text)
+    try:
+        return instance.get_single_data()
+    except yaml.MarkedYAMLError as error:
+        if "maximum nesting depth" in (error.problem or ""):  # LibYAML's own guard, further ahead than ours
+            raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(error.problem_mark)) from None
+        raise
+    finally:
+        instance.dispose()
+
+
+def nesting_depth_exceeds(data: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether lists/dicts nest deeper than `limit` (iterative, so any depth is safe to ask about)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def load_json(text: str) -> Any:
+    """JSON with bounded nesting; raises json.JSONDecodeError or ParseLimitError."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if nesting_depth_exceeds(data):
+        raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels")
+    return data

@@ -1,0 +1,61 @@
+"""Host environment variables a run may hand to a task: only the names the operator passed with `--pass-env`.
+
+A native task's `[environment.env] A = "${MY_DB_PASSWORD}"` would otherwise copy any host variable into the
+sandbox. The allowance is empty by default and comes from the command line only (never from a skill's files), so a
+skill cannot widen it. Collection and `skilleval validate` refuse every other reference; the runner forwards values
+through `forwarded_env`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from pytest_skilleval.skill.config_file import env_control_category
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CREDENTIAL_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_CREDENTIALS", "_PAT", "_AUTH")
+_CREDENTIAL_PARTS = ("PASSWORD", "PASSWD", "SECRET", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY")
+# Model providers and clouds: their variables configure accounts even when the name does not say "key".
+_PROVIDER_CLOUD_PREFIXES = (
+    "ANTHROPIC_", "OPENAI_", "AZURE_", "AWS_", "GOOGLE_", "GCP_", "GCLOUD_", "CLOUDSDK_", "GEMINI_", "MISTRAL_",
+    "COHERE_", "GROQ_", "DEEPSEEK_", "OPENROUTER_", "TOGETHER_", "NVIDIA_", "XAI_", "HUGGINGFACE_", "DAYTONA_",
+    "E2B_", "MODAL_", "RUNLOOP_", "DIGITALOCEAN_", "KUBECONFIG",
+)
+
+
+def looks_like_credential(name: str) -> bool:
+    """Whether a variable name reads like a secret: `*_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`, provider or cloud."""
+    upper = name.upper()
+    return (
+        upper.endswith(_CREDENTIAL_SUFFIXES)
+        or any(part in upper for part in _CREDENTIAL_PARTS)
+        or upper.startswith(_PROVIDER_CLOUD_PREFIXES)
+        or env_control_category(upper) == "provider-credential"
+    )
+
+
+def pass_env_names(values: Iterable[str]) -> list[str]:
+    """The `--pass-env` allowance: valid variable names, each once, in the order given; raises ValueError."""
+    names: list[str] = []
+    for value in values:
+        name = value.strip()
+        if not _NAME_RE.fullmatch(name):
+            raise ValueError(f"--pass-env expects a variable name like MY_SERVICE_URL, got {value!r}")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def forwarded_env(allowance: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The host values a run may forward: each allowed name that is set in `environ`, nothing else."""
+    return {name: environ[name] for name in allowance if name in environ}
+
+
+def unpassed_reference_message(where: str, ref: str) -> str:
+    """Why a reference to a host variable that was not passed is refused, and how to pass it."""
+    credential = ", which looks like a credential" if looks_like_credential(ref) else ""
+    return (
+        f"{where} references the host variable {ref}{credential}; a native task reads only host variables the "
+        f"operator passes explicitly (pytest --pass-env {ref}, or skilleval validate --pass-env {ref})"
+    )

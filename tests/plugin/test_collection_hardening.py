@@ -1,0 +1,217 @@
+"""Collection hardening through real pytest runs: host variables need --pass-env, resource bombs and bad durations
+are one clear collection error each while other skills still run, and the silent mistakes get words."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+
+GOOD = simple_entries("fine")
+# Reads the forwarded variable in the verifier and scores 1.0 only when it arrived.
+ECHO_TEST = """#!/bin/bash
+out="${HARBOR_VERIFIER_DIR:-/logs/verifier}"
+mkdir -p "$out"
+if [ "$APP_URL" = "http://service.test" ]; then echo 1 > "$out/reward.txt"; else echo 0 > "$out/reward.txt"; fi
+"""
+
+
+def native_task(skill: Path, case: str, toml_extra: str, test_sh: str = ECHO_TEST) -> Path:
+    task = skill / "evals" / "harbor" / case
+    (task / "tests").mkdir(parents=True)
+    (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{case}"\n{toml_extra}')
+    (task / "instruction.md").write_text(f"do {case}\n")
+    (task / "tests" / "test.sh").write_text(test_sh)
+    replays = skill / "evals" / "replays"
+    (replays / f"{case}.json").write_bytes(next(replays.glob("*.json")).read_bytes())
+    return task
+
+
+def collect(project: SkillProject, *args: str) -> tuple[pytest.RunResult, str]:
+    result = project.run("--collect-only", "-q", *LOCAL_REPLAY, *args, subprocess=False)
+    output = result.stdout.str()
+    assert "INTERNALERROR" not in output and "Traceback" not in output
+    return result, output
+
+
+# --- host variables (issue 9, item 5) ----------------------------------------------------------------------------
+
+
+def test_unpassed_host_variable_is_one_collection_error_naming_it(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    native_task(skill, "t1", '[environment.env]\nDB = "${MY_DB_PASSWORD}"\n')
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project, "--grading-mode", "custom_only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "[task-env-host-variable] [environment.env] DB references the host variable MY_DB_PASSWORD" in output
+    assert "which looks like a credential" in output and "--pass-env MY_DB_PASSWORD" in output
+    assert "1 error" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+def test_passed_host_variable_reaches_the_verifier(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APP_URL", "http://service.test")
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    native_task(skill, "t1", '[verifier.env]\nAPP_URL = "${APP_URL}"\n')
+    refused = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "-k", "t1")
+    assert refused.ret == pytest.ExitCode.INTERRUPTED
+    assert "references the host variable APP_URL" in refused.stdout.str()
+    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "-k", "t1",
+                               "--ek", "sandbox=none", "--pass-env", "APP_URL")
+    result.assert_outcomes(passed=1)
+    (trial,) = skill_project.result_json("native")["trials"]
+    assert trial["overall"] == 1.0
+
+
+def test_pass_env_cannot_come_from_the_ini_file(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    native_task(skill, "t1", '[environment.env]\nAPP_URL = "${APP_URL}"\n')
+    skill_project.pytester.makeini("[pytest]\nskilleval_pass_env = APP_URL\n")
+    result, output = collect(skill_project, "--grading-mode", "custom_only")
+    assert "references the host variable APP_URL" in output
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+# --- resource bombs and bad durations (issue 9, items 9 and 10) --------------------------------------------------
+
+BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
+ENTRY = json.dumps({"id": "c", "prompt": "p", "expected_output": "e"})
+BOMBS = {
+    "alias-bomb": ("evals.yaml", "skill_name: b\nevals:\n  - {id: c, prompt: p, expected_output: e}\n" + BOMB,
+                   "the YAML has more than 250,000 nodes"),
+    "deep-json": ("evals.json", "[" * 200_000 + "]" * 200_000, "nested deeper than 64 levels"),
+    "entry-flood": ("evals.jsonl", (ENTRY + "\n") * 300_000, "has more than 10,000 entries"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BOMBS))
+def test_resource_bomb_is_one_collection_error_and_the_rest_runs(skill_project: SkillProject, kind: str) -> None:
+    name, text, expected = BOMBS[kind]
+    skill_project.make_skill("bomb", raw=text, dataset_name=name)
+    skill_project.make_skill("good", GOOD)
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--continue-on-collection-errors", "-rE")
+    output = result.stdout.str()
+    assert f"skills/bomb/evals/{name}" in output and expected in output
+    assert "INTERNALERROR" not in output and "RecursionError" not in output
+    result.assert_outcomes(passed=1, errors=1)
+
+
+def test_alias_bomb_in_config_yml_is_one_collection_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("bomb", simple_entries("c"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\n" + BOMB)
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project)
+    assert "skills/bomb/evals/config.yml" in output and "more than 250,000 nodes" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "nan"])
+def test_bad_timeout_is_a_collection_error_naming_the_field(skill_project: SkillProject, value: str) -> None:
+    skill = skill_project.make_skill("native", simple_entries("t1"))
+    native_task(skill, "t1", f"[agent]\ntimeout_sec = {value}\n")
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "evals/harbor/t1/task.toml: task.toml field agent.timeout_sec: must be" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+# --- silent mistakes (issue 14) ----------------------------------------------------------------------------------
+
+
+def test_evals_without_skill_md_says_so(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("nomd", GOOD)
+    (skill / "SKILL.md").rename(skill / "skill.md")
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "skills/nomd: no SKILL.md here: this folder has evals/ but a skill folder needs SKILL.md" in output
+    assert "(found skill.md; the name must be SKILL.md)" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+def test_native_tasks_without_skill_md_are_one_error(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("nomd", simple_entries("t1", "t2"))
+    for case in ("t1", "t2"):
+        native_task(skill, case, "")
+    (skill / "evals" / "evals.json").unlink()
+    (skill / "SKILL.md").unlink()
+    result, output = collect(skill_project, "--grading-mode", "custom_only", "skills/nomd")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert output.count("no SKILL.md here") == 1
+    assert "ERROR collecting skills/nomd/evals/harbor/t1/task.toml" in output
+
+
+@pytest.mark.parametrize(
+    "layout, expected",
+    [
+        ("empty", "no skill here; --skill-eval expects a skill folder: SKILL.md next to evals/"),
+        ("skill-md-only", "SKILL.md is here but there is no evals/ folder"),
+        ("empty-evals", "no dataset and no native task here, so nothing to run"),
+    ],
+)
+def test_a_path_with_nothing_to_run_says_what_was_expected(
+    skill_project: SkillProject, layout: str, expected: str
+) -> None:
+    target = skill_project.root / "target"
+    target.mkdir()
+    if layout != "empty":
+        (target / "SKILL.md").write_text("---\nname: target\n---\n")
+    if layout == "empty-evals":
+        (target / "evals").mkdir()
+    result = skill_project.run("--collect-only", "-q", "target", subprocess=False)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert "ERROR collecting target" in output
+    assert expected in output
+
+
+def test_a_path_with_ordinary_tests_is_not_an_error(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", GOOD)
+    skill_project.pytester.makepyfile(test_plain="def test_ok():\n    assert True\n")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "skills", "test_plain.py", subprocess=False)
+    assert result.ret == pytest.ExitCode.OK
+    assert "test_plain.py::test_ok" in result.stdout.str()
+    deselected = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "-k", "nothing-matches", subprocess=False)
+    assert "ERROR" not in deselected.stdout.str()
+
+
+def test_skill_folder_without_the_flag_gets_a_hint_and_nothing_else(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", GOOD)
+    result = skill_project.pytester.runpytest("-p", "no:cacheprovider", str(skill))
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines([f"skilleval: {skill}: skill evals run only with --skill-eval (try: pytest "
+                                 f"--skill-eval {skill})"])
+    assert not (skill_project.root / "results").exists()
+    parent = skill_project.pytester.runpytest("-p", "no:cacheprovider", "skills")
+    assert "run only with --skill-eval" in parent.stdout.str()
+    elsewhere = skill_project.root / "plain"
+    elsewhere.mkdir()
+    unrelated = skill_project.pytester.runpytest("-p", "no:cacheprovider", str(elsewhere))
+    assert unrelated.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "--skill-eval" not in unrelated.stdout.str()
+
+
+def test_near_miss_key_is_a_collection_warning(skill_project: SkillProject) -> None:
+    data = simple_entries("neg", expected_skil=None, greeting_name="Ada")
+    skill_project.make_skill("typo", data)
+    result, output = collect(skill_project)
+    assert result.ret == pytest.ExitCode.OK
+    assert "key 'expected_skil' (entry 0 (id 'neg')) is not a known field but resembles 'expected_skill'" in output
+    assert "greeting_name" not in output.split("warnings summary")[-1]
+
+
+def test_yaml_error_points_at_the_line_where_the_problem_starts(skill_project: SkillProject) -> None:
+    lines = ["skill_name: b", "evals:", "  - id: a", "    prompt: p", "    expected_output: e", "  - id: b",
+             "    prompt: q", '    expected_output: "never closed', "  - id: c", "    prompt: r",
+             "    expected_output: s"]
+    skill_project.make_skill("badyaml", raw="\n".join(lines) + "\n", dataset_name="evals.yaml")
+    _, output = collect(skill_project)
+    assert "invalid YAML at line 8 column 22: while scanning a quoted scalar" in output
