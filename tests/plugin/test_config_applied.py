@@ -37,6 +37,12 @@ def test_task_source_chooses_the_tasks(skill_project: SkillProject, source: str,
     assert ids == expected
 
 
+def _trial_dir(project: SkillProject, skill: str, case: str) -> Path:
+    """The Harbor trial folder the results tree's trial.json names."""
+    (found,) = (project.root / "results" / skill).glob(f"2*/replay/with_skill/trials/{case}/1/trial.json")
+    return Path(json.loads(found.read_text())["trial_dir"])
+
+
 def test_workdir_resources_and_runtime_env_reach_the_trial(skill_project: SkillProject,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     skill = skill_project.make_skill("demo", simple_entries("c1"))
@@ -47,8 +53,7 @@ def test_workdir_resources_and_runtime_env_reach_the_trial(skill_project: SkillP
     result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--pass-env", "SVC_HOST",
                                "--harbor-keep-jobs")
     result.assert_outcomes(passed=1)
-    (trial,) = skill_project.result_json("demo")["trials"]
-    trial_dir = Path(trial["trial_dir"])
+    trial_dir = _trial_dir(skill_project, "demo", "c1")
     table = tomllib.loads((trial_dir.parent.parent / "task" / "task.toml").read_text())["environment"]
     assert (table["workdir"], table["cpus"], table["memory_mb"]) == ("/srv/work", 1, 1024)
     config = json.loads((trial_dir / "config.json").read_text())
@@ -58,7 +63,6 @@ def test_workdir_resources_and_runtime_env_reach_the_trial(skill_project: SkillP
 def test_trial_folders_are_deleted_unless_kept(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
     skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline").assert_outcomes(passed=1)
-    (trial,) = skill_project.result_json("demo")["trials"]
-    assert not Path(trial["trial_dir"]).exists()
-    # The results tree kept its copies.
-    assert list((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/c1/1/trial.json"))
+    trial_dir = _trial_dir(skill_project, "demo", "c1")  # the results tree kept its own copies
+    assert trial_dir.name.startswith("skilleval-c1__") and not trial_dir.exists()
+    assert not trial_dir.parent.parent.exists()  # the staged task and inputs went with it
