@@ -75,3 +75,18 @@ def test_unreachable_docker_daemon_is_one_line(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
     (check,) = docker_checks()
     assert check.problem.startswith("unreachable at tcp://127.0.0.1:9") and "DOCKER_HOST" in check.problem
+
+
+def test_no_dotenv_file_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dotenv import load_dotenv
+
+    from pytest_skilleval.harbor.runner import default_env
+
+    monkeypatch.setenv("PYTHON_DOTENV_DISABLED", "0")  # restored after the test; default_env turns it on
+    monkeypatch.delenv("SKILLEVAL_DOTENV_PROBE", raising=False)
+    (tmp_path / ".env").write_text("SKILLEVAL_DOTENV_PROBE=from-dotenv\n")
+    default_env()
+    load_dotenv(tmp_path / ".env")  # what Harbor's modules do on import
+    import os
+
+    assert "SKILLEVAL_DOTENV_PROBE" not in os.environ
