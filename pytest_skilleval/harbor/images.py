@@ -192,7 +192,8 @@ def ensure_image(plan: ImagePlan, run_id: str, rebuild: bool = False, docker: st
     lock_dir.mkdir(exist_ok=True)
     with open(lock_dir / (tag.replace("/", "_").replace(":", "_") + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        marker = lock_dir / (tag.replace("/", "_").replace(":", "_") + f".{run_id}.built")
+        # rebuild: once per run; this run's first builder leaves a marker the others (xdist workers) see.
+        marker = lock_dir / (tag.replace("/", "_").replace(":", "_") + f".{run_id}.rebuilt")
         if image_exists(tag, docker) and (not rebuild or marker.exists()):
             return tag
         with tempfile.TemporaryDirectory(prefix="skilleval-image-") as tmp:
@@ -205,7 +206,8 @@ def ensure_image(plan: ImagePlan, run_id: str, rebuild: bool = False, docker: st
         if built.returncode != 0:
             tail = (built.stderr or built.stdout).strip()[-1500:]
             raise ImageError(f"docker build of {tag} for skill {plan.skill_name} failed:\n{tail}")
-        marker.touch()
+        if rebuild:
+            marker.touch()
     return tag
 
 

@@ -66,3 +66,45 @@ def test_trial_folders_are_deleted_unless_kept(skill_project: SkillProject) -> N
     trial_dir = _trial_dir(skill_project, "demo", "c1")  # the results tree kept its own copies
     assert trial_dir.name.startswith("skilleval-c1__") and not trial_dir.exists()
     assert not trial_dir.parent.parent.exists()  # the staged task and inputs went with it
+
+
+def test_pre_agent_setup_runs_before_the_agent_when_not_paired(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("ok", "broken"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  pre_agent_setup: test -d /workspace\n")
+    skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline").assert_outcomes(passed=2)
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  setup_commands: [exit 3]\n")
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "-k", "broken")
+    result.assert_outcomes(errors=1)
+    assert "Healthcheck" in result.stdout.str() or "healthcheck" in result.stdout.str()
+
+
+def test_group_workspace_installs_included_skills_in_both_arms(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    helper = skill_project.root / "skills" / "helper"
+    helper.mkdir()
+    (helper / "SKILL.md").write_text("---\nname: helper\ndescription: helps\n---\n# helper\n")
+    (skill / "evals" / "config.yml").write_text(
+        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../helper]\n")
+    skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--harbor-keep-jobs").assert_outcomes(passed=2)
+    for arm in ("with_skill", "without_skill"):
+        (found,) = (skill_project.root / "results" / "demo").glob(f"2*/replay/{arm}/trials/c1/1/trial.json")
+        trial_dir = Path(json.loads(found.read_text())["trial_dir"])
+        config = json.loads((trial_dir / "config.json").read_text())
+        names = sorted(Path(s).name if isinstance(s, str) else Path(s["path"]).name
+                       for s in config["agent"].get("skills", []))
+        assert names == (["demo", "helper"] if arm == "with_skill" else ["helper"])
+        entry = json.loads((trial_dir.parent.parent / "task" / "tests" / "entry.json").read_text())
+        assert entry["skill_workspace_mode"] == "group"
+        assert entry["workspace_skill_names"] == names
+
+
+def test_group_workspace_refuses_the_evaluated_skill_under_another_name(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    alias = skill_project.root / "skills" / "alias"
+    alias.mkdir()
+    (alias / "SKILL.md").write_bytes((skill / "SKILL.md").read_bytes())
+    (skill / "evals" / "config.yml").write_text(
+        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../alias]\n")
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-with-skill")
+    result.assert_outcomes(errors=1)
+    assert "is the evaluated skill itself; the baseline must not see it" in result.stdout.str()
