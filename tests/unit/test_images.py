@@ -137,8 +137,10 @@ def test_generated_task_names_the_prebuilt_image_and_applies_config(tmp_path: Pa
     assert table["docker_image"] == "skilleval/demo:abc"
     assert (table["workdir"], table["cpus"], table["memory_mb"]) == ("/srv/work", 1, 512)
     assert table["healthcheck"]["retries"] == 1 and table["healthcheck"]["timeout_sec"] == 120.0
-    assert "set -euo pipefail" in table["healthcheck"]["command"] and "test -d /srv/work" in table["healthcheck"]["command"]
-    assert (task / "environment" / "Dockerfile").read_text() == "FROM skilleval/demo:abc\nCOPY input/ /workspace/input/\n"
+    command = table["healthcheck"]["command"]
+    assert "set -euo pipefail" in command and "test -d /srv/work" in command
+    dockerfile = (task / "environment" / "Dockerfile").read_text()
+    assert dockerfile == "FROM skilleval/demo:abc\nCOPY input/ /workspace/input/\n"
     assert (task / "environment" / "input" / "name.txt").read_text() == "Ada\n"
 
 
