@@ -1,5 +1,5 @@
-"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures and the
-system-part fixtures."""
+"""Repo-wide test setup: Harbor kept offline, pytester, the `skill_project` and `scripted_model` fixtures and
+the system-part fixtures."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import pytest
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
-from pytest_skilleval.skill.plan import TrialSpec, trial_specs
+from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_specs
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
 MARKER = "skilleval"
@@ -57,7 +57,7 @@ class SkillEvalItem(pytest.Function):
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"{self.spec.case_id} [{self.spec.label}]"
+        return self.path, 0, f"{self.spec.case_id} [{self.spec.label}]"  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
@@ -145,10 +145,11 @@ class DatasetFile(SkillCollector):
             return  # harbor.task_source: the dataset only describes the native tasks' entries
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
-        native_ids = native_entry_ids(self.skill.evals_dir) if settings.task_source == "auto" else set()
+        native_ids = set(native_claims(self.skill.evals_dir).values()) if settings.task_source == "auto" else set()
         cases: list[EvalCase] = [case for case in dataset.cases if case.id not in native_ids]
-        if settings.max_cases is not None:
-            cases = cases[: settings.max_cases]
+        selected = selected_cases(self.skill) if settings.max_cases is not None else None
+        if selected is not None:
+            cases = [case for case in cases if case.id in selected]
         for case in cases:
             files = case.files if case.files_given else None
             try:
@@ -157,21 +158,6 @@ class DatasetFile(SkillCollector):
                 raise SkillEvalCollectError(f"{self.path}: {error}") from None
             for spec in trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
                 yield SkillEvalItem.create(self, spec)
-
-
-def native_entry_ids(evals_dir: Path) -> set[str]:
-    """Entry ids claimed by readable native tasks; unreadable ones are reported by their own collector."""
-    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
-
-    ids = set()
-    for toml in sorted((evals_dir / "harbor").glob("*/task.toml")):
-        if toml.parent.name.startswith((".", "_")):
-            continue
-        try:
-            ids.add(load_native_task(toml.parent).entry_id)
-        except NativeTaskError:
-            continue
-    return ids
 
 
 class NativeTaskFile(SkillCollector):
@@ -200,6 +186,9 @@ class NativeTaskFile(SkillCollector):
         settings = self._settings_or_error()
         if settings.task_source == "evals_json":
             return  # harbor.task_source: only the dataset's generated tasks run
+        selected = selected_cases(self.skill) if settings.max_cases is not None else None
+        if selected is not None and task.case_id not in selected:
+            return  # beyond --max-cases in staged order
         entries = self._dataset_entries()
         pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
         findings = check_native_task(

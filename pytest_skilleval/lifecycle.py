@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,14 @@ def _remove_run_images(run_id: str, skill_name: str) -> None:
     ids = sorted(set(listed.stdout.split()))
     if ids:
         subprocess.run([docker, "image", "rm", "-f", *ids], capture_output=True, timeout=300)
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal now, past output capture (used while a run is being interrupted)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+        else:
+            sys.stderr.write(line + "\n")

@@ -85,16 +85,17 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                parse=lambda v: _pairs(v, "--ek"), multiple=True, metavar="KEY=VALUE"),
     OptionSpec("n_attempts", "Attempts per case, agent and arm (default 1).", parse=int, metavar="N"),
     OptionSpec("pass_threshold", "Score an attempt needs to pass, 0.0-1.0 (default 0.5).", parse=float, metavar="X"),
-    OptionSpec("stop_on_pass", "Skip a case's remaining attempts once one passes.", parse=_bool, is_flag=True,
-               implemented=False),
+    OptionSpec("stop_on_pass", "Skip a case's remaining attempts once one passes (needs --n-attempts > 1).",
+               parse=_bool, is_flag=True),
     OptionSpec("grading_mode", "default, default_plus_custom or custom_only (aliases aces_default, "
                "aces_plus_custom).", parse=_grading_mode, metavar="MODE"),
     OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
     OptionSpec("skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool,
                is_flag=True),
     OptionSpec("max_cases", "Evaluate only the first N cases of each skill.", parse=int, metavar="N"),
-    OptionSpec("n_concurrent", "Trials in flight inside one pytest process.", parse=int, metavar="N",
-               implemented=False),
+    OptionSpec("n_concurrent", "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
+               "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.", parse=int, metavar="N"),
+    OptionSpec("max_agents", "At most N agents' trials at once (default: no limit).", parse=int, metavar="N"),
     OptionSpec("timeout_multiplier", "Multiply every Harbor timeout (default 1.0).", parse=float, metavar="X"),
     OptionSpec("results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
                metavar="DIR"),
@@ -104,6 +105,11 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "(default python:3.12-slim plus bash curl git jq ripgrep).", metavar="IMAGE"),
     OptionSpec("custom_dockerfile_mode", "preserve or rebase (default): whether --base-image replaces the FROM of "
                "a skill's evals/environment/Dockerfile.", metavar="MODE"),
+    OptionSpec("resume", "Finish an interrupted or partial run (a run id, or latest) in its own folder: finished "
+               "trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
+               metavar="RUN_ID"),
+    OptionSpec("regrade", "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
+               "into a new run folder.", metavar="RUN_ID"),
     OptionSpec("judge_model", "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
                "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.", metavar="MODEL"),
     OptionSpec("judge_cache", "Judge verdict cache under the results root: on, off, read or write (default on).",
@@ -123,6 +129,7 @@ CONFIG_PATHS: dict[str, tuple[str, ...]] = {
     "pass_threshold": ("harbor", "pass_threshold"),
     "stop_on_pass": ("harbor", "stop_on_pass"),
     "n_concurrent": ("harbor", "n_concurrent"),
+    "max_agents": ("harbor", "max_agents"),
     "timeout_multiplier": ("harbor", "timeout_multiplier"),
     "grading_mode": ("grading", "mode"),
     "custom_dockerfile_mode": ("harbor", "custom_dockerfile_mode"),
@@ -224,9 +231,10 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
             f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
         )
         raise pytest.UsageError(f"skilleval settings: {problems}") from None
-    for field in ("stop_on_pass", "n_concurrent"):
-        if getattr(settings, field) != RunSettings.model_fields[field].default:
-            raise pytest.UsageError(f"{field} (evals/config.yml harbor.{field}) is not implemented yet")
+    if settings.stop_on_pass and settings.n_attempts == 1:
+        raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
+    if settings.resume and settings.regrade:
+        raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

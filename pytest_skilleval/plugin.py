@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Generator
-from contextlib import nullcontext
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_skilleval.harbor.runner import default_env
 
     default_env()
+    # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
     settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
     from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
@@ -82,21 +82,26 @@ class XdistHooks:
             node.workerinput[RUN_ID_KEY] = state.run_id
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """Said once at session start: judges that will not run."""
-    state = get_state(config)
-    return state.judge_banner if state is not None and not _is_worker(config) else None
-
-
+@pytest.hookimpl(tryfirst=True)  # before the terminal reporter asks for the header
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fix the run plan before anything is collected or run (on the controller, or the only process)."""
     state = get_state(session.config)
     if state is None or _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
+    state.check_resumable()
     from pytest_skilleval.lifecycle import run_preflight
 
     run_preflight(state)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Said once, before the first trial: judges that will not run, and how many trials each skill plans (and
+    whether they call models)."""
+    state = get_state(config)
+    if state is None or _is_worker(config):
+        return []
+    return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
 
 
 def _evals_dir_of(path: Path) -> Path | None:
@@ -166,8 +171,7 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
     state = get_state(pytestconfig)
     if state is None:
         raise pytest.UsageError("skilleval_runner needs --skill-eval")
-    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id,
-                           say=partial(_say, pytestconfig))
+    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id)
 
 
 @pytest.fixture
@@ -178,7 +182,9 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     item = request.node
     if not isinstance(item, SkillEvalItem):
         pytest.skip("skilleval_trial only applies to skilleval items")
-    record = skilleval_runner.run(item.spec)
+    from pytest_skilleval.dispatch import trial_record
+
+    record = trial_record(item, skilleval_runner, get_state(item.config))
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -215,19 +221,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
-def _say(config: pytest.Config, line: str) -> None:
-    """A line on the terminal now, past output capture (used while a trial is being interrupted)."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    reporter = config.pluginmanager.getplugin("terminalreporter")
-    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
-        if reporter is not None:
-            reporter.write_line(line, yellow=True)
-        else:
-            import sys
-
-            sys.stderr.write(line + "\n")
-
-
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -235,7 +228,12 @@ def _is_worker(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the run-level properties make it in
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
-    if state is None or _is_worker(session.config):
+    if state is None:
+        return
+    from pytest_skilleval.dispatch import shutdown
+
+    shutdown(session)
+    if _is_worker(session.config):
         return
     from pytest_skilleval.lifecycle import remove_job_folders
     from pytest_skilleval.reporting import finish_session

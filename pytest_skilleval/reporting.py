@@ -7,36 +7,21 @@ as a full evaluation.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.models import AggregateResult, RunPlan
-from pytest_skilleval.results.tree import resolve_results_root, write_results_tree
+from pytest_skilleval.results.tree import write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan
 from pytest_skilleval.results.summary import render_summary
-from verifier.custom import check_condition_metric_names, looks_like_credential
-
-
-def _run_config(skill: SkillFolder) -> dict[str, Any]:
-    """The settings as run; values of environment kwargs that look like credentials never reach a file."""
-    config = skill.settings.model_dump(mode="json")
-    config["env_kwargs"] = {
-        key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
-        for key, value in config.get("env_kwargs", {}).items()
-    }
-    from pytest_skilleval.skill.judging import judge_run_config
-
-    config["judge"] = judge_run_config(skill.settings)
-    return config
+from verifier.custom import check_condition_metric_names
 
 
 def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRecord], interrupted: bool,
@@ -65,7 +50,7 @@ def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRec
         selection_complete=expected <= ran,
         skipped_cases=[case for case in cases if case not in seen_cases],
         interrupted=interrupted,
-        run_config=_run_config(skill),
+        run_config=skill.run_config(),
         agent_models={agent: settings.agent_models.get(agent) for agent in settings.agents},
         dataset_summary=summary,
         dataset_digest=planned.digest,
@@ -118,6 +103,17 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(f"skilleval.{skill}.{name}.lift", "null" if overall is None else f"{overall.delta}")
 
 
+def _write_reports(run_dir: Path) -> list[str]:
+    """report.html and BENCHMARK.md from the run folder; a rendering bug costs the report, never the run."""
+    from pytest_skilleval.results.publish import write_run_reports
+
+    try:
+        report, card = write_run_reports(run_dir)
+    except Exception as error:  # noqa: BLE001 - result.json is already safe; say what went wrong and go on
+        return [f"Report: not written ({type(error).__name__}: {error})"]
+    return [f"Report: {report}", f"Card:   {card}"]
+
+
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
     blocking_codes: list[int] = []
@@ -130,11 +126,12 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             records = _drop_failed_conditions(records, problems)
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
         result = aggregate(records, plan)
-        root = resolve_results_root(skill_dir, skill.settings.results_dir, os.environ)
-        run_dir = write_results_tree(result, records, root, state.run_id, dataset_snapshot=plan.dataset_snapshot)
+        run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
+                                     dataset_snapshot=plan.dataset_snapshot)
         state.results_paths.append(run_dir)
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))
+        state.summary_lines.extend(_write_reports(run_dir))
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
             config=session.config, skill=skill.name, result=result, run_dir=run_dir)

@@ -8,19 +8,23 @@ only its own trials.
 from __future__ import annotations
 
 import json
+import os
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
-from pytest_skilleval.skill.plan import CasePlan, case_plan
+from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
+from pytest_skilleval.results.tree import resolve_results_root
+from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
+# Agents that never call a model: the plan line says so only for the others.
+OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
 
 
 class SkillEvalSession:
@@ -31,6 +35,7 @@ class SkillEvalSession:
         self.started = time.monotonic()
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
+        self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
@@ -50,6 +55,65 @@ class SkillEvalSession:
             target = target if target.is_absolute() else invocation_dir / target
             for root in skill_roots_under(target):
                 self.case_plan(root)
+
+    def results_root(self, skill_dir: Path) -> Path:
+        return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
+
+    def resumed_run_dir(self, skill_dir: Path) -> Path | None:
+        """The run folder this session finishes (--resume), or None for a new run."""
+        try:
+            requested = self.skill(skill_dir).settings.resume
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
+            return None
+        if requested is None:
+            return None
+        try:
+            return resolve_run_dir(self.results_root(skill_dir), requested)
+        except ResumeError as error:
+            raise pytest.UsageError(f"--resume {requested}: {error}") from None
+
+    def run_id_for(self, skill_dir: Path) -> str:
+        resumed = self.resumed_run_dir(skill_dir)
+        return resumed.name if resumed is not None else self.run_id
+
+    def check_resumable(self) -> None:
+        """At start, on the controller: refuse a resume whose dataset, skill or settings changed."""
+        for skill_dir, plan in self.case_plans.items():
+            run_dir = self.resumed_run_dir(skill_dir)
+            if run_dir is None:
+                continue
+            problem = resume_problem(run_dir, self.skill(skill_dir).run_config(), plan.digest)
+            if problem:
+                raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
+
+    def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
+        """A finished trial of the resumed run, handed back instead of running it again."""
+        skill_dir = spec.skill_dir.resolve()
+        if skill_dir not in self._stored:
+            run_dir = self.resumed_run_dir(skill_dir)
+            self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
+        record = self._stored[skill_dir].get((spec.case_id, spec.agent, spec.arm, spec.attempt))
+        if record is None:
+            return None
+        return record.model_copy(update={"nodeid": spec.nodeid, "source_run": self.run_id_for(skill_dir)})
+
+    def planned_lines(self) -> list[str]:
+        """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
+        lines = []
+        for skill_dir, plan in sorted(self.case_plans.items()):
+            try:
+                settings = self.skill(skill_dir).settings
+            except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
+                continue
+            cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
+            total = cases * len(settings.agents) * len(settings.arms) * settings.n_attempts
+            real = [agent for agent in settings.agents if agent not in OFFLINE_AGENTS]
+            models = f"; calls models through {', '.join(real)}" if real else ""
+            lines.append(
+                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
+                f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
+            )
+        return lines
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
         """The plan read at start; a skill first seen later (none should be) is read when first asked for."""

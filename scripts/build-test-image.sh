@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the offline base image the Docker tests use (no image registry is reachable): a minimal Debian
 # made with debootstrap, imported into Docker. Cached: a no-op when the image with this recipe exists.
-# Prints the image name on stdout. Exit status 3: debootstrap is missing and SKILLEVAL_NO_INSTALL is set. Bump RECIPE when PACKAGES change so old caches are rebuilt.
+# Prints the image name on stdout; exit status 3 when debootstrap is missing and SKILLEVAL_NO_INSTALL is set.
+# The tag carries RECIPE: bump it when PACKAGES change so old caches are not reused.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PACKAGES=${SKILLEVAL_TEST_IMAGE_PACKAGES:-bash,python3,tmux,ca-certificates}
@@ -13,8 +14,7 @@ exists() { docker image inspect "$IMAGE" >/dev/null 2>&1; }
 exists && { echo "$IMAGE"; exit 0; }
 
 # One builder at a time (pytest-xdist workers may ask together); the rest wait and reuse its image.
-mkdir -p /var/lock
-exec 9>/var/lock/skilleval-test-image.lock
+exec 9>"${TMPDIR:-/tmp}/skilleval-test-image.lock"
 flock 9
 exists && { echo "$IMAGE"; exit 0; }
 

@@ -87,3 +87,39 @@ def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
         "skill_name": "demo",
         "evals": [{"id": case_id, "prompt": f"do {case_id}", "expected_output": "done", **extra} for case_id in ids],
     }
+
+
+# A Harbor agent for tests that observe when trials run: it sleeps $SKILLEVAL_TEST_SLEEP seconds (default 0.4) and
+# logs its start and end, with its class name, to $SKILLEVAL_TEST_LOG. Import it as `logging_agent:LoggingAgent`.
+LOGGING_AGENT = '''
+import asyncio, json, os, time
+from harbor.agents.base import BaseAgent
+from harbor.agents.capabilities import AgentCapabilities
+
+class LoggingAgent(BaseAgent):
+    """Sleeps, and logs its start and end (with its own name) to $SKILLEVAL_TEST_LOG."""
+
+    capabilities = AgentCapabilities(skills=True)
+
+    @staticmethod
+    def name():
+        return "logging"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        return None
+
+    async def run(self, instruction, environment, context):
+        log = os.environ["SKILLEVAL_TEST_LOG"]
+        me = type(self).__name__
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"agent": me, "event": "start", "t": time.monotonic()}) + "\\n")
+        await asyncio.sleep(float(os.environ.get("SKILLEVAL_TEST_SLEEP", "0.4")))
+        with open(log, "a") as handle:
+            handle.write(json.dumps({"agent": me, "event": "end", "t": time.monotonic()}) + "\\n")
+
+class OtherAgent(LoggingAgent):
+    pass
+'''

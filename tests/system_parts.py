@@ -20,7 +20,8 @@ import pytest
 from tests.support import REPO, require_system
 
 SCRIPTS = REPO / "scripts"
-INSTALL_DOCKER = "run `scripts/ensure-docker.sh` as root (Debian's docker.io, the Compose v2 plugin, a running dockerd)"
+INSTALL_DOCKER = ("run `scripts/ensure-docker.sh` as root "
+                  "(Debian's docker.io, the Compose v2 and buildx plugins, a running dockerd)")
 INSTALL_CHROMIUM = "apt-get install chromium (or run .ci/run)"
 INSTALL_NODE = "apt-get install nodejs npm (or run .ci/run)"
 FIXTURE_MARKERS = {

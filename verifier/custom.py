@@ -164,6 +164,13 @@ _CREDENTIAL_VALUE_PATTERNS = tuple(
         r"(?i)(?:api[_-]?key|token|secret|password|passwd|auth)\s*[=:]\s*\S",
     )
 )
+# A cheap first look: every pattern above needs one of these (checked in the patterns' tests), so text without
+# any of them is skipped in one scan instead of fourteen.
+_CREDENTIAL_HINT = re.compile(
+    r"(?i)BEGIN|authorization|bearer|eyJ|AKIA|ASIA|sk-|nvapi-|crsr_|sha256~|gh[pousr]_|github_pat_|xox|AIza"
+    r"|api[_-]?key|token|secret|passw|auth"
+)
+_VALUE_END = frozenset("\"'`,;)]}>")
 # A long unbroken run of key-alphabet characters mixing letters and digits: hex or base64 key material.
 _KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=-]{32,}")
 
@@ -203,6 +210,22 @@ def is_credential_value_name(name: str) -> bool:
 
 def looks_like_credential(name: str) -> bool:
     return is_credential_field_name(name) or is_credential_value_name(name)
+
+
+def credential_spans(text: str) -> list[tuple[int, int]]:
+    """Where credential-looking values sit in free text: each match runs on to the end of its word (up to a space,
+    quote or closing bracket), so a `token=abc...` loses its whole value, not only the first character the pattern
+    needs to see."""
+    if not _CREDENTIAL_HINT.search(text):
+        return []
+    spans = []
+    for pattern in _CREDENTIAL_VALUE_PATTERNS:
+        for match in pattern.finditer(text):
+            end = match.end()
+            while end < len(text) and not text[end].isspace() and text[end] not in _VALUE_END:
+                end += 1
+            spans.append((match.start(), end))
+    return spans
 
 
 def _display(name: str, limit: int = 80) -> str:

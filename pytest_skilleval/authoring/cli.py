@@ -1,4 +1,4 @@
-"""The `skilleval` console script: offline grading, validation and authoring scaffolds.
+"""The `skilleval` console script: offline grading, validation, authoring scaffolds and reading finished runs.
 
 Each subcommand lives in the module that owns its logic; this file only routes argv to it.
 """
@@ -18,6 +18,8 @@ commands:
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
   install-skill         copy a skill shipped with skilleval (create-custom-grader) into an agent's skills folder
   scripted-model        serve a scripted model on 127.0.0.1 so a real agent runs without an API key
+  view                  print a finished run's summary again and the path of its report.html
+  compare               per-case and per-dimension differences between two runs (or two agents of one run)
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -56,10 +58,24 @@ def _install_skill(argv: list[str]) -> int:
     from pytest_skilleval.authoring.install_skill import run_install_skill
 
     return run_install_skill(argv)
+
+
 def _scripted_model(argv: list[str]) -> int:
     from pytest_skilleval.testing.command import run_scripted_model_command
 
     return run_scripted_model_command(argv)
+
+
+def _view(argv: list[str]) -> int:
+    from pytest_skilleval.results.view import run_view_command
+
+    return run_view_command(argv)
+
+
+def _compare(argv: list[str]) -> int:
+    from pytest_skilleval.results.compare import run_compare_command
+
+    return run_compare_command(argv)
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
@@ -69,6 +85,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init-harbor-task": _init_harbor_task,
     "install-skill": _install_skill,
     "scripted-model": _scripted_model,
+    "view": _view,
+    "compare": _compare,
     "doctor": _doctor,
 }
 

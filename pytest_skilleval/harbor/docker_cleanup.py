@@ -3,18 +3,21 @@
 Harbor names each trial's Compose project after the trial (`<trial name>__env`, sanitized); every trial name of
 ours starts with `skilleval-`, so `docker ps -a --filter name=skilleval-` lists any container of ours. On an
 interrupt, the trial's containers, networks and volumes are removed by their Compose project label; a second
-Ctrl+C during that removal stops it and says what may be left and how to find it.
+Ctrl+C during that removal stops it and says what may be left and how to find it (`dispatch.shutdown`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 PROJECT_LABEL = "com.docker.compose.project"
+_ACTIVE: set[str] = set()
+_LOCK = threading.Lock()
 
 
 def compose_project(trial_name: str) -> str:
@@ -50,29 +53,34 @@ def how_to_find(project: str) -> str:
             "(remove with docker rm -f / docker network rm / docker volume rm)")
 
 
-def _stderr(line: str) -> None:
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+def active_projects() -> list[str]:
+    """Compose projects of trials running in this process right now."""
+    with _LOCK:
+        return sorted(_ACTIVE)
 
 
-@contextmanager
-def removing_leftovers(project: str | None, say: Callable[[str], None] = _stderr) -> Iterator[None]:
-    """Around one trial: on KeyboardInterrupt, remove the trial's Docker resources before re-raising.
-
-    `say` writes a line to the user's terminal (the pytest side passes one that gets past output capture).
-    """
+@asynccontextmanager
+async def tracked(project: str | None) -> AsyncIterator[None]:
+    """Around one Docker trial: known while it runs; when it is cancelled (Ctrl+C, -x), whatever Harbor's own
+    clean-up left of its Compose project is removed before the cancellation goes on."""
+    if project is None:
+        yield
+        return
+    with _LOCK:
+        _ACTIVE.add(project)
     try:
         yield
-    except KeyboardInterrupt:
-        if project is None:
-            raise
-        say(f"skilleval: interrupted; removing the Docker resources of {project} (Ctrl+C again to skip)")
-        try:
-            remove_project(project)
-        except KeyboardInterrupt:
-            left = (f"skilleval: cleanup skipped; containers, networks or volumes of {project} may be left. "
-                    f"Find them with: {how_to_find(project)}")
-            say(left)
-            raise KeyboardInterrupt(left) from None
-        say(f"skilleval: removed the Docker resources of {project}")
+    except asyncio.CancelledError:
+        remove_project(project)  # blocking on purpose: the loop is shutting down, and this takes about a second
         raise
+    finally:
+        with _LOCK:
+            _ACTIVE.discard(project)
+
+
+def leftovers_message(projects: list[str]) -> str:
+    """What a skipped clean-up may leave, and how to find it."""
+    lines = [f"skilleval: clean-up skipped; containers, networks or volumes of {len(projects)} trial(s) may be left:"]
+    lines += [f"  {how_to_find(project)}" for project in projects]
+    lines.append("  (every container of ours: docker ps -a --filter name=skilleval-)")
+    return "\n".join(lines)

@@ -12,7 +12,7 @@ import os
 import shutil
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
-from pytest_skilleval.harbor.docker_cleanup import compose_project, removing_leftovers
+from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import (
     LOCAL_ENV_IMPORT_PATH,
     EnvironmentModeError,
@@ -104,10 +104,8 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
 class SkillEvalRunner:
     """Stages and runs trials under one run directory, one Harbor trial per call."""
 
-    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder], run_id: str = "run",
-                 say: Callable[[str], None] | None = None) -> None:
+    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder], run_id: str = "run") -> None:
         self.run_dir = run_dir
-        self.say = say
         self.run_id = run_id
         self._skills = skills
         self._environments: dict[Path, TaskEnvironment] = {}
@@ -131,6 +129,13 @@ class SkillEvalRunner:
         return self._environments[skill.path]
 
     def run(self, spec: TrialSpec) -> TrialRecord:
+        """One trial, start to finish, on its own event loop (the serial path)."""
+        with warnings.catch_warnings():
+            quiet_harbor_deprecations()
+            return asyncio.run(self.run_async(spec))
+
+    async def run_async(self, spec: TrialSpec) -> TrialRecord:
+        """One trial as a coroutine, so a scheduler can keep several in flight on one event loop."""
         skill = self._skill(spec)
         settings = skill.settings
         mode = settings.grading_mode
@@ -144,10 +149,8 @@ class SkillEvalRunner:
         trial_name = f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__{uuid.uuid4().hex[:6]}"
         project = compose_project(trial_name) if settings.env_mode == "docker" else None
         try:
-            with warnings.catch_warnings(), removing_leftovers(project, *([self.say] if self.say else [])):
-                # Harbor warns about its own API churn on every trial; that is not the skill author's concern.
-                warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
-                trial_dir, result = asyncio.run(self._run_trial(spec, skill, mode, trial_name))
+            async with tracked(project):
+                trial_dir, result = await self._run_trial(spec, skill, mode, trial_name)
         except (StagingError, ImageError, EnvironmentModeError) as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
@@ -167,9 +170,9 @@ class SkillEvalRunner:
                                [path.name for path in workspace])
         if spec.source == "native":
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
-            native_environment(task_dir, self.task_environment(skill), settings)
+            native_environment(task_dir, await asyncio.to_thread(self.task_environment, skill), settings)
         else:
-            environment = self.task_environment(skill)
+            environment = await asyncio.to_thread(self.task_environment, skill)  # a docker build, once
             task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry)
             grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
@@ -353,6 +356,11 @@ def _weakest(record: TrialRecord) -> str:
         return ""
     lowest = sorted(scored.items(), key=lambda kv: kv[1])[:2]
     return " (lowest: " + ", ".join(f"{name} {value:.2f}" for name, value in lowest) + ")"
+
+
+def quiet_harbor_deprecations() -> None:
+    """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
 
 
 def default_env() -> None:

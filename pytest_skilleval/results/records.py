@@ -56,3 +56,5 @@ class TrialRecord(BaseModel):
         default_factory=dict, description="Judges that were configured and failed: metric -> why (trial unscored).")
     trial_dir: str | None = None
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
+    source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")
+    stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")

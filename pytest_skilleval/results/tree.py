@@ -29,6 +29,7 @@ import jsonschema
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
+from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 
 __all__ = [
     "ENV_RESULTS_DIR",
@@ -42,6 +43,7 @@ __all__ = [
     "render_result_schema",
     "resolve_results_root",
     "result_schema",
+    "trial_folder",
     "validate_result",
     "write_results_tree",
 ]
@@ -58,7 +60,16 @@ HARBOR_ARTIFACTS: tuple[tuple[str, str], ...] = (
     ("agent/trajectory.json", "trajectory.json"),
     ("result.json", "result.json"),
 )
-_RUN_ID = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
+RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
+# The whole TrialRecord of a trial, so a run can be resumed or regraded from its folder alone.
+TRIAL_RECORD_NAME = "record.json"
+# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
+# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
+RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
+GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
+RICH_REWARD_FILE = "skilleval_reward.json"
+GRADER_OUTPUT_FILE = "grader-output.txt"
+MAX_GRADER_OUTPUT_CHARS = 64 * 1024
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
@@ -149,8 +160,11 @@ def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"), root)
 
 
-def _read_artifact(trial_dir: Path, rel: str, max_bytes: int) -> bytes | None:
-    """A regular file under trial_dir, reached without any symlink, under the size cap; else None."""
+def _read_artifact(trial_dir: Path, rel: str, max_bytes: int, *, tail: bool = False) -> bytes | None:
+    """A regular file under trial_dir, reached without any symlink, under the size cap; else None.
+
+    With `tail`, a larger file is not refused: its last `max_bytes` bytes are returned instead.
+    """
     current = trial_dir
     if current.is_symlink() or not current.is_dir():
         return None
@@ -162,7 +176,7 @@ def _read_artifact(trial_dir: Path, rel: str, max_bytes: int) -> bytes | None:
         st = current.lstat()
     except OSError:
         return None
-    if not current.is_file() or st.st_size > max_bytes:
+    if not current.is_file() or (st.st_size > max_bytes and not tail):
         return None
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -170,6 +184,8 @@ def _read_artifact(trial_dir: Path, rel: str, max_bytes: int) -> bytes | None:
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:
+        if tail and st.st_size > max_bytes:
+            handle.seek(st.st_size - max_bytes)
         return handle.read(max_bytes + 1)[:max_bytes]
 
 
@@ -260,10 +276,18 @@ def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
     }
 
 
+def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+    """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where one trial's files live (writer and readers agree)."""
+    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
+
+
 def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int) -> None:
-    tdir = run_dir / safe_component(record.agent) / record.arm / "trials" / safe_component(record.case)
-    tdir = tdir / str(int(record.attempt))
+    tdir = trial_folder(run_dir, record.agent, record.arm, record.case, record.attempt)
     copied: dict[str, str] = {}
+    if record.source_run is not None and (tdir / TRIAL_RECORD_NAME).is_file():
+        # Resumed from this very folder: its artifacts are already here and the trial dir may be long gone.
+        atomic_write_json(tdir / TRIAL_RECORD_NAME, _json_safe(record.model_dump(mode="json")), run_dir)
+        return
     if record.trial_dir:
         for src, name in HARBOR_ARTIFACTS:
             data = _read_artifact(Path(record.trial_dir), src, max_bytes)
@@ -272,7 +296,38 @@ def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_
                 copied[name] = src
     if "reward.json" not in copied:
         atomic_write_json(tdir / "reward.json", _json_safe(_reward_from_record(record)), run_dir)
+    _write_explanations(tdir, run_dir, record, copied)
     atomic_write_json(tdir / "trial.json", {**entry, "artifacts": copied, "trial_dir": record.trial_dir}, run_dir)
+    atomic_write_json(tdir / TRIAL_RECORD_NAME, _json_safe(record.model_dump(mode="json")), run_dir)
+
+
+def _rich_reward(record: TrialRecord) -> tuple[dict[str, Any], str | None]:
+    """The host verifier's full reward (details, findings) when readable, else the one the record carries."""
+    if record.trial_dir:
+        data = _read_artifact(Path(record.trial_dir), RICH_REWARD_SOURCE, MAX_ARTIFACT_BYTES)
+        if data is not None:
+            try:
+                rich = json.loads(data)
+            except ValueError:
+                rich = None
+            if isinstance(rich, dict):
+                return rich, RICH_REWARD_SOURCE
+    return _reward_from_record(record), None
+
+
+def _write_explanations(tdir: Path, run_dir: Path, record: TrialRecord, copied: dict[str, str]) -> None:
+    """What explains the score, kept beside it: the rich reward and the grader's output, both redacted."""
+    rich, source = _rich_reward(record)
+    atomic_write_json(tdir / RICH_REWARD_FILE, _json_safe(redact_value(rich)), run_dir)
+    if source:
+        copied[RICH_REWARD_FILE] = source
+    if not record.trial_dir:
+        return
+    raw = _read_artifact(Path(record.trial_dir), GRADER_OUTPUT_SOURCE, MAX_GRADER_OUTPUT_CHARS * 4, tail=True)
+    if raw is not None:
+        text = cap_text(redact_text(raw.decode("utf-8", errors="replace")), MAX_GRADER_OUTPUT_CHARS)
+        atomic_write_bytes(tdir / GRADER_OUTPUT_FILE, text.encode("utf-8"), run_dir)
+        copied[GRADER_OUTPUT_FILE] = GRADER_OUTPUT_SOURCE
 
 
 def _json_safe(value: Any) -> Any:
@@ -302,7 +357,7 @@ def write_results_tree(
     and not at all for an interrupted run.
     """
     results_root = Path(os.path.abspath(results_root))
-    if not _RUN_ID.match(run_id) and safe_component(run_id) != run_id:
+    if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
         raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
     run_dir = _ensure_dir(results_root / run_id, results_root)
     atomic_write_bytes(run_dir / MARKER_FILE, b"generated by pytest-skilleval; safe to delete\n", results_root)

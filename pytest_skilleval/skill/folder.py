@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Mapping
 from functools import cached_property
@@ -10,7 +11,9 @@ from typing import Any
 
 from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import find_dataset
+from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.settings import RunSettings
+from verifier.custom import looks_like_credential
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -48,6 +51,22 @@ class SkillFolder:
         if self.config is not None:
             raw = self.config.model_dump(mode="json", by_alias=False, exclude_none=True)
         return self._merge(raw)
+
+    def run_config(self) -> dict[str, Any]:
+        """The settings as run, plus the skill's content digest; values of environment kwargs that look like
+        credentials never reach a file."""
+        config = self.settings.model_dump(mode="json")
+        config["env_kwargs"] = {
+            key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
+            for key, value in config.get("env_kwargs", {}).items()
+        }
+        config["skill_digest"] = self.digest
+        config["judge"] = judge_run_config(self.settings)
+        return config
+
+    @cached_property
+    def digest(self) -> str:
+        return content_digest(self.path)
 
     @cached_property
     def grader(self) -> Path | None:
@@ -96,6 +115,21 @@ def skill_roots_under(path: Path) -> list[Path]:
     return roots
 
 
+_NOT_CONTENT = frozenset({"results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"})
+
+
+def content_digest(skill_dir: Path) -> str:
+    """sha256 over the skill's files (names and bytes; generated results excluded), so a resumed run can tell
+    whether the skill it would finish is the one it started with. Links are hashed as their target text."""
+    digest = hashlib.sha256()
+    for current, dirs, files in os.walk(skill_dir):
+        dirs[:] = sorted(d for d in dirs if d not in _NOT_CONTENT)
+        for name in sorted(files):
+            path = Path(current, name)
+            digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")
+            digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+            digest.update(b"\0")
+    return digest.hexdigest()
 def _skill_md_misspelt(folder: Path) -> str | None:
     """A file named like SKILL.md in another letter case (or with .markdown), which the plugin does not read."""
     try:

@@ -58,6 +58,7 @@ class CasePlan(BaseModel):
     summary: dict[str, Any] = Field(default_factory=dict)
     digest: str | None = None
     snapshot: dict[str, Any] | None = None
+    selected: list[str] | None = Field(default=None, description="Under --max-cases: the cases that run.")
 
 
 def native_case_names(evals_dir: Path) -> list[str]:
@@ -94,4 +95,48 @@ def case_plan(skill: SkillFolder) -> CasePlan:
         plan.cases = list(native)
         plan.negative_cases = [case for case in plan.negative_cases if case in native]
     plan.cases += [case for case in native if case not in plan.cases]
+    try:
+        selected = selected_cases(skill)
+    except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report
+        selected = None
+    if selected is not None:
+        plan.selected = [case for case in plan.cases if case in selected]
+        if plan.snapshot is not None:
+            plan.snapshot["entries"] = [e for e in plan.snapshot["entries"] if str(e.get("id")) in selected]
     return plan
+
+
+def native_claims(evals_dir: Path) -> dict[str, str]:
+    """Readable native tasks: task folder name -> the dataset entry id it replaces (unreadable ones are reported
+    by their own collector)."""
+    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
+
+    claims = {}
+    for name in native_case_names(evals_dir):
+        try:
+            claims[name] = load_native_task(evals_dir / "harbor" / name).entry_id
+        except NativeTaskError:
+            continue
+    return claims
+
+
+def staged_order(dataset_ids: list[str], claims: dict[str, str]) -> list[str]:
+    """Case ids in the seed's staged order: dataset order (an entry a native task replaces takes the task's place),
+    then the remaining native tasks by folder name."""
+    replaced_by = {entry: name for name, entry in claims.items()}
+    order = [replaced_by.get(case_id, case_id) for case_id in dataset_ids]
+    placed = set(order)
+    return order + [name for name in sorted(claims) if name not in placed]
+
+
+def selected_cases(skill: SkillFolder) -> set[str] | None:
+    """The first `max_cases` cases in staged order, or None when every case runs."""
+    limit = skill.settings.max_cases
+    if limit is None:
+        return None
+    path = find_dataset(skill.evals_dir)
+    try:
+        dataset_ids = [case.id for case in load_dataset(path).cases] if path is not None else []
+    except DatasetError:
+        dataset_ids = []
+    return set(staged_order(dataset_ids, native_claims(skill.evals_dir))[:limit])

@@ -28,7 +28,8 @@ class RunSettings(BaseModel):
     skip_baseline: bool = False
     skip_with_skill: bool = False
     max_cases: int | None = Field(default=None, ge=1)
-    n_concurrent: int = Field(default=1, ge=1)
+    n_concurrent: int = Field(default=4, ge=1, description="Trials in flight inside one pytest process.")
+    max_agents: int | None = Field(default=None, ge=1, description="At most this many agents' trials at once.")
     timeout_multiplier: float = Field(default=1.0, gt=0)
     results_dir: str | None = None
     harbor_keep_jobs: bool = False
@@ -46,6 +47,8 @@ class RunSettings(BaseModel):
     pre_agent_setup: list[str] = Field(default_factory=list)
     skill_workspace_mode: Literal["isolated", "group"] = "isolated"
     skill_workspace_include: list[str] = Field(default_factory=list)
+    resume: str | None = Field(default=None, description="Run id (or latest) to finish in its own folder.")
+    regrade: str | None = Field(default=None, description="Run id (or latest) whose stored trials to grade again.")
     pass_env: list[str] = Field(
         default_factory=list,
         description="Host variables a native task may reference (--pass-env, command line only); none by default.",

@@ -87,9 +87,9 @@ def test_native_harbor_task_collects(skill_project: SkillProject) -> None:
 
 def test_unimplemented_option_is_a_clear_usage_error(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    result = skill_project.run("--collect-only", "--stop-on-pass", subprocess=False)
+    result = skill_project.run("--collect-only", "--harbor-keep-jobs", subprocess=False)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--stop-on-pass is not implemented yet" in result.stderr.str()
+    assert "--harbor-keep-jobs is not implemented yet" in result.stderr.str()
 
 
 def test_judge_options_are_checked_at_start(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -140,17 +140,21 @@ def test_partial_selection_is_marked_incomplete(skill_project: SkillProject) -> 
 
 EDIT_DATASET_CONFTEST = '''
 import json
+import os
 from pathlib import Path
 
 def pytest_runtest_logreport(report):
-    """After the first trial, rewrite the dataset: drop c2, add c9 (a user editing it mid-run)."""
-    if report.when != "call":
+    """After the first trial, rewrite the dataset: drop c2, add c9 (a user editing it mid-run). Only the controller
+    (or the only process) edits it, atomically, so no worker ever reads it half-written."""
+    if report.when != "call" or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     path = Path(__file__).parent / "skills" / "demo" / "evals" / "evals.json"
     data = json.loads(path.read_text())
     if [e["id"] for e in data["evals"]] == ["c1", "c2"]:
         data["evals"] = [data["evals"][0], {"id": "c9", "prompt": "new", "expected_output": "x"}]
-        path.write_text(json.dumps(data))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
 '''
 
 
@@ -161,7 +165,7 @@ def test_the_plan_is_fixed_at_session_start(skill_project: SkillProject, xdist: 
     skill_project.pytester.makeconftest(EDIT_DATASET_CONFTEST)
     skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", *xdist).assert_outcomes(passed=4)
     result = skill_project.result_json("demo")
-    assert "c9" not in json.dumps(result)
+    assert '"c9"' not in json.dumps(result)
     assert sorted({t["case"] for t in result["trials"]}) == ["c1", "c2"]
     assert result["coverage"]["publication_complete"] is True
     run_dir = sorted((skill_project.root / "results" / "demo").glob("2*"))[-1]

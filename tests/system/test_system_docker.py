@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import require_system
+from tests.system_parts import INSTALL_DOCKER
+
 pytestmark = pytest.mark.e2e
 
 
@@ -46,3 +49,26 @@ def test_compose_v2_builds_on_the_test_image_and_runs_it(
         subprocess.run([docker_available, "compose", *project, "down", "--volumes", "--rmi", "all"],
                        capture_output=True, timeout=180)
     assert subprocess.run([docker_available, "image", "inspect", name], capture_output=True).returncode != 0
+
+
+def test_buildx_builds_an_image_the_way_harbor_calls_it(
+    docker_available: str, test_base_image: str, tmp_path: Path
+) -> None:
+    """Harbor builds helper images with `docker buildx build --output=type=docker`; a recent CLI needs buildx
+    for any `docker build`."""
+    if subprocess.run([docker_available, "buildx", "version"], capture_output=True, timeout=60).returncode != 0:
+        require_system("The Docker buildx plugin", INSTALL_DOCKER)
+    (tmp_path / "Dockerfile").write_text(f"FROM {test_base_image}\nRUN echo buildx-ok > /marker\n")
+    name = f"skilleval-smoke-{uuid.uuid4().hex[:8]}:latest"
+    built = subprocess.run(
+        [docker_available, "buildx", "build", f"--file={tmp_path / 'Dockerfile'}", "--platform=linux/amd64",
+         f"--output=type=docker,name={name}", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    try:
+        assert built.returncode == 0, built.stderr
+        ran = subprocess.run([docker_available, "run", "--rm", name, "cat", "/marker"],
+                             capture_output=True, text=True, timeout=120)
+        assert ran.stdout.strip() == "buildx-ok", ran.stderr
+    finally:
+        subprocess.run([docker_available, "rmi", "-f", name], capture_output=True, timeout=120)

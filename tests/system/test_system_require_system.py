@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import uuid
+
 import pytest
 
 from tests.support import REQUIRE_SYSTEM_ENV
@@ -43,3 +46,20 @@ def test_a_fixture_for_a_missing_part_skips_and_marks_the_test(pytester: pytest.
     result.stdout.fnmatch_lines(["*Chromium is not available here: apt-get install chromium*"])
     deselected = pytester.runpytest("-p", "tests.system_parts", "-m", "not browser")
     deselected.assert_outcomes(deselected=1)
+
+
+def test_without_debootstrap_the_image_fixture_skips_saying_so(pytester: pytest.Pytester,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               docker_available: str) -> None:
+    # A PATH with docker and what the build script runs, but no debootstrap; an image name that does not exist.
+    bin_dir = pytester.mkdir("bin")
+    for tool in ("bash", "dirname", "flock"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    (bin_dir / "docker").symlink_to(docker_available)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("SKILLEVAL_TEST_IMAGE", f"skilleval-test-base:absent-{uuid.uuid4().hex[:8]}")
+    monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
+    pytester.makepyfile("def test_image(test_base_image):\n    raise AssertionError('must not run')\n")
+    result = pytester.runpytest("-p", "tests.system_parts", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*debootstrap (builds the offline test image) is not available here*"])

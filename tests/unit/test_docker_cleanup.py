@@ -1,11 +1,14 @@
-"""Ctrl+C around a Docker trial: the trial's Compose project is removed; a second Ctrl+C says what may be left."""
+"""Ctrl+C around Docker trials: a cancelled trial's Compose project is removed; what a skipped clean-up may leave is
+named with the commands that find it."""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 from pytest_skilleval.harbor import docker_cleanup
-from pytest_skilleval.harbor.docker_cleanup import compose_project, removing_leftovers
+from pytest_skilleval.harbor.docker_cleanup import active_projects, compose_project, leftovers_message, tracked
 
 
 def test_project_name_is_harbors_for_the_trial() -> None:
@@ -13,31 +16,43 @@ def test_project_name_is_harbors_for_the_trial() -> None:
         "skilleval-case-1__replay-with-skill-1__abc123__env")
 
 
-def test_interrupt_removes_the_project_then_re_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    removed, said = [], []
+def test_a_running_trial_is_known_and_a_cancelled_one_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    removed: list[str] = []
     monkeypatch.setattr(docker_cleanup, "remove_project", removed.append)
-    with pytest.raises(KeyboardInterrupt):
-        with removing_leftovers("p1", said.append):
-            raise KeyboardInterrupt
-    assert removed == ["p1"]
-    assert said[0].startswith("skilleval: interrupted; removing the Docker resources of p1")
+    seen: list[list[str]] = []
+
+    async def trial() -> None:
+        async with tracked("p1"):
+            seen.append(active_projects())
+            await asyncio.sleep(30)
+
+    async def main() -> None:
+        task = asyncio.create_task(trial())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen == [["p1"]] and removed == ["p1"] and active_projects() == []
 
 
-def test_second_interrupt_says_what_may_be_left_and_how_to_find_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    def interrupted(project: str) -> None:
-        raise KeyboardInterrupt
+def test_a_finished_trial_is_not_removed_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker_cleanup, "remove_project", lambda project: pytest.fail("Harbor already removed it"))
 
-    said: list[str] = []
-    monkeypatch.setattr(docker_cleanup, "remove_project", interrupted)
-    with pytest.raises(KeyboardInterrupt, match="may be left"):
-        with removing_leftovers("p1", said.append):
-            raise KeyboardInterrupt
-    assert "docker ps -a --filter label=com.docker.compose.project=p1" in said[-1]
-    assert "docker network ls" in said[-1] and "docker volume ls" in said[-1]
+    async def trial() -> None:
+        async with tracked("p2"):
+            pass
+        async with tracked(None):
+            pass
+
+    asyncio.run(trial())
+    assert active_projects() == []
 
 
-def test_no_project_means_no_cleanup(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(docker_cleanup, "remove_project", lambda project: pytest.fail("must not run"))
-    with pytest.raises(KeyboardInterrupt):
-        with removing_leftovers(None):
-            raise KeyboardInterrupt
+def test_leftovers_message_says_how_to_find_them() -> None:
+    text = leftovers_message(["p1", "p2"])
+    assert "2 trial(s) may be left" in text
+    for project in ("p1", "p2"):
+        assert f"docker ps -a --filter label=com.docker.compose.project={project}" in text
+    assert "docker network ls" in text and "docker volume ls" in text and "--filter name=skilleval-" in text

@@ -195,6 +195,44 @@ def test_reward_json_from_record_when_harbor_left_none(tmp_path: Path) -> None:
     assert reward["security"] == 0.8 and reward["evaluation_status"] == "scored"
 
 
+def test_trial_folder_keeps_rich_reward_and_grader_output_redacted(tmp_path: Path) -> None:
+    trial_dir = tmp_path / "harbor-trial"
+    (trial_dir / "verifier").mkdir(parents=True)
+    rich = {"metrics": {"security": 0.0}, "overall": 0.0, "details": {"security": {"findings": [
+        {"type": "secret_leak", "evidence": "echo sk-abcdefghijklmnop"}]}, "custom": {"api_key": "hunter2"}}}
+    (trial_dir / "verifier" / "skilleval_reward.json").write_text(json.dumps(rich))
+    noise = "x" * (results.MAX_GRADER_OUTPUT_CHARS + 100)
+    (trial_dir / "verifier" / "grader-output.txt").write_text(noise + "\nOPENAI_API_KEY=sk-abcdefghijklmnop done\n")
+    records = [rec("a", "with_skill", trial_dir=str(trial_dir))]
+    plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
+    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID)
+    tdir = run_dir / "codex" / "with_skill" / "trials" / "a" / "1"
+    kept = json.loads((tdir / "skilleval_reward.json").read_text())
+    assert kept["details"]["security"]["findings"][0]["evidence"] == "echo [REDACTED]"
+    assert kept["details"]["custom"]["api_key"] == "[REDACTED]"
+    output = (tdir / "grader-output.txt").read_text()
+    assert "sk-abc" not in output and output.rstrip().endswith("[REDACTED] done")
+    assert output.startswith("[... ") and len(output) < results.MAX_GRADER_OUTPUT_CHARS + 200  # capped, tail kept
+    artifacts = json.loads((tdir / "trial.json").read_text())["artifacts"]
+    assert artifacts["skilleval_reward.json"] == "verifier/skilleval_reward.json"
+    assert artifacts["grader-output.txt"] == "verifier/grader-output.txt"
+
+
+def test_rich_reward_rebuilt_from_record_without_harbor_files(tmp_path: Path) -> None:
+    records = [rec("a", "with_skill", details={"security": {"findings": [], "reason": "ok"}})]
+    plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
+    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID)
+    kept = json.loads((run_dir / "codex" / "with_skill" / "trials" / "a" / "1" / "skilleval_reward.json").read_text())
+    assert kept["details"] == {"security": {"findings": [], "reason": "ok"}} and kept["security"] == 0.8
+
+
+def test_rich_reward_names_match_the_host_verifier() -> None:
+    from pytest_skilleval.harbor import verifier_adapter as harbor_verifier
+
+    assert results.RICH_REWARD_SOURCE == f"verifier/{harbor_verifier.RICH_REWARD_NAME}"
+    assert results.GRADER_OUTPUT_SOURCE == f"verifier/{harbor_verifier.GRADER_OUTPUT_NAME}"
+
+
 # ---------------------------------------------------------------------------------------- safety
 
 

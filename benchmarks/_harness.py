@@ -1,0 +1,121 @@
+"""Shared benchmark harness: a throwaway skill, a sleeping agent, and a pytest run measured for wall time and the
+peak resident memory of its whole process tree (xdist workers included), sampled from /proc."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = REPO / ".venv" / "bin" / "python"
+SLEEP_AGENT = '''
+import asyncio, os
+from harbor.agents.base import BaseAgent
+from harbor.agents.capabilities import AgentCapabilities
+
+class SleepAgent(BaseAgent):
+    capabilities = AgentCapabilities(skills=True)
+
+    @staticmethod
+    def name():
+        return "sleep"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        return None
+
+    async def run(self, instruction, environment, context):
+        await asyncio.sleep(float(os.environ.get("BENCH_AGENT_SLEEP", "0")))
+'''
+
+
+@dataclass
+class Measured:
+    seconds: float
+    peak_rss_mb: float
+    returncode: int
+    tail: str
+
+
+def make_project(n_cases: int) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="skilleval-bench-"))
+    skill = root / "skills" / "bench"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: bench\ndescription: benchmark skill\n---\n# bench\n")
+    entries = [{"id": f"c{i:04d}", "prompt": f"do {i}", "expected_output": "done"} for i in range(n_cases)]
+    (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "bench", "evals": entries}))
+    shutil.copy2(REPO / "fixtures" / "graders" / "always_one.py", skill / "evals" / "grader.py")
+    (root / "bench_agent.py").write_text(SLEEP_AGENT)
+    return root
+
+
+def _tree_rss_kb(root_pid: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/status") as handle:
+                value = next((line.split()[1] for line in handle if line.startswith("VmRSS:")), "0")
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+        rss[int(entry)] = int(value)
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> Measured:
+    """`pytest --skill-eval` on the project's skill; wall time from process start to exit."""
+    # Its own basetemp: pytest would otherwise spend seconds rotating the shared /tmp/pytest-of-<user> folders.
+    argv = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--basetemp", str(project / "tmp"),
+            "--skill-eval", "skills/bench",
+            "--results-dir", str(project / "results"), *args]
+    full_env = {**os.environ, "PYTHONPATH": str(project), "HARBOR_TELEMETRY": "0",
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
+    peak = 0
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=project, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]))
+
+
+def common_args(agent_sleep: bool = True) -> tuple[str, ...]:
+    return ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--ek", "sandbox=none",
+            "--grading-mode", "custom_only", "--skip-baseline")
+
+
+def fail_unless_ok(label: str, measured: Measured) -> None:
+    if measured.returncode != 0:
+        print(f"{label} failed (exit {measured.returncode}):\n{measured.tail}", file=sys.stderr)
+        raise SystemExit(1)

@@ -1,0 +1,119 @@
+"""Benchmark: the plugin against `harbor run` on the same no-op work, in the same `local` environment.
+
+Both sides run the same no-op agent (it returns at once) on N generated tasks whose verifier writes a reward of 1 (Harbor: the task's own
+tests/test.sh; the plugin: the skill's custom grader, in custom_only mode). Printed ratios (plugin / Harbor):
+- serial per-trial cost, from the slope between a small and a large run (target <= 0.8);
+- start-up, process start to the first trial, as the intercept of that line (target <= 1.2);
+- memory per trial, from the peak-RSS slope (target <= 1.0);
+- two trials at once at 96 trials: `--n-concurrent 2` against `harbor run -n 2` (target <= 1.0).
+Run: .venv/bin/python benchmarks/bench_vs_harbor.py
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _harness import REPO, SLEEP_AGENT, Measured, _tree_rss_kb, fail_unless_ok, make_project, run_pytest
+
+SMALL, LARGE, PARALLEL = 8, 40, 96
+LOCAL_ENV = "pytest_skilleval.harbor.local_env:LocalEnvironment"
+TEST_SH = "#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"
+
+
+def make_tasks(n: int) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="skilleval-bench-harbor-"))
+    for i in range(n):
+        task = root / "tasks" / f"t{i:04d}"
+        (task / "tests").mkdir(parents=True)
+        (task / "environment").mkdir()
+        (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "bench/t{i:04d}"\n'
+                                        "[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n")
+        (task / "instruction.md").write_text(f"do {i}\n")
+        (task / "tests" / "test.sh").write_text(TEST_SH)
+    (root / "bench_agent.py").write_text(SLEEP_AGENT)
+    return root
+
+
+def run_harbor(root: Path, n_concurrent: int) -> Measured:
+    argv = [str(REPO / ".venv" / "bin" / "harbor"), "run", "-p", str(root / "tasks"), "-a", "bench_agent:SleepAgent", "-e", LOCAL_ENV,
+            "--ek", "sandbox=none", "-n", str(n_concurrent), "-o", str(root / "jobs"), "-q", "-y"]
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(root)}
+    peak = 0
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]))
+
+
+PLUGIN_ARGS = ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
+               "--skip-baseline")
+
+
+def plugin(n: int, n_concurrent: int) -> Measured:
+    project = make_project(n)
+    try:
+        measured = run_pytest(project, *PLUGIN_ARGS, "--n-concurrent", str(n_concurrent))
+        fail_unless_ok(f"plugin, {n} trials", measured)
+        return measured
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+def harbor(n: int, n_concurrent: int) -> Measured:
+    root = make_tasks(n)
+    try:
+        measured = run_harbor(root, n_concurrent)
+        fail_unless_ok(f"harbor run, {n} trials", measured)
+        return measured
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def line(small: Measured, large: Measured) -> tuple[float, float, float]:
+    """(per-trial seconds, start-up seconds, per-trial MB) from two runs of different size."""
+    per_trial = (large.seconds - small.seconds) / (LARGE - SMALL)
+    startup = small.seconds - SMALL * per_trial
+    per_trial_mb = (large.peak_rss_mb - small.peak_rss_mb) / (LARGE - SMALL)
+    return per_trial, startup, per_trial_mb
+
+
+def main() -> None:
+    ours = line(plugin(SMALL, 1), plugin(LARGE, 1))
+    theirs = line(harbor(SMALL, 1), harbor(LARGE, 1))
+    ours_par = plugin(PARALLEL, 2)
+    theirs_par = harbor(PARALLEL, 2)
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}")
+    print(f"{'':28}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target")
+    rows = [
+        ("serial s/trial", ours[0], theirs[0], "<= 0.8"),
+        ("start-up s", ours[1], theirs[1], "<= 1.2"),
+        ("MB/trial (peak RSS slope)", ours[2], theirs[2], "<= 1.0"),
+        (f"{PARALLEL} trials, 2 at once, s", ours_par.seconds, theirs_par.seconds, "<= 1.0"),
+    ]
+    for label, a, b, target in rows:
+        ratio = a / b if b else float("nan")
+        print(f"{label:28}{a:10.3f}{b:10.3f}{ratio:8.2f}  {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""Gives each item its trial record: through the in-process scheduler with look-ahead, or serially through a runner
+that a conftest supplied (any object with `run(spec)`).
+
+The look-ahead is the items this process will run next: `session.items` after this one, or, under xdist, the
+worker's own queue (the indices the controller sent it), so a worker never starts another worker's trial.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_skilleval.collect import SkillEvalItem
+from pytest_skilleval.harbor.scheduler import StopOnPass, TrialScheduler
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.session import SkillEvalSession
+
+SCHEDULER_KEY = pytest.StashKey[TrialScheduler]()
+STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
+POSITIONS_KEY = pytest.StashKey[dict[str, int]]()
+
+
+def _worker_queue(config: pytest.Config) -> list[int] | None:
+    """Under xdist: the indices into session.items this worker has been given and not started, in order."""
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and hasattr(plugin, "nextitem_index") and hasattr(queue, "lock"):
+            upcoming = [plugin.nextitem_index]
+            with queue.lock() as items:
+                upcoming.extend(items)
+            return [index for index in upcoming if isinstance(index, int)]
+    return None
+
+
+def upcoming_items(item: pytest.Item, count: int) -> list[SkillEvalItem]:
+    """The next `count` skilleval items this process will run after `item`."""
+    if count <= 0:
+        return []
+    session = item.session
+    indices = _worker_queue(session.config)
+    if indices is None:
+        positions = session.stash.get(POSITIONS_KEY, None)
+        if positions is None:
+            positions = {candidate.nodeid: index for index, candidate in enumerate(session.items)}
+            session.stash[POSITIONS_KEY] = positions
+        start = positions.get(item.nodeid, len(session.items)) + 1
+        indices = range(start, min(start + count * 2, len(session.items)))
+    found = [session.items[index] for index in indices if index < len(session.items)]
+    return [candidate for candidate in found if isinstance(candidate, SkillEvalItem)][:count]
+
+
+def _scheduler(session: pytest.Session, runner: Any, state: SkillEvalSession) -> TrialScheduler | None:
+    if not hasattr(runner, "run_async"):
+        return None
+    scheduler = session.stash.get(SCHEDULER_KEY, None)
+    if scheduler is None:
+        scheduler = TrialScheduler(runner.run_async, lambda path: state.skill(path).settings, stop_on_pass(session))
+        session.stash[SCHEDULER_KEY] = scheduler
+    return scheduler
+
+
+def stop_on_pass(session: pytest.Session) -> StopOnPass:
+    tracker = session.stash.get(STOP_ON_PASS_KEY, None)
+    if tracker is None:
+        tracker = session.stash[STOP_ON_PASS_KEY] = StopOnPass()
+    return tracker
+
+
+def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> TrialRecord:
+    """This item's record; starts the trials of the items that follow while it waits, unless the run is stopping."""
+    session = item.session
+    stored = state.stored_record(item.spec)
+    if stored is not None:
+        return stored
+    scheduler = _scheduler(session, runner, state)
+    if scheduler is None:
+        settings = state.skill(item.spec.skill_dir).settings
+        tracker = stop_on_pass(session)
+        skipped = tracker.skipped_record(item.spec) if settings.stop_on_pass else None
+        if skipped is not None:
+            return skipped
+        record = runner.run(item.spec)
+        tracker.note(item.spec, record)
+        return record
+    if not (session.shouldstop or session.shouldfail):
+        for upcoming in upcoming_items(item, scheduler.window(item.spec) - 1):
+            scheduler.submit(upcoming.spec)
+    return scheduler.result(item.spec)
+
+
+def shutdown(session: pytest.Session) -> None:
+    """Cancel trials that were started ahead for items that will not run (-x, --maxfail, Ctrl+C).
+
+    Cancelled Docker trials remove their containers, networks and volumes; a Ctrl+C during that wait skips it and
+    says what may be left and how to find it.
+    """
+    from pytest_skilleval.harbor.docker_cleanup import active_projects, leftovers_message, remove_project
+    from pytest_skilleval.lifecycle import say
+
+    scheduler = session.stash.get(SCHEDULER_KEY, None)
+    if scheduler is None:
+        return
+    del session.stash[SCHEDULER_KEY]
+    running = active_projects()
+    if running:
+        say(session.config, f"skilleval: stopping; removing the Docker containers of {len(running)} running "
+                            "trial(s) (Ctrl+C again to skip)")
+    try:
+        scheduler.shutdown()
+        # A trial whose wait was interrupted is no longer the scheduler's to cancel: remove what is left of it.
+        for project in active_projects():
+            remove_project(project)
+    except KeyboardInterrupt:
+        left = active_projects() or running
+        if left:
+            say(session.config, leftovers_message(left))
+        raise
+    if running:
+        say(session.config, "skilleval: removed the Docker containers, networks and volumes of the stopped trials")

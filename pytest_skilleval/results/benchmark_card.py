@@ -1,0 +1,134 @@
+"""BENCHMARK.md: the run as a card a skill's README can link to.
+
+The seed's card rules: the verdict comes first, each result column is labelled `Baseline → Skill (Uplift)`, the
+three tier states are shown, and the methodology sits in a collapsible `<details>` block. pytest-skilleval runs
+Tier 3 (live agent evaluation) only, so Tiers 1 and 2 are stated as not run rather than left out. A card whose run
+is not publication-complete says INCOMPLETE next to the verdict (the card-level verdict of the seed).
+
+Rendered from result.json alone, so `skilleval view --render` can rebuild it. Case ids and agent names come from
+the skill author: they are escaped for Markdown tables and inline HTML.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
+from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
+from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
+
+__all__ = ["render_card"]
+
+ARROW = "→"
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
+
+
+def md(text: str) -> str:
+    """Text safe inside a Markdown table cell: no pipes, no HTML, no emphasis, one line."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def code(text: str) -> str:
+    """An inline code span (backslash escapes do not work inside one, so backticks are dropped instead)."""
+    return "`" + " ".join(str(text).replace("`", "'").split()) + "`"
+
+
+def _cell(without: float | None, with_skill: float | None, lift: LiftStat | None) -> str:
+    uplift = signed(lift.delta) if lift is not None and lift.delta is not None else NA
+    return f"{score(without)} {ARROW} {score(with_skill)} ({uplift})"
+
+
+def _tier3_state(doc: ResultDocument) -> str:
+    if doc.execution_status != "succeeded":
+        return f"{doc.execution_status.upper()}: {md(doc.verdict_reason)}"
+    if not doc.coverage.publication_complete:
+        return "INCOMPLETE: partial selection or missing attempts"
+    return f"COMPLETED: verdict {doc.verdict.upper()}"
+
+
+def _rows(agents: list[AgentResult]) -> list[str]:
+    header = "| measure | " + " | ".join(f"{md(a.name)}: Baseline {ARROW} Skill (Uplift)" for a in agents) + " |"
+    lines = [header, "| --- |" + " --- |" * len(agents)]
+    for dim in DIMENSIONS:
+        cells = [_cell(getattr(a.without_skill.dimensions, dim), getattr(a.with_skill.dimensions, dim),
+                       a.lift.dimensions.get(dim) if a.lift else None) for a in agents]
+        lines.append(f"| {dim.capitalize()} | " + " | ".join(cells) + " |")
+    cells = [_cell(a.without_skill.overall, a.with_skill.overall, a.lift.overall if a.lift else None) for a in agents]
+    lines.append("| **Overall** | " + " | ".join(cells) + " |")
+    pass_cells = []
+    for a in agents:
+        ws, wos = a.with_skill.pass_at_k, a.without_skill.pass_at_k
+        lift = a.lift.pass_at_k.delta if a.lift else None
+        pass_cells.append(f"{score(wos.rate if wos else None)} {ARROW} {score(ws.rate if ws else None)} "
+                          f"({signed(lift)})")
+    lines.append("| pass@k | " + " | ".join(pass_cells) + " |")
+    for name in sorted({n for a in agents for n in (*a.with_skill.custom_metrics, *a.without_skill.custom_metrics)}):
+        cells = [_cell(a.without_skill.custom_metrics.get(name), a.with_skill.custom_metrics.get(name),
+                       (a.custom_lift or {}).get(name)) for a in agents]
+        lines.append(f"| custom: {md(name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _intervals(agents: list[AgentResult]) -> list[str]:
+    lines = []
+    for a in agents:
+        if a.lift is None:
+            lines.append(f"- {md(a.name)}: Skill Lift omitted ({md(a.lift_omitted_reason or 'not available')})")
+            continue
+        o = a.lift.overall
+        ci = f"[{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
+        few = " (fewer than 5 paired cases: insufficient)" if o.insufficient else ""
+        lines.append(f"- {md(a.name)}: overall lift {signed(o.delta)}, 95% {ci}, {o.n_pairs} paired cases{few}; "
+                     f"verdict {a.verdict.upper()} ({md(a.verdict_reason)})")
+    return lines
+
+
+def render_card(run: RunFolder) -> str:
+    doc = run.document
+    agents = list(doc.agents.values())
+    cov = doc.coverage
+    lines = [
+        f"# {md(doc.skill_name)}: skill benchmark",
+        "",
+        f"**Verdict: {verdict_headline(doc)}**: {md(doc.verdict_reason)}",
+        "",
+        "| tier | state |",
+        "| --- | --- |",
+        "| Tier 1: static analysis | NOT RUN (outside pytest-skilleval) |",
+        "| Tier 2: skill review | NOT RUN (outside pytest-skilleval) |",
+        f"| Tier 3: live agent evaluation | {_tier3_state(doc)} |",
+        "",
+        f"## Results (Baseline {ARROW} Skill, Uplift in brackets)",
+        "",
+        *_rows(agents),
+        "",
+        "NO SCORE means not scored (never zero); N/A means the comparison could not be made.",
+        "",
+        *_intervals(agents),
+        "",
+        f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "
+        f"{cov.scored_trials} scored, {doc.attempt_policy.max_attempts} attempt(s) per case and arm, grading "
+        f"{code(doc.grading_mode)}. Full report: [{REPORT_FILE}]({REPORT_FILE}).",
+        "",
+        "<details>",
+        "<summary>Methodology</summary>",
+        "",
+        "- Every case runs with the skill installed and without it (the baseline), in an isolated sandbox per trial.",
+        "- Each trial is graded on the host (security, skill execution, skill efficiency; LLM judges for correctness "
+        "and effectiveness) and by the skill's own grader when the grading mode uses one.",
+        f"- Trial overall: {md(doc.attempt_policy.score_definition)} (score policy {code(doc.score_policy)}).",
+        "- Dimension bands: PASS >= 0.50, NEUTRAL >= 0.40, FAIL below. An agent passes only when every dimension "
+        "passes; lift is diagnostic and never overrides the dimension gate.",
+        "- Uplift: mean over paired cases of (with-skill case mean - baseline case mean); 95% interval by an expanded "
+        "percentile paired bootstrap over cases (2000 resamples, fixed seed).",
+        f"- pass@k: a case passes when one of its attempts reaches {doc.attempt_policy.pass_threshold:.2f}; pass@k "
+        "uplift is the difference of the two arms' rates.",
+        f"- Dataset {code(str(doc.dataset_summary.get('dataset') or 'none'))}"
+        + (f", {md(doc.dataset_digest_algorithm or '')} {code(doc.dataset_digest)}." if doc.dataset_digest else "."),
+        f"- pytest-skilleval {md(doc.plugin_version)}"
+        + (f", Harbor {md(doc.harbor_version)}" if doc.harbor_version else "") + ".",
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(lines)

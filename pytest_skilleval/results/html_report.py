@@ -1,0 +1,304 @@
+"""report.html: one self-contained page per run, rendered from the run folder alone.
+
+Verdict first, then per agent: dimensions with bands, a with-vs-without chart per case, a forest plot of the lift
+with its 95% interval, pass@k and pass^k over k, resources per arm, custom metrics, and per trial a drill-down with
+its trajectory, the grader's details and the security findings.
+
+Self-contained on purpose: no script, no font, no stylesheet or image from anywhere, and a Content-Security-Policy
+that forbids the page from fetching anything, so opening a report never touches the network. Every string that came
+from an agent or a grader is redacted (`redact`) and HTML-escaped (Jinja autoescape). The work is one pass over the
+trials, reading each trial's files once, so rendering stays linear in the number of trials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
+from pytest_skilleval.results import charts
+from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
+from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
+from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
+from verifier.evidence import STANDARD_METRICS
+
+__all__ = ["render_report", "write_report"]
+
+MAX_DETAILS_CHARS = 20_000
+NO_SCORE, NA, SKIPPED = "NO SCORE", "N/A", "SKIPPED"
+
+
+# ------------------------------------------------------------------------------------------- formatting
+
+
+def score(value: float | None) -> str:
+    return NO_SCORE if value is None else f"{value:.4f}"
+
+
+def signed(value: float | None) -> str:
+    return NA if value is None else f"{value:+.4f}"
+
+
+def interval(ci: Sequence[float] | None) -> str:
+    return "no interval (fewer than 2 pairs)" if not ci else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
+
+
+def count(value: int | float | None, sign: bool = False) -> str:
+    if value is None:
+        return NA
+    plus = "+" if sign else ""
+    return f"{value:{plus},.1f}" if isinstance(value, float) else f"{value:{plus},}"
+
+
+def usd(value: float | None) -> str:
+    return NA if value is None else f"${value:,.4f}"
+
+
+# ------------------------------------------------------------------------------------------- view models
+
+
+@dataclass
+class Row:
+    """One table row: a label, the two arms (score, band) and the lift."""
+
+    label: str
+    with_skill: str
+    with_band: str | None
+    without_skill: str
+    without_band: str | None
+    lift: LiftStat | None
+
+
+@dataclass
+class CaseRow:
+    case: str
+    negative: bool
+    without_mean: float | None
+    with_mean: float | None
+    without_passed: str
+    with_passed: str
+
+    @property
+    def delta(self) -> float | None:
+        if self.with_mean is None or self.without_mean is None:
+            return None
+        return self.with_mean - self.without_mean
+
+
+@dataclass
+class TrialView:
+    entry: Any
+    folder: str
+    steps: list[StepView]
+    steps_omitted: int
+    has_trajectory: bool
+    findings: list[dict[str, str]]
+    security_reason: str | None
+    details_json: str | None
+    grader_output: str | None
+
+
+@dataclass
+class AgentView:
+    agent: AgentResult
+    rows: list[Row]
+    evaluator_rows: list[Row]
+    custom_rows: list[Row]
+    case_rows: list[CaseRow]
+    case_svg: Markup
+    forest_svg: Markup | None
+    pass_k_svg: Markup | None
+    trials_by_case: dict[str, list[TrialView]] = field(default_factory=dict)
+
+
+def _cell(arm: ArmSummary, value: float | None) -> str:
+    return SKIPPED if arm.execution_status == "skipped" else score(value)
+
+
+def _dimension_rows(agent: AgentResult) -> list[Row]:
+    ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
+    rows = [
+        Row(dim.capitalize(), _cell(ws, getattr(ws.dimensions, dim)), getattr(ws.dimension_bands, dim),
+            _cell(wos, getattr(wos.dimensions, dim)), getattr(wos.dimension_bands, dim),
+            lift.dimensions.get(dim) if lift else None)
+        for dim in DIMENSIONS
+    ]
+    rows.append(Row("Overall", _cell(ws, ws.overall), None, _cell(wos, wos.overall), None,
+                    lift.overall if lift else None))
+    return rows
+
+
+def _metric_rows(agent: AgentResult) -> tuple[list[Row], list[Row]]:
+    ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
+    standard = [Row(name, _cell(ws, ws.metrics.get(name)), None, _cell(wos, wos.metrics.get(name)), None,
+                    lift.metrics.get(name) if lift else None) for name in STANDARD_METRICS]
+    custom_lift = agent.custom_lift or {}
+    custom = [Row(name, _cell(ws, ws.custom_metrics.get(name)), None, _cell(wos, wos.custom_metrics.get(name)), None,
+                  custom_lift.get(name))
+              for name in sorted(set(ws.custom_metrics) | set(wos.custom_metrics))]
+    return standard, custom
+
+
+def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
+    sums: dict[tuple[str, str], list[float]] = defaultdict(list)
+    passed: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    negative: dict[str, bool] = {}
+    order: dict[str, None] = {}
+    for trial in doc.trials:
+        if trial.agent != agent or not trial.counted or trial.status == "skipped":
+            continue
+        order.setdefault(trial.case)
+        negative[trial.case] = negative.get(trial.case, False) or trial.negative_control
+        if trial.overall is not None:
+            sums[(trial.case, trial.arm)].append(trial.overall)
+        tally = passed[(trial.case, trial.arm)]
+        tally[0] += 1 if trial.passed else 0
+        tally[1] += 1
+
+    def mean(case: str, arm: str) -> float | None:
+        values = sums.get((case, arm))
+        return round(sum(values) / len(values), 4) if values else None
+
+    def passes(case: str, arm: str) -> str:
+        tally = passed.get((case, arm))
+        return f"{tally[0]}/{tally[1]}" if tally else NA
+
+    return [CaseRow(case, negative.get(case, False), mean(case, "without_skill"), mean(case, "with_skill"),
+                    passes(case, "without_skill"), passes(case, "with_skill")) for case in sorted(order)]
+
+
+def _forest(agent: AgentResult, chart_id: str) -> Markup | None:
+    lift = agent.lift
+    if lift is None:
+        return None
+    candidates: list[tuple[str, LiftStat]] = [("Overall", lift.overall), ("Outcome", lift.outcome)]
+    candidates += [(dim.capitalize(), lift.dimensions[dim]) for dim in DIMENSIONS if dim in lift.dimensions]
+    candidates += [(f"custom: {name}", stat) for name, stat in sorted((agent.custom_lift or {}).items())]
+    rows = [charts.ForestRow(label, stat.delta, *(stat.ci95 or (stat.delta, stat.delta)), band=stat.band)
+            for label, stat in candidates if stat.delta is not None]
+    if not rows:
+        return None
+    return Markup(charts.forest_chart(f"{chart_id}-lift", rows))
+
+
+def _pass_k(agent: AgentResult, chart_id: str) -> Markup | None:
+    arms = [(label, arm.pass_at_k) for label, arm in (("with skill", agent.with_skill),
+                                                      ("without skill", agent.without_skill)) if arm.pass_at_k]
+    if not arms:
+        return None
+    ks = sorted({int(k) for _, pk in arms for k in pk.unbiased}, key=int)
+    if not ks:
+        return None
+    series = []
+    for label, pk in arms:
+        series.append((f"{label} pass@k", [pk.unbiased.get(str(k)) for k in ks]))
+        series.append((f"{label} pass^k", [pk.pass_hat_k.get(str(k)) for k in ks]))
+    return Markup(charts.pass_k_chart(f"{chart_id}-passk", ks, series))
+
+
+def _findings(rich: dict[str, Any] | None) -> tuple[list[dict[str, str]], str | None]:
+    security = ((rich or {}).get("details") or {}).get("security")
+    if not isinstance(security, dict):
+        return [], None
+    found = security.get("findings") if isinstance(security.get("findings"), list) else []
+    keys = ("type", "severity", "source", "message", "evidence")
+    rows = [{key: redact_text(str(item.get(key, ""))) for key in keys} for item in found if isinstance(item, dict)]
+    reason = security.get("reason")
+    return rows, redact_text(str(reason)) if reason is not None else None
+
+
+def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
+    rich = files.rich_reward()
+    trajectory = files.trajectory()
+    steps, omitted = trajectory_steps(trajectory)
+    findings, reason = _findings(rich)
+    details = None
+    if rich is not None:
+        text = json.dumps(redact_value(rich.get("details", {})), indent=2, ensure_ascii=False, default=str)
+        details = cap_text(text, MAX_DETAILS_CHARS, keep="head")
+    output = files.grader_output()
+    return TrialView(
+        entry=files.entry,
+        folder=str(files.folder.relative_to(run_dir)) if files.folder.is_relative_to(run_dir) else str(files.folder),
+        steps=steps, steps_omitted=omitted, has_trajectory=trajectory is not None, findings=findings,
+        security_reason=reason, details_json=details,
+        grader_output=cap_text(redact_text(output), MAX_DETAILS_CHARS) if output is not None else None,
+    )
+
+
+def _agent_views(run: RunFolder) -> list[AgentView]:
+    doc = run.document
+    trials_by_agent: dict[str, dict[str, list[TrialView]]] = defaultdict(lambda: defaultdict(list))
+    for files in run.trials():
+        trials_by_agent[files.entry.agent][files.entry.case].append(_trial_view(files, run.path))
+    views = []
+    for index, (name, agent) in enumerate(doc.agents.items(), start=1):
+        chart_id = f"agent{index}"
+        cases = _case_rows(doc, name)
+        standard, custom = _metric_rows(agent)
+        views.append(AgentView(
+            agent=agent, rows=_dimension_rows(agent), evaluator_rows=standard, custom_rows=custom, case_rows=cases,
+            case_svg=Markup(charts.case_chart(f"{chart_id}-cases", [c.case for c in cases],
+                                              [c.without_mean for c in cases], [c.with_mean for c in cases])),
+            forest_svg=_forest(agent, chart_id), pass_k_svg=_pass_k(agent, chart_id),
+            trials_by_case={case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
+                            for case, trials in sorted(trials_by_agent.get(name, {}).items())},
+        ))
+    return views
+
+
+# ------------------------------------------------------------------------------------------------ render
+
+
+def _finalize(value: Any) -> Any:
+    """Every string the template prints is redacted (errors, reasons and warnings in result.json come from agents
+    and graders too); our own markup (the charts) passes through."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return redact_text(value)
+    return value
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("pytest_skilleval.results", "templates"),
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(score=score, signed=signed, interval=interval, count=count, usd=usd)
+    return env
+
+
+def verdict_headline(doc: ResultDocument) -> str:
+    """The verdict as the report and the card both open with it; INCOMPLETE when the run is not publishable."""
+    incomplete = "" if doc.coverage.publication_complete else " (INCOMPLETE: partial selection or missing attempts)"
+    return f"{doc.verdict.upper()}{incomplete}"
+
+
+def render_report(run: RunFolder) -> str:
+    doc = run.document
+    return _environment().get_template("report.html.j2").render(
+        doc=doc, run_dir=str(run.path), headline=verdict_headline(doc), agents=_agent_views(run),
+        dimensions=DIMENSIONS,
+    )
+
+
+def write_report(run: RunFolder, write: Any | None = None) -> Path:
+    """Render and write `<run>/report.html` (through `write(path, bytes)` when given: the tree's atomic writer)."""
+    data = render_report(run).encode("utf-8")
+    if write is None:
+        run.report_path.write_bytes(data)
+    else:
+        write(run.report_path, data)
+    return run.report_path

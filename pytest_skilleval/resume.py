@@ -1,0 +1,82 @@
+"""`--resume RUN_ID`: finish an interrupted or partial run in its own folder.
+
+Trials that finished (scored, unscored or skipped) are read back from the run's results tree and not run again; the
+rest run; the aggregate covers both. A run whose dataset, skill or settings changed since is refused with the reason,
+because mixing trials of two different evaluations would publish numbers neither of them measured. Trials that ended
+in an error are run again: an error says nothing about the agent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.tree import RUN_ID_PATTERN, TRIAL_RECORD_NAME
+
+FINISHED = frozenset({"scored", "unscored", "skipped"})
+# Settings that change how fast or where a run goes, never what it measures.
+NOT_MEASURED = frozenset({"n_concurrent", "max_agents", "results_dir", "harbor_keep_jobs", "block_on_agent_eval",
+                          "base_image_mode",
+                          "resume", "regrade", "stop_on_pass", "max_cases"})
+TrialKey = tuple[str, str, str, int]
+
+
+class ResumeError(Exception):
+    """The run cannot be resumed; the message says why."""
+
+
+def resolve_run_dir(results_root: Path, requested: str) -> Path:
+    """The run folder: `latest` is the newest run folder, finished or not (an interrupted run never moves the
+    `latest` link, and it is the one worth resuming)."""
+    if requested == "latest":
+        runs = sorted(p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir()
+                      and not p.is_symlink())
+        if not runs:
+            raise ResumeError(f"no run to resume under {results_root}")
+        return runs[-1]
+    if not RUN_ID_PATTERN.match(requested):
+        raise ResumeError(f"{requested!r} is not a run id (e.g. 20261130_183629_19121_fee4e83f56fa) or 'latest'")
+    run_dir = results_root / requested
+    if not run_dir.is_dir() or run_dir.is_symlink():
+        raise ResumeError(f"no run {requested} under {results_root}")
+    return run_dir
+
+
+def _measured(run_config: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in run_config.items() if key not in NOT_MEASURED}
+
+
+def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None) -> str | None:
+    """Why the stored run and this session are not the same evaluation, or None when they are."""
+    try:
+        stored_config = json.loads((run_dir / "run_config.json").read_text(encoding="utf-8"))
+        stored = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f"{run_dir} has no readable run_config.json/result.json ({type(error).__name__})"
+    if stored.get("dataset_digest") != dataset_digest:
+        return "the dataset changed since that run (its digest differs)"
+    if stored_config.get("skill_digest") != run_config.get("skill_digest"):
+        return "the skill's files changed since that run (its digest differs)"
+    before, now = _measured(stored_config), _measured(run_config)
+    changed = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key) and key != "skill_digest")
+    if changed:
+        return f"settings changed since that run: {', '.join(changed)}"
+    return None
+
+
+def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
+    """The finished trials a run folder holds, by (case, agent, arm, attempt)."""
+    found: dict[TrialKey, TrialRecord] = {}
+    for path in run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}"):
+        if path.is_symlink():
+            continue
+        try:
+            record = TrialRecord.model_validate_json(path.read_bytes())
+        except ValueError:
+            continue
+        if record.status in FINISHED:
+            found[(record.case, record.agent, record.arm, record.attempt)] = record
+    return found

@@ -1,0 +1,40 @@
+"""A real run's folder explains itself: report.html, BENCHMARK.md, and per trial the rich reward and the grader's
+output; `skilleval view` finds the run again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_skilleval.authoring.cli import main as skilleval
+from tests.support import LOCAL_REPLAY, SkillProject
+
+
+def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillProject,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    skill = skill_project.copy_hello_skill()
+    result = skill_project.run(str(skill), *LOCAL_REPLAY, "-k", "explicit-greeting or negative-arithmetic")
+    result.assert_outcomes(passed=4)
+    run_dir = (skill_project.root / "results" / "hello-skill" / "latest").resolve()
+    result.stdout.fnmatch_lines([f"Report: {run_dir / 'report.html'}", f"Card:   {run_dir / 'BENCHMARK.md'}"])
+
+    trial = run_dir / "replay" / "with_skill" / "trials" / "explicit-greeting" / "1"
+    rich = json.loads((trial / "skilleval_reward.json").read_text())
+    assert rich["details"]["skill_execution"]["activation"]["matched_skill"] == "hello-skill"
+    assert rich["details"]["security"]["findings"] == [] and rich["custom_metrics"]["greeting_correct"] == 1.0
+    assert "greeting_correct" in (trial / "grader-output.txt").read_text()
+    assert json.loads((trial / "trial.json").read_text())["artifacts"]["skilleval_reward.json"] == (
+        "verifier/skilleval_reward.json")
+
+    html = (run_dir / "report.html").read_text()
+    assert "Verdict: NEUTRAL (INCOMPLETE" in html  # a -k selection cannot back a published verdict
+    assert html.count('class="case-row"') == 2
+    card = (run_dir / "BENCHMARK.md").read_text()
+    assert "| Tier 3: live agent evaluation | INCOMPLETE" in card
+
+    (run_dir / "report.html").unlink()
+    assert skilleval(["view", str(skill_project.root / "results" / "hello-skill")]) == 0
+    out = capsys.readouterr().out
+    assert "skilleval: hello-skill" in out and f"Report: {run_dir / 'report.html'}" in out
+    assert (run_dir / "report.html").is_file()

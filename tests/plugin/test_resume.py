@@ -1,0 +1,105 @@
+"""--resume: an interrupted run finished in its own folder, with every trial run exactly once in all."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import LOGGING_AGENT, SkillProject, simple_entries
+
+INTERRUPT_CONFTEST = '''
+import os
+
+def pytest_runtest_logreport(report):
+    """Ctrl+C after N trials, when asked to."""
+    limit = int(os.environ.get("INTERRUPT_AFTER", "0") or 0)
+    if limit and report.when == "call":
+        done = int(os.environ.get("_DONE", "0")) + 1
+        os.environ["_DONE"] = str(done)
+        if done >= limit:
+            raise KeyboardInterrupt
+'''
+
+RUN = ("--agents", "logging_agent:LoggingAgent", "--env-mode", "local", "--ek", "sandbox=none",
+       "--grading-mode", "custom_only", "--n-attempts", "2", "--n-concurrent", "1")
+
+
+@pytest.fixture
+def project(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> SkillProject:
+    skill_project.pytester.makepyfile(logging_agent=LOGGING_AGENT)
+    skill_project.pytester.makeconftest(INTERRUPT_CONFTEST)
+    monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
+    monkeypatch.setenv("SKILLEVAL_TEST_LOG", str(skill_project.root / "agent.log"))
+    monkeypatch.setenv("SKILLEVAL_TEST_SLEEP", "0")
+    skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
+    return skill_project
+
+
+def _starts(project: SkillProject) -> int:
+    log = project.root / "agent.log"
+    return sum(1 for line in log.read_text().splitlines() if '"start"' in line) if log.exists() else 0
+
+
+def _comparable(result: dict) -> dict:
+    return {key: result.get(key) for key in ("agents", "verdict", "coverage", "execution_status")}
+
+
+def _strip_times(value):
+    if isinstance(value, dict):
+        return {k: _strip_times(v) for k, v in value.items() if "seconds" not in k and k not in ("run_dir", "trial_dir")}
+    if isinstance(value, list):
+        return [_strip_times(v) for v in value]
+    return value
+
+
+def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERRUPT_AFTER", "5")
+    first = project.run(*RUN)
+    assert first.ret == pytest.ExitCode.INTERRUPTED
+    runs = sorted((project.root / "results" / "demo").glob("2*"))
+    assert len(runs) == 1
+    interrupted = json.loads((runs[0] / "result.json").read_text())
+    assert interrupted["execution_status"] == "interrupted"
+    assert _starts(project) == 5
+
+    monkeypatch.setenv("INTERRUPT_AFTER", "0")
+    resumed = project.run(*RUN, "--resume", "latest")
+    resumed.assert_outcomes(passed=12)
+    assert _starts(project) == 12  # the 5 finished trials were read back, not run again
+    assert sorted((project.root / "results" / "demo").glob("2*")) == runs  # the same run folder
+    finished = json.loads((runs[0] / "result.json").read_text())
+    assert finished["execution_status"] == "succeeded"
+    assert finished["coverage"]["publication_complete"] is True
+
+    # The same aggregate as a run that was never interrupted.
+    (project.root / "agent.log").unlink()
+    shutil.move(project.root / "results", project.root / "resumed-results")
+    project.run(*RUN).assert_outcomes(passed=12)
+    assert _starts(project) == 12
+    fresh = project.result_json("demo")
+    assert _strip_times(_comparable(fresh)) == _strip_times(_comparable(finished))
+
+
+def test_resume_refuses_a_changed_dataset_or_settings(project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERRUPT_AFTER", "2")
+    project.run(*RUN)
+    monkeypatch.setenv("INTERRUPT_AFTER", "0")
+    changed = project.run(*RUN[:-4], "--n-attempts", "3", "--n-concurrent", "1", "--resume", "latest")
+    assert changed.ret == pytest.ExitCode.USAGE_ERROR
+    assert "settings changed since that run: n_attempts" in changed.stderr.str()
+    dataset = project.root / "skills" / "demo" / "evals" / "evals.json"
+    data = json.loads(dataset.read_text())
+    data["evals"][0]["prompt"] = "something else"
+    dataset.write_text(json.dumps(data))
+    edited = project.run(*RUN, "--resume", "latest")
+    assert edited.ret == pytest.ExitCode.USAGE_ERROR
+    assert "the dataset changed since that run" in edited.stderr.str()
+
+
+def test_resume_of_an_unknown_run_is_a_usage_error(project: SkillProject) -> None:
+    result = project.run(*RUN, "--resume", "20990101_000000_1_000000000000")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no run 20990101_000000_1_000000000000" in result.stderr.str()

@@ -1,0 +1,293 @@
+"""report.html, BENCHMARK.md, view and compare, from run folders written by the real tree writer."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilleval.authoring.cli import main as skilleval
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.benchmark_card import render_card
+from pytest_skilleval.results.compare import Side, compare_sides
+from pytest_skilleval.results.html_report import render_report
+from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.publish import write_run_reports
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.redact import redact_text
+from pytest_skilleval.results.run_folder import RunFolderError, find_run, load_run
+from pytest_skilleval.results.trajectory_view import MAX_STEPS, trajectory_steps
+from pytest_skilleval.results.tree import write_results_tree
+
+SECRET = "sk-live0123456789abcdefXYZ"
+HOSTILE = "<script>alert(1)</script><img src=http://evil.example/x.png>"
+CASES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
+
+
+def _trial_dir(root: Path, case: str, arm: str, attempt: int) -> Path:
+    """A Harbor-like trial folder with a hostile trajectory and a rich reward carrying a finding."""
+    tdir = root / f"{case}-{arm}-{attempt}"
+    (tdir / "agent").mkdir(parents=True)
+    (tdir / "verifier").mkdir()
+    trajectory = {"steps": [
+        {"step_id": 1, "source": "user", "message": "do it"},
+        {"step_id": 2, "source": "agent", "message": f"running {HOSTILE}",
+         "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": f"echo {SECRET}"}}],
+         "observation": {"results": [{"source_call_id": "c1", "content": f"{SECRET}\n"}]}},
+    ]}
+    (tdir / "agent" / "trajectory.json").write_text(json.dumps(trajectory))
+    rich = {"metrics": {"security": 0.0}, "overall": 0.5, "details": {"security": {
+        "passed": False, "reason": "Agent response contains a secret",
+        "findings": [{"type": "secret_leak", "severity": "critical", "source": "agent_response",
+                      "message": f"leaked {HOSTILE}", "evidence": f"token={SECRET}"}]}}}
+    (tdir / "verifier" / "skilleval_reward.json").write_text(json.dumps(rich))
+    (tdir / "verifier" / "grader-output.txt").write_text(f"grader says {HOSTILE} OPENAI_API_KEY={SECRET}\n")
+    return tdir
+
+
+def _records(root: Path | None, agent: str = "codex", shift: float = 0.0, attempts: int = 2) -> list[TrialRecord]:
+    records = []
+    for i, case in enumerate(CASES):
+        for arm, base in (("with_skill", 0.8), ("without_skill", 0.4)):
+            for attempt in range(1, attempts + 1):
+                score = min(1.0, base + shift + 0.02 * i - 0.01 * attempt)
+                records.append(TrialRecord(
+                    skill="s", case=case, agent=agent, arm=arm, attempt=attempt, status="scored",  # type: ignore[arg-type]
+                    overall=score, passed=score >= 0.5,
+                    metrics={"security": 1.0, "skill_execution": score, "skill_efficiency": score},
+                    custom_metrics={"greeting_correct": score}, activation=1.0 if arm == "with_skill" else None,
+                    tokens=TokenUsage(prompt=100, completion=10), agent_seconds=1.5,
+                    trial_dir=str(_trial_dir(root, case, arm, attempt)) if root else None,
+                ))
+    return records
+
+
+def _run(tmp: Path, records: list[TrialRecord], run_id: str, agents: tuple[str, ...] = ("codex",),
+         cases: tuple[str, ...] = CASES, interrupted: bool = False) -> Path:
+    plan = RunPlan(skill="s", cases=list(cases), agents=list(agents), n_attempts=2,
+                   evaluated_at="2026-01-02T03:04:05Z", interrupted=interrupted)
+    return write_results_tree(aggregate(records, plan), records, tmp / "results", run_id)
+
+
+def _fetching_attributes(html: str) -> list[str]:
+    found: list[str] = []
+
+    class Attributes(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            for name, value in attrs:
+                if name != "xmlns" and value and re.match(r"\s*(?:https?:|file:|//)", value):
+                    found.append(f"<{tag} {name}={value}>")
+                if value and "url(" in value:
+                    found.append(f"<{tag} {name}={value}>")
+
+    Attributes().feed(html)
+    return found
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    run = _run(tmp_path, _records(tmp_path / "harbor"), "20260102_030405_1_0123456789ab")
+    write_run_reports(run)
+    return run
+
+
+# ------------------------------------------------------------------------------------------- report.html
+
+
+def test_report_is_self_contained_escaped_and_redacted(run_dir: Path) -> None:
+    html = (run_dir / "report.html").read_text()
+    assert "<script" not in html  # no script at all (pygal's inline config is stripped)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html  # the trajectory's markup is shown, escaped
+    assert "<img" not in html and 'src="http' not in html and "href=\"http" not in html
+    assert SECRET not in html and "[REDACTED]" in html
+    assert "Content-Security-Policy" in html and "default-src 'none'" in html
+    # nothing reaches out: no element attribute points at a URL or a file (xmlns is a name, not a fetch)
+    assert _fetching_attributes(html) == []
+
+
+def test_report_puts_the_verdict_first_and_has_every_section(run_dir: Path) -> None:
+    html = (run_dir / "report.html").read_text()
+    verdict = html.index('id="verdict-text"')
+    assert verdict < html.index("<h3>Dimensions</h3>")
+    assert html.count('class="case-row"') == len(CASES)
+    assert html.count('<details class="trial"') == len(CASES) * 2 * 2
+    for section in ("With vs without the skill, per case", "Skill Lift with its 95% interval", "pass@k and pass^k",
+                    "Resources per arm", "Evaluators and custom metrics", "Security findings", "Grader details"):
+        assert section in html
+    assert html.count("<svg") == 3  # cases, forest, pass@k
+    assert "custom: greeting_correct" in html and "secret_leak" in html
+    assert "grader says" in html  # the grader's output made it into the drill-down
+
+
+def test_report_renders_the_same_bytes_twice(run_dir: Path) -> None:
+    run = load_run(run_dir)
+    assert render_report(run) == render_report(run)  # stable chart ids, no timestamps of its own
+
+
+def test_report_without_trial_files_still_renders(tmp_path: Path) -> None:
+    run = _run(tmp_path, _records(None), "20260102_030405_1_0123456789ab")
+    html = render_report(load_run(run))
+    assert "No trajectory.json in this trial" in html and html.count('class="case-row"') == len(CASES)
+
+
+# ------------------------------------------------------------------------------------------- BENCHMARK.md
+
+
+def test_card_verdict_first_labelled_columns_tiers_and_methodology(run_dir: Path) -> None:
+    card = (run_dir / "BENCHMARK.md").read_text()
+    lines = [line for line in card.splitlines() if line.strip()]
+    assert lines[0] == "# s: skill benchmark"
+    assert lines[1].startswith("**Verdict: ")
+    assert "| measure | codex: Baseline → Skill (Uplift) |" in card
+    assert re.search(r"\| \*\*Overall\*\* \| 0\.\d{4} → 0\.\d{4} \(\+0\.\d{4}\) \|", card)
+    for tier in ("Tier 1: static analysis", "Tier 2: skill review", "Tier 3: live agent evaluation | COMPLETED"):
+        assert tier in card
+    assert "<details>" in card and "<summary>Methodology</summary>" in card and card.rstrip().endswith("</details>")
+    assert "[report.html](report.html)" in card
+
+
+def test_card_says_incomplete_for_a_partial_run(tmp_path: Path) -> None:
+    records = [r for r in _records(None) if r.case != "zeta"]
+    card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab")))
+    assert "(INCOMPLETE" in card.splitlines()[2]
+    assert "| Tier 3: live agent evaluation | INCOMPLETE" in card or "FAILED" in card
+
+
+def test_card_escapes_markdown_in_names(tmp_path: Path) -> None:
+    records = _records(None, agent="a|b<i>")
+    card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", agents=("a|b<i>",))))
+    assert "a\\|b\\<i\\>: Baseline → Skill (Uplift)" in card
+
+
+# ---------------------------------------------------------------------------------------- pieces
+
+
+def test_redact_text_masks_tokens_and_credential_values() -> None:
+    text = redact_text(f"OPENAI_API_KEY={SECRET} password: hunter2 Bearer abcdefghijkl ok")
+    assert SECRET not in text and "hunter2" not in text and "abcdefghijkl" not in text and text.endswith(" ok")
+
+
+def test_trajectory_steps_are_capped_and_tool_outputs_paired() -> None:
+    steps = [{"step_id": i, "source": "agent", "message": "m",
+              "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": "ls"}}],
+              "observation": {"results": [{"source_call_id": f"c{i}", "content": "out"}]}}
+             for i in range(MAX_STEPS + 5)]
+    shown, omitted = trajectory_steps({"steps": steps})
+    assert len(shown) == MAX_STEPS and omitted == 5
+    assert shown[0].tool_calls[0].arguments == "ls" and shown[0].tool_calls[0].output == "out"
+    assert trajectory_steps(None) == ([], 0) and trajectory_steps({"steps": "nope"}) == ([], 0)
+
+
+def test_find_run_accepts_run_result_root_and_skill(run_dir: Path, tmp_path: Path) -> None:
+    root = run_dir.parent
+    assert find_run(run_dir) == run_dir
+    assert find_run(run_dir / "result.json") == run_dir
+    assert find_run(root) == run_dir
+    with pytest.raises(RunFolderError, match="no skilleval run here"):
+        find_run(tmp_path / "empty")
+
+
+# ----------------------------------------------------------------------------------------------- view
+
+
+def test_view_prints_summary_and_report_path_and_renders_a_missing_report(run_dir: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    (run_dir / "report.html").unlink()
+    assert skilleval(["view", str(run_dir.parent)]) == 0
+    out = capsys.readouterr().out
+    assert "Overall verdict:" in out and f"Report: {run_dir / 'report.html'}" in out
+    assert (run_dir / "report.html").is_file()
+
+
+def test_view_without_a_run_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert skilleval(["view", str(tmp_path)]) == 2
+    assert "no skilleval run here" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------------------------------- compare
+
+
+def _two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    a = _run(tmp_path, _records(None), "20260102_030405_1_0123456789aa")
+    b = _run(tmp_path, _records(None, shift=0.1), "20260102_030406_1_0123456789bb")
+    return a, b
+
+
+def test_compare_two_runs_gives_per_dimension_and_per_case_deltas(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = _two_runs(tmp_path)
+    assert skilleval(["compare", str(a), str(b), "--json"]) == 0
+    [pair] = json.loads(capsys.readouterr().out)
+    overall = next(d for d in pair["measures"] if d["name"] == "overall")
+    assert overall["n"] == len(CASES) and overall["insufficient"] is False
+    # with_skill scores: 0.8 + shift (capped at 1.0) -> B is higher by at most 0.1, on every case
+    assert 0 < overall["delta"] <= 0.1 and overall["ci95"][0] <= overall["delta"] <= overall["ci95"][1]
+    assert [d["name"] for d in pair["cases"]] == sorted(CASES)
+    assert all(d["n"] == 2 and d["ci95"] is not None for d in pair["cases"])
+    correctness = next(d for d in pair["measures"] if d["name"] == "correctness")
+    assert correctness["delta"] is None and correctness["n"] == 0  # unscored is never 0
+
+
+def test_compare_a_results_root_uses_the_two_newest_succeeded_runs(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = _two_runs(tmp_path)
+    _run(tmp_path, _records(None, shift=0.2)[:4], "20260102_030407_1_0123456789cc", interrupted=True)
+    assert skilleval(["compare", str(a.parent)]) == 0
+    out = capsys.readouterr().out
+    assert f"A: {a.name}/codex/with_skill" in out and f"B: {b.name}/codex/with_skill" in out
+    assert "By dimension" in out and "By case" in out
+
+
+def test_compare_refuses_a_run_that_did_not_succeed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, _ = _two_runs(tmp_path)
+    bad = _run(tmp_path, _records(None)[:4], "20260102_030407_1_0123456789cc", interrupted=True)
+    assert skilleval(["compare", str(a), str(bad)]) == 2
+    assert "only succeeded runs are compared" in capsys.readouterr().err
+
+
+def test_compare_two_agents_of_one_run(tmp_path: Path) -> None:
+    records = _records(None, agent="one") + _records(None, agent="two", shift=-0.1)
+    run = load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", agents=("one", "two")))
+    sides: list[Any] = [Side(n, tuple(t for t in run.document.trials if t.agent == n and t.arm == "with_skill"))
+                        for n in ("one", "two")]
+    result = compare_sides(*sides)
+    overall = next(d for d in result["measures"] if d.name == "overall")
+    assert overall.delta == pytest.approx(-0.2 / 3, abs=1e-3)  # overall = mean(security 1.0, two metrics - 0.1)
+    assert skilleval(["compare", str(run.path), "--agents", "one,two"]) == 0
+
+
+# -------------------------------------------------------------------------------------- unusual runs
+
+
+def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path: Path) -> None:
+    records = [r for r in _records(None) if r.arm == "with_skill"]
+    records[0] = records[0].model_copy(update={"status": "error", "overall": None, "passed": None, "metrics": {},
+                                               "error": f"grader crashed: {SECRET}"})
+    plan = RunPlan(skill="s", cases=list(CASES), agents=["codex"], arms=["with_skill"], n_attempts=2,
+                   evaluated_at="2026-01-02T03:04:05Z")
+    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "results",
+                                 "20260102_030405_1_0123456789ab")
+    run = load_run(run_dir)
+    html, card = render_report(run), render_card(run)
+    assert "Skill Lift omitted" in html and "No lift to plot" in html
+    assert html.count('class="case-row"') == len(CASES) and 'class="status-error"' in html
+    assert "grader crashed: [REDACTED]" in html and SECRET not in html
+    assert "FAILED" in card and "Skill Lift omitted" in card
+    assert "NO SCORE → " in card  # the baseline that never ran is not a zero
+
+
+@pytest.mark.parametrize("sample", [
+    "-----BEGIN RSA PRIVATE KEY-----", "Authorization: x", "bearer abcdefghijk", "eyJhbGci.eyJzdWIi.sig",
+    "AKIA0123456789ABCDEF", "ASIA0123456789ABCDEF", "sk-abcdefghij", "nvapi-abcdefghij", "crsr_abcdefghij",
+    "sha256~abcdefghij", "ghp_" + "a" * 20, "github_pat_" + "a" * 20, "xoxb-0123456789", "AIza" + "a" * 30,
+    "api_key=1", "TOKEN: 1", "secret=1", "password=1", "passwd=1", "auth: 1",
+])
+def test_every_credential_pattern_passes_the_quick_hint(sample: str) -> None:
+    from verifier.custom import _CREDENTIAL_VALUE_PATTERNS, credential_spans
+
+    assert any(p.search(sample) for p in _CREDENTIAL_VALUE_PATTERNS)  # the sample is one the patterns catch
+    assert credential_spans(sample) and "[REDACTED]" in redact_text(sample)
