@@ -108,7 +108,7 @@ class SkillEvalRunner:
         self.run_dir = run_dir
         self.run_id = run_id
         self._skills = skills
-        self._environments: dict[Path, TaskEnvironment] = {}
+        self._environments: dict[Path, TaskEnvironment | ImageError | EnvironmentModeError] = {}
 
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
@@ -117,16 +117,22 @@ class SkillEvalRunner:
         """The skill's sandbox recipe; under Docker its image is built here, once per skill and run."""
         if skill.path not in self._environments:
             settings = skill.settings
-            mode = resolve_mode(settings.env_mode)
-            plan = image_plan(skill.path, settings.base_image, settings.custom_dockerfile_mode)
-            image = None
-            if mode.is_docker:
-                image = ensure_image(plan, self.run_id, rebuild=settings.base_image_mode == "rebuild")
+            try:
+                plan = image_plan(skill.path, settings.base_image, settings.custom_dockerfile_mode)
+                image = None
+                if resolve_mode(settings.env_mode).is_docker:
+                    image = ensure_image(plan, self.run_id, rebuild=settings.base_image_mode == "rebuild")
+            except (ImageError, EnvironmentModeError) as error:
+                self._environments[skill.path] = error  # a failed build is not retried by every trial
+                raise
             self._environments[skill.path] = TaskEnvironment(
                 plan=plan, image=image, workdir=settings.agent_workdir, resources=dict(settings.resources),
                 pre_agent_setup=tuple(settings.pre_agent_setup),
             )
-        return self._environments[skill.path]
+        found = self._environments[skill.path]
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     def run(self, spec: TrialSpec) -> TrialRecord:
         """One trial, start to finish, on its own event loop (the serial path)."""

@@ -102,3 +102,20 @@ def test_ctrl_c_leaves_no_container_network_or_volume(
     assert "skilleval: removed the Docker containers, networks and volumes of the stopped trials" in output
     for kind in ("container", "network", "volume"):
         assert _ours(docker_available, kind, case) == [], (kind, output[-2000:])
+
+
+def test_a_skills_own_dockerfile_is_built_and_a_broken_one_is_an_error(
+    skill_project: SkillProject, test_base_image: str
+) -> None:
+    skill = skill_project.make_skill("custom", simple_entries("c1"))
+    env = skill / "evals" / "environment"
+    env.mkdir()
+    (env / "tool.txt").write_text("from the skill's image\n")
+    # rebase (the default) swaps the registry image the author named for the offline --base-image.
+    (env / "Dockerfile").write_text("FROM debian:12\nCOPY tool.txt /opt/tool.txt\nRUN test -f /opt/tool.txt\n")
+    args = ("--agents", "replay", "--env-mode", "docker", "--base-image", test_base_image, "--skip-baseline")
+    skill_project.run(*args).assert_outcomes(passed=1)
+    (env / "Dockerfile").write_text("FROM debian:12\nRUN exit 7\n")
+    broken = skill_project.run(*args)
+    broken.assert_outcomes(errors=1)
+    assert "docker build of skilleval/custom:" in broken.stdout.str() and "failed" in broken.stdout.str()
