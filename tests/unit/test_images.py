@@ -154,3 +154,35 @@ def test_without_a_prebuilt_image_the_task_dockerfile_is_the_whole_recipe(tmp_pa
     assert table["workdir"] == "/workspace"
     assert "docker_image" not in table and "healthcheck" not in table and "cpus" not in table
     assert not any("secret skill body" in p.read_text() for p in (task / "environment").rglob("*") if p.is_file())
+
+
+def _fake_docker(tmp_path: Path) -> tuple[str, Path]:
+    """A `docker` stand-in: `image inspect` succeeds once an image was built; every call is logged."""
+    log = tmp_path / "calls.log"
+    script = tmp_path / "docker"
+    script.write_text(
+        "#!/bin/bash\n"
+        f'echo "$*" >> {log}\n'
+        f'if [ "$1 $2" = "image inspect" ]; then [ -f {tmp_path}/built ]; exit; fi\n'
+        f'if [ "$1" = "build" ]; then touch {tmp_path}/built; exit 0; fi\n'
+    )
+    script.chmod(0o755)
+    return str(script), log
+
+
+def test_image_is_built_once_per_run_and_reused_or_rebuilt_by_mode(tmp_path: Path) -> None:
+    from pytest_skilleval.harbor.images import ensure_image
+
+    docker, log = _fake_docker(tmp_path)
+    plan = image_plan(_skill(tmp_path, f"once-{tmp_path.name[-6:]}"), base_image="offline:1")
+    tag = ensure_image(plan, "run1", docker=docker)
+    assert tag == plan.tag
+    assert ensure_image(plan, "run1", docker=docker) == tag
+    builds = [line for line in log.read_text().splitlines() if line.startswith("build")]
+    assert len(builds) == 1 and f"-t {tag}" in builds[0] and "org.skilleval.run=run1" in builds[0]
+    ensure_image(plan, "run2", docker=docker)  # reuse / disabled: an existing image is used as is
+    assert sum(line.startswith("build") for line in log.read_text().splitlines()) == 1
+    ensure_image(plan, "run3", rebuild=True, docker=docker)  # rebuild: once per run, without the layer cache
+    ensure_image(plan, "run3", rebuild=True, docker=docker)
+    builds = [line for line in log.read_text().splitlines() if line.startswith("build")]
+    assert len(builds) == 2 and "--no-cache" in builds[1]
