@@ -26,6 +26,8 @@ def run_preflight(state: SkillEvalSession) -> None:
     if state.config.getoption("collectonly", False):
         return  # nothing will run
     session_settings = merge_settings(state.sources)
+    if session_settings.regrade:
+        return  # grades stored trials on the host: no sandbox, no agent
     skills = {}
     for skill_dir in sorted(state.case_plans):
         try:
