@@ -174,7 +174,9 @@ def test_image_is_built_once_per_run_and_reused_or_rebuilt_by_mode(tmp_path: Pat
     from pytest_skilleval.harbor.images import ensure_image
 
     docker, log = _fake_docker(tmp_path)
-    plan = image_plan(_skill(tmp_path, f"once-{tmp_path.name[-6:]}"), base_image="offline:1")
+    import uuid
+
+    plan = image_plan(_skill(tmp_path, f"once-{uuid.uuid4().hex[:8]}"), base_image="offline:1")
     tag = ensure_image(plan, "run1", docker=docker)
     assert tag == plan.tag
     assert ensure_image(plan, "run1", docker=docker) == tag
