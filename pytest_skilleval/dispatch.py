@@ -7,6 +7,8 @@ worker's own queue (the indices the controller sent it), so a worker never start
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,6 +75,9 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
     stored = state.stored_record(item.spec)
     if stored is not None:
         return stored
+    source = state.regrade_source(item.spec.skill_dir)
+    if source is not None:
+        return _regrade(item, source, runner, state)
     scheduler = _scheduler(session, runner, state)
     if scheduler is None:
         settings = state.skill(item.spec.skill_dir).settings
@@ -87,6 +92,19 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         for upcoming in upcoming_items(item, scheduler.window(item.spec) - 1):
             scheduler.submit(upcoming.spec)
     return scheduler.result(item.spec)
+
+
+def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSession) -> TrialRecord:
+    """--regrade: today's host-side graders on the stored trial; the agent is not run."""
+    from pytest_skilleval.harbor.regrade import Regrader
+    from pytest_skilleval.skill.judging import verifier_judge_kwargs
+
+    skill = state.skill(item.spec.skill_dir)
+    settings = skill.settings
+    work = Path(getattr(runner, "run_dir", None) or tempfile.mkdtemp(prefix="skilleval-regrade-")) / "_regrade"
+    judge = None if settings.grading_mode == "custom_only" else verifier_judge_kwargs(
+        settings, state.results_root(item.spec.skill_dir))
+    return Regrader(source, work).regrade(item.spec, settings, judge, has_grader=skill.grader is not None)
 
 
 def shutdown(session: pytest.Session) -> None:

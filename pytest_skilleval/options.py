@@ -14,7 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_skilleval.skill.host_env import pass_env_names
-from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
+from pytest_skilleval.skill.settings import AGENT_ALIASES, LOCAL_ENV_MODES, RunSettings
 
 GROUP = "skilleval"
 GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
@@ -92,7 +92,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
     OptionSpec("skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool,
                is_flag=True),
-    OptionSpec("max_cases", "Evaluate only the first N cases of each skill.", parse=int, metavar="N"),
+    OptionSpec("max_cases", "Evaluate only the first N cases of each skill, in staged order (dataset order, then "
+               "native tasks by folder name).", parse=int, metavar="N"),
     OptionSpec("n_concurrent", "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
                "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.", parse=int, metavar="N"),
     OptionSpec("max_agents", "At most N agents' trials at once (default: no limit).", parse=int, metavar="N"),
@@ -130,6 +131,7 @@ CONFIG_PATHS: dict[str, tuple[str, ...]] = {
     "stop_on_pass": ("harbor", "stop_on_pass"),
     "n_concurrent": ("harbor", "n_concurrent"),
     "max_agents": ("harbor", "max_agents"),
+    "max_cases": ("harbor", "max_cases"),
     "timeout_multiplier": ("harbor", "timeout_multiplier"),
     "grading_mode": ("grading", "mode"),
     "custom_dockerfile_mode": ("harbor", "custom_dockerfile_mode"),
@@ -238,3 +240,16 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings
+
+
+def check_environment(settings: RunSettings) -> None:
+    """At start-up, once: the local environment's `--ek` settings parse and its sandbox can run here; else one
+    line says why (and, when bwrap cannot run, that `--ek sandbox=none` runs without isolation)."""
+    if settings.env_mode not in LOCAL_ENV_MODES:
+        return
+    from pytest_skilleval.harbor.sandbox.options import check_local_env
+
+    try:
+        check_local_env(dict(settings.env_kwargs))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None

@@ -27,6 +27,7 @@ from pytest_skilleval.session import (
     get_state,
     junit_item_properties,
     record_property_value,
+    redact_record,
 )
 from pytest_skilleval.skill.folder import find_skill_root
 
@@ -55,7 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
-    settings = options.merge_settings(sources)  # the command line and ini alone must already make sense
+    # the command line and ini alone must already make sense, and the environment they ask for must work here
+    settings = options.merge_settings(sources)
+    options.check_environment(settings)
     from pytest_skilleval.skill.judging import JudgeConfigError, judge_banner
 
     try:
@@ -68,18 +71,23 @@ def pytest_configure(config: pytest.Config) -> None:
     state.judge_banner = banner
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
+    state.signals.install()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(), "skilleval-xdist")
 
 
 class XdistHooks:
-    """Every worker must use the controller's run id so the results tree is one run."""
+    """Every worker must use the controller's run id so the results tree is one run; a SIGTERM to the controller
+    reaches the workers as the Ctrl+C it stands for."""
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        from pytest_skilleval.signals import child_pids
+
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+            state.signals.workers = child_pids
 
 
 @pytest.hookimpl(tryfirst=True)  # before the terminal reporter asks for the header
@@ -102,6 +110,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if state is None or _is_worker(config):
         return []
     return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = get_state(config)
+    if state is not None:
+        state.signals.restore()
 
 
 def _evals_dir_of(path: Path) -> Path | None:
@@ -184,7 +198,8 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
         pytest.skip("skilleval_trial only applies to skilleval items")
     from pytest_skilleval.dispatch import trial_record
 
-    record = trial_record(item, skilleval_runner, get_state(item.config))
+    state = get_state(item.config)
+    record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -201,11 +216,22 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     """Our own failures read as one line of explanation, never a traceback into the plugin."""
     report = yield
-    if isinstance(item, SkillEvalItem) and call.excinfo is not None and report.failed:
+    if not isinstance(item, SkillEvalItem):
+        return report
+    if call.excinfo is not None and report.failed:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
 
         if isinstance(call.excinfo.value, (TrialError, TrialFailed)):
             report.longrepr = str(call.excinfo.value)
+    state = get_state(item.config)
+    if state is not None:
+        # Failure text and captured output reach the terminal and JUnit: the same redaction as every file.
+        if report.failed and report.longrepr is not None:
+            text = str(report.longrepr)
+            redacted = state.redactor.text(text)
+            if redacted != text or isinstance(report.longrepr, str):
+                report.longrepr = redacted
+        report.sections = [(title, state.redactor.text(content)) for title, content in report.sections]
     return report
 
 
@@ -258,4 +284,4 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     terminalreporter.section("skilleval")
     for line in state.summary_lines:
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(state.redactor.text(line))

@@ -115,7 +115,8 @@ def _write_reports(run_dir: Path) -> list[str]:
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
     blocking_codes: list[int] = []
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
     for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):
@@ -125,9 +126,12 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         if problems:
             records = _drop_failed_conditions(records, problems)
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
+        source = state.regrade_source(skill_dir)
+        if source is not None:
+            plan.run_config["regraded_from"] = source.name
         result = aggregate(records, plan)
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
-                                     dataset_snapshot=plan.dataset_snapshot)
+                                     dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor)
         state.results_paths.append(run_dir)
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))

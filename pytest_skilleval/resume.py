@@ -35,7 +35,7 @@ def resolve_run_dir(results_root: Path, requested: str) -> Path:
         runs = sorted(p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir()
                       and not p.is_symlink())
         if not runs:
-            raise ResumeError(f"no run to resume under {results_root}")
+            raise ResumeError(f"no run folder under {results_root}")
         return runs[-1]
     if not RUN_ID_PATTERN.match(requested):
         raise ResumeError(f"{requested!r} is not a run id (e.g. 20261130_183629_19121_fee4e83f56fa) or 'latest'")

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Generator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +22,9 @@ from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import resolve_results_root
+from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
+from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 # Agents that never call a model: the plan line says so only for the others.
@@ -36,11 +40,16 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
+        self._regrade_sources: dict[Path, Path | None] = {}
         self.records: dict[str, TrialRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
+        self.signals = SignalGuard()
+        # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
+        self.redactor = Redactor.from_environment(
+            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {})])
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
@@ -72,6 +81,30 @@ class SkillEvalSession:
         except ResumeError as error:
             raise pytest.UsageError(f"--resume {requested}: {error}") from None
 
+    def regrade_source(self, skill_dir: Path) -> Path | None:
+        """The run whose stored trials this session grades again (--regrade), or None; resolved once, so `latest`
+        never becomes this session's own run folder."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self._regrade_sources:
+            self._regrade_sources[skill_dir] = self._find_regrade_source(skill_dir)
+        return self._regrade_sources[skill_dir]
+
+    def _find_regrade_source(self, skill_dir: Path) -> Path | None:
+        try:
+            requested = self.skill(skill_dir).settings.regrade
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
+            return None
+        if requested is None:
+            return None
+        try:
+            run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
+        except ResumeError as error:
+            raise pytest.UsageError(f"--regrade {requested}: {error}") from None
+        if not (run_dir / "result.json").is_file():
+            raise pytest.UsageError(f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
+                                    "can be regraded (finish it with --resume first)")
+        return run_dir
+
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
         return resumed.name if resumed is not None else self.run_id
@@ -79,6 +112,7 @@ class SkillEvalSession:
     def check_resumable(self) -> None:
         """At start, on the controller: refuse a resume whose dataset, skill or settings changed."""
         for skill_dir, plan in self.case_plans.items():
+            self.regrade_source(skill_dir)
             run_dir = self.resumed_run_dir(skill_dir)
             if run_dir is None:
                 continue
@@ -122,6 +156,19 @@ class SkillEvalSession:
             self.case_plans[skill_dir] = case_plan(self.skill(skill_dir))
         return self.case_plans[skill_dir]
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        """The first Ctrl+C (or SIGTERM) is remembered before pytest's own reporting of it can be interrupted."""
+        try:
+            return (yield)
+        except KeyboardInterrupt:
+            self.signals.mark_interrupted()
+            raise
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        self.signals.mark_interrupted()
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
         for key, value in report.user_properties:
@@ -141,6 +188,17 @@ class SkillEvalSession:
 
 def get_state(config: pytest.Config) -> SkillEvalSession | None:
     return config.stash.get(STATE_KEY, None)
+
+
+# Where a trial sits, from the user's own layout: kept as is so records still match the run plan.
+_IDENTITY_FIELDS = ("skill", "skill_dir", "case", "agent", "arm", "attempt", "nodeid")
+
+
+def redact_record(record: TrialRecord, redactor: Redactor) -> TrialRecord:
+    """The record with every secret the agent or grader printed replaced, before it is reported or written."""
+    data = record.model_dump(mode="json")
+    redacted = redactor.value({k: v for k, v in data.items() if k not in _IDENTITY_FIELDS})
+    return TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
 
 
 def record_property_value(record: TrialRecord) -> str:

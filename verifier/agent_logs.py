@@ -13,7 +13,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from verifier import safe_io
+
 Step = dict[str, Any]
+# A trajectory or agent log larger than this is refused before it is read: evidence, not a memory bomb.
+MAX_EVIDENCE_BYTES = 256 * 1024 * 1024
 Converter = Callable[[str], list[Step]]
 
 
@@ -350,14 +354,17 @@ def rebuild_steps(agent_logs_dir: Path) -> tuple[str | None, list[Step], list[st
     """(log name, steps, problems) from the first agent log in the folder that rebuilds any step; None if none."""
     problems: list[str] = []
     for name, convert in AGENT_LOGS:
-        path = Path(agent_logs_dir) / name
-        if not path.is_file():
-            continue
         try:
-            steps = convert(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError as error:
+            # Never follows a link: UnsafePathError (a link the sandbox planted) ends the grading.
+            text = safe_io.read_text(Path(agent_logs_dir), name, max_bytes=MAX_EVIDENCE_BYTES, errors="replace")
+        except FileNotFoundError:
+            continue
+        except safe_io.UnsafePathError:
+            raise
+        except (OSError, safe_io.FileTooLargeError) as error:
             problems.append(f"{name} unreadable: {error}")
             continue
+        steps = convert(text)
         if steps:
             return name, steps, problems
         problems.append(f"{name} has no reconstructible steps")

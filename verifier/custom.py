@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from verifier import safe_io
+
 MAX_METRICS_PER_REWARD = 128
 MAX_METRIC_NAMES_PER_CONDITION = 128
 MAX_METRIC_NAME_BYTES = 256
@@ -403,11 +405,12 @@ def check_condition_metric_names(rewards: Iterable[SanitizedReward]) -> str | No
 # Files
 
 
-def _read_limited(path: Path) -> str:
-    size = path.stat().st_size
-    if size > MAX_REWARD_FILE_BYTES:
-        raise ValueError(f"{path.name} is {size} bytes; the limit is {MAX_REWARD_FILE_BYTES} bytes")
-    return path.read_text(encoding="utf-8")
+def _read_limited(path: Path) -> str | None:
+    """The file's text, None when it is missing; a link (never followed) or an oversize file raises."""
+    try:
+        return safe_io.read_text(path.parent, path.name, max_bytes=MAX_REWARD_FILE_BYTES, label=str(path.parent))
+    except FileNotFoundError:
+        return None
 
 
 def parse_reward_txt(text: str) -> float | None:
@@ -423,24 +426,33 @@ def read_grader_reward(reward_json: Path, reward_txt: Path, mode: str) -> Saniti
     """Read what a grader wrote and sanitize it.
 
     Missing files are not errors by themselves: in `custom_only` they leave the trial unscored; in
-    `default_plus_custom` they mean no custom metrics. Unparseable or non-object reward.json is an error.
+    `default_plus_custom` they mean no custom metrics. Unparseable or non-object reward.json is an error, and so is
+    a reward file that is a symbolic link (it is never followed: it could point at any host file) or over the limit.
     """
     mode = normalize_mode(mode)
     txt_value: float | None = None
     txt_note: str | None = None
-    if reward_txt.is_file():
-        try:
-            txt_value = parse_reward_txt(_read_limited(reward_txt))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            txt_note = f"reward.txt unreadable: {exc}"
-        else:
-            if txt_value is None:
-                txt_note = "reward.txt is not a number"
+    try:
+        txt_text = _read_limited(reward_txt)
+    except (safe_io.UnsafePathError, safe_io.FileTooLargeError) as exc:
+        return SanitizedReward(errors=[f"reward.txt refused: {exc}"], unscored_reason="invalid reward.txt")
+    except (OSError, UnicodeDecodeError) as exc:
+        txt_text, txt_note = None, f"reward.txt unreadable: {exc}"
+    if txt_text is not None:
+        txt_value = parse_reward_txt(txt_text)
+        if txt_value is None:
+            txt_note = "reward.txt is not a number"
 
-    if not reward_json.is_file():
+    try:
+        json_text = _read_limited(reward_json)
+    except (safe_io.UnsafePathError, safe_io.FileTooLargeError) as exc:
+        return SanitizedReward(errors=[f"reward.json refused: {exc}"], unscored_reason="invalid reward.json")
+    except (OSError, UnicodeDecodeError) as exc:
+        return SanitizedReward(errors=[f"reward.json is not valid JSON: {exc}"], unscored_reason="invalid reward.json")
+    if json_text is None:
         result = sanitize_custom_reward({}, mode, reward_txt=txt_value)
         if result.overall is None and mode == "custom_only":
-            if not reward_txt.is_file():
+            if txt_text is None and txt_note is None:
                 txt_note = "no reward.txt"
             elif txt_note is None:
                 txt_note = f"reward.txt is invalid: {_value_problem(txt_value)}"
@@ -448,8 +460,8 @@ def read_grader_reward(reward_json: Path, reward_txt: Path, mode: str) -> Saniti
         return result
 
     try:
-        data = json.loads(_read_limited(reward_json))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(json_text)
+    except ValueError as exc:
         return SanitizedReward(errors=[f"reward.json is not valid JSON: {exc}"], unscored_reason="invalid reward.json")
     if not isinstance(data, dict):
         return SanitizedReward(

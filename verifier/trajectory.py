@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verifier.agent_logs import rebuild_steps
+from verifier import safe_io
+from verifier.agent_logs import MAX_EVIDENCE_BYTES, rebuild_steps
 from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
 
 TRAJECTORY_FILE = "trajectory.json"
@@ -162,10 +163,14 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
     path = Path(trajectory_path) if trajectory_path is not None else agent_logs_dir / TRAJECTORY_FILE
     problems: list[str] = []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        # A link here is never followed (it could point at any host file): UnsafePathError ends the grading.
+        text = safe_io.read_text(path.parent, path.name, max_bytes=MAX_EVIDENCE_BYTES, errors="replace",
+                                 label=str(path.parent))
     except FileNotFoundError:
         problems.append(f"{path.name} not found")
-    except OSError as error:
+    except safe_io.UnsafePathError:
+        raise
+    except (OSError, safe_io.FileTooLargeError) as error:
         problems.append(f"{path.name} unreadable: {error}")
     else:
         evidence = evidence_from_atif(text, source=path.name)

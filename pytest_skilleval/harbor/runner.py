@@ -41,11 +41,13 @@ from pytest_skilleval.harbor.staging import (
 )
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
+from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
+MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
 
 
 class TrialError(Exception):
@@ -206,6 +208,14 @@ class SkillEvalRunner:
             timeout_multiplier=settings.timeout_multiplier,
         )
         trial = await Trial.create(config)
+
+        async def keep_agent_record(_event: Any) -> None:
+            # The replay agent's own record beats any trajectory.json the sandbox wrote (issue 9, item 12).
+            restore = getattr(trial.agent, "restore_record", None)
+            if callable(restore):
+                restore()
+
+        trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
         if inputs is not None:
             async def upload_inputs(_event: Any) -> None:
                 await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
@@ -216,8 +226,7 @@ class SkillEvalRunner:
 
     def _record(self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path,
                 result: Any) -> TrialRecord:
-        rich_path = trial_dir / "verifier" / RICH_REWARD_NAME
-        rich: dict[str, Any] = json.loads(rich_path.read_text(encoding="utf-8")) if rich_path.is_file() else {}
+        rich = read_rich_reward(trial_dir / "verifier")
         exception = result.exception_info
         if not rich and result.verifier_result is not None:
             rich = own_test_reward(trial_dir / "verifier")
@@ -229,31 +238,38 @@ class SkillEvalRunner:
         if not rich:
             what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
-        metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
-        overall = clean_score(rich.get("overall"))
-        execution = rich.get("details", {}).get("skill_execution", {})
-        activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
-        from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
+        error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
+        return record_from_rich(base, rich, settings.pass_threshold, error, trial_dir)
 
-        record = TrialRecord(
-            **base,
-            judge_models=judge_models_of(rich),
-            judge_failures=judge_failures_of(rich),
-            status="scored" if overall is not None else "unscored",
-            overall=overall,
-            metrics=metrics,
-            custom_metrics=rich.get("custom_metrics", {}),
-            details=rich.get("details", {}),
-            activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
-            trajectory_source=rich.get("trajectory_source"),
-            passed=passes(overall, settings.pass_threshold),
-            error=f"{exception.exception_type}: {exception.exception_message}" if exception else None,
-        )
-        if overall is None:
-            custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
-            why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
-            record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
-        return record
+
+def record_from_rich(base: dict[str, Any], rich: dict[str, Any], pass_threshold: float, error: str | None,
+                     trial_dir: Path) -> TrialRecord:
+    """A trial's record from its rich reward (the verifier's, or a regrade's)."""
+    from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
+
+    metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
+    overall = clean_score(rich.get("overall"))
+    execution = rich.get("details", {}).get("skill_execution", {})
+    activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
+    record = TrialRecord(
+        **base,
+        judge_models=judge_models_of(rich),
+        judge_failures=judge_failures_of(rich),
+        status="scored" if overall is not None else "unscored",
+        overall=overall,
+        metrics=metrics,
+        custom_metrics=rich.get("custom_metrics", {}),
+        details=rich.get("details", {}),
+        activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
+        trajectory_source=rich.get("trajectory_source"),
+        passed=passes(overall, pass_threshold),
+        error=error,
+    )
+    if overall is None:
+        custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
+        why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
+        record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
+    return record
 
 
 def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
@@ -274,6 +290,15 @@ def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path 
     entry = entry_document(spec, mode, grader is not None)
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return staged, grader
+
+
+def read_rich_reward(verifier_dir: Path) -> dict[str, Any]:
+    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those)."""
+    try:
+        data = json.loads(safe_io.read_text(verifier_dir, RICH_REWARD_NAME, max_bytes=MAX_RICH_REWARD_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def own_test_reward(verifier_dir: Path) -> dict[str, Any]:

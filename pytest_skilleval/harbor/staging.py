@@ -9,12 +9,14 @@ skills mechanism in the with-skill arm only.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.plan import TrialSpec
+from verifier import safe_io
 
 
 ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}
@@ -57,11 +59,54 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
     return target
 
 
+def _link_problem(path: Path, skill_root: Path) -> str | None:
+    """Why `path` cannot be an input: a symbolic link (saying where it points) or a special file; else None."""
+    shown = path.relative_to(skill_root).as_posix() if path.is_relative_to(skill_root) else str(path)
+    if path.is_symlink():
+        target = os.readlink(path)
+        outside = not Path(os.path.realpath(path)).is_relative_to(skill_root)
+        where = ", outside the skill folder" if outside else ""
+        return f"{shown} is a symbolic link (to {target}{where}); inputs may not contain links"
+    if path.exists() and not (path.is_dir() or path.is_file()):
+        return f"{shown} is not a regular file or folder"
+    return None
+
+
+def input_link_problem(evals_dir: Path, source: Path) -> str | None:
+    """The first link on the way from the skill folder to `source`, or anywhere below it (never followed)."""
+    skill_root = Path(os.path.abspath(evals_dir.parent))
+    evals_dir = skill_root / evals_dir.name
+    current = evals_dir
+    for part in (None, *Path(os.path.abspath(source)).relative_to(evals_dir).parts):
+        current = current if part is None else current / part
+        problem = _link_problem(current, skill_root)
+        if problem:
+            return problem
+    if not current.is_dir():
+        return None
+    for folder, dirs, files in os.walk(current, followlinks=False):
+        for name in sorted(dirs + files):
+            problem = _link_problem(Path(folder) / name, skill_root)
+            if problem:
+                return problem
+    return None
+
+
 def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
-    """(source, destination relative to /workspace/input) pairs for a case's `files`."""
+    """(source, destination relative to /workspace/input) pairs for a case's `files`.
+
+    No link is ever followed: a link anywhere in a case's inputs (evals/files itself, a listed entry, anything in a
+    listed folder) is an error naming it and where it points, so a link to ~/.ssh or /etc/passwd cannot copy host
+    files into the sandbox.
+    """
     evals_root = evals_dir.resolve()
     if files is None:
         default = evals_dir / "files"
+        if not os.path.lexists(default):
+            return []
+        problem = input_link_problem(evals_dir, default)
+        if problem:
+            raise StagingError(f"case {case_id!r}: the default inputs (evals/files/): {problem}")
         return [(default, Path("."))] if default.is_dir() else []
     pairs = []
     for item in files:
@@ -75,8 +120,9 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
             problem = f"selects evaluator-only material under evals/{relative.parts[0]}/"
         source = evals_dir / relative
         if problem is None:
-            if source.is_symlink():
-                problem = "is a symlink"
+            link = input_link_problem(evals_dir, source)
+            if link:
+                problem = f"is refused: {link}"
             elif not source.exists():
                 problem = "does not exist"
             elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
@@ -89,18 +135,26 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
 
 
 def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:
-    """Copy the case's inputs to a folder the runner uploads to /workspace/input; None when there are none."""
+    """Copy the case's inputs to a folder the runner uploads to /workspace/input; None when there are none.
+
+    The rules are checked again here (the folder may have changed since collection) and the copy itself refuses
+    links, so nothing outside the skill folder is ever read.
+    """
     pairs = input_sources(spec.skill_dir / "evals", spec.files, spec.case_id)
     if not pairs:
         return None
     destination.mkdir(parents=True, exist_ok=True)
     for source, relative in pairs:
-        target = destination / relative
-        if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True, symlinks=False)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
+        try:
+            if source.is_dir():
+                refused = safe_io.copy_tree(source, "", destination, relative.as_posix())
+            else:
+                safe_io.copy_file(source.parent, source.name, destination, relative.as_posix())
+                refused = []
+        except OSError as error:
+            refused = [str(error)]
+        if refused:
+            raise StagingError(f"case {spec.case_id!r}: inputs refused: " + "; ".join(refused))
     return destination
 
 

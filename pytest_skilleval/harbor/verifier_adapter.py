@@ -3,11 +3,16 @@
 Only user code that must see the sandbox runs inside it: the author's `grader.py`/`grader.sh`. The deterministic
 checks read the trajectory on the host, so judge credentials and the grading engine never enter the container.
 The full result goes to `<trial>/verifier/skilleval_reward.json`; Harbor gets the flat numeric part.
+
+Everything the grader leaves in `/logs/verifier` is the sandbox's: it is copied and read through `verifier.safe_io`
+(a link is a grader error, never followed), reward files are size-checked before they are copied, and names this
+adapter writes itself are never taken from the sandbox.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -16,14 +21,19 @@ from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 
-from verifier.custom import SanitizedReward, flat_numeric_reward, read_grader_reward
+from verifier import safe_io
+from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
+from verifier.redact import Redactor
 from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
 IMPORT_PATH = "pytest_skilleval.harbor.verifier_adapter:HostVerifier"
+# What only this adapter writes in <trial>/verifier: a grader that leaves files of these names gets them removed.
+OWN_NAMES = (RICH_REWARD_NAME, CUSTOM_REWARD_NAME, GRADER_OUTPUT_NAME)
+REWARD_NAMES = ("reward.json", "reward.txt")
 
 
 class GraderCrashed(RuntimeError):
@@ -36,6 +46,16 @@ class RewardMissing(RuntimeError):
 
 class RewardRejected(RuntimeError):
     """The grader's reward broke the contract (reserved names, limits, bad JSON); nothing of it is scored."""
+
+
+class SandboxLinkError(RuntimeError):
+    """The sandbox put a symbolic link where the host reads its logs; it is never followed."""
+
+
+def sandbox_root(environment: Any) -> Path | None:
+    """The host folder standing for the sandbox's `/`, for environments that have one (the `local` one)."""
+    rootfs = getattr(environment, "rootfs", None)
+    return Path(rootfs) if isinstance(rootfs, (str, Path)) else None
 
 
 def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
@@ -74,6 +94,8 @@ class HostVerifier(BaseVerifier):
         self.grader = grader
         self.judge = judge
         self.env_paths = EnvironmentPaths()
+        # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
+        self.redactor = Redactor.from_environment(os.environ)
 
     @property
     def _verifier_host_dir(self) -> Path:
@@ -90,8 +112,48 @@ class HostVerifier(BaseVerifier):
         )
         await self.environment.upload_dir(self.task.paths.tests_dir, str(self.env_paths.tests_dir))
         trajectory = self._agent_host_dir / "trajectory.json"
+        problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
+        if problem:
+            raise SandboxLinkError(problem)
         if trajectory.is_file():
             await self.environment.upload_file(trajectory, f"{self.env_paths.agent_dir}/trajectory.json")
+
+    def _refuse_sandbox_links(self, *container_paths: str) -> None:
+        """A link where we read the sandbox's logs is a grader error naming it (checked where the host can see)."""
+        root = sandbox_root(self.environment)
+        if root is None:
+            return
+        for path in container_paths:
+            problem = safe_io.link_on_path(root, path.lstrip("/"), label="/")
+            if problem:
+                raise SandboxLinkError(problem)
+
+    def _check_reward_sizes(self) -> None:
+        """Reward files over the limit are rejected before anything is copied to the host."""
+        root = sandbox_root(self.environment)
+        if root is None:
+            return
+        for name in REWARD_NAMES:
+            rel = f"{str(self.env_paths.verifier_dir).lstrip('/')}/{name}"
+            try:
+                size = safe_io.file_size(root, rel, label="/")
+            except safe_io.UnsafePathError as error:
+                raise SandboxLinkError(str(error)) from None
+            if size is not None and size > MAX_REWARD_FILE_BYTES:
+                raise RewardRejected(
+                    f"{self.grader}'s reward was rejected: {self.env_paths.verifier_dir}/{name} is {size} bytes; "
+                    f"the limit is {MAX_REWARD_FILE_BYTES} bytes (it was not copied)"
+                )
+
+    async def _download_verifier_dir(self, host_dir: Path) -> None:
+        """Copy /logs/verifier to the host; files named like ours never survive, whatever else fails."""
+        try:
+            await self.environment.download_dir(str(self.env_paths.verifier_dir), host_dir)
+        except safe_io.UnsafePathError as error:
+            raise SandboxLinkError(str(error)) from None
+        finally:
+            for name in OWN_NAMES:
+                safe_io.remove_file(host_dir, name)
 
     async def _run_grader(self) -> SanitizedReward:
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
@@ -101,9 +163,11 @@ class HostVerifier(BaseVerifier):
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)
         host_dir = self._verifier_host_dir
         host_dir.mkdir(parents=True, exist_ok=True)
-        await self.environment.download_dir(str(self.env_paths.verifier_dir), host_dir)
-        output = (result.stdout or "") + (result.stderr or "")
-        (host_dir / GRADER_OUTPUT_NAME).write_text(output, encoding="utf-8")
+        output = self.redactor.text((result.stdout or "") + (result.stderr or ""))
+        self._refuse_sandbox_links(str(self.env_paths.verifier_dir))
+        self._check_reward_sizes()
+        await self._download_verifier_dir(host_dir)
+        safe_io.write_text(host_dir, GRADER_OUTPUT_NAME, output)
         if result.return_code != 0:
             tail = " | ".join(output.strip().splitlines()[-5:])
             raise GraderCrashed(f"{self.grader} exited with code {result.return_code}: {tail or 'no output'}")
@@ -111,58 +175,70 @@ class HostVerifier(BaseVerifier):
 
     def _read_grader_reward(self, host_dir: Path) -> SanitizedReward:
         reward_json, reward_txt = host_dir / "reward.json", host_dir / "reward.txt"
-        if not reward_json.is_file() and not reward_txt.is_file():
-            raise RewardMissing(f"{self.grader} wrote neither reward.json nor reward.txt in {self.env_paths.verifier_dir}")
         sanitized = read_grader_reward(reward_json, reward_txt, self.grading_mode)
-        if reward_json.is_file():
-            reward_json.replace(host_dir / CUSTOM_REWARD_NAME)
+        if not sanitized.errors and not reward_json.exists() and not reward_txt.exists():
+            raise RewardMissing(f"{self.grader} wrote neither reward.json nor reward.txt in {self.env_paths.verifier_dir}")
+        if not sanitized.errors and reward_json.exists():
+            data = safe_io.read_bytes(host_dir, "reward.json", max_bytes=MAX_REWARD_FILE_BYTES)
+            safe_io.write_bytes(host_dir, CUSTOM_REWARD_NAME, data)
+        safe_io.remove_file(host_dir, "reward.json")
         if sanitized.errors:
             raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
         return sanitized
 
-    async def _standard_grade(self, entry: dict[str, Any]) -> dict[str, Any]:
+    async def verify(self) -> VerifierResult:
+        agent_dir = str(self.env_paths.agent_dir)
+        self._refuse_sandbox_links(agent_dir, f"{agent_dir}/trajectory.json", str(self.env_paths.verifier_dir))
+        entry = json.loads((Path(self.task.paths.tests_dir) / "entry.json").read_text(encoding="utf-8"))
+        custom = None
+        if self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only"):
+            await self._prepare_sandbox()
+            custom = await self._run_grader()
+        rich = await grade_on_host(self._agent_host_dir, entry, self.grading_mode, self.judge, custom)
+        host_dir = self._verifier_host_dir
+        rich = self.redactor.value(json.loads(json.dumps(rich, default=str)))
+        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(rich, indent=2) + "\n")
+        flat = flat_rewards(rich)
+        safe_io.write_text(host_dir, "reward.json", json.dumps(flat, indent=2) + "\n")
+        if rich["overall"] is not None:
+            safe_io.write_text(host_dir, "reward.txt", f"{rich['overall']}\n")
+        else:
+            safe_io.remove_file(host_dir, "reward.txt")
+        return VerifierResult(rewards=flat)
+
+
+async def grade_on_host(agent_dir: Path, entry: dict[str, Any], grading_mode: str, judge: dict[str, Any] | None,
+                        custom: SanitizedReward | None) -> dict[str, Any]:
+    """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
+    author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
+    rich: dict[str, Any] = {
+        "entry_id": entry.get("id"),
+        "grading_mode": grading_mode,
+        "metrics": {name: None for name in STANDARD_METRICS},
+        "custom_metrics": {},
+        "custom_overall": None,
+        "details": {},
+    }
+    if custom is not None:
+        rich["custom_metrics"] = custom.custom_metrics
+        rich["custom_overall"] = custom.overall
+        rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
+    if grading_mode != "custom_only":
         from verifier.grade import entry_for_grading, grade
         from verifier.judges import judge_trial
         from verifier.trajectory import load_evidence
 
-        evidence = load_evidence(self._agent_host_dir)
-        judged = await judge_trial(evidence, entry_for_grading(entry, None), self.judge)
-        return grade(evidence, entry, judged=judged)
-
-    async def verify(self) -> VerifierResult:
-        entry = json.loads((Path(self.task.paths.tests_dir) / "entry.json").read_text(encoding="utf-8"))
-        rich: dict[str, Any] = {
-            "entry_id": entry.get("id"),
-            "grading_mode": self.grading_mode,
-            "metrics": {name: None for name in STANDARD_METRICS},
-            "custom_metrics": {},
-            "custom_overall": None,
-            "details": {},
-        }
-        uses_grader = self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only")
-        if uses_grader:
-            await self._prepare_sandbox()
-            custom = await self._run_grader()
-            rich["custom_metrics"] = custom.custom_metrics
-            rich["custom_overall"] = custom.overall
-            rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
-        if self.grading_mode != "custom_only":
-            standard = await self._standard_grade(entry)
-            rich["metrics"].update(standard.get("metrics", {}))
-            rich["details"].update(standard.get("details", {}))
-            rich["trajectory_source"] = standard.get("trajectory_source")
-            for key in ("evaluation_status", "evaluation_errors"):
-                if key in standard:
-                    rich[key] = standard[key]
-        rich["overall"] = trial_overall(self.grading_mode, rich["metrics"], rich["custom_overall"])
-        rich["overall_basis"] = overall_basis(self.grading_mode, rich["metrics"])
-        if rich.get("evaluation_status") == "failed":
-            rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
-        host_dir = self._verifier_host_dir
-        host_dir.mkdir(parents=True, exist_ok=True)
-        (host_dir / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n", encoding="utf-8")
-        flat = flat_rewards(rich)
-        (host_dir / "reward.json").write_text(json.dumps(flat, indent=2) + "\n", encoding="utf-8")
-        if rich["overall"] is not None:
-            (host_dir / "reward.txt").write_text(f"{rich['overall']}\n", encoding="utf-8")
-        return VerifierResult(rewards=flat)
+        evidence = load_evidence(agent_dir)
+        judged = await judge_trial(evidence, entry_for_grading(entry, None), judge)
+        standard = grade(evidence, entry, judged=judged)
+        rich["metrics"].update(standard.get("metrics", {}))
+        rich["details"].update(standard.get("details", {}))
+        rich["trajectory_source"] = standard.get("trajectory_source")
+        for key in ("evaluation_status", "evaluation_errors"):
+            if key in standard:
+                rich[key] = standard[key]
+    rich["overall"] = trial_overall(grading_mode, rich["metrics"], rich["custom_overall"])
+    rich["overall_basis"] = overall_basis(grading_mode, rich["metrics"])
+    if rich.get("evaluation_status") == "failed":
+        rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
+    return rich

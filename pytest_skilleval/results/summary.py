@@ -257,6 +257,9 @@ def render_summary(aggregate: AggregateResult, results_path: str | None, width: 
         f"{cov.scored_trials} scored; grading {res.grading_mode}; score policy {res.score_policy}",
         width,
     )
+    if res.run_config.get("sandbox") == "none":
+        lines += _wrap("Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without "
+                       "isolation", width)
     if res.baseline_calibration:
         lines += _wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:

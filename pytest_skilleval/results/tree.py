@@ -30,6 +30,8 @@ import jsonschema
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
+from verifier import safe_io
+from verifier.redact import Redactor
 
 __all__ = [
     "ENV_RESULTS_DIR",
@@ -161,32 +163,16 @@ def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
 
 
 def _read_artifact(trial_dir: Path, rel: str, max_bytes: int, *, tail: bool = False) -> bytes | None:
-    """A regular file under trial_dir, reached without any symlink, under the size cap; else None.
+    """A regular file under trial_dir, reached without any symlink (verifier.safe_io), under the size cap; else None.
 
     With `tail`, a larger file is not refused: its last `max_bytes` bytes are returned instead.
     """
-    current = trial_dir
-    if current.is_symlink() or not current.is_dir():
-        return None
-    for part in Path(rel).parts:
-        current = current / part
-        if current.is_symlink():
-            return None
     try:
-        st = current.lstat()
-    except OSError:
+        if tail:
+            return safe_io.read_bytes(trial_dir, rel, tail_bytes=max_bytes)
+        return safe_io.read_bytes(trial_dir, rel, max_bytes=max_bytes)
+    except (OSError, safe_io.FileTooLargeError):
         return None
-    if not current.is_file() or (st.st_size > max_bytes and not tail):
-        return None
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(current, flags)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if tail and st.st_size > max_bytes:
-            handle.seek(st.st_size - max_bytes)
-        return handle.read(max_bytes + 1)[:max_bytes]
 
 
 # -------------------------------------------------------------------------------------------- run dir
@@ -281,24 +267,27 @@ def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -
     return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
 
 
-def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int) -> None:
+def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int,
+                 redactor: Redactor) -> None:
     tdir = trial_folder(run_dir, record.agent, record.arm, record.case, record.attempt)
     copied: dict[str, str] = {}
     if record.source_run is not None and (tdir / TRIAL_RECORD_NAME).is_file():
         # Resumed from this very folder: its artifacts are already here and the trial dir may be long gone.
-        atomic_write_json(tdir / TRIAL_RECORD_NAME, _json_safe(record.model_dump(mode="json")), run_dir)
+        atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))),
+                          run_dir)
         return
     if record.trial_dir:
         for src, name in HARBOR_ARTIFACTS:
             data = _read_artifact(Path(record.trial_dir), src, max_bytes)
             if data is not None:
-                atomic_write_bytes(tdir / name, data, run_dir)
+                atomic_write_bytes(tdir / name, redactor.json_bytes(data), run_dir)
                 copied[name] = src
     if "reward.json" not in copied:
-        atomic_write_json(tdir / "reward.json", _json_safe(_reward_from_record(record)), run_dir)
-    _write_explanations(tdir, run_dir, record, copied)
-    atomic_write_json(tdir / "trial.json", {**entry, "artifacts": copied, "trial_dir": record.trial_dir}, run_dir)
-    atomic_write_json(tdir / TRIAL_RECORD_NAME, _json_safe(record.model_dump(mode="json")), run_dir)
+        atomic_write_json(tdir / "reward.json", redactor.value(_json_safe(_reward_from_record(record))), run_dir)
+    _write_explanations(tdir, run_dir, record, copied, redactor)
+    trial = {**entry, "artifacts": copied, "trial_dir": record.trial_dir}
+    atomic_write_json(tdir / "trial.json", redactor.value(trial), run_dir)
+    atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))), run_dir)
 
 
 def _rich_reward(record: TrialRecord) -> tuple[dict[str, Any], str | None]:
@@ -315,17 +304,18 @@ def _rich_reward(record: TrialRecord) -> tuple[dict[str, Any], str | None]:
     return _reward_from_record(record), None
 
 
-def _write_explanations(tdir: Path, run_dir: Path, record: TrialRecord, copied: dict[str, str]) -> None:
+def _write_explanations(tdir: Path, run_dir: Path, record: TrialRecord, copied: dict[str, str],
+                        redactor: Redactor) -> None:
     """What explains the score, kept beside it: the rich reward and the grader's output, both redacted."""
     rich, source = _rich_reward(record)
-    atomic_write_json(tdir / RICH_REWARD_FILE, _json_safe(redact_value(rich)), run_dir)
+    atomic_write_json(tdir / RICH_REWARD_FILE, redactor.value(_json_safe(redact_value(rich))), run_dir)
     if source:
         copied[RICH_REWARD_FILE] = source
     if not record.trial_dir:
         return
     raw = _read_artifact(Path(record.trial_dir), GRADER_OUTPUT_SOURCE, MAX_GRADER_OUTPUT_CHARS * 4, tail=True)
     if raw is not None:
-        text = cap_text(redact_text(raw.decode("utf-8", errors="replace")), MAX_GRADER_OUTPUT_CHARS)
+        text = cap_text(redactor.text(redact_text(raw.decode("utf-8", errors="replace"))), MAX_GRADER_OUTPUT_CHARS)
         atomic_write_bytes(tdir / GRADER_OUTPUT_FILE, text.encode("utf-8"), run_dir)
         copied[GRADER_OUTPUT_FILE] = GRADER_OUTPUT_SOURCE
 
@@ -349,22 +339,29 @@ def write_results_tree(
     *,
     dataset_snapshot: Mapping[str, Any] | None = None,
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
+    redactor: Redactor | None = None,
 ) -> Path:
     """Write `<results_root>/<run_id>/...` and return the run directory.
 
     The run directory may already exist (staging may have created it); it must not be a symlink. result.json is
     written last among the run's files and validated against the shipped schema first; `latest` is moved after it,
-    and not at all for an interrupted run.
+    and not at all for an interrupted run. Every file passes through `redactor` (by default: the credential-looking
+    values of this process's environment plus token patterns), so no secret reaches the tree.
     """
+    redactor = redactor or Redactor.from_environment(os.environ)
+
+    def write_json(path: Path, data: Any) -> None:
+        atomic_write_json(path, redactor.value(data), results_root)
+
     results_root = Path(os.path.abspath(results_root))
     if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
         raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
     run_dir = _ensure_dir(results_root / run_id, results_root)
     atomic_write_bytes(run_dir / MARKER_FILE, b"generated by pytest-skilleval; safe to delete\n", results_root)
-    atomic_write_json(run_dir / "run_config.json", aggregate.run_config, results_root)
-    atomic_write_json(run_dir / "attempt_policy.json", aggregate.attempt_policy.model_dump(mode="json"), results_root)
+    write_json(run_dir / "run_config.json", aggregate.run_config)
+    write_json(run_dir / "attempt_policy.json", aggregate.attempt_policy.model_dump(mode="json"))
     if dataset_snapshot is not None:
-        atomic_write_json(run_dir / "dataset_snapshot.json", _json_safe(dict(dataset_snapshot)), results_root)
+        write_json(run_dir / "dataset_snapshot.json", _json_safe(dict(dataset_snapshot)))
 
     for name, agent in aggregate.agents.items():
         adir = run_dir / safe_component(name)
@@ -373,23 +370,23 @@ def write_results_tree(
             if summary.execution_status != "skipped":
                 body = {"agent": name, "model": agent.model, "grading_mode": aggregate.grading_mode}
                 body.update(summary.model_dump(mode="json"))
-                atomic_write_json(adir / arm / "summary.json", body, results_root)
+                write_json(adir / arm / "summary.json", body)
         lift_body = {"agent": name, "available": agent.lift is not None, "reason": agent.lift_omitted_reason}
         lift = agent.lift.model_dump(mode="json") if agent.lift else {}
-        atomic_write_json(adir / "lift.json", {**lift_body, **lift}, results_root)
+        write_json(adir / "lift.json", {**lift_body, **lift})
         if agent.custom_lift is not None:
             custom = {k: v.model_dump(mode="json") for k, v in agent.custom_lift.items()}
-            atomic_write_json(adir / "custom_lift.json", custom, results_root)
+            write_json(adir / "custom_lift.json", custom)
         if agent.lift is not None:
-            atomic_write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"], results_root)
+            write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"])
 
     entries = {(t.agent, t.arm, t.case, t.attempt): t.model_dump(mode="json") for t in aggregate.trials}
     for record in records:
         key = (record.agent, record.arm, record.case, record.attempt)
-        _write_trial(run_dir, record, entries.get(key, {}), max_artifact_bytes)
+        _write_trial(run_dir, record, entries.get(key, {}), max_artifact_bytes, redactor)
 
     if aggregate.comparison is not None:
-        atomic_write_json(run_dir / "comparison.json", aggregate.comparison, results_root)
+        write_json(run_dir / "comparison.json", aggregate.comparison)
 
     document = ResultDocument(
         **aggregate.model_dump(),
@@ -398,6 +395,7 @@ def write_results_tree(
         harbor_version=harbor_version(),
         run_dir=str(run_dir),
     ).model_dump(mode="json")
+    document = redactor.value(document)
     validate_result(document)
     atomic_write_json(run_dir / "result.json", document, results_root)
     if aggregate.execution_status != "interrupted":

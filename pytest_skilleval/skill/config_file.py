@@ -301,6 +301,7 @@ class HarborSettings(BaseModel):
     stop_on_pass: StrictBool | None = None
     n_concurrent: PositiveInt | None = None
     max_agents: PositiveInt | None = None
+    max_cases: PositiveInt | None = None
     timeout_multiplier: float | None = None
     agent_runtime_preflight: StrictBool | None = None
     agent_workdir: str | None = None

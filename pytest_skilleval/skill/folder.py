@@ -62,6 +62,8 @@ class SkillFolder:
         }
         config["skill_digest"] = self.digest
         config["judge"] = judge_run_config(self.settings)
+        if self.settings.local_sandbox is not None:
+            config["sandbox"] = self.settings.local_sandbox
         return config
 
     @cached_property

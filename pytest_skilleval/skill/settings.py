@@ -12,6 +12,9 @@ from pydantic import BaseModel, Field, field_validator
 from pytest_skilleval.skill.host_env import pass_env_names
 
 AGENT_ALIASES = {"claude": "claude-code"}
+# How `--env-mode` names our own `local` environment (the name, or either import path).
+LOCAL_ENV_MODES = ("local", "pytest_skilleval.harbor.local_env:LocalEnvironment",
+                   "pytest_skilleval.harbor_ext.local_env:LocalEnvironment")
 
 
 class RunSettings(BaseModel):
@@ -72,6 +75,14 @@ class RunSettings(BaseModel):
     @classmethod
     def _pass_env_names(cls, names: list[str]) -> list[str]:
         return pass_env_names(names)
+
+    @property
+    def local_sandbox(self) -> str | None:
+        """The `local` environment's isolation: `none` only when asked for, else `bwrap` (the session refuses
+        to start where bwrap cannot run); None for any other environment."""
+        if self.env_mode not in LOCAL_ENV_MODES:
+            return None
+        return "none" if str(self.env_kwargs.get("sandbox", "auto")).strip().lower() == "none" else "bwrap"
 
     @property
     def arms(self) -> tuple[str, ...]:

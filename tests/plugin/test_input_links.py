@@ -1,0 +1,90 @@
+"""`evals/files` links are never followed (issue 9, item 4): a link in a case's inputs is a collection error and a
+`skilleval validate` error naming it, whether it leaves the skill folder or not, and nothing of its target is staged."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.authoring.validate import validate_skill
+from pytest_skilleval.harbor.staging import StagingError, input_sources
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+
+
+@pytest.fixture
+def host_secret(tmp_path: Path) -> Path:
+    secret = tmp_path / "outside" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY MATERIAL\n")
+    return secret
+
+
+def _skill(project: SkillProject, files: list[str] | None = None) -> Path:
+    data = simple_entries("a")
+    if files is not None:
+        data["evals"][0]["files"] = files
+    skill = project.make_skill("demo", data)
+    (skill / "evals" / "files").mkdir()
+    (skill / "evals" / "files" / "data.txt").write_text("fine\n")
+    return skill
+
+
+@pytest.mark.parametrize("how", ["file-link", "dir-link", "files-itself", "nested"])
+def test_a_link_leaving_the_skill_is_a_collection_and_validate_error(
+    skill_project: SkillProject, host_secret: Path, how: str
+) -> None:
+    skill = _skill(skill_project)
+    files = skill / "evals" / "files"
+    if how == "file-link":
+        os.symlink(host_secret, files / "id_rsa")
+        named = "evals/files/id_rsa"
+    elif how == "dir-link":
+        os.symlink(host_secret.parent, files / "ssh")
+        named = "evals/files/ssh"
+    elif how == "nested":
+        (files / "deep").mkdir()
+        os.symlink("/etc/passwd", files / "deep" / "passwd")
+        named = "evals/files/deep/passwd"
+    else:
+        (files / "data.txt").unlink()
+        files.rmdir()
+        os.symlink(host_secret.parent, files)
+        named = "evals/files"
+    result = skill_project.run(*LOCAL_REPLAY, "--co")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    assert f"{named} is a symbolic link" in output and "outside the skill folder" in output
+
+    findings = [f for f in validate_skill(skill).findings if f.rule == "files-entry"]
+    assert findings and f"{named} is a symbolic link" in findings[0].message
+
+
+def test_a_listed_entry_holding_a_link_is_refused(skill_project: SkillProject, host_secret: Path) -> None:
+    skill = _skill(skill_project, files=["files/"])
+    os.symlink(host_secret, skill / "evals" / "files" / "key")
+    with pytest.raises(StagingError, match=r"files entry 'files/' is refused: evals/files/key is a symbolic link"):
+        input_sources(skill / "evals", ["files/"], "a")
+    report = validate_skill(skill)
+    assert any("evals/files/key is a symbolic link" in f.message for f in report.findings)
+
+
+def test_a_link_inside_the_skill_is_refused_too(skill_project: SkillProject) -> None:
+    """The documented choice: inputs are copied as they are, so no link is allowed, even one that stays inside."""
+    skill = _skill(skill_project)
+    os.symlink(skill / "SKILL.md", skill / "evals" / "files" / "skill.md")
+    with pytest.raises(StagingError, match=r"evals/files/skill.md is a symbolic link \(to .*SKILL.md\); inputs"):
+        input_sources(skill / "evals", None, "a")
+
+
+def test_plain_inputs_are_still_staged(skill_project: SkillProject) -> None:
+    skill = _skill(skill_project)
+    replay = json.loads((skill / "evals" / "replays" / "a.json").read_text())
+    replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = "cat /workspace/input/data.txt"
+    (skill / "evals" / "replays" / "a.json").write_text(json.dumps(replay))
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--ek", "sandbox=none")
+    result.assert_outcomes(passed=1)
+    trajectory = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/a/1/trajectory.json"))
+    assert "fine" in trajectory.read_text()

@@ -1,0 +1,64 @@
+"""--regrade: a finished run's stored trials graded again with today's graders, with no agent run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.support import LOCAL_REPLAY, SkillProject
+
+
+def _runs(project: SkillProject, skill: str) -> list:
+    return sorted((project.root / "results" / skill).glob("2*"))
+
+
+def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    skill = skill_project.copy_hello_skill()
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none")
+    skill_project.run(*args).assert_outcomes(passed=8)
+    [first] = _runs(skill_project, "hello-skill")
+    before = json.loads((first / "result.json").read_text())
+
+    # Without the replays the agent could not run at all: a regrade that needed it would error.
+    shutil.rmtree(skill / "evals" / "replays")
+    regraded = skill_project.run(*args, "--regrade", first.name)
+    regraded.assert_outcomes(passed=8)
+    runs = _runs(skill_project, "hello-skill")
+    assert len(runs) == 2 and runs[0] == first
+    after = json.loads((runs[1] / "result.json").read_text())
+    config = json.loads((runs[1] / "run_config.json").read_text())
+    assert config["regraded_from"] == first.name
+    score = lambda doc: sorted((t["case"], t["arm"], t["overall"]) for t in doc["trials"])  # noqa: E731
+    assert score(after) == score(before)  # same graders, same stored trajectories: same scores
+    record = json.loads(next(runs[1].glob("*/with_skill/trials/*/1/record.json")).read_text())
+    assert record["details"]["regrade"]["source_run"] == first.name
+    assert "custom grader was not re-run" in record["details"]["regrade"]["custom_grader"]
+
+
+def test_regrade_sees_a_changed_expectation(skill_project: SkillProject) -> None:
+    """Iterating on grading: a negative control turned positive is graded anew from the same trajectories."""
+    skill = skill_project.copy_hello_skill()
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--grading-mode", "default")
+    skill_project.run(*args)
+    [first] = _runs(skill_project, "hello-skill")
+    dataset = skill / "evals" / "evals.json"
+    data = json.loads(dataset.read_text())
+    negative = next(e for e in data["evals"] if e.get("expected_skill", "x") is None or e.get("should_trigger") is False)
+    negative.pop("should_trigger", None)
+    negative["expected_skill"] = "hello-skill"
+    dataset.write_text(json.dumps(data))
+    skill_project.run(*args, "--regrade", first.name)
+    second = _runs(skill_project, "hello-skill")[1]
+    before = {(t["case"], t["arm"]): t for t in json.loads((first / "result.json").read_text())["trials"]}
+    after = {(t["case"], t["arm"]): t for t in json.loads((second / "result.json").read_text())["trials"]}
+    key = (negative["id"], "without_skill")
+    assert before[key]["metrics"]["skill_execution"] != after[key]["metrics"]["skill_execution"]
+
+
+def test_regrade_of_an_unknown_run_is_a_usage_error(skill_project: SkillProject) -> None:
+    skill_project.copy_hello_skill()
+    result = skill_project.run(*LOCAL_REPLAY, "--regrade", "latest")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--regrade latest: no run folder under" in result.stderr.str()

@@ -1,0 +1,100 @@
+"""Signals end a run like one Ctrl+C (issue 9, item 7): a second Ctrl+C during shutdown, or SIGTERM mid-trial,
+leaves `result.json` marked interrupted, `latest` on the previous run, that run intact, and no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support import SkillProject, simple_entries
+
+# A number no other process on the machine has in its command line, to count what the trial left behind.
+SLEEP = "171.717"
+
+
+def _skill(project: SkillProject) -> Path:
+    skill = project.make_skill("demo", simple_entries("quick", "slow"))
+    for case, command in (("quick", "echo quick"), ("slow", f"sleep {SLEEP}; echo done")):
+        path = skill / "evals" / "replays" / f"{case}.json"
+        replay = json.loads(path.read_text())
+        replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = command
+        path.write_text(json.dumps(replay))
+    return skill
+
+
+def _argv(project: SkillProject, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "--skill-eval", "-p", "no:cacheprovider", "--agents", "replay",
+            "--env-mode", "local", "--ek", "sandbox=none", "--skip-baseline",
+            "--results-dir", str(project.root / "results"), str(project.root / "skills"), *extra]
+
+
+def _leftovers() -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if SLEEP in text:
+            found.append(f"{cmdline.parent.name}: {text}")
+    return found
+
+
+def _runs(project: SkillProject) -> dict[str, str | None]:
+    runs = {}
+    for run in sorted((project.root / "results" / "demo").glob("2*")):
+        result = run / "result.json"
+        runs[run.name] = json.loads(result.read_text())["execution_status"] if result.exists() else None
+    return runs
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts processes through /proc (Linux only)")
+@pytest.mark.parametrize(("signals", "extra"), [
+    ((signal.SIGINT, signal.SIGINT), ()),
+    ((signal.SIGTERM,), ()),
+    ((signal.SIGTERM, signal.SIGINT), ()),
+    ((signal.SIGTERM,), ("-n", "2")),
+], ids=["ctrl-c-twice", "sigterm", "sigterm-then-ctrl-c", "sigterm-xdist"])
+def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signals: tuple[int, ...],
+                                             extra: tuple[str, ...]) -> None:
+    _skill(skill_project)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    previous = subprocess.run(_argv(skill_project, "-k", "quick"), cwd=skill_project.root, env=env,
+                              capture_output=True, text=True, timeout=300)
+    assert previous.returncode == 0, previous.stdout + previous.stderr
+    latest = skill_project.root / "results" / "demo" / "latest"
+    previous_run = os.readlink(latest)
+    previous_bytes = (latest.parent / previous_run / "result.json").read_bytes()
+
+    proc = subprocess.Popen(_argv(skill_project, *extra), cwd=skill_project.root, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not _leftovers():  # the slow trial's command is running
+            assert proc.poll() is None and time.monotonic() < deadline, "the sleeping trial never started"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        for sig in signals:
+            proc.send_signal(sig)
+            time.sleep(0.4)  # the next one lands while the first is being handled
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = output.decode(errors="replace")
+
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+    runs = _runs(skill_project)
+    assert runs.pop(previous_run) == "succeeded"
+    assert list(runs.values()) == ["interrupted"], text
+    assert os.readlink(latest) == previous_run
+    assert (latest.parent / previous_run / "result.json").read_bytes() == previous_bytes
+    time.sleep(0.5)
+    assert _leftovers() == []

@@ -1,0 +1,123 @@
+"""verifier.safe_io: reads and writes under a trusted folder never follow a link, and sizes are checked first."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from verifier import safe_io
+
+
+@pytest.fixture
+def host_file(tmp_path: Path) -> Path:
+    target = tmp_path / "host" / "secret.txt"
+    target.parent.mkdir()
+    target.write_text("HOST SECRET\n")
+    return target
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "root" / "logs").mkdir(parents=True)
+    return tmp_path / "root"
+
+
+def test_read_refuses_a_link_as_the_file(root: Path, host_file: Path) -> None:
+    (root / "logs" / "reward.json").symlink_to(host_file)
+    with pytest.raises(safe_io.UnsafePathError, match=r"logs/reward.json is a symbolic link \(to .*secret.txt\)"):
+        safe_io.read_text(root, "logs/reward.json")
+
+
+def test_read_refuses_a_link_on_the_way(root: Path, host_file: Path) -> None:
+    (root / "logs" / "agent").symlink_to(host_file.parent)
+    with pytest.raises(safe_io.UnsafePathError, match=r"/logs/agent is a symbolic link"):
+        safe_io.read_text(root, "logs/agent/secret.txt", label="/")
+
+
+def test_read_refuses_escapes_and_special_files(root: Path) -> None:
+    with pytest.raises(safe_io.UnsafePathError, match="'..'"):
+        safe_io.read_text(root, "logs/../../etc/passwd")
+    with pytest.raises(safe_io.UnsafePathError, match="relative"):
+        safe_io.read_text(root, "/etc/passwd")
+    os.mkfifo(root / "logs" / "pipe")  # opening it must not hang
+    with pytest.raises(safe_io.UnsafePathError, match="not a regular file"):
+        safe_io.read_text(root, "logs/pipe")
+
+
+def test_size_is_checked_before_reading(root: Path) -> None:
+    with open(root / "logs" / "big", "wb") as handle:
+        handle.truncate(10_000)
+    with pytest.raises(safe_io.FileTooLargeError, match="is 10000 bytes; the limit is 100 bytes"):
+        safe_io.read_bytes(root, "logs/big", max_bytes=100)
+    assert safe_io.file_size(root, "logs/big") == 10_000
+    assert safe_io.file_size(root, "logs/absent") is None
+
+
+def test_write_never_writes_through_a_link(root: Path, host_file: Path) -> None:
+    (root / "logs" / "out.txt").symlink_to(host_file)
+    with pytest.raises(safe_io.UnsafePathError, match="is a symbolic link"):
+        safe_io.write_text(root, "logs/out.txt", "overwritten")
+    (root / "logs" / "dir").symlink_to(host_file.parent)
+    with pytest.raises(safe_io.UnsafePathError, match="is a symbolic link"):
+        safe_io.write_text(root, "logs/dir/new.txt", "planted")
+    assert host_file.read_text() == "HOST SECRET\n"
+    assert sorted(p.name for p in host_file.parent.iterdir()) == ["secret.txt"]
+    safe_io.write_text(root, "logs/new/deeper.txt", "ok")
+    assert (root / "logs" / "new" / "deeper.txt").read_text() == "ok"
+
+
+def test_copy_tree_leaves_links_out_and_names_them(root: Path, host_file: Path, tmp_path: Path) -> None:
+    (root / "logs" / "keep.txt").write_text("kept")
+    (root / "logs" / "sub").mkdir()
+    (root / "logs" / "sub" / "script.sh").write_text("#!/bin/sh\n")
+    (root / "logs" / "sub" / "script.sh").chmod(0o755)
+    (root / "logs" / "leak").symlink_to(host_file)
+    (root / "logs" / "leakdir").symlink_to(host_file.parent)
+    refused = safe_io.copy_tree(root, "logs", tmp_path / "out", label="/")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["keep.txt", "sub"]
+    assert os.access(tmp_path / "out" / "sub" / "script.sh", os.X_OK)
+    assert any("/logs/leak is a symbolic link" in r for r in refused)
+    assert any("/logs/leakdir is a symbolic link" in r for r in refused)
+
+
+def test_copy_tree_refuses_a_linked_source_or_destination(root: Path, host_file: Path, tmp_path: Path) -> None:
+    (root / "logs" / "agent").symlink_to(host_file.parent)
+    with pytest.raises(safe_io.UnsafePathError, match="/logs/agent is a symbolic link"):
+        safe_io.copy_tree(root, "logs/agent", tmp_path / "out", label="/")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "secret.txt").write_text("from the host\n")
+    with pytest.raises(safe_io.UnsafePathError, match="/logs/agent is a symbolic link"):
+        safe_io.copy_tree(source, "", root, "logs/agent", links="copy", dst_label="/")
+    assert host_file.read_text() == "HOST SECRET\n"
+
+
+def test_copy_tree_can_recreate_links_without_reading_them(root: Path, host_file: Path, tmp_path: Path) -> None:
+    (root / "logs" / "leak").symlink_to(host_file)
+    assert safe_io.copy_tree(root, "logs", tmp_path / "out", links="copy") == []
+    assert os.readlink(tmp_path / "out" / "leak") == str(host_file)
+
+
+def test_copy_tree_checks_sizes_before_copying(root: Path, tmp_path: Path) -> None:
+    with open(root / "logs" / "huge", "wb") as handle:
+        handle.truncate(1024 ** 3)
+    refused = safe_io.copy_tree(root, "logs", tmp_path / "out", max_file_bytes=1024)
+    assert not (tmp_path / "out" / "huge").exists()
+    assert refused and "is 1073741824 bytes; the limit is 1024 bytes" in refused[0]
+
+
+def test_link_on_path_names_the_first_link(root: Path, host_file: Path) -> None:
+    assert safe_io.link_on_path(root, "logs/agent/trajectory.json", label="/") is None
+    (root / "logs" / "agent").symlink_to(host_file.parent)
+    assert "/logs/agent is a symbolic link" in str(safe_io.link_on_path(root, "logs/agent/trajectory.json", label="/"))
+
+
+def test_read_capped_says_where_output_was_cut() -> None:
+    handle = io.BytesIO(b"a" * 150)
+    text = safe_io.read_capped(handle, 100)
+    assert text.startswith("a" * 100)
+    assert "[output cut at 100 bytes: 50 more bytes of 150 were not kept]" in text
+    assert safe_io.read_capped(io.BytesIO(b"short"), 100) == "short"

@@ -1,0 +1,144 @@
+"""One redaction pass over everything we write or print: no secret reaches a file, JUnit or the terminal.
+
+What counts as a secret: the values of credential-looking variables in the host environment (`*_KEY`, `*_TOKEN`,
+`*SECRET*`, `*PASSWORD*`, provider keys, ...), the values of credential-looking `--ek`/agent kwargs, and anything
+shaped like a token (`sk-...`, `ghp_...`, `AKIA...`, `xoxb-...`, `Bearer ...`, private key blocks, URL passwords).
+An agent or grader can print those every way it likes (an env dump, stderr, reward details, a traceback), so the
+pass runs where our output leaves the process: the results tree writer, the JUnit properties and failure text,
+the terminal summary. Values too short or too plain to be secrets (`true`, `default`) are left alone, since
+replacing them would corrupt ordinary fields.
+
+Pure standard library (plus the credential-name rules in `verifier.custom`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from verifier.custom import is_credential_field_name, looks_like_credential
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LENGTH = 8
+# Plain lowercase words this long are passphrases rather than config values.
+MIN_PLAIN_SECRET_LENGTH = 16
+
+_CREDENTIAL_NAME = re.compile(
+    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH", re.IGNORECASE
+)
+_TOKEN_COUNT_NAME = re.compile(r"TOKENS?_?(COUNT|LIMIT|USAGE)|MAX_?TOKENS|TOKENIZERS?", re.IGNORECASE)
+
+# (pattern, replacement): the replacement keeps any prefix group so the text still reads.
+TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, flags), replacement)
+    for pattern, flags, replacement in (
+        (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S, REDACTED),
+        (r"(?<![A-Za-z0-9])sk-(?:proj-|ant-|test-|live-)?[A-Za-z0-9_-]{12,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{16,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])nvapi-[A-Za-z0-9_-]{12,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{24,}", 0, REDACTED),
+        (r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, REDACTED),
+        (r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{12,}", 0, r"\1" + REDACTED),
+        (r"(?i)(\bauthorization\s*[:=]\s*)(?!bearer\b)[^\s'\",;]{8,}", 0, r"\1" + REDACTED),
+        (r"(://[^/\s:@'\"]+:)[^/\s@'\"]{3,}(@)", 0, r"\1" + REDACTED + r"\2"),
+        (r"(?i)(\b(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|password|passwd|token)\s*[=:]\s*['\"]?)"
+         r"(?!\[REDACTED\])[^\s'\",;&]{6,}", 0, r"\1" + REDACTED),
+    )
+)
+
+
+def is_credential_variable(name: str) -> bool:
+    """Whether an environment variable's name says its value is a credential (`OPENAI_API_KEY`, `PGPASSWORD`)."""
+    if _TOKEN_COUNT_NAME.search(name):
+        return False
+    return is_credential_field_name(name) or bool(_CREDENTIAL_NAME.search(name))
+
+
+def _secret_shaped(value: str) -> bool:
+    """Long enough and varied enough that replacing it everywhere cannot corrupt an ordinary field."""
+    value = value.strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        return False
+    if value.isalpha() and value.islower() and len(value) < MIN_PLAIN_SECRET_LENGTH:
+        return False
+    return not value.isdigit() or len(value) >= MIN_PLAIN_SECRET_LENGTH
+
+
+def environment_secrets(environ: Mapping[str, str]) -> list[str]:
+    """Values of credential-looking variables in an environment (the host's, usually)."""
+    return [value for name, value in environ.items() if is_credential_variable(name) and _secret_shaped(value)]
+
+
+def kwarg_secrets(kwargs: Mapping[str, Any]) -> list[str]:
+    """Values of kwargs (`--ek`, agent kwargs) whose name or value looks like a credential."""
+    found = []
+    for key, value in kwargs.items():
+        text = str(value)
+        if (looks_like_credential(str(key)) or looks_like_credential(text)) and len(text.strip()) >= 4:
+            found.append(text)
+    return found
+
+
+class Redactor:
+    """Replaces known secret values and token-shaped strings with `[REDACTED]` in text and in JSON-like data."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            secret = secret.strip()
+            if not secret:
+                continue
+            forms.add(secret)
+            forms.add(json.dumps(secret)[1:-1])  # as it appears inside a JSON string
+        ordered = sorted(forms, key=len, reverse=True)
+        self._values = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str], kwargs: Iterable[Mapping[str, Any]] = ()) -> Redactor:
+        values = environment_secrets(environ)
+        for mapping in kwargs:
+            values.extend(kwarg_secrets(mapping))
+        return cls(values)
+
+    def text(self, text: str) -> str:
+        if self._values is not None:
+            text = self._values.sub(REDACTED, text)
+        for pattern, replacement in TOKEN_PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+    def value(self, data: Any) -> Any:
+        """A copy of JSON-like data with every string redacted; credential-named keys lose their string values."""
+        if isinstance(data, str):
+            return self.text(data)
+        if isinstance(data, Mapping):
+            redacted = {}
+            for key, item in data.items():
+                name = self.text(str(key))
+                if isinstance(item, str) and item and looks_like_credential(str(key)):
+                    redacted[name] = REDACTED
+                else:
+                    redacted[name] = self.value(item)
+            return redacted
+        if isinstance(data, (list, tuple)):
+            return [self.value(item) for item in data]
+        return data
+
+    def json_bytes(self, data: bytes) -> bytes:
+        """A file's bytes with secrets removed: JSON is redacted as data (so it stays valid JSON), else as text."""
+        text = data.decode("utf-8", errors="replace")
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return self.text(text).encode("utf-8")
+        redacted = self.value(parsed)
+        if redacted == parsed:
+            return data
+        return (json.dumps(redacted, indent=2, ensure_ascii=False) + "\n").encode("utf-8")

@@ -1,0 +1,427 @@
+"""Reading and writing files a sandbox produced, without ever following a link it planted.
+
+Why: the `local` environment's sandbox is a folder tree on the host, and Docker's `cp` copies links as links. Code
+the agent chose can replace `/logs/agent` or `reward.json` with a symbolic link to any host file; host-side code
+that opened such a path would read the host file into the results or write through it onto the host. So every
+host-side read or write of a path the sandbox could have touched goes through here: the walk starts at a trusted
+directory and opens each component with `O_NOFOLLOW` relative to its parent's descriptor (no `..`, no absolute
+parts), so the file reached is always inside that directory. A link is reported as an error naming it; it is never
+followed, and never silently replaced when it stands where we write.
+
+Pure standard library; used by the grading engine, the Harbor adapter and environment, and the results tree.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import IO, Literal
+
+__all__ = [
+    "FileTooLargeError",
+    "UnsafePathError",
+    "copy_file",
+    "copy_tree",
+    "file_size",
+    "link_on_path",
+    "read_bytes",
+    "read_capped",
+    "read_text",
+    "remove_file",
+    "write_bytes",
+    "write_text",
+]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: opening a FIFO the sandbox left behind must not hang the host; regular files ignore the flag.
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_CHUNK = 1024 * 1024
+
+LinkPolicy = Literal["refuse", "copy"]
+
+
+class UnsafePathError(OSError):
+    """A link, a special file or an escaping path where a file from the sandbox was expected; never followed."""
+
+
+class FileTooLargeError(ValueError):
+    """A file over the size limit; nothing of it was copied or parsed."""
+
+
+def _parts(rel: str | os.PathLike[str]) -> list[str]:
+    """The components of a relative path; absolute paths and `..` are refused (the result must stay inside)."""
+    text = os.fspath(rel)
+    path = PurePosixPath(text)
+    if path.is_absolute():
+        raise UnsafePathError(f"{text} must be relative to its trusted directory")
+    parts = [part for part in path.parts if part != "."]
+    if ".." in parts:
+        raise UnsafePathError(f"{text} must not contain '..'")
+    return parts
+
+
+def _shown(label: str, parts: list[str]) -> str:
+    return "/".join([label.rstrip("/"), *parts]) if parts else label
+
+
+def _link_error(dir_fd: int, name: str, shown: str) -> UnsafePathError:
+    try:
+        target = os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        return UnsafePathError(f"{shown} is not a regular file or directory; it was not followed")
+    return UnsafePathError(f"{shown} is a symbolic link (to {target}); links from the sandbox are never followed")
+
+
+def _open_error(error: OSError, dir_fd: int, name: str, shown: str) -> OSError:
+    """Turn ELOOP/ENOTDIR from an O_NOFOLLOW open into an error that names the link."""
+    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return error
+        if stat.S_ISLNK(st.st_mode):
+            return _link_error(dir_fd, name, shown)
+        if error.errno == errno.ENOTDIR:
+            return UnsafePathError(f"{shown} is not a directory")
+    return error
+
+
+def _open_root(root: Path, create: bool) -> int:
+    """The trusted directory itself; its own last component must not be a link either."""
+    root = Path(os.path.abspath(root))
+    if create:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(root)
+        except FileExistsError:
+            pass
+    parent = os.open(root.parent, _DIR_FLAGS & ~_NOFOLLOW)
+    try:
+        return _open_child_dir(parent, root.name, str(root), create=False)
+    finally:
+        os.close(parent)
+
+
+def _open_child_dir(dir_fd: int, name: str, shown: str, *, create: bool) -> int:
+    if not name:  # the file-system root
+        return os.dup(dir_fd)
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if not create:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", shown) from None
+    except OSError as error:
+        raise _open_error(error, dir_fd, name, shown) from None
+    try:
+        os.mkdir(name, 0o755, dir_fd=dir_fd)
+    except FileExistsError:
+        pass
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as error:
+        raise _open_error(error, dir_fd, name, shown) from None
+
+
+@contextmanager
+def _directory(root: Path, parts: list[str], label: str, *, create: bool = False) -> Iterator[int]:
+    """A descriptor of root/parts, each component opened without following links."""
+    fd = _open_root(root, create)
+    try:
+        for index, part in enumerate(parts):
+            child = _open_child_dir(fd, part, _shown(label, parts[: index + 1]), create=create)
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_regular(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_result]:
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", shown) from None
+    except OSError as error:
+        raise _open_error(error, dir_fd, name, shown) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnsafePathError(f"{shown} is not a regular file")
+    return fd, st
+
+
+def _read_fd(fd: int, limit: int | None, shown: str) -> bytes:
+    chunks, total = [], 0
+    while True:
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if limit is not None and total > limit:
+            raise FileTooLargeError(f"{shown} grew past {limit} bytes while being read; the limit is {limit} bytes")
+        chunks.append(chunk)
+
+
+def _too_large(shown: str, size: int, limit: int) -> FileTooLargeError:
+    return FileTooLargeError(f"{shown} is {size} bytes; the limit is {limit} bytes (nothing of it was read)")
+
+
+def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, tail_bytes: int | None = None,
+               label: str | None = None) -> bytes:
+    """The bytes of the regular file root/rel, reached without following any link; size checked before reading.
+
+    `tail_bytes` reads only the last that many bytes of a larger file instead of refusing it.
+    Raises FileNotFoundError when it is missing, UnsafePathError for a link or special file, FileTooLargeError.
+    """
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePathError(f"{rel!s} names no file")
+    label = label or str(root)
+    with _directory(root, parts[:-1], label) as dir_fd:
+        fd, st = _open_regular(dir_fd, parts[-1], _shown(label, parts))
+        try:
+            if tail_bytes is not None:
+                os.lseek(fd, max(0, st.st_size - tail_bytes), os.SEEK_SET)
+                return os.read(fd, tail_bytes)
+            if max_bytes is not None and st.st_size > max_bytes:
+                raise _too_large(_shown(label, parts), st.st_size, max_bytes)
+            return _read_fd(fd, max_bytes, _shown(label, parts))
+        finally:
+            os.close(fd)
+
+
+def read_text(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, errors: str = "strict",
+              label: str | None = None) -> str:
+    """`read_bytes` decoded as UTF-8."""
+    return read_bytes(root, rel, max_bytes=max_bytes, label=label).decode("utf-8", errors=errors)
+
+
+def file_size(root: Path, rel: str | os.PathLike[str], *, label: str | None = None) -> int | None:
+    """Size of the regular file root/rel, None when missing; a link anywhere on the way is an UnsafePathError."""
+    try:
+        parts = _parts(rel)
+        label = label or str(root)
+        with _directory(root, parts[:-1], label) as dir_fd:
+            fd, st = _open_regular(dir_fd, parts[-1], _shown(label, parts))
+            os.close(fd)
+            return st.st_size
+    except FileNotFoundError:
+        return None
+
+
+def link_on_path(root: Path, rel: str | os.PathLike[str], *, label: str | None = None) -> str | None:
+    """A message naming the first component of root/rel that is a symbolic link, or None (missing parts are fine)."""
+    parts = _parts(rel)
+    label = label or str(root)
+    try:
+        fd = _open_root(root, create=False)
+    except UnsafePathError as error:
+        return str(error)
+    except OSError:
+        return None
+    try:
+        for index, part in enumerate(parts):
+            shown = _shown(label, parts[: index + 1])
+            try:
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return None
+            if stat.S_ISLNK(st.st_mode):
+                return str(_link_error(fd, part, shown))
+            if not stat.S_ISDIR(st.st_mode):
+                return None
+            child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return None
+    finally:
+        os.close(fd)
+
+
+def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, mode: int = 0o644,
+                  times: tuple[int, int] | None = None, limit: int | None = None) -> None:
+    """Write a temp file in dir_fd and rename it over `name`: an existing link at `name` is refused, not followed."""
+    try:
+        existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and stat.S_ISLNK(existing.st_mode):
+        raise _link_error(dir_fd, name, shown)
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        raise UnsafePathError(f"{shown} exists and is not a regular file")
+    tmp = f".{name[:64]}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd)
+    try:
+        try:
+            if isinstance(data_source, bytes):
+                view = memoryview(data_source)
+                while view:
+                    view = view[os.write(fd, view):]
+            else:
+                copied = 0
+                while chunk := os.read(data_source, _CHUNK):
+                    copied += len(chunk)
+                    if limit is not None and copied > limit:
+                        raise FileTooLargeError(f"{shown} grew past the limit of {limit} bytes while being copied")
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view):]
+            os.fchmod(fd, mode & 0o777)
+            if times is not None:
+                os.utime(fd, ns=times)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+
+
+def write_bytes(root: Path, rel: str | os.PathLike[str], data: bytes, *, label: str | None = None) -> None:
+    """Write root/rel atomically, creating folders; a link anywhere on the way (or at rel itself) is refused."""
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePathError(f"{rel!s} names no file")
+    label = label or str(root)
+    with _directory(root, parts[:-1], label, create=True) as dir_fd:
+        _replace_into(dir_fd, parts[-1], data, _shown(label, parts))
+
+
+def write_text(root: Path, rel: str | os.PathLike[str], text: str, *, label: str | None = None) -> None:
+    write_bytes(root, rel, text.encode("utf-8"), label=label)
+
+
+def remove_file(root: Path, rel: str | os.PathLike[str]) -> None:
+    """Unlink root/rel if present (a link itself is removed, its target untouched)."""
+    parts = _parts(rel)
+    try:
+        with _directory(root, parts[:-1], str(root)) as dir_fd:
+            os.unlink(parts[-1], dir_fd=dir_fd)
+    except (FileNotFoundError, IsADirectoryError):
+        pass
+
+
+def _copy_entry(src_fd: int, name: str, dst_fd: int, shown: str, st: os.stat_result, *, links: LinkPolicy,
+                max_file_bytes: int | None, refused: list[str]) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        if links == "copy":
+            try:
+                existing = os.stat(name, dir_fd=dst_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                existing = None
+            if existing is not None:
+                refused.append(f"{shown}: the destination already has an entry of that name")
+                return
+            os.symlink(os.readlink(name, dir_fd=src_fd), name, dir_fd=dst_fd)
+        else:
+            refused.append(str(_link_error(src_fd, name, shown)))
+        return
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            child_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
+        except OSError as error:
+            refused.append(str(_open_error(error, src_fd, name, shown)))
+            return
+        try:
+            child_dst = _open_child_dir(dst_fd, name, shown, create=True)
+        except OSError as error:
+            os.close(child_src)
+            refused.append(f"{shown}: {error}")
+            return
+        try:
+            _copy_dir(child_src, child_dst, shown, links=links, max_file_bytes=max_file_bytes, refused=refused)
+        finally:
+            os.close(child_src)
+            os.close(child_dst)
+        return
+    if not stat.S_ISREG(st.st_mode):
+        refused.append(f"{shown} is not a regular file, directory or link; it was not copied")
+        return
+    if max_file_bytes is not None and st.st_size > max_file_bytes:
+        refused.append(str(_too_large(shown, st.st_size, max_file_bytes)))
+        return
+    try:
+        fd, opened = _open_regular(src_fd, name, shown)
+    except OSError as error:
+        refused.append(str(error))
+        return
+    try:
+        _replace_into(dst_fd, name, fd, shown, opened.st_mode, (opened.st_atime_ns, opened.st_mtime_ns),
+                      max_file_bytes)
+    except (OSError, FileTooLargeError) as error:
+        refused.append(str(error))
+    finally:
+        os.close(fd)
+
+
+def _copy_dir(src_fd: int, dst_fd: int, shown: str, *, links: LinkPolicy, max_file_bytes: int | None,
+              refused: list[str]) -> None:
+    for name in sorted(os.listdir(src_fd)):
+        try:
+            st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        _copy_entry(src_fd, name, dst_fd, f"{shown}/{name}", st, links=links, max_file_bytes=max_file_bytes,
+                    refused=refused)
+
+
+def copy_tree(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, dst_rel: str | os.PathLike[str] = "",
+              *, links: LinkPolicy = "refuse", max_file_bytes: int | None = None, label: str | None = None,
+              dst_label: str | None = None) -> list[str]:
+    """Copy the folder src_root/src_rel into dst_root/dst_rel (merged), never following a link on either side.
+
+    `links="refuse"` leaves every link out and reports it; `"copy"` recreates it as a link (its target is never
+    read). Special files and files over `max_file_bytes` are left out and reported. An existing link in the
+    destination is never written through. Returns the refusals (empty when everything was copied).
+    """
+    src_parts, dst_parts = _parts(src_rel), _parts(dst_rel)
+    label = label or str(src_root)
+    refused: list[str] = []
+    dst_label = dst_label or str(dst_root)
+    with _directory(src_root, src_parts, label) as src_fd, _directory(dst_root, dst_parts, dst_label,
+                                                                      create=True) as dst_fd:
+        _copy_dir(src_fd, dst_fd, _shown(label, src_parts), links=links, max_file_bytes=max_file_bytes,
+                  refused=refused)
+    return refused
+
+
+def copy_file(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, dst_rel: str | os.PathLike[str], *,
+              max_bytes: int | None = None, label: str | None = None, dst_label: str | None = None) -> None:
+    """Copy one regular file (mode and times kept); links and oversize files raise instead of being copied."""
+    src_parts, dst_parts = _parts(src_rel), _parts(dst_rel)
+    if not src_parts or not dst_parts:
+        raise UnsafePathError("copy_file needs a file name on both sides")
+    label = label or str(src_root)
+    shown = _shown(label, src_parts)
+    with _directory(src_root, src_parts[:-1], label) as src_dir:
+        fd, st = _open_regular(src_dir, src_parts[-1], shown)
+        try:
+            if max_bytes is not None and st.st_size > max_bytes:
+                raise _too_large(shown, st.st_size, max_bytes)
+            dst_label = dst_label or str(dst_root)
+            with _directory(dst_root, dst_parts[:-1], dst_label, create=True) as dst_dir:
+                _replace_into(dst_dir, dst_parts[-1], fd, _shown(dst_label, dst_parts), st.st_mode,
+                              (st.st_atime_ns, st.st_mtime_ns), max_bytes)
+        finally:
+            os.close(fd)
+
+
+def read_capped(handle: IO[bytes], max_bytes: int) -> str:
+    """Command output kept up to `max_bytes`; when more was written, a last line says where it was cut."""
+    handle.seek(0, os.SEEK_END)
+    total = handle.tell()
+    handle.seek(0)
+    text = handle.read(max_bytes).decode("utf-8", errors="replace")
+    if total > max_bytes:
+        text += (f"\n[output cut at {max_bytes} bytes: {total - max_bytes} more bytes of {total} were not kept]\n")
+    return text
