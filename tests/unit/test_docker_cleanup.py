@@ -56,3 +56,14 @@ def test_leftovers_message_says_how_to_find_them() -> None:
     for project in ("p1", "p2"):
         assert f"docker ps -a --filter label=com.docker.compose.project={project}" in text
     assert "docker network ls" in text and "docker volume ls" in text and "--filter name=skilleval-" in text
+
+
+def test_a_second_ctrl_c_names_the_docker_resources_still_being_removed(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_skilleval.signals import SignalGuard
+
+    monkeypatch.setattr(docker_cleanup, "_ACTIVE", {"skilleval-c1__replay-with-skill-1__abc123__env"})
+    SignalGuard()._on_repeat(2, None)
+    err = capsys.readouterr().err
+    assert "already stopping" in err and "if you stop now, containers, networks or volumes of 1 trial(s)" in err
+    assert "docker ps -a --filter label=com.docker.compose.project=skilleval-c1__replay-with-skill-1__abc123__env" in err
