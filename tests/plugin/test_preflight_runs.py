@@ -45,8 +45,9 @@ def test_unreachable_docker_daemon_is_one_line(skill_project: SkillProject, monk
 
 def test_unknown_environment_kwarg_is_one_line(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY, "--ek", "bogus=1"))
-    assert "environment kwargs: --ek bogus: unknown to the local environment" in output
+    result = skill_project.run("--agents", "replay", "--env-mode", "docker", "--ek", "bogus=1")
+    output = _stopped_before_any_trial(skill_project, result)
+    assert "environment kwargs: --ek bogus: unknown to the docker environment (it accepts: none)" in output
 
 
 def test_unknown_environment_mode_is_one_line(skill_project: SkillProject) -> None:
