@@ -6,6 +6,7 @@ the merge can tell "given" from "defaulted".
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,38 @@ def _pairs(values: list[str] | str, flag: str) -> dict[str, str]:
     return result
 
 
+# Constructor arguments Harbor or the plugin set themselves; an --agent-kwarg for one would clash or change meaning.
+RESERVED_AGENT_KWARGS = frozenset({
+    "logs_dir", "model_name", "logger", "mcp_servers", "skills_dir", "load_trajectory", "environment_logs_dir",
+    "extra_env", "task_dir", "trial_paths", "agent_timeout_sec", "replay_dir", "case_id", "arm",
+})
+
+
+def _kwarg_value(text: str) -> Any:
+    """JSON when it parses as JSON (`false`, `3`, `{"a": 1}`), else the text itself (`http://...`)."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _agent_kwargs(values: list[str] | str) -> dict[str, Any]:
+    """`AGENT:KEY=VALUE` items as {AGENT: {KEY: value}}; the agent is what comes before the last ':' of the part
+    before '=', so import-path agents (`pkg.mod:Class:KEY=VALUE`) work too."""
+    result: dict[str, dict[str, Any]] = {}
+    for value in [values] if isinstance(values, str) else values:
+        target, sep, item = value.partition("=")
+        agent, colon, key = target.strip().rpartition(":")
+        if not sep or not colon or not agent.strip() or not key.strip():
+            raise pytest.UsageError(f"--agent-kwarg expects AGENT:KEY=VALUE, got {value!r}")
+        if key.strip() in RESERVED_AGENT_KWARGS:
+            hint = " (use --agent-model)" if key.strip() == "model_name" else ""
+            raise pytest.UsageError(f"--agent-kwarg {agent.strip()}:{key.strip()}: {key.strip()!r} is set by Harbor "
+                                    f"or the plugin and cannot be passed{hint}")
+        result.setdefault(agent.strip(), {})[key.strip()] = _kwarg_value(item.strip())
+    return result
+
+
 def _bool(value: str | bool) -> bool:
     if isinstance(value, bool):
         return value
@@ -58,7 +91,7 @@ class OptionSpec:
     multiple: bool = False
     metavar: str | None = None
     implemented: bool = True
-    cli_only: bool = False  # no ini key: a project file must not be able to set it
+    cli_only: bool = False  # no ini key: a project file (ini, evals/config.yml) must not be able to set it
 
     @property
     def flag(self) -> str:
@@ -79,6 +112,9 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "module:Class (default codex).", parse=_split_list, metavar="A,B"),
     OptionSpec("agent_model", "Model for one agent, AGENT=MODEL (repeatable).", parse=lambda v: _pairs(v, "--agent-model"),
                multiple=True, metavar="AGENT=MODEL"),
+    OptionSpec("agent_kwarg", "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable; command line only), "
+               "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
+               parse=_agent_kwargs, multiple=True, metavar="AGENT:KEY=VALUE", cli_only=True),
     OptionSpec("env_mode", "Where trials run: local (built in, no Docker), docker, or any Harbor environment type "
                "(default docker).", metavar="MODE"),
     OptionSpec("ek", "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local.",
@@ -123,7 +159,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
 # Option name -> RunSettings field, where they differ.
-FIELD_FOR_OPTION = {"agent_model": "agent_models", "ek": "env_kwargs"}
+FIELD_FOR_OPTION = {"agent_model": "agent_models", "ek": "env_kwargs", "agent_kwarg": "agent_kwargs"}
 # RunSettings field -> path in evals/config.yml.
 CONFIG_PATHS: dict[str, tuple[str, ...]] = {
     "n_attempts": ("harbor", "n_attempts"),
@@ -177,9 +213,13 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
             parsed = [spec.parse(value) for value in (raw if isinstance(raw, list) else [raw])]
             if parsed and isinstance(parsed[0], list):  # a list per value: concatenate
                 return [item for part in parsed for item in part]
-            merged: dict[str, str] = {}
+            merged: dict[str, Any] = {}
             for part in parsed:
-                merged.update(part)
+                for key, item in part.items():
+                    if isinstance(item, dict) and isinstance(merged.get(key), dict):
+                        merged[key] = {**merged[key], **item}  # per-agent maps (--agent-kwarg) add up
+                    else:
+                        merged[key] = item
             return merged
         return spec.parse(raw)
     except (ValueError, TypeError) as error:
@@ -237,6 +277,10 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
         raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
     if settings.resume and settings.regrade:
         raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
+    unknown = sorted(set(settings.agent_kwargs) - set(settings.agents))
+    if unknown:
+        raise pytest.UsageError(f"--agent-kwarg names agent(s) {', '.join(unknown)} that this run does not use "
+                                f"(--agents {','.join(settings.agents)})")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

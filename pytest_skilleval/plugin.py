@@ -50,9 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.runner import default_env
+    from pytest_skilleval.harbor.runner import default_env, quiet_harbor_logs
 
     default_env()
+    if not (config.getoption("log_level", None) or config.getini("log_level")):  # a level the user asked for wins
+        quiet_harbor_logs()
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
@@ -109,7 +111,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     state = get_state(config)
     if state is None or _is_worker(config):
         return []
-    return ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    from pytest_skilleval.reporting import terminal_width
+    from pytest_skilleval.results.summary_text import wrap
+
+    lines = ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    return [part for line in lines for part in wrap(line, terminal_width(config))]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ as a full evaluation.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,21 +104,30 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(f"skilleval.{skill}.{name}.lift", "null" if overall is None else f"{overall.delta}")
 
 
-def _write_reports(run_dir: Path) -> list[str]:
+def _write_reports(run_dir: Path) -> dict[str, str]:
     """report.html and BENCHMARK.md from the run folder; a rendering bug costs the report, never the run."""
     from pytest_skilleval.results.publish import write_run_reports
 
     try:
         report, card = write_run_reports(run_dir)
     except Exception as error:  # noqa: BLE001 - result.json is already safe; say what went wrong and go on
-        return [f"Report: not written ({type(error).__name__}: {error})"]
-    return [f"Report: {report}", f"Card:   {card}"]
+        return {"report_error": f"{type(error).__name__}: {error}"}
+    return {"report_path": str(report), "card_path": str(card)}
+
+
+def terminal_width(config: pytest.Config) -> int:
+    """pytest's own terminal width (the one its separators use), so the summary lines up with them."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    writer = getattr(reporter, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    return width if isinstance(width, int) and width > 0 else shutil.get_terminal_size().columns
 
 
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
     # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
     blocking_codes: list[int] = []
+    width = terminal_width(session.config)
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
     for skill_dir in sorted({Path(record.skill_dir) for record in state.records.values()}):
         skill = state.skill(skill_dir)
@@ -133,15 +143,16 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
                                      dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor)
         state.results_paths.append(run_dir)
+        block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
-        state.summary_lines.extend(render_summary(result, str(run_dir / "result.json")))
-        state.summary_lines.extend(_write_reports(run_dir))
+        state.summary_lines.extend(render_summary(
+            result, str(run_dir / "result.json"), width, **_write_reports(run_dir),
+            block_on_agent_eval=block, pytest_status=int(session.exitstatus)))
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
             config=session.config, skill=skill.name, result=result, run_dir=run_dir)
-        code = exit_code_for(result, skill.settings.block_on_agent_eval)
+        code = exit_code_for(result, block)
         if code is not None:
             blocking_codes.append(code)
-            state.summary_lines.append(f"--block-on-agent-eval: exit status {code} (verdict {result.verdict})")
     if blocking_codes and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = max(blocking_codes)

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
+from pytest_skilleval.skill.settings import kwarg_leaves
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import resolve_results_root
@@ -29,6 +30,11 @@ from verifier.redact import Redactor
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 # Agents that never call a model: the plan line says so only for the others.
 OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
+
+
+def agent_kwarg_maps(parsed: dict[str, Any]) -> list[dict[str, Any]]:
+    """--agent-kwarg as parsed ({AGENT: {KEY: value}}) as one {KEY: value} map per leaf, for the redactor."""
+    return [{key: value} for kwargs in parsed.values() for key, value in kwarg_leaves(kwargs)]
 
 
 class SkillEvalSession:
@@ -49,7 +55,8 @@ class SkillEvalSession:
         self.signals = SignalGuard()
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(
-            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {})])
+            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
+                         *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()

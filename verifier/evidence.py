@@ -45,6 +45,9 @@ class TrajectoryEvidence(BaseModel):
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     agent_messages: list[str] = Field(default_factory=list, description="Non-empty agent step messages, in order.")
     user_messages: list[str] = Field(default_factory=list)
+    system_messages: list[str] = Field(
+        default_factory=list, description="System step messages: where a harness may inject a loaded skill."
+    )
     problems: list[str] = Field(
         default_factory=list, description="Validation problems met while reading leniently; never fatal."
     )

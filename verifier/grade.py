@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills
+from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills, evaluated_skill, should_trigger
 from verifier.checks.skill_efficiency import check_skill_efficiency
 from verifier.checks.skill_execution import check_skill_execution
 from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
@@ -130,11 +130,20 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+# Reads a case from a dataset the way a run does: (dataset path, case id) -> (entry as entry.json holds it, the
+# skill folder's name or None with the reason). Supplied by the `skilleval` command, which owns dataset loading.
+CaseLoader = Callable[[Path, str], "tuple[dict[str, Any], str | None, str]"]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="skilleval grade", description="Grade one trajectory offline and print the reward JSON.")
     parser.add_argument("--trajectory", required=True, help="trajectory.json, or the agent log folder holding it")
-    parser.add_argument("--case", required=True, help="a dataset entry as JSON")
-    parser.add_argument("--skill", help="the skill under test (evaluated_skill); default: the case's expected_skill")
+    parser.add_argument("--case", help="a dataset entry as JSON (or use --dataset with --case-id)")
+    parser.add_argument("--dataset", help="the skill's dataset (evals/evals.json ...); the case is read as a run reads "
+                        "it, and the skill under test is the folder holding SKILL.md next to evals/")
+    parser.add_argument("--case-id", help="the case to grade, with --dataset")
+    parser.add_argument("--skill", help="the skill under test (the skill folder's name, as a run sets it); with "
+                        "--case, an entry without expected_skill then expects this skill, as in an evals.json run")
     parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
     parser.add_argument("--judge-model", help="model for the LLM judges (default: LLM_JUDGE_MODEL or "
                         "SKILL_EVAL_JUDGE_MODEL; unset: judges not configured)")
@@ -158,10 +167,16 @@ def _read_case(path: Path) -> dict[str, Any]:
 
 
 def entry_for_grading(case: Mapping[str, Any], skill: str | None) -> dict[str, Any]:
-    """The case as the verifier's entry.json would hold it: runtime aliases, and the skill under test."""
+    """The case as the verifier's entry.json would hold it: runtime aliases, and the skill under test.
+
+    A run fills an entry's missing expected_skill from evals.json's skill_name (the skill's own name), so an entry
+    copied from there and graded with `--skill` expects that skill too.
+    """
     entry = dict(case)
     if "expected_skill" not in entry and entry.get("skill_name"):
         entry["expected_skill"] = entry["skill_name"]
+    if "expected_skill" not in entry and skill:
+        entry["expected_skill"] = skill
     entry.setdefault("question", entry.get("prompt"))
     entry.setdefault("ground_truth", entry.get("expected_output"))
     entry.setdefault("expected_behavior", entry.get("assertions", entry.get("expectations")))
@@ -208,17 +223,54 @@ def _judge(evidence: TrajectoryEvidence, entry: dict[str, Any], args: argparse.N
         raise UsageError(str(error)) from None
 
 
-def run_grade_command(argv: list[str]) -> int:
+def _case_and_skill(args: argparse.Namespace, case_loader: CaseLoader | None) -> tuple[dict[str, Any], str | None]:
+    """The case and the skill under test, from --case (+ --skill) or from --dataset + --case-id (+ --skill)."""
+    if args.dataset or args.case_id:
+        if args.case:
+            raise UsageError("give either --case FILE or --dataset FILE --case-id ID, not both")
+        if not (args.dataset and args.case_id):
+            raise UsageError("--dataset and --case-id go together")
+        if case_loader is None:
+            raise UsageError("--dataset needs the skilleval command (pytest-skilleval installed)")
+        case, folder_skill, why = case_loader(Path(args.dataset), args.case_id)
+        skill = args.skill or folder_skill
+        if not skill:
+            raise UsageError(f"cannot tell the skill under test: {why}; pass --skill NAME")
+        return case, skill
+    if not args.case:
+        raise UsageError("one of --case FILE or --dataset FILE --case-id ID is required")
+    return _read_case(Path(args.case)), args.skill
+
+
+def _check_gradable(entry: Mapping[str, Any], metrics: list[str] | None) -> str | None:
+    """Refuse a case that cannot be graded as the run would grade it; return a note for one graded partly."""
+    if metrics is not None and "skill_execution" not in metrics:
+        return None
+    trigger = should_trigger(entry)
+    if trigger is False and not evaluated_skill(entry):
+        raise UsageError("this case is a negative control, and grading it needs the skill under test: pass "
+                         "--skill NAME, or --dataset FILE --case-id ID to take it from the skill folder as a run does")
+    if trigger is None:
+        return ("note: the case names no expected_skill and no --skill was given, so skill_execution is skipped "
+                "(pass --skill NAME, or --dataset FILE --case-id ID, to grade it as a run would)")
+    return None
+
+
+def run_grade_command(argv: list[str], case_loader: CaseLoader | None = None) -> int:
     """`skilleval grade`: print one reward JSON object; 0 when graded, 2 with a one-line reason when not."""
     try:
         args = _parser().parse_args(argv)
         metrics = _metrics_arg(args.metrics)
-        entry = entry_for_grading(_read_case(Path(args.case)), args.skill)
+        case, skill = _case_and_skill(args, case_loader)
+        entry = entry_for_grading(case, skill)
+        note = _check_gradable(entry, metrics)
         evidence = _evidence_for(Path(args.trajectory))
         if not evidence.usable:
             reasons = "; ".join(evidence.problems[:3])
             raise UsageError(f"{NO_TRAJECTORY} at {args.trajectory}" + (f" ({reasons})" if reasons else ""))
         graded = grade(evidence, entry, metrics, judged=_judge(evidence, entry, args, metrics))
+        if note:
+            print(f"skilleval grade: {note}", file=sys.stderr)
     except UsageError as error:
         print(f"skilleval grade: error: {error}", file=sys.stderr)
         return 2

@@ -10,14 +10,23 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-EXEC_MARKERS = ("bash", "execute", "exec_command", "run_code", "run", "shell", "command")
+# Surveyed from Harbor 0.25's agents (harbor/agents/*): terminus-2 `bash_command`, codex `exec_command`/`shell`,
+# claude-code and opencode `Bash`/`bash`, mini-swe-agent and trae `bash`, openhands `execute_bash`, gemini and qwen
+# `run_shell_command`, goose `developer.shell`, cursor `shellToolCall`, cline `execute_command`, ACP `execute`,
+# kimi `Shell`, hermes, junie and the OpenHands SDK `terminal`, swe-agent `swe_agent_action` (its one action).
+EXEC_MARKERS = (
+    "bash", "execute", "exec_command", "run_code", "run", "shell", "command", "terminal", "swe_agent_action",
+)
 READ_MARKERS = ("read", "read_file", "grep", "glob")
 WRITE_MARKERS = ("write", "edit", "write_file", "edit_file", "notebookedit")
 
-COMMAND_KEYS = ("command", "cmd", "code", "raw")
+# The argument carrying the command, per agent: `command` (most), `cmd` (codex, a string or an argv list), `code`,
+# `raw` (unparsable JSON), `keystrokes` (terminus-2 types into tmux), `raw_action` (swe-agent), `input` (goose when
+# its argument text is one bare line), `value` (codex, eve and ACP wrap non-object arguments so).
+COMMAND_KEYS = ("command", "cmd", "code", "raw", "keystrokes", "raw_action", "input", "value")
 # `filePath` is how OpenCode's read/write/edit tools name the file.
 PATH_KEYS = ("file_path", "path", "filename", "target_file", "filePath", "raw")
-SECURITY_TEXT_KEYS = ("command", "cmd", "code", "raw", "path", "file_path")
+SECURITY_TEXT_KEYS = (*COMMAND_KEYS, "path", "file_path")
 WORKDIR_KEYS = ("workdir", "cwd")
 
 
@@ -72,7 +81,7 @@ def _first_non_empty(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str
 
 
 def command_text(arguments: Mapping[str, Any]) -> str:
-    """The shell text an exec tool ran: first non-empty of command, cmd, code, raw."""
+    """The shell text an exec tool ran: the first non-empty of COMMAND_KEYS."""
     return _first_non_empty(arguments, COMMAND_KEYS)
 
 

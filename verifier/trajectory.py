@@ -84,15 +84,16 @@ def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | Non
     calls: list[ToolCallRecord] = []
     agent_messages: list[str] = []
     user_messages: list[str] = []
+    system_messages: list[str] = []
     for position, step in enumerate(steps):
         if not isinstance(step, Mapping):
             problems.append(f"steps[{position}] is not an object; skipped")
             continue
         source_kind = step.get("source")
         text = content_text(step.get("message"))
-        if source_kind == "user":
+        if source_kind in ("user", "system"):
             if text.strip():
-                user_messages.append(text)
+                (user_messages if source_kind == "user" else system_messages).append(text)
             continue
         if source_kind != "agent":
             continue
@@ -123,7 +124,8 @@ def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | Non
                 )
             )
     return TrajectoryEvidence(
-        source=source, tool_calls=calls, agent_messages=agent_messages, user_messages=user_messages, problems=problems
+        source=source, tool_calls=calls, agent_messages=agent_messages, user_messages=user_messages,
+        system_messages=system_messages, problems=problems,
     )
 
 

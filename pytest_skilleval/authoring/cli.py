@@ -25,9 +25,9 @@ Run `skilleval <command> --help` for a command's options."""
 
 
 def _grade(argv: list[str]) -> int:
-    from verifier.grade import run_grade_command
+    from pytest_skilleval.authoring.grade_case import run_grade
 
-    return run_grade_command(argv)
+    return run_grade(argv)
 
 
 def _validate(argv: list[str]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.plan import TrialSpec
-from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
@@ -60,20 +61,22 @@ class TrialFailed(AssertionError):
 
 def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None,
                  workspace_skills: Sequence[Path] = ()) -> Any:
-    """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model."""
+    """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model, the
+    constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
 
     skills = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
     skills += [str(path) for path in workspace_skills]
     model = settings.agent_models.get(spec.agent)
+    kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
     if spec.agent == "replay":
-        kwargs = {"replay_dir": str(spec.skill_dir / "evals" / "replays"), "case_id": spec.case_id, "arm": spec.arm}
+        kwargs.update(replay_dir=str(spec.skill_dir / "evals" / "replays"), case_id=spec.case_id, arm=spec.arm)
         return AgentConfig(import_path=REPLAY_AGENT_IMPORT_PATH, model_name=model, kwargs=kwargs, skills=skills)
     if ":" in spec.agent:
-        return AgentConfig(import_path=spec.agent, model_name=model, skills=skills)
+        return AgentConfig(import_path=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
     env = agent_env(spec.agent, model, os.environ)
-    return AgentConfig(name=spec.agent, model_name=model, skills=skills, env=env)
+    return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
 
 def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:
@@ -222,6 +225,7 @@ class SkillEvalRunner:
 
             trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
         result = await trial.run()
+        scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 
     def _record(self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path,
@@ -270,6 +274,27 @@ def record_from_rich(base: dict[str, Any], rich: dict[str, Any], pass_threshold:
         why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
         record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
     return record
+
+
+def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
+    """Harbor writes the agent's kwargs into the trial's config.json and result.json, and scrubs only secrets it
+    knows from the environment; a credential passed with --agent-kwarg is scrubbed here, from every text file."""
+    from verifier.redact import Redactor, kwarg_secrets
+
+    secrets = kwarg_secrets(dict(kwarg_leaves(kwargs)))
+    if not secrets:
+        return
+    redactor = Redactor(secrets)
+    for path in trial_dir.rglob("*"):
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        scrubbed = redactor.text(text)
+        if scrubbed != text:
+            path.write_text(scrubbed, encoding="utf-8")
 
 
 def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
@@ -392,6 +417,17 @@ def _weakest(record: TrialRecord) -> str:
 def quiet_harbor_deprecations() -> None:
     """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
+
+
+def quiet_harbor_logs(level: int = logging.WARNING) -> None:
+    """Harbor pins its logger at DEBUG, so pytest's log capture printed every trial's chatter ("does not declare
+    an options_model", from any trial in flight) under a failing item; keep its warnings and errors only."""
+    import harbor.utils.logger  # noqa: F401 - importing it sets the DEBUG level lowered here, so import it first
+
+    for name in ("harbor", harbor.utils.logger.__name__):
+        logger = logging.getLogger(name)
+        if logger.level < level:
+            logger.setLevel(level)
 
 
 def default_env() -> None:

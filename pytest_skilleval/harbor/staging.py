@@ -59,6 +59,21 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
     return target
 
 
+def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
+    """Public datasets list the skill's own files as inputs (`"files": ["SKILL.md", "scripts/extract.py"]`).
+
+    Those resolve outside evals/, so they are refused as SPEC says, with the true reason rather than "does not
+    exist": copied into /workspace/input they would hand the skill to the baseline arm, and the with-skill arm has the
+    whole skill installed already.
+    """
+    candidate = skill_root / relative
+    if not relative.parts or not (candidate.is_file() or candidate.is_dir()):
+        return None
+    return (f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
+            "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
+            "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)")
+
+
 def _link_problem(path: Path, skill_root: Path) -> str | None:
     """Why `path` cannot be an input: a symbolic link (saying where it points) or a special file; else None."""
     shown = path.relative_to(skill_root).as_posix() if path.is_relative_to(skill_root) else str(path)
@@ -124,7 +139,7 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
             if link:
                 problem = f"is refused: {link}"
             elif not source.exists():
-                problem = "does not exist"
+                problem = _skill_file_problem(evals_root.parent, relative) or "does not exist"
             elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
                 problem = "leaves evals/"
         if problem:

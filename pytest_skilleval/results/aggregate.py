@@ -17,7 +17,14 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from verifier.scoring import DIMENSION_SOURCES, clean_score, dimension_scores, overall_from_dimensions
+from verifier.scoring import (
+    CUSTOM_SCORE_POLICY,
+    DIMENSION_SOURCES,
+    SCORE_POLICY,
+    clean_score,
+    dimension_scores,
+    overall_from_dimensions,
+)
 
 from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, resource_delta
@@ -51,6 +58,7 @@ from pytest_skilleval.results.verdict import (
     EXIT_VERDICT_NEUTRAL,
     agent_comparison,
     agent_verdict,
+    incomplete_why,
     exit_code_for,
     gate_failure_reason,
     pick_best_agent,
@@ -233,9 +241,12 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             execution_errors.append("no trials ran")
     else:
         execution_status = "succeeded"
-    verdict, reason = top_verdict(execution_status, calibration, agents)
-    if verdict != "neutral" and not coverage.publication_complete:
-        reason += " (publication-incomplete: partial selection)"
+    verdict, reason = top_verdict(execution_status, calibration, agents, plan.grading_mode)
+    incomplete = incomplete_why(coverage)
+    if incomplete == "interrupted" and execution_status == "interrupted":
+        reason = f"publication-incomplete: {reason}"  # the reason already says the run was interrupted
+    elif incomplete:
+        reason = f"publication-incomplete ({incomplete}); {reason}"
     best = pick_best_agent(agents, calibration)
     overall_score = overall_lift = None
     if best is not None and execution_status == "succeeded":
@@ -252,6 +263,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         verdict_reason=reason,
         baseline_calibration=calibration,
         grading_mode=plan.grading_mode,
+        score_policy=CUSTOM_SCORE_POLICY if custom_only else SCORE_POLICY,
         verdict_policy=VerdictPolicy(attempt_pass_threshold=plan.pass_threshold),
         attempt_policy=AttemptPolicy(
             max_attempts=plan.n_attempts,

@@ -1,115 +1,82 @@
-"""Terminal summary of an `AggregateResult`: plain lines, readable at 100 columns, no colour codes.
+"""Terminal summary of an `AggregateResult`: plain lines that fit pytest's terminal width (80 columns and up).
 
 Only renders; every number and verdict comes from the aggregate. Unscored cells read NO SCORE, unavailable
-comparisons N/A, arms that were not run SKIPPED, so nothing missing is ever shown as 0.
+comparisons N/A, arms that were not run SKIPPED, so nothing missing is ever shown as 0. Rows that cannot score
+in the run's grading mode (the standard evaluators and dimensions under custom_only, the judge evaluators without
+a judge model) fold into one line saying why. It ends with where the results are and one suggested next step.
 """
 
 from __future__ import annotations
 
 import math
-import textwrap
+from collections import Counter
+from collections.abc import Sequence
 
-from verifier.evidence import STANDARD_METRICS
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
 
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, AggregateResult, ArmSummary, LiftStat
+from pytest_skilleval.results.guidance import gate_line, next_step
+from pytest_skilleval.results.models import (
+    DIMENSIONS,
+    AgentResult,
+    AggregateResult,
+    ArmSummary,
+    LiftStat,
+    TrialEntry,
+)
+from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
+from pytest_skilleval.results.trials import CUSTOM_ONLY
+from pytest_skilleval.results.verdict import incomplete_why
 
 __all__ = ["render_summary"]
 
-NO_SCORE = "NO SCORE"
-NA = "N/A"
-SKIPPED = "SKIPPED"
-
-_LABEL = 26
-_CELL = 17
-
-
-def _score(value: float | None) -> str:
-    return NO_SCORE if value is None else f"{value:.4f}"
-
-
-def _na(value: float | None) -> str:
-    return NA if value is None else f"{value:.4f}"
-
-
-def _signed(value: float | None) -> str:
-    return NA if value is None else f"{value:+.4f}"
-
-
-def _int(value: int | None, signed: bool = False) -> str:
-    if value is None:
-        return NA
-    return f"{int(value):+,}" if signed else f"{int(value):,}"
-
-
-def _seconds(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return NA
-    return f"{value:+,.1f}" if signed else f"{value:,.1f}"
+MIN_WIDTH = 80  # the tables are laid out for 80 columns; prose wraps at the terminal's width when it is wider
 
 
 def _arm_cell(arm: ArmSummary, value: float | None, band: str | None = None) -> str:
     if arm.execution_status == "skipped":
         return SKIPPED
-    text = _score(value)
+    text = score(value)
     return f"{text} {band}" if band and value is not None else text
 
 
-def _lift_cell(stat: LiftStat | None, with_ci: bool) -> str:
+def _lift_band(stat: LiftStat | None) -> str:
     if stat is None or stat.delta is None:
         return NA
-    text = _signed(stat.delta)
-    if with_ci:
-        ci = f"[{stat.ci95[0]:+.4f}, {stat.ci95[1]:+.4f}]" if stat.ci95 else "[no CI]"
-        text = f"{text} {ci}"
-    return text
+    return f"{signed(stat.delta)} {stat.band or ''}".rstrip()
 
 
-def _lift_tail(stat: LiftStat | None) -> str:
-    """`n=<pairs>[!] <BAND>`; the `!` marks fewer than 5 paired cases (insufficient)."""
-    if stat is None or stat.delta is None:
-        return ""
-    flag = "!" if stat.insufficient else ""
-    return f"n={stat.n_pairs}{flag} {stat.band or ''}".rstrip()
+def _unscored_why(res: AggregateResult, names: Sequence[str]) -> str:
+    if res.grading_mode == CUSTOM_ONLY:
+        return "custom_only grading runs only your grader"
+    judge = res.run_config.get("judge")
+    if isinstance(judge, dict) and judge.get("enabled") is False and set(names) <= set(JUDGE_METRICS):
+        return "LLM judge not configured"
+    return "no trial scored them"
 
 
-def _row(label: str, *cells: str, widths: tuple[int, ...] | None = None) -> str:
-    widths = widths or (_CELL,) * len(cells)
-    parts = [f"  {label:<{_LABEL - 2}}"] + [f"{c:<{w}}" for c, w in zip(cells, widths, strict=False)]
-    return "".join(parts).rstrip()
-
-
-def _wrap(text: str, width: int, indent: str = "") -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ") or [indent]
-
-
-def _evaluators(agent: AgentResult) -> list[str]:
-    ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
-    lines = ["Results by Evaluator", _row("evaluator", "with skill", "without skill", "lift")]
-    for metric in STANDARD_METRICS:
-        stat = lift.metrics.get(metric) if lift else None
-        lines.append(
-            _row(
-                metric,
-                _arm_cell(ws, ws.metrics.get(metric)),
-                _arm_cell(wos, wos.metrics.get(metric)),
-                f"{_lift_cell(stat, False)} {stat.band if stat and stat.band else ''}".rstrip(),
-            )
-        )
+def _evaluators(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
+    ws, wos = agent.with_skill, agent.without_skill
+    ran = [arm for arm in (ws, wos) if arm.execution_status != "skipped"]
     customs = sorted(set(ws.custom_metrics) | set(wos.custom_metrics))
+    shown = [m for m in STANDARD_METRICS if any(arm.metrics.get(m) is not None for arm in ran) or not ran]
+    hidden = [m for m in STANDARD_METRICS if m not in shown]
+    cols = Columns(width, (14, 15, 15), [*shown, *(f"custom: {c}" for c in customs)])
+    lines = ["Results by Evaluator", *cols.row("evaluator", "with skill", "without skill", "lift")]
+    lift = agent.lift
+    for metric in shown:
+        stat = lift.metrics.get(metric) if lift else None
+        lines += cols.row(metric, _arm_cell(ws, ws.metrics.get(metric)), _arm_cell(wos, wos.metrics.get(metric)),
+                          _lift_band(stat))
     for name in customs:
         stat = agent.custom_lift.get(name) if agent.custom_lift else None
-        lines.append(
-            _row(
-                f"custom: {name}"[: _LABEL - 3],
-                _arm_cell(ws, ws.custom_metrics.get(name)),
-                _arm_cell(wos, wos.custom_metrics.get(name)),
-                f"{_lift_cell(stat, False)} {stat.band if stat and stat.band else ''}".rstrip(),
-            )
-        )
+        lines += cols.row(f"custom: {name}", _arm_cell(ws, ws.custom_metrics.get(name)),
+                          _arm_cell(wos, wos.custom_metrics.get(name)), _lift_band(stat))
+    if hidden:
+        lines += wrap(f"NO SCORE ({_unscored_why(res, hidden)}): {', '.join(hidden)}", width, "  ")
     return lines
 
 
-def _partial_overall(arm: ArmSummary) -> list[str]:
+def _partial_overall(arm: ArmSummary, width: int) -> list[str]:
     """A note when the overall averages fewer than five dimensions (e.g. judges not configured)."""
     if arm.overall is None:
         return []
@@ -117,45 +84,54 @@ def _partial_overall(arm: ArmSummary) -> list[str]:
     missing = [d for d in DIMENSIONS if d not in scored]
     if not missing or not scored:
         return []
-    return [f"  Overall is partial: mean of {len(scored)} of 5 dimensions (NO SCORE: {', '.join(missing)})"]
+    return wrap(f"Overall is partial: mean of {len(scored)} of 5 dimensions (NO SCORE: {', '.join(missing)})",
+                width, "  ")
 
 
-def _dimensions(agent: AgentResult) -> list[str]:
-    ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
-    widths = (_CELL, _CELL, 27, 13)
-    header = _row("dimension", "with skill", "without skill", "lift [95% CI]", "n, band", widths=widths)
-    lines = ["Results by Dimension", header]
+def _dimensions(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
+    ws, wos = agent.with_skill, agent.without_skill
+    cols = Columns(width, (16, 16), [], minimum=18)
+    lines = ["Results by Dimension", *cols.row("dimension", "with skill", "without skill")]
+    if res.grading_mode == CUSTOM_ONLY:
+        lines += cols.row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall))
+        lines += wrap("The five dimensions read NO SCORE under custom_only grading: Overall is your grader's "
+                      "overall.", width, "  ")
+        return lines
     for dim in DIMENSIONS:
-        stat = lift.dimensions.get(dim) if lift else None
-        lines.append(
-            _row(
-                dim.capitalize(),
-                _arm_cell(ws, getattr(ws.dimensions, dim), getattr(ws.dimension_bands, dim)),
-                _arm_cell(wos, getattr(wos.dimensions, dim), getattr(wos.dimension_bands, dim)),
-                _lift_cell(stat, True),
-                _lift_tail(stat),
-                widths=widths,
-            )
-        )
-    overall = lift.overall if lift else None
-    lines.append(
-        _row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall), _lift_cell(overall, True),
-             _lift_tail(overall), widths=widths)
-    )
-    lines.extend(_partial_overall(ws if ws.execution_status != "skipped" else wos))
-    if lift is not None:
-        lines.append(
-            _row("Outcome lift*", "", "", _lift_cell(lift.outcome, True), _lift_tail(lift.outcome), widths=widths)
-        )
+        lines += cols.row(dim.capitalize(), _arm_cell(ws, getattr(ws.dimensions, dim), getattr(ws.dimension_bands, dim)),
+                          _arm_cell(wos, getattr(wos.dimensions, dim), getattr(wos.dimension_bands, dim)))
+    lines += cols.row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall))
+    return lines + _partial_overall(ws if ws.execution_status != "skipped" else wos, width)
+
+
+def _lift_cells(stat: LiftStat | None) -> tuple[str, ...]:
+    if stat is None or stat.delta is None:
+        return (NA,)
+    ci = f"[{stat.ci95[0]:+.4f}, {stat.ci95[1]:+.4f}]" if stat.ci95 else "no CI"
+    return signed(stat.delta), ci, f"{stat.n_pairs}{'!' if stat.insufficient else ''}", stat.band or ""
+
+
+def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
+    lift = agent.lift
+    head = "Skill Lift (with skill - without skill, paired by case)"
+    if lift is None:
+        why = agent.lift_omitted_reason or "no paired cases"
+        return wrap(f"{head}: omitted, {why}", width)
+    cols = Columns(width, (10, 20, 7, 8), [], minimum=18)
+    lines = [head, *cols.row("dimension", "lift", "95% CI", "pairs", "band")]
+    custom_only = res.grading_mode == CUSTOM_ONLY
+    for dim in () if custom_only else DIMENSIONS:
+        lines += cols.row(dim.capitalize(), *_lift_cells(lift.dimensions.get(dim)))
+    lines += cols.row("Overall", *_lift_cells(lift.overall))
+    if not custom_only:
+        lines += cols.row("Outcome*", *_lift_cells(lift.outcome))
         lines.append(f"  * {lift.outcome_label}")
-        shown = (lift.overall, lift.outcome, *lift.dimensions.values())
-        if any(st.insufficient and st.delta is not None for st in shown):
-            lines.append("  ! fewer than 5 paired cases: insufficient for a firm conclusion")
-        mixed = lift.judge_mixed_cases.get("any", 0)
-        if mixed:
-            lines.append(f"  {mixed} case(s) judged by more than one model; left out of judge-metric lifts")
-    elif agent.lift_omitted_reason:
-        lines.append(f"  Skill Lift omitted: {agent.lift_omitted_reason}")
+    shown = (lift.overall, lift.outcome, *lift.dimensions.values())
+    if any(st.insufficient and st.delta is not None for st in shown):
+        lines.append("  ! fewer than 5 paired cases: insufficient for a firm conclusion")
+    mixed = lift.judge_mixed_cases.get("any", 0)
+    if mixed:
+        lines += wrap(f"{mixed} case(s) judged by more than one model; left out of judge-metric lifts", width, "  ")
     return lines
 
 
@@ -164,123 +140,173 @@ def condition_pass_at_k(agent: AgentResult, width: int) -> list[str]:
     pk = ws.pass_at_k or wos.pass_at_k
     if pk is None:
         return ["pass@k: N/A"]
+    cols = Columns(width, (17, 30), [], minimum=18)
     lines = [f"pass@k (k={pk.k}, threshold {pk.pass_threshold:.2f})"]
     for label, arm in (("with skill", ws), ("without skill", wos)):
         p = arm.pass_at_k
         if p is None:
-            lines.append(_row(label, SKIPPED))
+            lines += cols.row(label, SKIPPED)
             continue
         ci = f"95% [{p.wilson95[0]:.4f}, {p.wilson95[1]:.4f}]" if p.wilson95 else ""
-        rate = _score(p.rate) if p.rate is not None else NA
-        lines.append(_row(label, f"{rate} ({p.passed_cases}/{p.total_cases})", ci, widths=(_CELL, 30)))
+        rate = score(p.rate) if p.rate is not None else NA
+        lines += cols.row(label, f"{rate} ({p.passed_cases}/{p.total_cases})", ci)
         if p.unbiased and any(v is not None for v in p.unbiased.values()):
-            est = "  ".join(f"@{k} {_na(v)}/{_na(p.pass_hat_k.get(k))}" for k, v in p.unbiased.items())
-            lines += _wrap(f"unbiased pass@k / pass^k: {est}", width, "    ")
+            est = "  ".join(f"@{k} {na(v)}/{na(p.pass_hat_k.get(k))}" for k, v in p.unbiased.items())
+            lines += wrap(f"unbiased pass@k / pass^k: {est}", width, "    ")
         elif p.estimator_note:
-            lines += _wrap(p.estimator_note, width, "    ")
+            lines += wrap(p.estimator_note, width, "    ")
     if agent.lift is not None:
         pl = agent.lift.pass_at_k
         p_text = NA if pl.mcnemar_p is None else f"{pl.mcnemar_p:.4f}"
-        lines.append(_row("lift", _signed(pl.delta), f"McNemar exact p = {p_text}", widths=(_CELL, 30)))
+        lines += cols.row("lift", signed(pl.delta), f"McNemar exact p = {p_text}")
     return lines
 
 
-def _resources(agent: AgentResult) -> list[str]:
+def _int(value: int | None, signed_: bool = False) -> str:
+    if value is None:
+        return NA
+    return f"{int(value):+,}" if signed_ else f"{int(value):,}"
+
+
+def _seconds(value: float | None, signed_: bool = False) -> str:
+    if value is None:
+        return NA
+    return f"{value:+,.1f}" if signed_ else f"{value:,.1f}"
+
+
+def _resources(agent: AgentResult, width: int) -> list[str]:
     res = agent.resources
     w, wo, d = res.with_skill, res.without_skill, res.delta
     ws_skipped = agent.with_skill.execution_status == "skipped"
     wos_skipped = agent.without_skill.execution_status == "skipped"
-
-    def cell(value: int | None, skipped: bool) -> str:
-        return SKIPPED if skipped else _int(value)
-
-    delta_tokens = _int(d.total_tokens, signed=True) if d.available else NA
-    delta_seconds = _seconds(d.agent_seconds, signed=True) if d.available else NA
-    lines = [
-        "Resources (observed; cache tokens are inside prompt)",
-        _row("measure", "with skill", "without skill", "delta"),
-        _row("tokens (prompt+output)", cell(w.total_tokens, ws_skipped), cell(wo.total_tokens, wos_skipped),
-             delta_tokens),
-        _row(
-            "agent seconds",
-            SKIPPED if ws_skipped else _seconds(w.agent_seconds),
-            SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
-            delta_seconds,
-        ),
-    ]
+    cols = Columns(width, (14, 15, 15), [])
+    lines = ["Resources (observed; cache tokens are inside prompt)",
+             *cols.row("measure", "with skill", "without skill", "delta")]
+    lines += cols.row("tokens (prompt+output)", SKIPPED if ws_skipped else _int(w.total_tokens),
+                      SKIPPED if wos_skipped else _int(wo.total_tokens),
+                      _int(d.total_tokens, signed_=True) if d.available else NA)
+    lines += cols.row("agent seconds", SKIPPED if ws_skipped else _seconds(w.agent_seconds),
+                      SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
+                      _seconds(d.agent_seconds, signed_=True) if d.available else NA)
     if not d.available and d.reason:
-        lines.append(f"  delta N/A: {d.reason}")
+        lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines
 
 
-def _agent_block(agent: AgentResult, width: int) -> list[str]:
+def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
     model = f" ({agent.model})" if agent.model else ""
-    head = f" {agent.name}{model}: {agent.verdict.upper()} "
-    lines = ["", head.center(width, "-")[:width]]
-    verdict = f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}"
-    lines += _wrap(verdict, width)
+    lines = ["", f" {agent.name}{model}: {agent.verdict.upper()} ".center(width, "-")[:width]]
+    lines += wrap(f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}",
+                  width)
     for err in agent.execution_errors:
-        lines += _wrap(f"! {err}", width, "  ")
-    lines += [""] + _evaluators(agent) + [""] + _dimensions(agent) + [""] + condition_pass_at_k(agent, width)
-    lines += [""] + _resources(agent)
-    return lines
+        lines += wrap(f"! {err}", width, "  ")
+    lines += ["", *_evaluators(res, agent, width), "", *_dimensions(res, agent, width)]
+    lines += ["", *_lift(res, agent, width), "", *condition_pass_at_k(agent, width)]
+    return lines + ["", *_resources(agent, width)]
 
 
-def _case_rows(res: AggregateResult) -> list[str]:
-    """One row per case x agent x arm: mean scored overall and passed attempts, as the author scans them first."""
-    groups: dict[tuple[str, str, str], list] = {}
+def _pytest_outcome(trial: TrialEntry) -> str:
+    """The word pytest printed for this trial's item: a baseline item passes whatever it scores."""
+    if trial.status != "scored":
+        return "error"
+    if trial.arm == "without_skill":
+        return "passed"
+    return "passed" if trial.passed else "failed"
+
+
+def _outcomes(trials: Sequence[TrialEntry]) -> str:
+    counts = Counter(_pytest_outcome(t) for t in trials)
+    return ", ".join(f"{counts[word]} {word}" for word in ("failed", "passed", "error") if counts[word])
+
+
+def _case_rows(res: AggregateResult, width: int) -> list[str]:
+    """Per case x agent x arm: mean overall, attempts at the threshold, and the outcome words pytest printed."""
+    groups: dict[tuple[str, str, str], list[TrialEntry]] = {}
     for trial in res.trials:
         if trial.counted and trial.status != "skipped":
             groups.setdefault((trial.case, trial.agent, trial.arm), []).append(trial)
     if not groups:
         return []
-    def row(*cells: str) -> str:
-        return f"  {cells[0]:<36}{cells[1]:<18}{cells[2]:<16}{cells[3]:<10}{cells[4]}".rstrip()
-
-    lines = ["", "Results by Case", row("case", "agent", "arm", "mean", "passed")]
+    threshold = f">={res.attempt_policy.pass_threshold:.2f}"
+    agents = sorted({agent for _, agent, _ in groups})
+    agent_col = (max(len(a) for a in agents) + 2,) if len(agents) > 1 else ()
+    outcome_col = max(len(_outcomes(trials)) for trials in groups.values())  # the words are never cut either
+    cols = Columns(width, (*agent_col, 15, 9, 8, max(outcome_col, 8)), [case for case, _, _ in groups], minimum=14)
+    lines = ["", "Results by Case"]
+    lines += cols.row("case", *(("agent",) if agent_col else ()), "arm", "mean", threshold, "pytest")
+    baseline_below = False
     for (case, agent, arm), trials in sorted(groups.items()):
         scored = [t.overall for t in trials if t.overall is not None]
-        mean = _score(math.fsum(scored) / len(scored)) if scored else NO_SCORE
-        passed = f"{sum(1 for t in trials if t.passed)}/{len(trials)}"
-        lines.append(row(case[:35], agent[:17], arm, mean, passed))
+        mean = score(math.fsum(scored) / len(scored)) if scored else score(None)
+        reached = sum(1 for t in trials if t.passed)
+        baseline_below |= arm == "without_skill" and reached < len(trials)
+        lines += cols.row(case, *((agent,) if agent_col else ()), arm.replace("_", " "), mean,
+                          f"{reached}/{len(trials)}", _outcomes(trials))
+    legend = f"mean: mean overall; {threshold}: attempts at or above the pass threshold; pytest: the outcome " \
+             "pytest printed for those items"
+    if len(agents) == 1:
+        legend += f"; agent: {agents[0]}"
+    lines += wrap(legend, width, "  ")
+    if baseline_below:
+        lines += wrap("A without-skill (baseline) item passes in pytest whatever it scores: the baseline is "
+                      "measured, never gated.", width, "  ")
     return lines
 
 
-def render_summary(aggregate: AggregateResult, results_path: str | None, width: int = 100) -> list[str]:
-    """The session summary as lines (no trailing newlines), each at most `width` columns except a long path."""
-    res = aggregate
-    lines = [f" skilleval: {res.skill_name} ".center(width, "=")[:width]]
-    lines += _wrap(f"Verdict: {res.verdict.upper()} ({res.verdict_reason})", width)
+def _header(res: AggregateResult, width: int) -> list[str]:
     cov = res.coverage
-    lines += _wrap(
-        f"Execution: {res.execution_status}; {cov.run_trials}/{cov.expected_trials} trials run, "
-        f"{cov.scored_trials} scored; grading {res.grading_mode}; score policy {res.score_policy}",
-        width,
-    )
+    lines = [f" skilleval: {res.skill_name} ".center(width, "=")[:width]]
+    lines += wrap(f"Verdict: {res.verdict.upper()} -- {res.verdict_reason}", width)
+    lines += wrap(f"Execution: {res.execution_status}; {cov.run_trials}/{cov.expected_trials} trials run, "
+                  f"{cov.scored_trials} scored", width)
+    lines += wrap(f"Grading: {res.grading_mode}; score policy {res.score_policy}", width)
     if res.run_config.get("sandbox") == "none":
-        lines += _wrap("Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without "
-                       "isolation", width)
+        lines += wrap("Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without "
+                      "isolation", width)
     if res.baseline_calibration:
-        lines += _wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
+        lines += wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:
-        skipped = ", ".join(cov.skipped_cases) if cov.skipped_cases else "none listed"
-        note = f"PUBLICATION-INCOMPLETE: partial selection or missing attempts; skipped cases: {skipped}"
-        lines += _wrap(note, width)
+        what = f"cases not run: {', '.join(cov.skipped_cases)}" if cov.skipped_cases else incomplete_why(cov)
+        lines += wrap(f"PUBLICATION-INCOMPLETE: {what}", width)
     for warning in res.warnings[:5]:
-        lines += _wrap(f"warning: {warning}", width)
+        lines += wrap(f"warning: {warning}", width)
     if len(res.warnings) > 5:
         lines.append(f"warning: ... and {len(res.warnings) - 5} more (see result.json)")
-    lines += _case_rows(res)
-    for agent in res.agents.values():
-        lines += _agent_block(agent, width)
-    lines.append("")
+    return lines
+
+
+def _footer(res: AggregateResult, width: int, results_path: str | None, report_path: str | None,
+            card_path: str | None, report_error: str | None, gate: str | None) -> list[str]:
+    lines = [""]
     if res.best_agent:
-        best = f"Best agent: {res.best_agent}; overall {_score(res.overall_score)}; lift {_signed(res.overall_lift)}"
-        lines += _wrap(best, width)
+        lines += wrap(f"Best agent: {res.best_agent}; overall {score(res.overall_score)}; "
+                      f"lift {signed(res.overall_lift)}", width)
     lines.append(f"Overall verdict: {res.verdict.upper()}")
-    if results_path:
-        lines.append("Results:")
-        lines.append(f"  {results_path}")
-    else:
-        lines.append("Results: not written")
+    if gate:
+        lines += wrap(gate, width)
+    lines.append(f"Results: {results_path}" if results_path else "Results: not written")
+    if report_error:
+        lines += wrap(f"Report: not written ({report_error})", width)
+    if report_path:
+        lines.append(f"Report: {report_path}")
+    if card_path:
+        lines.append(f"Card:   {card_path}")
+    return lines + wrap(f"Next: {next_step(res, report_path)}", width)
+
+
+def render_summary(aggregate: AggregateResult, results_path: str | None, width: int = MIN_WIDTH, *,
+                   report_path: str | None = None, card_path: str | None = None, report_error: str | None = None,
+                   block_on_agent_eval: bool = False, pytest_status: int | None = None) -> list[str]:
+    """The session summary as lines (no trailing newlines).
+
+    `width` is the terminal's (pytest's terminalreporter); below 80 the tables still take 80. Every line fits
+    `max(width, 80)` except one holding a path. It ends with the results, the report's path and one next step.
+    """
+    width = max(width, MIN_WIDTH)
+    res = aggregate
+    lines = _header(res, width) + _case_rows(res, width)
+    for agent in res.agents.values():
+        lines += _agent_block(res, agent, width)
+    gate = gate_line(res, block_on_agent_eval, pytest_status)
+    lines += _footer(res, width, results_path, report_path, card_path, report_error, gate)
     return [line.rstrip() for line in lines]

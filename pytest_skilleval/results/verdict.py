@@ -5,18 +5,23 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from verifier.evidence import STANDARD_METRICS
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.scoring import DIMENSION_SOURCES
 
 from pytest_skilleval.results.models import (
     DIMENSIONS,
     AgentResult,
     AggregateResult,
     ArmSummary,
+    Coverage,
     LiftStat,
     RunPlan,
     Verdict,
 )
 from pytest_skilleval.results.trials import CUSTOM_ONLY
+
+# The dimensions only the LLM judges score (correctness, effectiveness): no judge model, no score.
+JUDGE_DIMENSIONS = frozenset(d for d, sources in DIMENSION_SOURCES.items() if set(sources) <= set(JUDGE_METRICS))
 
 # ------------------------------------------------------------------------------------------------ verdicts
 
@@ -35,7 +40,7 @@ def agent_verdict(status: str, ws: ArmSummary, inconclusive: bool, plan: RunPlan
     if missing:
         failing = [d for d, b in bands.items() if b == "FAIL"]
         extra = f"; failing: {', '.join(failing)}" if failing else ""
-        return "neutral", f"NO SCORE for {', '.join(missing)}{extra}"
+        return "neutral", f"NO SCORE for {', '.join(missing)}{_unscored_because(missing, plan)}{extra}"
     failing = [d for d, b in bands.items() if b == "FAIL"]
     if failing:
         return "fail", f"dimension(s) below 0.40: {', '.join(failing)}"
@@ -45,9 +50,18 @@ def agent_verdict(status: str, ws: ArmSummary, inconclusive: bool, plan: RunPlan
     return "pass", "every dimension passes"
 
 
+def _unscored_because(missing: list[str], plan: RunPlan) -> str:
+    """Why a dimension has no score, when the run settings say: the judge dimensions without a judge model."""
+    judge = plan.run_config.get("judge")
+    if isinstance(judge, Mapping) and judge.get("enabled") is False and set(missing) <= JUDGE_DIMENSIONS:
+        return " (LLM judge not configured)"
+    return ""
+
+
 def top_verdict(
-    execution_status: str, calibration: bool, agents: Mapping[str, AgentResult]
+    execution_status: str, calibration: bool, agents: Mapping[str, AgentResult], grading_mode: str = "default"
 ) -> tuple[Verdict, str]:
+    """The run's verdict and its true cause: a NEUTRAL names what kept each agent from passing."""
     if execution_status != "succeeded":
         return "neutral", f"run {execution_status}; not every agent completed"
     if calibration:
@@ -60,9 +74,26 @@ def top_verdict(
         return "neutral", "no agent completed"
     if not judged:
         return "inconclusive", "skill never activated for any agent"
-    if any(a.verdict == "neutral" for a in judged):
-        return "neutral", "no agent passes every dimension"
+    if grading_mode == CUSTOM_ONLY:
+        return "neutral", "custom_only grading scores no dimensions, so the verdict cannot be PASS"
+    neutral = [a for a in judged if a.verdict == "neutral"]
+    if neutral:
+        causes = "; ".join(a.verdict_reason if len(agents) == 1 else f"{a.name}: {a.verdict_reason}" for a in neutral)
+        return "neutral", causes if len(agents) == 1 else f"no agent passes every dimension ({causes})"
     return "fail", "every judged agent fails a dimension"
+
+
+def incomplete_why(coverage: Coverage) -> str | None:
+    """Why the run does not cover its planned grid (`partial selection: 3 case(s) not run`); None when it does."""
+    if coverage.publication_complete:
+        return None
+    if coverage.interrupted:
+        return "interrupted"
+    if coverage.skipped_cases:
+        return f"partial selection: {len(coverage.skipped_cases)} case(s) not run"
+    if coverage.missing_trials:
+        return f"{len(coverage.missing_trials)} planned trial(s) missing"
+    return "partial selection"
 
 
 def pick_best_agent(agents: Mapping[str, AgentResult], calibration: bool) -> str | None:

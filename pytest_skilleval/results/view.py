@@ -31,8 +31,7 @@ def run_view_command(argv: list[str]) -> int:
         return 2
     if args.render or not run.report_path.is_file() or not run.card_path.is_file():
         write_run_reports(run.path)
-    width = min(100, shutil.get_terminal_size((100, 24)).columns)
-    print("\n".join(render_summary(run.document, str(run.path / RESULT_FILE), width=width)))
-    print(f"Report: {run.report_path}")
-    print(f"Card:   {run.card_path}")
+    width = shutil.get_terminal_size((80, 24)).columns
+    print("\n".join(render_summary(run.document, str(run.path / RESULT_FILE), width=width,
+                                   report_path=str(run.report_path), card_path=str(run.card_path))))
     return 0

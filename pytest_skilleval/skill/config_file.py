@@ -511,9 +511,17 @@ def _loc(error: Mapping[str, Any]) -> str:
     return ".".join(parts)
 
 
+AGENT_SETTINGS_NOTE = (
+    "; a skill's config cannot set agent constructor settings: pass them on the command line (--agent-kwarg "
+    "AGENT:KEY=VALUE), and an agent's endpoint and key come from the host's provider variables (OPENAI_BASE_URL, "
+    "ANTHROPIC_BASE_URL, the API keys)"
+)
+
+
 def _message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "extra_forbidden":
-        return "unknown key"
+        loc = [str(part) for part in error.get("loc", ())]
+        return "unknown key" + (AGENT_SETTINGS_NOTE if loc[:2] == ["harbor", "agents"] and len(loc) == 4 else "")
     if error.get("type") == "missing":
         return "is required"
     return str(error.get("msg", "invalid value"))

@@ -12,8 +12,7 @@ from typing import Any
 from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import find_dataset
 from pytest_skilleval.skill.judging import judge_run_config
-from pytest_skilleval.skill.settings import RunSettings
-from verifier.custom import looks_like_credential
+from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -53,13 +52,12 @@ class SkillFolder:
         return self._merge(raw)
 
     def run_config(self) -> dict[str, Any]:
-        """The settings as run, plus the skill's content digest; values of environment kwargs that look like
+        """The settings as run, plus the skill's content digest; values of environment and agent kwargs that look like
         credentials never reach a file."""
         config = self.settings.model_dump(mode="json")
-        config["env_kwargs"] = {
-            key: ("<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value)
-            for key, value in config.get("env_kwargs", {}).items()
-        }
+        config["env_kwargs"] = redacted_kwargs(config.get("env_kwargs", {}))
+        config["agent_kwargs"] = {agent: redacted_kwargs(kwargs)
+                                  for agent, kwargs in config.get("agent_kwargs", {}).items()}
         config["skill_digest"] = self.digest
         config["judge"] = judge_run_config(self.settings)
         if self.settings.local_sandbox is not None:

@@ -25,6 +25,7 @@ from harbor.models.task.verifier_mode import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.native_shipped import shipped_skills
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 from pytest_skilleval.skill.host_env import unpassed_reference_message
 from pytest_skilleval.skill.task_durations import duration_problems
@@ -388,6 +389,18 @@ def _paired_findings(task: NativeTask, pre_agent_setup: Sequence[str]) -> list[F
                 severity="error",
                 message=f"{trajectory.relative_to(task.path)} ships a prior trajectory; a paired run rejects it" + hint,
                 path=trajectory,
+            )
+        )
+    shipped = shipped_skills(task.path, task.config)
+    if shipped:
+        findings.append(
+            Finding(
+                rule="paired-shipped-skills",
+                severity="error",
+                message="the task ships its own skills (" + "; ".join(shipped) + "): its environment is the same in "
+                "both arms, so the baseline would get the skill too and the comparison would measure nothing. Remove "
+                "them (the plugin installs the skill under test into the with-skill arm only)" + hint,
+                path=task.path / TASK_FILE,
             )
         )
     if list(pre_agent_setup):

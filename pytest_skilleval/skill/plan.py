@@ -107,16 +107,18 @@ def case_plan(skill: SkillFolder) -> CasePlan:
 
 
 def native_claims(evals_dir: Path) -> dict[str, str]:
-    """Readable native tasks: task folder name -> the dataset entry id it replaces (unreadable ones are reported
-    by their own collector)."""
-    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
+    """Native tasks, readable or not: task folder name -> the dataset entry id it replaces.
+
+    One rule for every refusal (issue 11): a task refused by Harbor's own model or by a plugin rule claims its entry
+    all the same, so the entry never runs in its place; why it was refused is reported by its own collector.
+    """
+    from pytest_skilleval.skill.native_claims import claimed_entry_id
 
     claims = {}
     for name in native_case_names(evals_dir):
-        try:
-            claims[name] = load_native_task(evals_dir / "harbor" / name).entry_id
-        except NativeTaskError:
-            continue
+        entry_id = claimed_entry_id(evals_dir / "harbor" / name)
+        if entry_id is not None:
+            claims[name] = entry_id
     return claims
 
 

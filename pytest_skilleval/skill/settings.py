@@ -5,7 +5,7 @@ Plain data: the Harbor side and the session read it; nothing here knows about py
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -17,11 +17,38 @@ LOCAL_ENV_MODES = ("local", "pytest_skilleval.harbor.local_env:LocalEnvironment"
                    "pytest_skilleval.harbor_ext.local_env:LocalEnvironment")
 
 
+def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
+    """(innermost key, value) for every leaf of nested kwargs, so `llm_kwargs={"api_key": ...}` is seen as an
+    `api_key` when secrets are looked for."""
+    if isinstance(kwargs, dict):
+        return [leaf for key, value in kwargs.items() for leaf in kwarg_leaves(value, str(key))]
+    if isinstance(kwargs, list):
+        return [leaf for value in kwargs for leaf in kwarg_leaves(value, name)]
+    return [(name, kwargs)]
+
+
+def redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments with every credential-looking value (by name or by value, nested ones too) replaced."""
+    from verifier.custom import looks_like_credential
+
+    def redact(key: str, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: redact(str(k), v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [redact(key, v) for v in value]
+        return "<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value
+
+    return {key: redact(key, value) for key, value in kwargs.items()}
+
+
 class RunSettings(BaseModel):
     """Everything that shapes a skill's run, after merging every source."""
 
     agents: list[str] = Field(default_factory=lambda: ["codex"])
     agent_models: dict[str, str] = Field(default_factory=dict)
+    agent_kwargs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Per agent, constructor settings from --agent-kwarg (command line only)."
+    )
     env_mode: str = "docker"
     env_kwargs: dict[str, str] = Field(default_factory=dict)
     n_attempts: int = Field(default=1, ge=1)
@@ -70,6 +97,18 @@ class RunSettings(BaseModel):
         if not canonical:
             raise ValueError("at least one agent is needed")
         return canonical
+
+    @field_validator("agent_kwargs", mode="before")
+    @classmethod
+    def _canonical_kwarg_agents(cls, value: Any) -> Any:
+        """Agent aliases (`claude`) name the same agent as in --agents."""
+        if not isinstance(value, dict):
+            return value
+        nested: dict[str, dict[str, Any]] = {}
+        for name, item in value.items():
+            agent = AGENT_ALIASES.get(str(name).strip(), str(name).strip())
+            nested[agent] = {**nested.get(agent, {}), **(item if isinstance(item, dict) else {})}
+        return nested
 
     @field_validator("pass_env")
     @classmethod

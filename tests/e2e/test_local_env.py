@@ -100,9 +100,10 @@ def test_bwrap_unshares_network_unless_task_is_public(tmp_path: Path, kit) -> No
     assert env.network_policy.network_mode == NetworkMode.PUBLIC
     assert env.capabilities.disable_internet is True
     run(started(env))
-    host_ifaces = len(Path("/proc/net/dev").read_text().splitlines()) - 2
+    # The host's network: more than loopback. (Not an exact count: Docker tests running beside this one add and
+    # remove veth interfaces at any moment.)
     shared = run(env.exec("awk 'NR>2' /proc/net/dev | wc -l"))
-    assert int(shared.stdout.strip()) == host_ifaces
+    assert int(shared.stdout.strip()) >= 2
     run(env.set_network_policy(NetworkPolicy(network_mode=NetworkMode.NO_NETWORK)))
     assert run(env.exec("awk 'NR>2' /proc/net/dev | wc -l")).stdout.strip() == "1"
 

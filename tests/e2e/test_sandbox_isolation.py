@@ -288,7 +288,8 @@ def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path) -> None:
     keeper = ProcessKeeper(fake_bwrap, tmp_path / "keeper.log")
     with pytest.raises(KeeperError, match="could not start: bwrap could not start the sandbox: bwrap: Creating new"):
         keeper.start()
-    with pytest.raises(KeeperError, match="not started"):
+    # Depending on when its reader noticed, the keeper reads as not started or as ended: never as usable.
+    with pytest.raises(KeeperError, match="not started|ended unexpectedly"):
         keeper.spawn(["/bin/true"], "/", {}, 1, 2)
 
 
@@ -317,7 +318,7 @@ def test_a_keeper_killed_from_outside_is_reported(tmp_path: Path, sandbox_mode: 
     finally:
         run(env.stop(delete=True))
     if sandbox_mode == "bwrap":  # the sandbox dies with its keeper (bwrap --die-with-parent)
-        assert wait_until_none(marker, seconds=2.0) == []
+        assert wait_until_none(marker, seconds=15.0) == []
     else:
         for pid in processes_with(marker):  # a SIGKILLed subreaper cannot clean up: ours to end here
             os.kill(pid, 9)

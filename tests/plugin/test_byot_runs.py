@@ -89,3 +89,24 @@ def test_native_task_replaces_the_generated_task_for_its_entry(skill_project: Sk
         "skills/native/evals/evals.json::t2[replay-with_skill-1]",
         "skills/native/evals/harbor/t1/task.toml::t1[replay-with_skill-1]",
     ]
+
+
+@pytest.mark.parametrize(
+    ("toml", "why"),
+    [
+        ('schema_version = "1.4"\n[task]\nname = "no-slash"\n', "task.toml field"),  # refused by Harbor's model
+        ('schema_version = "1.4"\n[task]\nname = "demo/t1"\n[environment]\nskills_dir = "/skills"\n',
+         "paired-shipped-skills"),  # refused by a plugin rule
+    ],
+)
+def test_a_refused_native_task_never_falls_back_to_its_dataset_entry(
+    skill_project: SkillProject, toml: str, why: str
+) -> None:
+    """One rule, whoever refuses the task: the entry it replaces does not run silently in its place."""
+    skill = skill_project.make_skill("native", simple_entries("t1", "t2"), grader=False)
+    task = _native_task(skill, "t1")
+    (task / "task.toml").write_text(toml)
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED and why in out
+    assert "evals.json::t1[" not in out

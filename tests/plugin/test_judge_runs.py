@@ -96,14 +96,15 @@ def test_without_a_judge_model_the_overall_is_partial_and_said_once(skill_projec
     skill_project.copy_hello_skill()
     run = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
     out = run.stdout.str()
-    assert out.count("LLM judge not configured") == 1
+    assert out.count("skilleval: LLM judge not configured") == 1  # the banner, once
     assert judge_env.requests == []
     result = _latest_result(skill_project)
     assert result["run_config"]["judge"]["enabled"] is False
     for trial in result["trials"]:
         assert trial["metrics"]["accuracy"] is None and trial["dimensions"]["correctness"] is None
         assert trial["overall_basis"] == ["security", "discoverability", "efficiency"]
-    assert "Overall is partial: mean of 3 of 5 dimensions (NO SCORE: correctness, effectiveness)" in out
+    assert "Overall is partial: mean of 3 of 5 dimensions (NO SCORE: correctness, effectiveness)" in " ".join(
+        line.strip() for line in out.splitlines())
     assert result["verdict"] != "pass"
     details = _reward_details(skill_project)[0]
     assert details["accuracy"]["status"] == "not_configured"

@@ -27,7 +27,7 @@ def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProje
     result.assert_outcomes(passed=16)
     summary = result.stdout.str()
     assert "Results by Case" in summary
-    assert re.search(r"explicit-greeting\s+replay\s+with_skill\s+1\.0000\s+2/2", summary)
+    assert re.search(r"explicit-greeting\s+with skill\s+1\.0000\s+2/2\s+2 passed", summary)
     assert "Results by Dimension" in summary and "pass@k (k=2" in summary
     trials = _trials(skill_project.result_json("hello-skill"))
     assert len(trials) == 16
@@ -111,6 +111,19 @@ def test_bad_files_entry_is_a_collection_error_naming_the_case(skill_project: Sk
     result = skill_project.run("--collect-only", *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", subprocess=False)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "case 'c1': files entry '../SKILL.md' must not contain '..'" in result.stdout.str()
+
+
+def test_skill_files_listed_as_inputs_say_why_they_are_refused(skill_project: SkillProject) -> None:
+    """Public datasets list the skill's own files as inputs; the refusal says what staging them would do."""
+    skill = skill_project.make_skill("demo", simple_entries("c1", files=["SKILL.md", "scripts/extract.py"]))
+    (skill / "scripts").mkdir()
+    (skill / "scripts" / "extract.py").write_text("print('x')\n")
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", subprocess=False)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    out = result.stdout.str()
+    assert "case 'c1': files entry 'SKILL.md' is part of the skill itself (demo/SKILL.md)" in out
+    assert "would hand the skill to the baseline arm" in out and "installed already" in out
+    assert "does not exist" not in out
 
 
 def _comparable(result: dict) -> list[tuple]:

@@ -1,9 +1,9 @@
 """No secret reaches anything we write or print (issue 9, item 6).
 
-Fake secrets are planted in the host environment and passed as `--ek api_key=...`; the replayed agent and the
-grader print them every way they can (an env dump, stderr, reward details, a crash traceback, token-shaped
-literals), with `sandbox=none` so the sandbox sees the whole host environment. Then every byte under the results
-dir, the JUnit XML and the terminal output is searched.
+Fake secrets are planted in the host environment and passed as `--agent-kwarg replay:api_key=...` (the local
+environment refuses unknown `--ek` keys); the replayed agent and the grader print them every way they can (an env
+dump, stderr, reward details, a crash traceback, token-shaped literals), with `sandbox=none` so the sandbox sees the
+whole host environment. Then every byte under the results dir, the JUnit XML and the terminal output is searched.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillPro
 
     junit = skill_project.root / "junit.xml"
     result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "default_plus_custom", "--ek", "sandbox=none",
-                               "--ek", f"api_key={ek_secret}", f"--junitxml={junit}", "-rA", "-vv")
+                               "--agent-kwarg", f"replay:api_key={ek_secret}", f"--junitxml={junit}", "-rA", "-vv")
     assert result.parseoutcomes().get("errors") == 2  # the crasher, in both arms
 
     written = [result.stdout.str(), result.stderr.str(), junit.read_text(errors="replace")]
@@ -90,7 +90,7 @@ def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillPro
     assert any(p.name == "trajectory.json" for p in files) and any(p.name == "result.json" for p in files)
     written += [p.read_text(errors="replace") for p in files]
     everything = "\n".join(written)
-    for name, value in {**planted, "--ek api_key": ek_secret, **LITERALS}.items():
+    for name, value in {**planted, "--agent-kwarg replay:api_key": ek_secret, **LITERALS}.items():
         assert value not in everything, f"{name} leaked"
     assert REDACTED in everything  # the output is still there, with the secrets cut out
     assert "grader crashed holding" in everything

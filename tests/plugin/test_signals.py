@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -15,13 +16,15 @@ import pytest
 
 from tests.support import SkillProject, simple_entries
 
-# A number no other process on the machine has in its command line, to count what the trial left behind.
-SLEEP = "171.717"
+def _unique_sleep() -> str:
+    """A sleep length no other process on the machine has in its command line (not even this test's other
+    parameters, which xdist runs at the same time), to count what the trial left behind."""
+    return f"171.{random.randrange(10**8, 10**9)}"
 
 
-def _skill(project: SkillProject) -> Path:
+def _skill(project: SkillProject, sleep: str) -> Path:
     skill = project.make_skill("demo", simple_entries("quick", "slow"))
-    for case, command in (("quick", "echo quick"), ("slow", f"sleep {SLEEP}; echo done")):
+    for case, command in (("quick", "echo quick"), ("slow", f"sleep {sleep}; echo done")):
         path = skill / "evals" / "replays" / f"{case}.json"
         replay = json.loads(path.read_text())
         replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = command
@@ -35,14 +38,14 @@ def _argv(project: SkillProject, *extra: str) -> list[str]:
             "--results-dir", str(project.root / "results"), str(project.root / "skills"), *extra]
 
 
-def _leftovers() -> list[str]:
+def _leftovers(sleep: str) -> list[str]:
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if SLEEP in text:
+        if sleep in text:
             found.append(f"{cmdline.parent.name}: {text}")
     return found
 
@@ -64,7 +67,8 @@ def _runs(project: SkillProject) -> dict[str, str | None]:
 ], ids=["ctrl-c-twice", "sigterm", "sigterm-then-ctrl-c", "sigterm-xdist"])
 def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signals: tuple[int, ...],
                                              extra: tuple[str, ...]) -> None:
-    _skill(skill_project)
+    sleep = _unique_sleep()
+    _skill(skill_project, sleep)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     previous = subprocess.run(_argv(skill_project, "-k", "quick"), cwd=skill_project.root, env=env,
                               capture_output=True, text=True, timeout=300)
@@ -77,7 +81,7 @@ def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signal
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while not _leftovers():  # the slow trial's command is running
+        while not _leftovers(sleep):  # the slow trial's command is running
             assert proc.poll() is None and time.monotonic() < deadline, "the sleeping trial never started"
             time.sleep(0.1)
         time.sleep(0.5)
@@ -97,4 +101,4 @@ def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signal
     assert os.readlink(latest) == previous_run
     assert (latest.parent / previous_run / "result.json").read_bytes() == previous_bytes
     time.sleep(0.5)
-    assert _leftovers() == []
+    assert _leftovers(sleep) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.skill.native_claims import claimed_entry_id
 from pytest_skilleval.skill.native_tasks import (
     NativeTask,
     NativeTaskError,
@@ -442,6 +443,42 @@ def test_paired_pre_agent_setup(evals: Path) -> None:
     task = loaded(evals)
     assert rules(task, mode="custom_only", paired=True, pre_agent_setup=["make deps"]) == {"paired-pre-agent-setup"}
     assert rules(task, mode="custom_only", paired=False, pre_agent_setup=["make deps"]) == set()
+
+
+@pytest.mark.parametrize(
+    ("extra", "files", "named"),
+    [
+        ('\n[environment]\nskills_dir = "/skills"\n', {}, "skills_dir = '/skills'"),
+        ("", {"environment/Dockerfile": "FROM ubuntu\nCOPY skills/ /skills/\n"}, "COPY skills/ /skills/"),
+        ("", {"environment/Dockerfile": "FROM ubuntu\nadd ./skills /root/.claude/skills\n"}, "add ./skills"),
+        ("", {"environment/skills/pdf/SKILL.md": "---\nname: pdf\n---\n"}, "environment/skills/ holds pdf"),
+    ],
+)
+def test_paired_shipped_skills_are_refused_with_the_reason(evals: Path, extra: str, files: dict, named: str) -> None:
+    task = loaded(evals, extra=extra, files=files)
+    findings = check_native_task(task, grading_mode="custom_only", paired=True, dataset_ids={"case-1"})
+    (finding,) = [f for f in findings if f.rule == "paired-shipped-skills"]
+    assert finding.severity == "error" and named in finding.message
+    assert "baseline would get the skill too" in finding.message and "--skip-baseline" in finding.message
+    assert rules(task, mode="custom_only", paired=False) == set()
+
+
+def test_dockerfile_without_skills_is_fine(evals: Path) -> None:
+    task = loaded(evals, files={"environment/Dockerfile": "FROM ubuntu\nCOPY app/ /app/\nRUN echo skills\n"})
+    assert rules(task, mode="custom_only", paired=True) == set()
+
+
+def test_claimed_entry_id_holds_for_tasks_harbor_refuses(evals: Path) -> None:
+    """A task Harbor's model refuses (name not org/name) still claims its entry, like any refused task."""
+    bad_name = make_task(evals, "case-1", toml='schema_version = "1.4"\n[task]\nname = "no-slash"\n')
+    with pytest.raises(NativeTaskError):
+        load_native_task(bad_name)
+    assert claimed_entry_id(bad_name) == "case-1"
+    with_meta = make_task(evals, "case-2", toml='[task]\nname = "x"\n[metadata]\nentry_id = "entry-9"\n')
+    assert claimed_entry_id(with_meta) == "entry-9"
+    broken = make_task(evals, "case-3", toml="not [toml")
+    assert claimed_entry_id(broken) == "case-3"
+    assert claimed_entry_id(make_task(evals, "case-4")) == "case-4"
 
 
 def test_every_finding_names_its_rule_and_a_message(evals: Path) -> None:

@@ -70,3 +70,33 @@ def test_environment_configs() -> None:
     assert docker.import_path is None
     custom = environment_config(RunSettings(env_mode="pkg.envs:MyEnv"))
     assert custom.import_path == "pkg.envs:MyEnv"
+
+
+def test_agent_kwargs_reach_only_their_agent() -> None:
+    settings = RunSettings(agents=["terminus-2", "codex"],
+                           agent_kwargs={"terminus-2": {"record_terminal_session": False, "api_base": "http://h/v1"}})
+    assert agent_config(_spec("terminus-2"), settings, STAGED).kwargs == {
+        "record_terminal_session": False, "api_base": "http://h/v1"}
+    assert agent_config(_spec("codex"), settings, STAGED).kwargs == {}
+
+
+def test_agent_kwargs_for_import_path_agents_and_aliases() -> None:
+    settings = RunSettings(agents=["pkg.mod:Agent", "claude"], agent_kwargs={"pkg.mod:Agent": {"x": 1},
+                                                                           "claude": {"y": "z"}})
+    assert agent_config(_spec("pkg.mod:Agent"), settings, STAGED).kwargs == {"x": 1}
+    assert agent_config(_spec("claude-code"), settings, STAGED).kwargs == {"y": "z"}
+
+
+def test_replay_keeps_its_own_kwargs_beside_agent_kwargs() -> None:
+    settings = RunSettings(agents=["replay"], agent_kwargs={"replay": {"extra": True}})
+    kwargs = agent_config(_spec("replay"), settings, STAGED).kwargs
+    assert kwargs["extra"] is True and kwargs["case_id"] == "c1" and kwargs["arm"] == "with_skill"
+
+
+def test_agent_kwarg_values_are_json_when_they_parse() -> None:
+    from pytest_skilleval.options import _agent_kwargs
+
+    parsed = _agent_kwargs(["terminus-2:record_terminal_session=false", "terminus-2:api_base=http://127.0.0.1:1/v1",
+                            "pkg.mod:Agent:n=3", 'terminus-2:llm_kwargs={"temperature": 0}', 'a:s="123"'])
+    assert parsed == {"terminus-2": {"record_terminal_session": False, "api_base": "http://127.0.0.1:1/v1",
+                                     "llm_kwargs": {"temperature": 0}}, "pkg.mod:Agent": {"n": 3}, "a": {"s": "123"}}

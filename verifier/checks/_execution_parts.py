@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from verifier.checks._harness_skills import HarnessLoad, load_evidence
 from verifier.checks._shell_words import shell_text
 from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
 from verifier.checks._skill_reads import (
@@ -59,8 +60,34 @@ def _best(candidates: list[tuple[tuple[str, float], ToolCallRecord, dict[str, An
     return best
 
 
-def check_activation(calls: list[ToolCallRecord], accepted: list[str]) -> dict[str, Any]:
-    """Did the agent load the expected skill (or an accepted alternate)? First matching rule wins."""
+def _harness_activation(accepted: list[str], loads: list[HarnessLoad]) -> dict[str, Any] | None:
+    """The best skill the harness itself loaded (codex `$skill`, claude-code `/skill`, an injected SKILL.md)."""
+    best: tuple[tuple[str, float], HarnessLoad] | None = None
+    for load in loads:
+        matched = match_accepted(load.skill, accepted, exact=True) or match_accepted(
+            load.skill.rsplit(":", 1)[-1], accepted, exact=True)
+        if matched and (best is None or matched[1] > best[0][1]):
+            best = (matched, load)
+    if best is None:
+        return None
+    (name, raw_score), load = best
+    return {
+        "score": raw_score,
+        "passed": True,
+        "message": f"Skill activated by the harness: {load.how}",
+        "match_type": match_type(raw_score),
+        "matched_skill": name,
+        "via": "harness",
+        **load_evidence(load),
+        **_accepted_details(accepted),
+    }
+
+
+def check_activation(
+    calls: list[ToolCallRecord], accepted: list[str], loads: list[HarnessLoad] | None = None
+) -> dict[str, Any]:
+    """Did the agent load the expected skill (or an accepted alternate)? First matching rule wins: the Skill tool,
+    a native SKILL.md read, a load by the harness (`loads`), a shell read, then observation evidence."""
     if not accepted:
         return {"score": 1.0, "passed": True, "skipped": True, "message": "No expected_skill -- skipped"}
 
@@ -84,6 +111,9 @@ def check_activation(calls: list[ToolCallRecord], accepted: list[str]) -> dict[s
             hits.append((matched, call, {"path": path}))
     if best := _best(hits):
         return _activated(accepted, best[0], "native read of SKILL.md", best[1], **best[2])
+
+    if harness := _harness_activation(accepted, list(loads or [])):
+        return harness
 
     hits = []
     for call in calls:
@@ -132,7 +162,7 @@ def check_activation(calls: list[ToolCallRecord], accepted: list[str]) -> dict[s
     return {
         "score": 0.0,
         "passed": False,
-        "message": "Expected skill was not activated (no Skill tool call or SKILL.md read of it)",
+        "message": "Expected skill was not activated (no Skill tool call, SKILL.md read or harness load of it)",
         "skill_md_reads": other_reads,
         **_accepted_details(accepted),
     }
@@ -167,8 +197,14 @@ def check_script_execution(calls: list[ToolCallRecord], script: str) -> dict[str
     return {"score": 0.0, "passed": False, "message": f"No exec call ran {script}"}
 
 
-def _workflow_event_stream(calls: list[ToolCallRecord]) -> Iterator[tuple[str, int]]:
-    """Yields workflow_events' items one by one, so a long trajectory can be judged without storing them all."""
+def _workflow_event_stream(calls: list[ToolCallRecord], preloaded: bool = False) -> Iterator[tuple[str, int]]:
+    """Yields workflow_events' items one by one, so a long trajectory can be judged without storing them all.
+
+    `preloaded`: the harness loaded a skill into the conversation, so its instructions were read before any call
+    (call index -1).
+    """
+    if preloaded:
+        yield "read_skill", -1
     first_skill_call = next((c for c in calls if is_skill_tool(c.tool) and skill_tool_name(c.arguments)), None)
     if first_skill_call is not None:
         yield "read_skill", first_skill_call.index
@@ -189,11 +225,12 @@ def workflow_events(calls: list[ToolCallRecord]) -> list[tuple[str, int]]:
 _SEQUENCE_SHOWN = 50
 
 
-def check_workflow_order(calls: list[ToolCallRecord], expected: str) -> dict[str, Any]:
-    """Was SKILL.md read before the agent started running commands? Which skill was read is not checked here."""
+def check_workflow_order(calls: list[ToolCallRecord], expected: str, preloaded: bool = False) -> dict[str, Any]:
+    """Was SKILL.md read before the agent started running commands? Which skill was read is not checked here;
+    `preloaded` says the harness loaded a skill before the first call."""
     shown: list[dict[str, Any]] = []
     any_event = read_seen = executed = executed_after_read = False
-    for kind, index in _workflow_event_stream(calls):
+    for kind, index in _workflow_event_stream(calls, preloaded):
         any_event = True
         if len(shown) < _SEQUENCE_SHOWN:
             shown.append({"event": kind, "call_index": index})

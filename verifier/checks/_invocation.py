@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from verifier.checks._harness_skills import HarnessLoad, load_evidence, loads_of
+from verifier.checks._skill_reads import read_arguments
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
     ShellSyntaxError,
@@ -33,7 +35,6 @@ MAX_DEPTH = 3
 MAX_WRAPPERS = 8
 DEFAULT_CWD = "/workspace"
 
-READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl", "bat"})
 INERT_VERBS = frozenset({"echo", "printf"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 INTERPRETER_RE = re.compile(r"^(bash|dash|node|perl|python|python3|python\d+(\.\d+)?|ruby|sh|zsh)$")
@@ -162,8 +163,9 @@ class _ShellReader:
                 nested.variables = dict(self.variables)
                 nested.tokens_seen = self.tokens_seen
                 return nested.read(payload, depth + 1)
-        if verb in READ_VERBS:
-            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*args, *redirect_inputs]):
+        read_args = read_arguments(verb, args)
+        if read_args is not None:
+            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*read_args, *redirect_inputs]):
                 return True
         if "/" in words[0] and _under_target_scripts(self._resolve(words[0]), self.target):
             return True
@@ -296,12 +298,15 @@ def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
     return {"call_index": call.index, "tool": call.tool, "why": why, "evidence": text[:300]}
 
 
-def check_invocation(calls: list[ToolCallRecord], target: str) -> InvocationResult:
-    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands)."""
+def check_invocation(
+    calls: list[ToolCallRecord], target: str, loads: list[HarnessLoad] | None = None
+) -> InvocationResult:
+    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands); a skill
+    the harness loaded (`loads`, from the system and user messages) counts as used too."""
     wanted = target.strip().casefold()
     if not wanted:
         return InvocationResult(None, "no skill to look for")
-    triggered: list[dict[str, Any]] = []
+    triggered: list[dict[str, Any]] = [load_evidence(load) for load in loads_of(list(loads or []), target)]
     unknown: list[dict[str, Any]] = []
     cwd = DEFAULT_CWD
     for call in calls:

@@ -23,6 +23,21 @@ from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_too
 
 SKILL_FILE = "SKILL.md"
 READ_VERBS = frozenset({"cat", "sed", "head", "tail", "awk", "less", "more", "nl", "bat"})
+# swe-agent's own file commands, which its `swe_agent_action` carries like shell text: `open FILE` and
+# `str_replace_editor view FILE` read a file.
+SWE_AGENT_READS = {"open": None, "str_replace_editor": "view"}
+
+
+def read_arguments(verb: str, args: list[str]) -> list[str] | None:
+    """The words a read verb reads from (None: not a read): shell read verbs, and swe-agent's file commands."""
+    if verb in READ_VERBS:
+        return args
+    if verb in SWE_AGENT_READS:
+        sub = SWE_AGENT_READS[verb]
+        if sub is None:
+            return args
+        return args[1:] if args[:1] == [sub] else None
+    return None
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _OUTPUT_REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _MAX_SHELL_DEPTH = 3
@@ -109,14 +124,15 @@ def _lexed_skill_reads(command: str, depth: int) -> list[str]:
             if payload:
                 found.extend(shell_skill_reads(payload, depth + 1))
             continue
-        if verb not in READ_VERBS:
+        read_args = read_arguments(verb, words[1:])
+        if read_args is None:
             continue
         for op, target in simple.redirects:
             if op == "<":
                 text = target.expand(variables)
                 if _names_skill_file(text):
                     found.append(text)
-        for argument in words[1:]:
+        for argument in read_args:
             if _names_skill_file(argument):
                 found.append(argument)
     return found

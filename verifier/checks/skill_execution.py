@@ -18,7 +18,8 @@ from verifier.checks._execution_parts import (
     check_script_execution,
     check_workflow_order,
 )
-from verifier.checks._invocation import check_invocation
+from verifier.checks._harness_skills import HarnessLoad, harness_loads, loads_of
+from verifier.checks._invocation import InvocationResult, check_invocation
 from verifier.checks._skill_entry import (
     acceptable_skills,
     evaluated_skill,
@@ -41,14 +42,36 @@ def _no_activation(reason: str) -> dict[str, Any]:
     return {"score": None, "reason": reason}
 
 
-def _skill_invoked(evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> tuple[bool | None, dict[str, Any]]:
+def _invocation_detail(result: InvocationResult, target: str, trigger: bool | None) -> dict[str, Any]:
+    """The invocation detail, worded for what the case expects: `passed` is whether the skill's use (or its
+    absence) is what the case asks for, None when the case asks nothing or use could not be determined."""
+    used = result.triggered
+    if used is None:
+        passed, reason = None, result.reason
+    elif trigger is None:
+        passed = None
+        reason = f"Skill '{target}' was {'used' if used else 'not used'} (the case does not say whether it should be)"
+    elif trigger:
+        passed = used
+        reason = (f"Skill '{target}' was used, as the case expects" if used
+                  else f"Skill '{target}' was not used, though the case expects it")
+    else:
+        passed = not used
+        reason = (f"Skill '{target}' was used, though this negative control expects it unused" if used
+                  else f"Skill '{target}' was not used, as this negative control expects")
+    return {"target": target, "used": used, "expected": trigger, "passed": passed, "reason": reason,
+            "evidence": result.evidence[:10]}
+
+
+def _skill_invoked(
+    evidence: TrajectoryEvidence, entry: Mapping[str, Any], loads: list[HarnessLoad], trigger: bool | None
+) -> tuple[bool | None, dict[str, Any]]:
     """Invocation of the skill under test, for both arms: True used, False proven unused, None unknown."""
     target = skill_under_test(entry)
     if not target:
         return None, {"passed": None, "reason": "no skill under test"}
-    result = check_invocation(evidence.tool_calls, target)
-    return result.triggered, {"target": target, "passed": result.passed, "reason": result.reason,
-                              "evidence": result.evidence[:10]}
+    result = check_invocation(evidence.tool_calls, target, loads)
+    return result.triggered, _invocation_detail(result, target, trigger)
 
 
 def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]) -> MetricResult:
@@ -61,7 +84,8 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
             details={**base, "error": NO_TRAJECTORY, "trajectory_detail": evidence.detail,
                      "activation": _no_activation(NO_TRAJECTORY)},
         )
-    invoked, invocation = _skill_invoked(evidence, entry)
+    loads = harness_loads(evidence)
+    invoked, invocation = _skill_invoked(evidence, entry, loads, trigger)
     base.update({"skill_invoked": invoked, "invocation": invocation})
 
     if trigger is None:
@@ -71,7 +95,7 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
                      "activation": _no_activation("unlabeled case (no should_trigger or expected_skill)")},
         )
     if trigger is False:
-        return _negative(evidence, entry, base)
+        return _negative(evidence, entry, base, loads)
 
     expected = expected_skill(entry)
     if not expected:
@@ -81,16 +105,18 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
                      "activation": _no_activation("no expected_skill to look for")},
         )
     calls = evidence.tool_calls
-    if not calls:
+    accepted = acceptable_skills(entry)
+    preloaded = any(loads_of(loads, name) for name in accepted)
+    if not calls and not preloaded:
         return MetricResult(
             score=0.0,
             details={**base, "message": "No tool calls",
                      "activation": {"score": 0.0, "passed": False, "message": "No tool calls"}},
         )
     parts = {
-        "activation": check_activation(calls, acceptable_skills(entry)),
+        "activation": check_activation(calls, accepted, loads),
         "script_execution": check_script_execution(calls, expected_script(entry)),
-        "workflow_order": check_workflow_order(calls, expected),
+        "workflow_order": check_workflow_order(calls, expected, preloaded),
         "error_recovery": check_error_recovery(calls),
     }
     mean = round(sum(parts[name]["score"] for name in SUB_SCORES) / len(SUB_SCORES), 4)
@@ -105,7 +131,9 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     return MetricResult(score=mean, details={**base, **parts, "sub_score_mean": mean, "message": summary})
 
 
-def _negative(evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict[str, Any]) -> MetricResult:
+def _negative(
+    evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict[str, Any], loads: list[HarnessLoad]
+) -> MetricResult:
     """A negative control: 1.0 when the skill under test provably stayed unused, else 0.0."""
     activation = _no_activation("negative control: activation is not expected")
     target = evaluated_skill(entry)
@@ -117,13 +145,13 @@ def _negative(evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict
             details={**base, "activation": activation,
                      "message": "Negative control needs the trusted evaluated_skill (skill folder name); unscored"},
         )
-    if not evidence.tool_calls:
+    if not evidence.tool_calls and not loads_of(loads, target):
         return MetricResult(
             score=1.0,
             details={**base, "activation": activation, "message": "No tool calls: skill not triggered",
                      "negative_check": {"passed": True, "target": target}},
         )
-    result = check_invocation(evidence.tool_calls, target)
+    result = check_invocation(evidence.tool_calls, target, loads)
     negative_check = {"passed": result.passed, "target": target, "reason": result.reason,
                       "evidence": result.evidence[:10]}
     return MetricResult(

@@ -15,8 +15,8 @@ from typing import Any
 
 from harbor.environments.base import ExecResult
 
-from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, Spawned
 from verifier import safe_io
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, Spawned
 
 TIMEOUT_EXIT_CODE = 124
 MAX_STREAM_BYTES = 32 * 1024 * 1024
@@ -30,7 +30,7 @@ def kill_group(pid: int) -> None:
 
 
 def _read_capped(handle: Any) -> str:
-    """At most 32 MiB of a command's output, with a last line saying where it was cut when there was more."""
+    """Kept up to MAX_STREAM_BYTES, with a last line saying where it was cut (verifier.safe_io)."""
     return safe_io.read_capped(handle, MAX_STREAM_BYTES)
 
 

@@ -115,14 +115,36 @@ def test_cli_negative_case_with_skill(capsys):
     assert graded["details"]["skill_execution"]["negative_check"]["passed"] is False
     code, out, _ = run(capsys, *args, "--skill", "other-skill")
     assert json.loads(out)["metrics"]["skill_execution"] == 1.0
-    code, out, _ = run(capsys, *args)  # no trusted identity: unscored, never 0.0
-    assert json.loads(out)["metrics"]["skill_execution"] is None
+    code, out, err = run(capsys, *args)  # no trusted identity: refused with the reason, never a silent None
+    assert code == 2 and out == "" and "negative control" in err and "--skill NAME" in err
+
+
+def test_cli_entry_copied_from_evals_json_expects_the_skill_given(capsys):
+    """An evals.json entry has no expected_skill (the file's skill_name supplies it in a run); --skill does here."""
+    args = ("--trajectory", str(TRAJECTORY_FIXTURES / "claude-code" / "trajectory.json"), "--case",
+            str(CASES / "calc-unlabeled.json"), "--metrics", "skill_execution")
+    code, out, err = run(capsys, *args, "--skill", "calc")
+    graded = json.loads(out)
+    assert code == 0 and err == ""
+    assert graded["details"]["skill_execution"]["should_trigger"] is True
+    assert graded["details"]["skill_execution"]["activation"]["passed"] is True
+    code, out, err = run(capsys, *args)
+    assert code == 0 and json.loads(out)["details"]["skill_execution"].get("skipped") is True
+    assert "skill_execution is skipped" in err and "--skill NAME" in err and err.count("\n") == 1
+
+
+def test_cli_dataset_needs_the_command_and_both_flags(capsys):
+    base = ("--trajectory", str(TRAJECTORY_FIXTURES / "claude-code"))
+    assert "not both" in run(capsys, *base, "--case", "x.json", "--dataset", "d.json", "--case-id", "a")[2]
+    assert "go together" in run(capsys, *base, "--dataset", "d.json")[2]
+    assert "skilleval command" in run(capsys, *base, "--dataset", "d.json", "--case-id", "a")[2]
+    assert "is required" in run(capsys, *base)[2]
 
 
 @pytest.mark.parametrize(
     ("argv", "reason"),
     [
-        (["--case", "x.json"], "required"),
+        (["--case", "x.json"], "required: --trajectory"),
         (["--trajectory", "/nonexistent/t.json", "--case", str(CASES / "calc.json")], "trajectory not found"),
         (["--trajectory", str(TRAJECTORY_FIXTURES / "claude-code"), "--case", "/nonexistent.json"], "case file not found"),
         (["--trajectory", str(TRAJECTORY_FIXTURES / "empty-steps"), "--case", str(CASES / "calc.json")], NO_TRAJECTORY),

@@ -36,6 +36,7 @@ WARNS = [
     "docker-compose run app wget u", "apptainer exec img curl u", "chroot /x curl u", "systemd-nspawn -D /x curl u",
     "bwrap --bind / / curl u", "ip netns exec ns curl URL",
     "while true; do ssh host curl URL; done", "if(ssh host curl URL); then :; fi", "f(){ ssh host curl URL; }; f",
+    "f(){ ssh host curl URL; }", "function f { ssh host curl URL; }", "g() ( ssh host wget u )",
     "case x in x)ssh host curl URL;; esac", "coproc ssh host curl URL", "! ssh host curl URL", "{ ssh host curl URL; }",
     "(ssh host curl URL)", "if true; then ssh host curl URL; fi",
     "strace -f ssh host curl URL", "flock /tmp/l ssh host curl URL", "watch ssh host curl URL", "sudo ssh host curl u",

@@ -166,6 +166,21 @@ class TraceWalker:
             self.compound(node, st, fr)
         elif isinstance(node, FuncDef):
             st.funcs[node.name] = node.body
+            self.runners_in_definition(node.body, st, fr)
+
+    def runners_in_definition(self, body: object, st: ShellState, fr: Frame) -> None:
+        """The seed's runner rule holds after a function header even when the function is never called
+        (`f(){ ssh host curl URL; }`): walk the body on a scratch result and keep only the runner warnings."""
+        if not fr.net or fr.via:
+            return
+        saved, deferred = self.res, self.deferred
+        self.res, self.deferred = CallResult(), []
+        try:
+            self.walk(body, st.copy(), fr)
+            found = [reason for reason in self.res.network if reason.startswith("runner ")]
+        finally:
+            self.res, self.deferred = saved, deferred
+        self.res.network.extend(found)
 
     def compound(self, node: Compound, st: ShellState, fr: Frame) -> None:
         self.limits.charge()

@@ -1,0 +1,85 @@
+"""What the summary tells a person to do: the `--block-on-agent-eval` outcome in words, and one next step.
+
+Pure: both read only the aggregate (and, for the gate, pytest's own exit status), so `skilleval view` and the live
+session say the same thing about the same run.
+"""
+
+from __future__ import annotations
+
+from pytest_skilleval.results.models import AggregateResult
+from pytest_skilleval.results.trials import CUSTOM_ONLY
+from pytest_skilleval.results.verdict import (
+    EXIT_BASELINE_ONLY,
+    EXIT_INCOMPLETE,
+    exit_code_for,
+    incomplete_why,
+)
+
+__all__ = ["gate_line", "next_step"]
+
+MIN_PAIRS = 5
+
+
+def _gate_reason(result: AggregateResult, code: int) -> str:
+    if code == EXIT_BASELINE_ONLY:
+        return "a baseline calibration (--skip-with-skill) never passes the gate"
+    if code == EXIT_INCOMPLETE:
+        if result.execution_status != "succeeded":
+            return f"the run {result.execution_status}, so it was incomplete"
+        why = incomplete_why(result.coverage) or "coverage incomplete"
+        return f"the run was incomplete ({why}); the gate needs every planned case and attempt"
+    return f"verdict {result.verdict.upper()}, not PASS"
+
+
+def gate_line(result: AggregateResult, block: bool, pytest_status: int | None = None) -> str | None:
+    """The gate's outcome for this skill, or None without `--block-on-agent-eval`.
+
+    The gate's status replaces only a clean pytest exit (0): when pytest already failed (a FAILED item, 1) that
+    status stands, and the line says so instead of naming a status the shell will never see.
+    """
+    if not block:
+        return None
+    code = exit_code_for(result, block)
+    if code is None:
+        return "--block-on-agent-eval: passed (a completed PASS with every planned trial)"
+    reason = _gate_reason(result, code)
+    if pytest_status:
+        return f"--block-on-agent-eval: blocked: {reason}; pytest's own exit status {pytest_status} stands"
+    return f"--block-on-agent-eval: exit status {code}: {reason}"
+
+
+def _judges_off(result: AggregateResult) -> bool:
+    judge = result.run_config.get("judge")
+    return isinstance(judge, dict) and judge.get("enabled") is False and result.grading_mode != CUSTOM_ONLY
+
+
+def _few_pairs(result: AggregateResult) -> bool:
+    lifts = [a.lift.overall for a in result.agents.values() if a.lift is not None]
+    return any(stat.delta is not None and stat.n_pairs < MIN_PAIRS for stat in lifts)
+
+
+def next_step(result: AggregateResult, report_path: str | None) -> str:
+    """The one thing most worth doing after this run, checked from the most to the least blocking."""
+    agents = list(result.agents.values())
+    if result.execution_status == "interrupted":
+        return "finish this run: the same command with --resume latest runs only the missing trials"
+    if result.execution_status != "succeeded":
+        return "read the errors above (each ERROR item names its trial logs), fix them and run again"
+    if not result.coverage.publication_complete:
+        return ("run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "
+                "only the missing trials")
+    if result.baseline_calibration:
+        return "run the with-skill arm too (drop --skip-with-skill) to measure Skill Lift"
+    if result.verdict == "inconclusive":
+        return "the skill never activated: make SKILL.md's description match what the prompts ask, then rerun"
+    if any(a.without_skill.execution_status == "skipped" for a in agents):
+        return "run the baseline too (drop --skip-baseline) to measure Skill Lift"
+    if _judges_off(result):
+        return "set a judge model (--judge-model MODEL or LLM_JUDGE_MODEL) so Correctness and Effectiveness score"
+    if _few_pairs(result):
+        return f"add cases: Skill Lift needs {MIN_PAIRS} or more paired cases for a firm conclusion"
+    if result.attempt_policy.max_attempts == 1:
+        return "add attempts (--n-attempts 3) to see pass@k and pass^k over k"
+    if report_path:
+        return f"open the report in a browser: {report_path}"
+    return "skilleval view prints this summary again"

@@ -1,0 +1,128 @@
+"""Shared by the real-agent e2e tests: run `pytest --skill-eval` on the demo skill against a scripted model, then
+read back what each trial left (the ATIF trajectory through Harbor's own model, the scores, the model requests).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harbor.models.trajectories import Trajectory
+
+from pytest_skilleval.results.tree import safe_component
+from pytest_skilleval.testing.scripted_model import LoggedRequest
+
+SKILL = "hello-skill"
+ARMS = ("with_skill", "without_skill")
+# Text only an agent that was given the skill can have seen: its description (what a skill listing shows), its
+# SKILL.md body and its path. (Not bare "SKILL.md" or an `<available_skills>` tag: codex and opencode list skills of
+# their own in every arm.)
+SKILL_ONLY_TEXT = ("Writes a welcome greeting file", "Writes the team's standard welcome greeting", "hello-skill/SKILL.md")
+POSITIVE_CASE = "explicit-greeting"
+NEGATIVE_CASE = "negative-arithmetic"
+CASES = (POSITIVE_CASE, NEGATIVE_CASE)
+
+
+def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
+    """A regex that matches a conversation holding every needle and none of `absent`."""
+    ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)
+    not_ahead = "".join(f"(?!.*{re.escape(needle)})" for needle in absent)
+    return f"(?s)^{not_ahead}{ahead}"
+
+
+@dataclass(frozen=True)
+class TrialView:
+    """One trial of the run as the results tree holds it."""
+
+    case: str
+    arm: str
+    record: dict[str, Any]
+    folder: Path
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return self.record.get("metrics") or {}
+
+    @property
+    def reward(self) -> dict[str, Any]:
+        return json.loads((self.folder / "skilleval_reward.json").read_text())
+
+    def trajectory(self) -> Trajectory:
+        """The agent's ATIF trajectory, validated by Harbor's own model (it must be a real, well-formed one)."""
+        return Trajectory.model_validate(json.loads((self.folder / "trajectory.json").read_text()))
+
+    def tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(call.function_name, dict(call.arguments)) for step in self.trajectory().steps
+                for call in step.tool_calls or []]
+
+    def text(self) -> str:
+        """Everything the trajectory holds, as JSON text."""
+        return (self.folder / "trajectory.json").read_text()
+
+
+def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], TrialView]:
+    """(case, arm) -> the trial, from the latest run's result.json and trial folders."""
+    (result_path,) = sorted((results_root / skill).glob("2*/result.json"))[-1:]
+    result = json.loads(result_path.read_text())
+    views: dict[tuple[str, str], TrialView] = {}
+    for record in result["trials"]:
+        folder = (result_path.parent / safe_component(record["agent"]) / record["arm"] / "trials"
+                  / safe_component(record["case"]) / str(record["attempt"]))
+        views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, folder)
+    return views
+
+
+def requests_of(requests: list[LoggedRequest], needle: str) -> list[LoggedRequest]:
+    """The model requests whose conversation holds `needle` (a case's prompt words)."""
+    return [entry for entry in requests if needle in entry.text]
+
+
+def assert_never_saw_the_skill(text: str, where: str) -> None:
+    for marker in SKILL_ONLY_TEXT:
+        assert marker not in text, f"{where} holds {marker!r}: the baseline arm saw the skill"
+
+
+def assert_arms_scored_as_scripted(views: dict[tuple[str, str], TrialView]) -> TrialView:
+    """What the scripts make every agent do, as scores: the positive case's with-skill trial (returned) used the
+    skill and wrote the right greeting; its baseline wrote a wrong one by hand and never used the skill; the
+    negative control left the skill unused and answered right in both arms."""
+    assert set(views) == {(case, arm) for case in CASES for arm in ARMS}, sorted(views)
+    used = views[(POSITIVE_CASE, "with_skill")]
+    execution = used.reward["details"]["skill_execution"]
+    assert execution["activation"]["passed"] is True, execution["activation"]
+    assert execution["script_execution"]["passed"] is True and execution["workflow_order"]["passed"] is True
+    assert execution["invocation"]["used"] is True and execution["invocation"]["passed"] is True
+    assert used.metrics["skill_execution"] >= 0.9
+    assert used.metrics["security"] == 1.0
+    assert used.record["custom_metrics"]["greeting_correct"] == 1.0, used.record["custom_metrics"]
+
+    baseline = views[(POSITIVE_CASE, "without_skill")]
+    assert baseline.metrics["skill_execution"] == 0.0
+    assert baseline.reward["details"]["skill_execution"]["invocation"]["used"] is False
+    assert baseline.record["custom_metrics"]["greeting_correct"] == 0.0
+    assert baseline.record["overall"] < used.record["overall"]
+
+    for arm in ARMS:
+        control = views[(NEGATIVE_CASE, arm)]
+        assert control.metrics["skill_execution"] == 1.0, control.reward["details"]["skill_execution"]
+        assert control.reward["details"]["skill_execution"]["negative_check"]["passed"] is True
+        assert control.record["custom_metrics"]["answer_correct"] == 1.0, control.record["custom_metrics"]
+    return used
+
+
+def assert_baseline_never_saw_the_skill(views: dict[tuple[str, str], TrialView], requests: list[LoggedRequest],
+                                        marker: str, needles: tuple[str, ...], model: str | None = None) -> None:
+    """Both arms asked the model about each case (told apart by `marker`, which only the with-skill arm's requests
+    hold), and nothing the baseline sent or wrote holds the skill."""
+    for needle in needles:
+        sent = [entry for entry in requests_of(requests, needle) if model is None or entry.model == model]
+        with_skill = [entry for entry in sent if marker in entry.text]
+        without = [entry for entry in sent if marker not in entry.text]
+        assert with_skill and without, f"both arms must have asked the model about {needle!r}"
+        for entry in without:
+            assert_never_saw_the_skill(entry.text, "a baseline model request")
+    for case in CASES:
+        assert_never_saw_the_skill(views[(case, "without_skill")].text(), "a baseline trajectory")

@@ -1,0 +1,85 @@
+"""The terminal summary of real runs: pytest's width, no rows that cannot score, the true verdict reason, the
+gate's wording on a partial run, outcome words that agree with pytest's, and no Harbor DEBUG chatter."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+
+STANDARD_ROWS = re.compile(r"^  (security|skill_execution|skill_efficiency|accuracy|goal_accuracy|behavior_check|"
+                           r"Security|Correctness|Discoverability|Effectiveness|Efficiency|Outcome\*)\s{2,}")
+
+
+def summary_of(stdout: str) -> list[str]:
+    """The lines of our section, from its header to pytest's closing line."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"^=+ skilleval: demo =+$", line))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("====="))
+    return lines[start:end]
+
+
+def flat(lines: list[str]) -> str:
+    return "\n".join(lines).replace("\n    ", " ").replace("\n  ", " ")
+
+
+@pytest.fixture
+def low_scores(skill_project: SkillProject) -> SkillProject:
+    """Two cases whose grader scores 0.3: every with-skill item FAILS, every baseline item PASSES in pytest."""
+    skill = skill_project.make_skill("demo", simple_entries("c1", "c2"))
+    shutil.copy2(FIXTURES / "graders" / "scores_low.py", skill / "evals" / "grader.py")
+    return skill_project
+
+
+def test_custom_only_at_80_columns(low_scores: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = low_scores.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "-v")
+    result.assert_outcomes(failed=2, passed=2)
+    out = result.stdout.str()
+    lines = summary_of(out)
+    assert len(lines[0]) == 80 and all(len(line) <= 80 for line in lines if "/results/demo/" not in line)
+    # custom_only cannot score the standard rows: one line says so instead of eleven rows of NO SCORE
+    assert not [line for line in lines if STANDARD_ROWS.match(line)]
+    assert sum("NO SCORE" in line for line in lines) == 2
+    text = flat(lines)
+    assert "Verdict: NEUTRAL -- custom_only grading scores no dimensions, so the verdict cannot be PASS" in text
+    # the baseline item pytest reported PASSED reads "passed" in the case table too, beside its 0/1
+    assert re.search(r"demo/evals/evals.json::c1\[replay-without_skill-1\] PASSED", out)
+    assert re.search(r"^  c1\s+without skill\s+0\.3000\s+0/1\s+1 passed$", "\n".join(lines), re.M)
+    assert re.search(r"^  c1\s+with skill\s+0\.3000\s+0/1\s+1 failed$", "\n".join(lines), re.M)
+    # it ends with the report and one next step
+    run_dir = next((low_scores.root / "results" / "demo").glob("2*"))
+    assert lines[-3] == f"Report: {run_dir / 'report.html'}" and lines[-1].startswith("Next: ")
+
+
+def test_a_failing_items_output_has_no_harbor_debug_lines(low_scores: SkillProject) -> None:
+    result = low_scores.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "overall 0.3000 < pass threshold 0.50" in out
+    assert "DEBUG" not in out and "options_model" not in out and "Captured log" not in out
+    # a level the user asks for still wins: then Harbor's debug lines are theirs to see
+    loud = low_scores.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "--log-level=DEBUG")
+    assert "does not declare an options_model" in loud.stdout.str()
+
+
+def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(skill_project: SkillProject,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "150")
+    skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
+    result = skill_project.run(*LOCAL_REPLAY, "-k", "c1", "--block-on-agent-eval")
+    result.assert_outcomes(passed=2, deselected=4)
+    assert result.ret == 13
+    lines = summary_of(result.stdout.str())
+    assert len(lines[0]) == 150 and all(len(line) <= 150 for line in lines if "/results/demo/" not in line)
+    text = flat(lines)
+    # (the no-op replay never reads the skill: INCONCLUSIVE; what matters is that the reason leads with the selection)
+    assert "Verdict: INCONCLUSIVE -- publication-incomplete (partial selection: 2 case(s) not run); skill never " \
+           "activated for any agent" in text
+    assert ("--block-on-agent-eval: exit status 13: the run was incomplete (partial selection: 2 case(s) not run); "
+            "the gate needs every planned case and attempt") in text
+    assert "(verdict neutral)" not in text
+    assert lines[-1].startswith("Next: run every case for a publishable verdict: drop -k/-m/--max-cases")

@@ -1,0 +1,52 @@
+"""The README's walkthrough and CI example stay true: the demo command is the Makefile's, the item count is the
+demo skill's, and the GitHub Actions example parses, gates on the verdict and uploads report.html."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import yaml
+
+from tests.support import HELLO_SKILL, REPO
+
+README = (REPO / "README.md").read_text()
+
+
+def _demo_recipe() -> list[str]:
+    makefile = (REPO / "Makefile").read_text()
+    recipe = re.search(r"^demo:.*\n\t(.+)$", makefile, re.M)
+    assert recipe, "Makefile has no demo recipe"
+    return [word for word in shlex.split(recipe.group(1).replace("$(VENV)", ".venv")) if word != "-p"
+            and word != "no:cacheprovider"]
+
+
+def test_the_walkthrough_runs_what_make_demo_runs() -> None:
+    shown = re.search(r"`make demo` runs\s+`([^`]+)`", README)
+    assert shown, "README no longer says what make demo runs"
+    assert shlex.split(shown.group(1)) == _demo_recipe()
+
+
+def test_the_walkthrough_counts_the_demo_items() -> None:
+    cases = len(json.loads((HELLO_SKILL / "evals" / "evals.json").read_text())["evals"])
+    attempts = int(_demo_recipe()[_demo_recipe().index("--n-attempts") + 1])
+    assert f"You see {cases * 2 * attempts} items ({cases} cases x 2 arms x {attempts} attempts)" in " ".join(
+        README.split())
+
+
+def test_the_venv_note_names_the_error_and_the_way_out() -> None:
+    text = " ".join(README.split())
+    assert "unrecognized arguments: --skill-eval" in text
+    assert ".venv/bin/activate" in text and ".venv/bin/pytest" in text
+
+
+def test_the_github_actions_example_gates_and_uploads_the_report() -> None:
+    block = re.search(r"```yaml\n(.*?)```", README, re.S)
+    assert block, "README has no GitHub Actions example"
+    workflow = yaml.safe_load(block.group(1))
+    steps = workflow["jobs"]["skilleval"]["steps"]
+    run = next(step["run"] for step in steps if "--skill-eval" in step.get("run", ""))
+    assert "--block-on-agent-eval" in run
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact"))
+    assert upload["if"] == "always()" and "report.html" in upload["with"]["path"]
