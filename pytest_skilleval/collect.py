@@ -147,9 +147,11 @@ class DatasetFile(SkillCollector):
         for typo in dataset.key_typos:
             self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
         settings = self._settings_or_error()
+        if settings.task_source == "native_harbor":
+            return  # harbor.task_source: the dataset only describes the native tasks' entries
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
-        native_ids = set(native_claims(self.skill.evals_dir).values())
+        native_ids = set(native_claims(self.skill.evals_dir).values()) if settings.task_source == "auto" else set()
         cases: list[EvalCase] = [case for case in dataset.cases if case.id not in native_ids]
         selected = selected_cases(self.skill) if settings.max_cases is not None else None
         if selected is not None:
@@ -188,6 +190,8 @@ class NativeTaskFile(SkillCollector):
         except NativeTaskError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
+        if settings.task_source == "evals_json":
+            return  # harbor.task_source: only the dataset's generated tasks run
         selected = selected_cases(self.skill) if settings.max_cases is not None else None
         if selected is not None and task.case_id not in selected:
             return  # beyond --max-cases in staged order

@@ -108,8 +108,31 @@ def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSes
 
 
 def shutdown(session: pytest.Session) -> None:
-    """Cancel trials that were started ahead for items that will not run (-x, --maxfail, Ctrl+C)."""
+    """Cancel trials that were started ahead for items that will not run (-x, --maxfail, Ctrl+C).
+
+    Cancelled Docker trials remove their containers, networks and volumes; a Ctrl+C during that wait skips it and
+    says what may be left and how to find it.
+    """
+    from pytest_skilleval.harbor.docker_cleanup import active_projects, leftovers_message, remove_project
+    from pytest_skilleval.lifecycle import say
+
     scheduler = session.stash.get(SCHEDULER_KEY, None)
-    if scheduler is not None:
+    if scheduler is None:
+        return
+    del session.stash[SCHEDULER_KEY]
+    running = active_projects()
+    if running:
+        say(session.config, f"skilleval: stopping; removing the Docker containers of {len(running)} running "
+                            "trial(s) (Ctrl+C again to skip)")
+    try:
         scheduler.shutdown()
-        del session.stash[SCHEDULER_KEY]
+        # A trial whose wait was interrupted is no longer the scheduler's to cancel: remove what is left of it.
+        for project in active_projects():
+            remove_project(project)
+    except KeyboardInterrupt:
+        left = active_projects() or running
+        if left:
+            say(session.config, leftovers_message(left))
+        raise
+    if running:
+        say(session.config, "skilleval: removed the Docker containers, networks and volumes of the stopped trials")

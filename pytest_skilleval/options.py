@@ -136,8 +136,12 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("timeout_multiplier", "Multiply every Harbor timeout (default 1.0).", parse=float, metavar="X"),
     OptionSpec("results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
                metavar="DIR"),
-    OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session.", parse=_bool,
-               is_flag=True, implemented=False),
+    OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session (deleted once "
+               "results are written otherwise).", parse=_bool, is_flag=True),
+    OptionSpec("base_image", "Image the sandbox starts from, used as it is: only the plugin's own layers go on top "
+               "(default python:3.12-slim plus bash curl git jq ripgrep).", metavar="IMAGE"),
+    OptionSpec("custom_dockerfile_mode", "preserve or rebase (default): whether --base-image replaces the FROM of "
+               "a skill's evals/environment/Dockerfile.", metavar="MODE"),
     OptionSpec("resume", "Finish an interrupted or partial run (a run id, or latest) in its own folder: finished "
                "trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
                metavar="RUN_ID"),
@@ -166,6 +170,15 @@ CONFIG_PATHS: dict[str, tuple[str, ...]] = {
     "max_cases": ("harbor", "max_cases"),
     "timeout_multiplier": ("harbor", "timeout_multiplier"),
     "grading_mode": ("grading", "mode"),
+    "custom_dockerfile_mode": ("harbor", "custom_dockerfile_mode"),
+    "base_image_mode": ("harbor", "base_image_mode"),
+    "task_source": ("harbor", "task_source"),
+    "agent_workdir": ("harbor", "agent_workdir"),
+    "resources": ("harbor", "resources"),
+    "runtime_env": ("harbor", "runtime_env"),
+    "pre_agent_setup": ("harbor", "pre_agent_setup"),
+    "skill_workspace_mode": ("skill_workspace", "mode"),
+    "skill_workspace_include": ("skill_workspace", "include"),
 }
 
 

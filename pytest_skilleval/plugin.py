@@ -100,6 +100,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
     state.check_resumable()
+    from pytest_skilleval.lifecycle import run_preflight
+
+    run_preflight(state)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -188,7 +191,7 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
     state = get_state(pytestconfig)
     if state is None:
         raise pytest.UsageError("skilleval_runner needs --skill-eval")
-    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills)
+    return SkillEvalRunner(tmp_path_factory.mktemp("skilleval"), state.skills, state.run_id)
 
 
 @pytest.fixture
@@ -263,11 +266,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pytest_skilleval.dispatch import shutdown
 
     shutdown(session)
-    if _is_worker(session.config) or not state.has_records():
+    if _is_worker(session.config):
         return
+    from pytest_skilleval.lifecycle import remove_job_folders
     from pytest_skilleval.reporting import finish_session
 
-    finish_session(state, session, exitstatus)
+    try:
+        if state.has_records():
+            finish_session(state, session, exitstatus)
+    finally:
+        remove_job_folders(state)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -19,6 +19,7 @@ from pytest_skilleval.results.tree import RUN_ID_PATTERN, TRIAL_RECORD_NAME
 FINISHED = frozenset({"scored", "unscored", "skipped"})
 # Settings that change how fast or where a run goes, never what it measures.
 NOT_MEASURED = frozenset({"n_concurrent", "max_agents", "results_dir", "harbor_keep_jobs", "block_on_agent_eval",
+                          "base_image_mode",
                           "resume", "regrade", "stop_on_pass", "max_cases"})
 TrialKey = tuple[str, str, str, int]
 

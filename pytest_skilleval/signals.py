@@ -77,6 +77,11 @@ class SignalGuard:
             raise KeyboardInterrupt
         sys.stderr.write("\nskilleval: already stopping; writing this run's results as interrupted "
                          "(signal again to stop without them)\n")
+        from pytest_skilleval.harbor.docker_cleanup import active_projects, leftovers_message
+
+        running = active_projects()
+        if running:  # what stopping now would leave behind, and how to find it
+            sys.stderr.write(leftovers_message(running).replace("clean-up skipped; ", "if you stop now, ", 1) + "\n")
         sys.stderr.flush()
 
     def restore(self) -> None:

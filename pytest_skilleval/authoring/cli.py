@@ -15,6 +15,7 @@ commands:
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
+  doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
   install-skill         copy a skill shipped with skilleval (create-custom-grader) into an agent's skills folder
   scripted-model        serve a scripted model on 127.0.0.1 so a real agent runs without an API key
   view                  print a finished run's summary again and the path of its report.html
@@ -45,6 +46,12 @@ def _init_harbor_task(argv: list[str]) -> int:
     from pytest_skilleval.authoring.scaffold import run_init_harbor_task
 
     return run_init_harbor_task(argv)
+
+
+def _doctor(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.doctor import run_doctor
+
+    return run_doctor(argv)
 
 
 def _install_skill(argv: list[str]) -> int:
@@ -80,6 +87,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "scripted-model": _scripted_model,
     "view": _view,
     "compare": _compare,
+    "doctor": _doctor,
 }
 
 

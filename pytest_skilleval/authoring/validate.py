@@ -198,6 +198,16 @@ def _check_files(ctx: ValidationContext) -> None:
         )
 
 
+def _check_custom_dockerfile(ctx: ValidationContext) -> None:
+    """evals/environment/Dockerfile obeys the image rules (size, FROM first, COPY paths) a run checks at start."""
+    from pytest_skilleval.harbor.images import CUSTOM_DOCKERFILE, custom_dockerfile_problems
+
+    dockerfile = ctx.evals_dir / CUSTOM_DOCKERFILE
+    if dockerfile.is_file():
+        for problem in custom_dockerfile_problems(dockerfile):
+            ctx.add("custom-dockerfile", "error", problem.split(": ", 1)[1], dockerfile)
+
+
 def _skill_scripts(skill_dir: Path) -> list[Path]:
     scripts = skill_dir / "scripts"
     return sorted(p for p in scripts.glob("*.py") if p.is_file()) if scripts.is_dir() else []
@@ -445,6 +455,7 @@ def validate_skill(
     _load_tasks(ctx)
     _check_anything_to_run(ctx)
     _check_files(ctx)
+    _check_custom_dockerfile(ctx)
     _check_expected_scripts(ctx)
     _check_graders(ctx)
     _check_native(ctx)

@@ -13,6 +13,7 @@ import os
 import shutil
 import uuid
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,16 @@ from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
+from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
+from pytest_skilleval.harbor.environments import (
+    LOCAL_ENV_IMPORT_PATH,
+    EnvironmentModeError,
+    resolve_mode,
+    trial_environment_config,
+)
+from pytest_skilleval.harbor.images import ImageError, adapt_native_dockerfile, ensure_image, image_plan
+from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
     StagingError,
@@ -35,7 +46,6 @@ from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
 
-LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
 MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
@@ -49,12 +59,14 @@ class TrialFailed(AssertionError):
     """The with-skill score is below the pass threshold."""
 
 
-def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None) -> Any:
+def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None,
+                 workspace_skills: Sequence[Path] = ()) -> Any:
     """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model, the
     constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
 
     skills = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
+    skills += [str(path) for path in workspace_skills]
     model = settings.agent_models.get(spec.agent)
     kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
     if spec.agent == "replay":
@@ -62,18 +74,18 @@ def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | No
         return AgentConfig(import_path=REPLAY_AGENT_IMPORT_PATH, model_name=model, kwargs=kwargs, skills=skills)
     if ":" in spec.agent:
         return AgentConfig(import_path=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
-    return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
+    # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
+    env = agent_env(spec.agent, model, os.environ)
+    return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
 
-def environment_config(settings: RunSettings) -> Any:
-    from harbor.models.trial.config import EnvironmentConfig
-
-    kwargs: dict[str, Any] = dict(settings.env_kwargs)
-    if settings.env_mode == "local":
-        return EnvironmentConfig(import_path=LOCAL_ENV_IMPORT_PATH, kwargs=kwargs)
-    if ":" in settings.env_mode:
-        return EnvironmentConfig(import_path=settings.env_mode, kwargs=kwargs)
-    return EnvironmentConfig(type=settings.env_mode, kwargs=kwargs)
+def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:
+    """Harbor's EnvironmentConfig for the run's --env-mode and --ek (containers are always deleted after a trial)."""
+    try:
+        mode = resolve_mode(settings.env_mode)
+    except EnvironmentModeError as error:
+        raise TrialError(str(error)) from None
+    return trial_environment_config(mode, settings.env_kwargs, env)
 
 
 def _seconds(timing: Any) -> float | None:
@@ -97,12 +109,35 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
 class SkillEvalRunner:
     """Stages and runs trials under one run directory, one Harbor trial per call."""
 
-    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder]) -> None:
+    def __init__(self, run_dir: Path, skills: dict[Path, SkillFolder], run_id: str = "run") -> None:
         self.run_dir = run_dir
+        self.run_id = run_id
         self._skills = skills
+        self._environments: dict[Path, TaskEnvironment | ImageError | EnvironmentModeError] = {}
 
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
+
+    def task_environment(self, skill: SkillFolder) -> TaskEnvironment:
+        """The skill's sandbox recipe; under Docker its image is built here, once per skill and run."""
+        if skill.path not in self._environments:
+            settings = skill.settings
+            try:
+                plan = image_plan(skill.path, settings.base_image, settings.custom_dockerfile_mode)
+                image = None
+                if resolve_mode(settings.env_mode).is_docker:
+                    image = ensure_image(plan, self.run_id, rebuild=settings.base_image_mode == "rebuild")
+            except (ImageError, EnvironmentModeError) as error:
+                self._environments[skill.path] = error  # a failed build is not retried by every trial
+                raise
+            self._environments[skill.path] = TaskEnvironment(
+                plan=plan, image=image, workdir=settings.agent_workdir, resources=dict(settings.resources),
+                pre_agent_setup=tuple(settings.pre_agent_setup),
+            )
+        found = self._environments[skill.path]
+        if isinstance(found, Exception):
+            raise found
+        return found
 
     def run(self, spec: TrialSpec) -> TrialRecord:
         """One trial, start to finish, on its own event loop (the serial path)."""
@@ -122,29 +157,36 @@ class SkillEvalRunner:
         )
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
+        trial_name = f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__{uuid.uuid4().hex[:6]}"
+        project = compose_project(trial_name) if settings.env_mode == "docker" else None
         try:
-            trial_dir, result = await self._run_trial(spec, skill, mode)
-        except StagingError as error:
+            async with tracked(project):
+                trial_dir, result = await self._run_trial(spec, skill, mode, trial_name)
+        except (StagingError, ImageError, EnvironmentModeError) as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
-    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str) -> tuple[Path, Any]:
+    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str) -> tuple[Path, Any]:
         from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
         from harbor.trial.hooks import TrialEvent
         from harbor.trial.trial import Trial
 
         settings = skill.settings
-        slug = f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
-        work = self.run_dir / spec.skill_name / spec.case_id / slug
+        work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
+        inputs = stage_inputs(spec, work / "input")
+        workspace = [stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
+        entry = entry_document(spec, mode, skill.grader is not None, settings.skill_workspace_mode,
+                               [path.name for path in workspace])
         if spec.source == "native":
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
+            native_environment(task_dir, await asyncio.to_thread(self.task_environment, skill), settings)
         else:
-            task_dir, grader = stage_dataset_task(spec, work / "task", mode, skill.grader), skill.grader
-        inputs = stage_inputs(spec, work / "input")
+            environment = await asyncio.to_thread(self.task_environment, skill)  # a docker build, once
+            task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry)
+            grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
-        trial_name = f"{spec.case_id[:40]}__{slug[:40]}__{uuid.uuid4().hex[:6]}"
         if mode == "custom_only" and grader is None:
             # A native task's own tests/test.sh, under Harbor's reward contract.
             verifier = VerifierConfig()
@@ -158,12 +200,13 @@ class SkillEvalRunner:
                 kwargs={"grading_mode": mode, "grader": grader.name if grader else None,
                         "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None},
             )
+        allowance = settings.pass_env
         config = TrialConfig(
             task=TaskConfig(path=task_dir),
             trial_name=trial_name,
             trials_dir=work / "trials",
-            agent=agent_config(spec, settings, staged_skill),
-            environment=environment_config(settings),
+            agent=agent_config(spec, settings, staged_skill, workspace),
+            environment=environment_config(settings, runtime_env_values(settings.runtime_env, allowance, os.environ)),
             verifier=verifier,
             timeout_multiplier=settings.timeout_multiplier,
         )
@@ -299,6 +342,51 @@ def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
     }
 
 
+def native_environment(task_dir: Path, environment: TaskEnvironment, settings: RunSettings) -> None:
+    """A native task's sandbox: its own Dockerfile rebased like a skill's (plus our layers); none at all (no
+    Dockerfile, compose file or image) gets the skill's generated one, so it runs under Docker too."""
+    env_dir = task_dir / "environment"
+    own = [env_dir / name for name in ("Dockerfile", "docker-compose.yaml")]
+    if any(path.exists() for path in own) or _native_image(task_dir):
+        adapt_native_dockerfile(env_dir, settings.base_image, settings.custom_dockerfile_mode)
+    else:
+        environment.write(env_dir, None)
+
+
+def _native_image(task_dir: Path) -> bool:
+    import tomllib
+
+    table = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8")).get("environment", {})
+    return bool(isinstance(table, dict) and table.get("docker_image"))
+
+
+def _slug(spec: TrialSpec) -> str:
+    return f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+
+
+def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:
+    """skill_workspace.include (group mode): other skills installed beside the evaluated one, in both arms.
+
+    A skill that is the evaluated one under another name (same SKILL.md) would leak it into the baseline, so it is
+    refused.
+    """
+    settings = skill.settings
+    if settings.skill_workspace_mode != "group":
+        return []
+    target = (skill.path / "SKILL.md").read_bytes()
+    dirs = []
+    for include in settings.skill_workspace_include:
+        path = (skill.path / include).resolve()
+        manifest = path / "SKILL.md"
+        if not manifest.is_file():
+            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r}: no SKILL.md")
+        if path == skill.path or path.name == skill.name or manifest.read_bytes() == target:
+            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} is the "
+                               "evaluated skill itself; the baseline must not see it")
+        dirs.append(path)
+    return dirs
+
+
 @dataclass(frozen=True)
 class TrialOutcome:
     """What the `skilleval_trial` fixture hands the call phase."""
@@ -346,3 +434,6 @@ def default_env() -> None:
     """Harbor and litellm reach for the internet unless told not to; respect values the user set."""
     os.environ.setdefault("HARBOR_TELEMETRY", "0")
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # Harbor (and python-dotenv under it) would read a .env found around the project into this process; only
+    # the operator's real environment counts.
+    os.environ["PYTHON_DOTENV_DISABLED"] = "1"

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.plan import TrialSpec
 from verifier import safe_io
 
@@ -172,7 +173,8 @@ def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:
     return destination
 
 
-def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool) -> dict[str, Any]:
+def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool, workspace_mode: str = "isolated",
+                   workspace_skills: list[str] | None = None) -> dict[str, Any]:
     """/tests/entry.json: the authored entry plus the fields only the plugin may set."""
     entry = dict(spec.entry)
     entry.update(
@@ -184,13 +186,13 @@ def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool) -> dict
         attempt=spec.attempt,
         grading_mode=grading_mode,
         custom_grader=has_grader,
-        skill_workspace_mode="isolated",
-        workspace_skill_names=[spec.skill_name] if spec.arm == "with_skill" else [],
+        skill_workspace_mode=workspace_mode,
+        workspace_skill_names=([spec.skill_name] if spec.arm == "with_skill" else []) + list(workspace_skills or []),
     )
     return entry
 
 
-def _task_toml(spec: TrialSpec) -> str:
+def _task_toml(spec: TrialSpec, environment: TaskEnvironment) -> str:
     from harbor.models.task.config import TaskConfig
 
     slug = ARM_SLUG[spec.arm]
@@ -206,22 +208,25 @@ def _task_toml(spec: TrialSpec) -> str:
             },
             "agent": {"timeout_sec": 300.0},
             "verifier": {"timeout_sec": 180.0},
-            "environment": {"workdir": "/workspace"},
+            "environment": environment.table(),
         }
     )
     return config.model_dump_toml()
 
 
-def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grader: Path | None) -> Path:
+def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grader: Path | None,
+                       environment: TaskEnvironment | None = None, inputs: Path | None = None,
+                       entry: dict[str, Any] | None = None) -> Path:
     """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
+    environment = environment or TaskEnvironment()
     tmp = task_dir.with_name(task_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tests = tmp / "tests"
     tests.mkdir(parents=True)
-    (tmp / "environment").mkdir()
+    environment.write(tmp / "environment", inputs)
     (tmp / "instruction.md").write_text(str(spec.entry.get("prompt", "")).rstrip("\n") + "\n", encoding="utf-8")
-    (tmp / "task.toml").write_text(_task_toml(spec), encoding="utf-8")
-    entry = entry_document(spec, grading_mode, grader is not None)
+    (tmp / "task.toml").write_text(_task_toml(spec, environment), encoding="utf-8")
+    entry = entry if entry is not None else entry_document(spec, grading_mode, grader is not None)
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     test_sh = tests / "test.sh"
     test_sh.write_text(TEST_SH, encoding="utf-8")

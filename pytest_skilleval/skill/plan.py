@@ -85,8 +85,15 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             plan.digest = dataset.digest
             plan.snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
                              "entries": [case.entry_json() for case in dataset.cases]}
-    native = native_case_names(skill.evals_dir)
+    try:
+        source = skill.settings.task_source
+    except Exception:  # a bad config.yml: collection reports it
+        source = "auto"
+    native = [] if source == "evals_json" else native_case_names(skill.evals_dir)
     plan.summary["n_native_tasks"] = len(native)
+    if source == "native_harbor":
+        plan.cases = list(native)
+        plan.negative_cases = [case for case in plan.negative_cases if case in native]
     plan.cases += [case for case in native if case not in plan.cases]
     try:
         selected = selected_cases(skill)

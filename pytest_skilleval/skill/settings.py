@@ -66,6 +66,17 @@ class RunSettings(BaseModel):
     judge_model: str | None = None
     judge_cache: Literal["on", "off", "read", "write"] = "on"
     block_on_agent_eval: bool = False
+    # The sandbox image and what goes in it (see docs/environments.md).
+    base_image: str | None = None
+    custom_dockerfile_mode: Literal["preserve", "rebase"] = "rebase"
+    base_image_mode: Literal["reuse", "rebuild", "disabled"] = "disabled"
+    task_source: Literal["auto", "evals_json", "native_harbor"] = "auto"
+    agent_workdir: str | None = None
+    resources: dict[str, int] = Field(default_factory=dict)
+    runtime_env: dict[str, str] = Field(default_factory=dict)
+    pre_agent_setup: list[str] = Field(default_factory=list)
+    skill_workspace_mode: Literal["isolated", "group"] = "isolated"
+    skill_workspace_include: list[str] = Field(default_factory=list)
     resume: str | None = Field(default=None, description="Run id (or latest) to finish in its own folder.")
     regrade: str | None = Field(default=None, description="Run id (or latest) whose stored trials to grade again.")
     pass_env: list[str] = Field(

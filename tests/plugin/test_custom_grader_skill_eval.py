@@ -20,7 +20,8 @@ NEGATIVE = "negative-plain-dataset"
 
 def _grader_details(project: SkillProject, case: str, arm: str) -> dict[str, dict[str, Any]]:
     """The custom grader's per-metric {score, reason}: the results tree's trial.json names the trial folder, whose
-    verifier keeps the full reward (result.json and the tree's reward.json hold only the numbers)."""
+    verifier keeps the full reward (result.json and the tree's reward.json hold only the numbers); the run keeps
+    those folders with --harbor-keep-jobs."""
     (run,) = (project.root / "results" / SKILL).glob("2*")
     trial = json.loads((run / "replay" / arm / "trials" / case / "1" / "trial.json").read_text())
     rich = Path(trial["trial_dir"]) / "verifier" / "skilleval_reward.json"
@@ -30,7 +31,7 @@ def _grader_details(project: SkillProject, case: str, arm: str) -> dict[str, dic
 def test_the_skills_own_eval_passes_with_positive_lift_for_the_graders_reasons(skill_project: SkillProject) -> None:
     shutil.copytree(REPO / "skills" / SKILL, skill_project.root / "skills" / SKILL,
                     ignore=shutil.ignore_patterns("results", "__pycache__"))
-    result = skill_project.run(f"skills/{SKILL}", *LOCAL_REPLAY)
+    result = skill_project.run(f"skills/{SKILL}", *LOCAL_REPLAY, "--harbor-keep-jobs")  # the trial folders are read
     result.assert_outcomes(passed=8)
     report = skill_project.result_json(SKILL)
     agent = report["agents"]["replay"]

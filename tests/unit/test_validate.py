@@ -96,6 +96,21 @@ def test_minimal_valid_skill_is_clean(tmp_path: Path) -> None:
     assert validate_skill(make_skill(tmp_path, entries("a", "b"))).findings == []
 
 
+def test_custom_dockerfile_rules_are_errors_naming_the_file(tmp_path: Path) -> None:
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "evals" / "environment").mkdir()
+    dockerfile = skill / "evals" / "environment" / "Dockerfile"
+    dockerfile.write_text("# base\nRUN true\nCOPY environment/x /x\n")
+    found = [f for f in validate_skill(skill).findings if f.rule == "custom-dockerfile"]
+    assert [f.message for f in found] == [
+        "the first instruction must be FROM",
+        "COPY/ADD paths are relative to evals/environment/; drop the 'environment/' prefix",
+    ]
+    assert all(f.path == dockerfile and f.severity == "error" for f in found)
+    dockerfile.write_text("FROM debian:12\nCOPY x /x\n")
+    assert validate_skill(skill).findings == []
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # config.yml
 

@@ -1,0 +1,42 @@
+"""`skilleval doctor`: the session's preflight checks, each printed with PASS or FAIL, without running anything."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from pydantic import ValidationError
+
+from pytest_skilleval.harbor.preflight import agent_checks, environment_checks
+from pytest_skilleval.skill.settings import RunSettings
+
+
+def _pairs(values: list[str]) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"skilleval doctor: --ek expects KEY=VALUE, got {value!r}")
+        pairs[key.strip()] = item.strip()
+    return pairs
+
+
+def run_doctor(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="skilleval doctor", description=__doc__)
+    parser.add_argument("--env-mode", default="docker", help="environment to check (default docker)")
+    parser.add_argument("--agents", default="codex", help="comma-separated agents whose credentials to check")
+    parser.add_argument("--ek", action="append", default=[], metavar="KEY=VALUE", help="environment kwarg")
+    parser.add_argument("--base-image", default=None, help="image --base-image would use (checked under docker)")
+    args = parser.parse_args(argv)
+    try:
+        settings = RunSettings(env_mode=args.env_mode, agents=[a for a in args.agents.split(",") if a.strip()],
+                               env_kwargs=_pairs(args.ek), base_image=args.base_image)
+    except ValidationError as error:
+        print(f"FAIL  settings: {error.errors()[0]['msg']}")
+        return 1
+    checks = environment_checks(settings) + agent_checks(settings, os.environ)
+    for check in checks:
+        print(check.line())
+    failed = sum(not check.ok for check in checks)
+    print(f"{len(checks) - failed} passed, {failed} failed")
+    return 1 if failed else 0

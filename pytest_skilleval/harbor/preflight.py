@@ -1,0 +1,179 @@
+"""Checks that run before any image build or trial: one line per problem, in seconds.
+
+The session runs them at start and stops on the first report; `skilleval doctor` prints the same checks with a
+pass/fail line each. Nothing here starts a container or calls a model.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.harbor.environments import EnvironmentMode, EnvironmentModeError, kwarg_problems, resolve_mode
+from pytest_skilleval.harbor.images import CUSTOM_DOCKERFILE, custom_dockerfile_problems
+from pytest_skilleval.skill.settings import RunSettings
+
+# Agents that need no model credential (ours, and Harbor's LLM-free ones).
+NO_CREDENTIAL_AGENTS = frozenset({"replay", "oracle", "nop"})
+DOCKER_HOW = "start the daemon (e.g. `dockerd &` or `systemctl start docker`) or point DOCKER_HOST at one"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight check's outcome; `problem` is None when it passed."""
+
+    name: str
+    problem: str | None = None
+    detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+    def line(self) -> str:
+        return f"{'PASS' if self.ok else 'FAIL'}  {self.name}" + (f": {self.problem}" if self.problem else (
+            f" ({self.detail})" if self.detail else ""))
+
+
+def _run(argv: list[str], timeout: float = 15) -> subprocess.CompletedProcess[str] | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def docker_checks(base_image: str | None = None) -> list[Check]:
+    """The docker CLI, a daemon that answers, the Compose v2 plugin Harbor drives, and a local --base-image."""
+    docker = shutil.which("docker")
+    if docker is None:
+        return [Check("docker", "the docker CLI is not on PATH; install Docker (Debian: apt-get install docker.io)")]
+    info = _run([docker, "info", "--format", "{{.ServerVersion}}"])
+    if info is None or info.returncode != 0:
+        said = (info.stderr.strip().splitlines() or [""])[-1] if info is not None else "no answer within 15 s"
+        host = os.environ.get("DOCKER_HOST", "the default socket")
+        return [Check("docker daemon", f"unreachable at {host} ({said}); {DOCKER_HOW}")]
+    checks = [Check("docker daemon", detail=f"server {info.stdout.strip()}")]
+    compose = _run([docker, "compose", "version", "--short"])
+    if compose is None or compose.returncode != 0:
+        checks.append(Check("docker compose", "the Compose v2 plugin (`docker compose`) is missing; Harbor needs it"))
+    else:
+        checks.append(Check("docker compose", detail=compose.stdout.strip()))
+    if base_image:
+        found = _run([docker, "image", "inspect", base_image])
+        if found is None or found.returncode != 0:
+            checks.append(Check("base image", f"--base-image {base_image} is not in the local image store "
+                                              f"(docker pull {base_image}, or build it, first)"))
+        else:
+            checks.append(Check("base image", detail=base_image))
+    return checks
+
+
+def environment_checks(settings: RunSettings) -> list[Check]:
+    """The mode exists and can take our task bundle, its --ek keys are known, its backend is reachable."""
+    try:
+        mode = resolve_mode(settings.env_mode)
+    except EnvironmentModeError as error:
+        return [Check("environment", str(error))]
+    checks = [Check("environment kwargs", line) for line in kwarg_problems(mode, settings.env_kwargs)]
+    if mode.is_docker:
+        checks += docker_checks(settings.base_image)
+    elif not mode.is_local:
+        checks.append(_backend_preflight(mode))
+    return checks or [Check("environment", detail=mode.name)]
+
+
+def _backend_preflight(mode: EnvironmentMode) -> Check:
+    """Harbor's own preflight for a backend (its credentials, its CLI); an extra not installed says how."""
+    from pytest_skilleval.harbor.environments import environment_class
+
+    try:
+        environment_class(mode).preflight()
+    except SystemExit as error:
+        return Check(f"environment {mode.name}", str(error.code))
+    except Exception as error:  # ImportError for a missing extra, or the backend's own complaint
+        return Check(f"environment {mode.name}", str(error).splitlines()[0])
+    return Check(f"environment {mode.name}", detail="Harbor preflight passed")
+
+
+def credential_names(agent: str, model: str | None) -> tuple[list[str], list[str]]:
+    """(credential names the agent reads, base-URL names) from Harbor's own model-connection spec."""
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.trial.config import AgentConfig
+
+    cls = AgentFactory.get_agent_class_from_config(AgentConfig(name=agent, model_name=model))
+    spec = getattr(cls, "MODEL_CONNECTION", None)
+    access = getattr(spec, "agent_provider_access", None)
+    if access is None:
+        return [], []
+    return list(access.api_key_candidate_names), list(access.base_url_candidate_names)
+
+
+def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Check]:
+    """Each agent's own provider credential is set on the host (never from the skill)."""
+    checks = []
+    for agent in settings.agents:
+        if agent in NO_CREDENTIAL_AGENTS or ":" in agent:
+            checks.append(Check(f"agent {agent}", detail="needs no credential"))
+            continue
+        try:
+            keys, _ = credential_names(agent, settings.agent_models.get(agent))
+        except ValueError as error:
+            checks.append(Check(f"agent {agent}", str(error).splitlines()[0]))
+            continue
+        if keys and not any(environ.get(name, "").strip() for name in keys):
+            also = f" (or {', '.join(keys[1:])})" if keys[1:] else ""
+            checks.append(Check(f"agent {agent}", f"no credential: set {keys[0]}{also} in the environment"))
+        else:
+            checks.append(Check(f"agent {agent}", detail="credential set" if keys else "needs no credential"))
+    return checks
+
+
+def skill_checks(skill_dir: Path, settings: RunSettings, environ: Mapping[str, str],
+                 pass_env: Iterable[str] = ()) -> list[Check]:
+    """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
+    name = skill_dir.name
+    checks: list[Check] = []
+    allowed = set(pass_env)
+    for var, value in settings.runtime_env.items():
+        from pytest_skilleval.skill.config_file import referenced_env_names
+
+        for ref in referenced_env_names(value):
+            if ref not in allowed:
+                checks.append(Check(f"{name} runtime_env", f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
+                                    f"references the host variable {ref}; pass it with --pass-env {ref}"))
+            elif ref not in environ:
+                checks.append(Check(f"{name} runtime_env", f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
+                                    f"references {ref}, which is not set"))
+    if settings.pre_agent_setup and len(settings.arms) == 2:
+        checks.append(Check(f"{name} pre_agent_setup", f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs "
+                            "skill-owned commands before the agent; a paired run refuses it (use --skip-baseline)"))
+    custom = skill_dir / "evals" / CUSTOM_DOCKERFILE
+    if custom.is_file():
+        checks += [Check(f"{name} Dockerfile", problem) for problem in custom_dockerfile_problems(custom)]
+    for include in settings.skill_workspace_include:
+        path = (skill_dir / include).resolve()
+        if not (path / "SKILL.md").is_file():
+            checks.append(Check(f"{name} skill_workspace", f"{skill_dir}/evals/config.yml: skill_workspace.include "
+                                f"{include!r} is not a skill folder (no SKILL.md at {path})"))
+    return checks
+
+
+def problems(checks: Iterable[Check]) -> list[str]:
+    """`<check>: <problem>` for each failed check (a problem that already names its file stands alone)."""
+    return [check.problem if check.problem.startswith("/") else f"{check.name}: {check.problem}"
+            for check in checks if check.problem is not None]
+
+
+def session_problems(settings: RunSettings, skills: Mapping[Path, Any], environ: Mapping[str, str] | None = None,
+                     pass_env: Iterable[str] = ()) -> list[str]:
+    """Every problem, one line each: the environment, the agents, then each skill's own settings."""
+    environ = os.environ if environ is None else environ
+    found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
+    for skill_dir, skill_settings in skills.items():
+        found += problems(skill_checks(skill_dir, skill_settings, environ, pass_env))
+    return list(dict.fromkeys(found))

@@ -1,0 +1,82 @@
+"""What happens once per session around the trials: the preflight before any of them, the clean-up after.
+
+The preflight runs on the controller (or the only process) before workers start: a problem stops the run with one
+line each (pytest's usage error), before any image is built or trial started. At the end, Harbor's staged tasks
+and trial folders are deleted once the results tree has copied what it keeps, unless --harbor-keep-jobs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.options import merge_settings
+from pytest_skilleval.session import SkillEvalSession
+
+
+def run_preflight(state: SkillEvalSession) -> None:
+    """Raise pytest.UsageError listing every problem found, one per line; nothing is started before this."""
+    from pytest_skilleval.harbor.preflight import session_problems
+
+    if state.config.getoption("collectonly", False):
+        return  # nothing will run
+    session_settings = merge_settings(state.sources)
+    if session_settings.regrade:
+        return  # grades stored trials on the host: no sandbox, no agent
+    skills = {}
+    for skill_dir in sorted(state.case_plans):
+        try:
+            skills[skill_dir] = state.skill(skill_dir).settings
+        except Exception:  # a bad evals/config.yml: collection reports it for this skill
+            continue
+    problems = session_problems(session_settings, skills, pass_env=session_settings.pass_env)
+    if problems:
+        raise pytest.UsageError("skilleval preflight failed (nothing was started):\n  " + "\n  ".join(problems))
+
+
+def remove_job_folders(state: SkillEvalSession) -> None:
+    """Delete each trial's staged task and Harbor folders (and images built for this run only), after results."""
+    settings = merge_settings(state.sources)
+    if settings.harbor_keep_jobs:
+        return
+    for record in state.records.values():
+        if record.trial_dir:
+            work = Path(record.trial_dir).parent.parent
+            if work.name != "trials" and (work / "trials").is_dir():
+                shutil.rmtree(work, ignore_errors=True)
+    if settings.env_mode != "docker":
+        return
+    for skill in list(state.skills.values()):
+        try:
+            disabled = skill.settings.base_image_mode == "disabled"
+        except Exception:  # a bad config: nothing was built for it
+            continue
+        if disabled:  # reuse and rebuild keep the image for later runs
+            _remove_run_images(state.run_id, skill.name)
+
+
+def _remove_run_images(run_id: str, skill_name: str) -> None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return
+    filters = ["--filter", f"label=org.skilleval.run={run_id}", "--filter", f"label=org.skilleval.skill={skill_name}"]
+    listed = subprocess.run([docker, "image", "ls", "-q", *filters], capture_output=True, text=True, timeout=60)
+    ids = sorted(set(listed.stdout.split()))
+    if ids:
+        subprocess.run([docker, "image", "rm", "-f", *ids], capture_output=True, timeout=300)
+
+
+def say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal now, past output capture (used while a run is being interrupted)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        if reporter is not None:
+            reporter.write_line(line, yellow=True)
+        else:
+            sys.stderr.write(line + "\n")

@@ -1,0 +1,81 @@
+"""A misconfigured run stops at session start with one line per problem, before any image build or trial."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+
+CREDENTIALS = ("OPENAI_API_KEY", "CODEX_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in CREDENTIALS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _stopped_before_any_trial(project: SkillProject, result: pytest.RunResult) -> str:
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    assert "skilleval preflight failed (nothing was started)" in output
+    assert "Traceback" not in output
+    assert " passed" not in output and "error during collection" not in output
+    assert not (project.root / "results").exists()  # no trial, so no results tree
+    return output
+
+
+def test_missing_agent_credential_is_one_line(skill_project: SkillProject, no_credentials: None) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    (skill_project.root / ".env").write_text("OPENAI_API_KEY=sk-from-a-dotenv-file-1234\n")  # never loaded
+    result = skill_project.run("--agents", "codex,claude,replay", "--env-mode", "local")
+    output = _stopped_before_any_trial(skill_project, result)
+    assert "agent codex: no credential: set OPENAI_API_KEY (or CODEX_API_KEY) in the environment" in output
+    assert "agent claude-code: no credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)" in output
+    assert "agent replay" not in output
+
+
+def test_unreachable_docker_daemon_is_one_line(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    output = _stopped_before_any_trial(skill_project, skill_project.run("--agents", "replay", "--env-mode", "docker"))
+    lines = [line for line in output.splitlines() if "unreachable" in line]
+    assert len(lines) == 1 and "tcp://127.0.0.1:9" in lines[0], output
+
+
+def test_unknown_environment_kwarg_is_one_line(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    result = skill_project.run("--agents", "replay", "--env-mode", "docker", "--ek", "bogus=1")
+    output = _stopped_before_any_trial(skill_project, result)
+    assert "environment kwargs: --ek bogus: unknown to the docker environment (it accepts: none)" in output
+
+
+def test_unknown_environment_mode_is_one_line(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    output = _stopped_before_any_trial(skill_project, skill_project.run("--agents", "replay", "--env-mode", "dokcer"))
+    assert "--env-mode dokcer: unknown" in output
+
+
+def test_runtime_env_reference_needs_pass_env(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  runtime_env:\n    DB: ${MY_DB_URL}\n")
+    output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY))
+    assert "harbor.runtime_env DB references the host variable MY_DB_URL; pass it with --pass-env MY_DB_URL" in output
+
+
+def test_pre_agent_setup_is_refused_in_a_paired_run(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  pre_agent_setup: echo hi\n")
+    output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY))
+    assert "a paired run refuses it (use --skip-baseline)" in output
+
+
+def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  runtime_env: [OPENAI_API_KEY]\n")
+    result = skill_project.run(*LOCAL_REPLAY)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing ran
+    assert "harbor.runtime_env: contains operator-owned credential name(s): OPENAI_API_KEY" in output
+    assert " passed" not in output and "Traceback" not in output
+    assert not (skill_project.root / "results").exists()

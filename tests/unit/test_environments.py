@@ -1,0 +1,70 @@
+"""--env-mode and --ek: every Harbor environment type is accepted and wired the way Harbor's own config and factory
+expect (checked against Harbor's EnvironmentType, EnvironmentConfig and factory registry, not a copy of them)."""
+
+from __future__ import annotations
+
+import pytest
+from harbor.environments.factory import _ENVIRONMENT_REGISTRY
+from harbor.models.environment_type import EnvironmentType
+
+from pytest_skilleval.harbor.environments import (
+    LOCAL_ENV_IMPORT_PATH,
+    REFUSED_TYPES,
+    EnvironmentModeError,
+    kwarg_problems,
+    resolve_mode,
+    trial_environment_config,
+)
+from pytest_skilleval.harbor.runner import TrialError, environment_config
+from pytest_skilleval.skill.settings import RunSettings
+
+ACCEPTED = [member.value for member in EnvironmentType if member.value not in REFUSED_TYPES]
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_every_harbor_type_reaches_harbors_factory_with_its_kwargs(name: str) -> None:
+    config = environment_config(RunSettings(env_mode=name, env_kwargs={"some_key": "v"}), env={"A": "1"})
+    assert config.type == EnvironmentType(name)
+    assert config.import_path is None
+    assert config.kwargs == {"some_key": "v"} and config.env == {"A": "1"} and config.delete is True
+    entry = _ENVIRONMENT_REGISTRY[config.type]  # the factory can construct it (given the type's extra)
+    assert entry.module.startswith("harbor.environments.")
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_TYPES))
+def test_types_that_ignore_the_task_environment_are_refused_with_the_reason(name: str) -> None:
+    assert name in {member.value for member in EnvironmentType}
+    with pytest.raises(EnvironmentModeError, match="never builds the task's environment/Dockerfile"):
+        resolve_mode(name)
+    with pytest.raises(TrialError, match=f"--env-mode {name}: not supported"):
+        environment_config(RunSettings(env_mode=name))
+
+
+def test_local_and_import_paths() -> None:
+    local = resolve_mode("local")
+    assert local.import_path == LOCAL_ENV_IMPORT_PATH and local.is_local and not local.builds_dockerfile
+    custom = trial_environment_config(resolve_mode("pkg.envs:Mine"), {"x": "1"})
+    assert custom.import_path == "pkg.envs:Mine" and custom.kwargs == {"x": "1"}
+
+
+def test_unknown_mode_lists_the_choices() -> None:
+    with pytest.raises(EnvironmentModeError) as error:
+        resolve_mode("dokcer")
+    assert "unknown" in str(error.value) and "docker" in str(error.value) and "module:Class" in str(error.value)
+
+
+def test_docker_takes_no_kwargs_and_lifecycle_keys_are_ours() -> None:
+    docker = resolve_mode("docker")
+    assert kwarg_problems(docker, {}) == []
+    assert kwarg_problems(docker, {"bogus": "1"}) == [
+        "--ek bogus: unknown to the docker environment (it accepts: none)"]
+    assert kwarg_problems(docker, {"keep_containers": "1"}) == [
+        "--ek keep_containers: set by pytest-skilleval itself, not through --ek"]
+    assert kwarg_problems(docker, {"override_cpus": "4"})[0].endswith("not through --ek")
+
+
+def test_constructor_keys_come_from_the_environment_class() -> None:
+    assert kwarg_problems(resolve_mode("kata"), {"kata_runtime": "kata-clh", "kata_dns": "1.1.1.1"}) == []
+    assert "it accepts: kata_dns, kata_runtime" in kwarg_problems(resolve_mode("kata"), {"x": "1"})[0]
+    assert kwarg_problems(resolve_mode("local"), {"sandbox": "none"}) == []
+    assert "unknown to the local environment" in kwarg_problems(resolve_mode("local"), {"nope": "1"})[0]

@@ -1,0 +1,92 @@
+"""Preflight checks, one line per problem: agent credentials (names from Harbor's model-connection spec), Docker,
+--ek keys, and what a skill's config asks for; plus how host values reach a trial."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
+from pytest_skilleval.harbor.preflight import (
+    agent_checks,
+    docker_checks,
+    environment_checks,
+    session_problems,
+    skill_checks,
+)
+from pytest_skilleval.skill.settings import RunSettings
+
+
+def test_missing_agent_credentials_name_the_variable() -> None:
+    settings = RunSettings(agents=["codex", "claude-code", "replay"])
+    lines = [check.problem for check in agent_checks(settings, environ={}) if check.problem]
+    assert lines == [
+        "no credential: set OPENAI_API_KEY (or CODEX_API_KEY) in the environment",
+        "no credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment",
+    ]
+    assert all(check.ok for check in agent_checks(settings, environ={"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}))
+
+
+def test_agent_gets_only_its_own_credentials_as_templates() -> None:
+    environ = {"OPENAI_API_KEY": "sk-secret", "ANTHROPIC_API_KEY": "a", "OPENAI_BASE_URL": "http://x", "HOME": "/r"}
+    assert agent_env("codex", None, environ) == {"OPENAI_API_KEY": "${OPENAI_API_KEY}",
+                                                 "OPENAI_BASE_URL": "${OPENAI_BASE_URL}"}
+    assert agent_env("claude-code", None, environ) == {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}"}
+    assert agent_env("replay", None, environ) == {}
+
+
+def test_runtime_env_reads_only_passed_host_variables() -> None:
+    env = {"URL": "http://${HOST}:${PORT:-80}/x", "PLAIN": "v", "SNEAKY": "$SECRET"}
+    values = runtime_env_values(env, ["HOST"], {"HOST": "db", "SECRET": "s3cr3t"})
+    assert values == {"URL": "http://db:80/x", "PLAIN": "v", "SNEAKY": ""}
+
+
+def test_skill_checks(tmp_path: Path) -> None:
+    skill = tmp_path / "demo"
+    (skill / "evals").mkdir(parents=True)
+    settings = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"])
+    lines = [check.problem for check in skill_checks(skill, settings, environ={}) if check.problem]
+    assert any("runtime_env DB references the host variable DB_URL; pass it with --pass-env DB_URL" in l for l in lines)
+    assert any("pre_agent_setup" in l and "paired run refuses it" in l for l in lines)
+    passed = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"], skip_baseline=True)
+    assert [c for c in skill_checks(skill, passed, {"DB_URL": "x"}, pass_env=["DB_URL"]) if c.problem] == []
+
+
+def test_bad_custom_dockerfile_is_a_preflight_line(tmp_path: Path) -> None:
+    skill = tmp_path / "demo"
+    (skill / "evals" / "environment").mkdir(parents=True)
+    (skill / "evals" / "environment" / "Dockerfile").write_text("RUN echo\n")
+    lines = session_problems(RunSettings(env_mode="local", agents=["replay"]), {skill: RunSettings()}, environ={})
+    assert lines == [f"{skill}/evals/environment/Dockerfile: the first instruction must be FROM"]
+
+
+def test_unknown_mode_and_kwargs_are_lines() -> None:
+    assert "unknown" in environment_checks(RunSettings(env_mode="nope"))[0].problem
+    checks = environment_checks(RunSettings(env_mode="local", env_kwargs={"bogus": "1"}))
+    assert len(checks) == 1 and checks[0].problem.startswith("--ek bogus: unknown to the local environment")
+
+
+def test_unreachable_docker_daemon_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("docker") is None:
+        assert docker_checks()[0].problem.startswith("the docker CLI is not on PATH")
+        return
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")
+    (check,) = docker_checks()
+    assert check.problem.startswith("unreachable at tcp://127.0.0.1:9") and "DOCKER_HOST" in check.problem
+
+
+def test_no_dotenv_file_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dotenv import load_dotenv
+
+    from pytest_skilleval.harbor.runner import default_env
+
+    monkeypatch.setenv("PYTHON_DOTENV_DISABLED", "0")  # restored after the test; default_env turns it on
+    monkeypatch.delenv("SKILLEVAL_DOTENV_PROBE", raising=False)
+    (tmp_path / ".env").write_text("SKILLEVAL_DOTENV_PROBE=from-dotenv\n")
+    default_env()
+    load_dotenv(tmp_path / ".env")  # what Harbor's modules do on import
+    import os
+
+    assert "SKILLEVAL_DOTENV_PROBE" not in os.environ
