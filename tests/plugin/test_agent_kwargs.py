@@ -23,7 +23,7 @@ def test_kwargs_reach_the_agent_and_a_secret_is_written_nowhere(skill_project: S
     plain = "http://127.0.0.1:9/v1"
     basetemp = skill_project.root / "basetemp"
     result = skill_project.run(
-        *LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--basetemp", str(basetemp),
+        *LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--basetemp", str(basetemp), "--harbor-keep-jobs",
         "--agent-kwarg", f"replay:api_key={secret}", "--agent-kwarg", "replay:record_terminal_session=false",
         "--agent-kwarg", f"replay:api_base={plain}", "--agent-kwarg", f'replay:llm_kwargs={{"api_key": "{secret}"}}',
     )
