@@ -152,7 +152,9 @@ class ProcessKeeper:
               join_net: bool = False) -> Spawned:
         """Start a command (cwd is a sandbox path in bwrap mode, a host path otherwise); returns at once."""
         if not self.running or self._sock is None:
-            if self._proc is not None and self._proc.poll() is not None and not self._stopped.done():
+            # Ended on its own: no stop reply yet, or the reader already saw the socket hang up (a race either way).
+            hung_up = self._stopped.done() and self._stopped.exception() is not None
+            if self._proc is not None and self._proc.poll() is not None and (not self._stopped.done() or hung_up):
                 raise KeeperError(f"the trial's process keeper ended unexpectedly ({self._log_tail()})")
             raise KeeperError("the environment is not started (or already stopped)")
         spawned = Spawned()
