@@ -88,11 +88,15 @@ def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> 
     argv = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--basetemp", str(project / "tmp"),
             "--skill-eval", "skills/bench",
             "--results-dir", str(project / "results"), *args]
-    full_env = {**os.environ, "PYTHONPATH": str(project), "HARBOR_TELEMETRY": "0",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True", **(env or {})}
+    return measure(argv, project, {"PYTHONPATH": str(project), **(env or {})})
+
+
+def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    """Run a command (kept offline) and measure its wall time and the peak RSS of its whole process tree."""
+    full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
     peak = 0
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=project, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
 
     def sample() -> None:

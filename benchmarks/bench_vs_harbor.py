@@ -14,13 +14,10 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from _harness import REPO, SLEEP_AGENT, Measured, _tree_rss_kb, fail_unless_ok, make_project, run_pytest
+from _harness import REPO, SLEEP_AGENT, Measured, fail_unless_ok, make_project, measure, run_pytest
 
 SMALL, LARGE, PARALLEL = 8, 40, 96
 LOCAL_ENV = "pytest_skilleval.harbor.local_env:LocalEnvironment"
@@ -44,25 +41,7 @@ def make_tasks(n: int) -> Path:
 def run_harbor(root: Path, n_concurrent: int) -> Measured:
     argv = [str(REPO / ".venv" / "bin" / "harbor"), "run", "-p", str(root / "tasks"), "-a", "bench_agent:SleepAgent", "-e", LOCAL_ENV,
             "--ek", "sandbox=none", "-n", str(n_concurrent), "-o", str(root / "jobs"), "-q", "-y"]
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(root)}
-    peak = 0
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss_kb(proc.pid))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, _ = proc.communicate()
-    elapsed = time.perf_counter() - started
-    done.set()
-    sampler.join()
-    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]))
+    return measure(argv, root, {"PYTHONPATH": str(root)})
 
 
 PLUGIN_ARGS = ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
