@@ -46,7 +46,7 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
-        self._requested_runs: dict[tuple[Path, str], Path | None] = {}
+        self._regrade_sources: dict[Path, Path | None] = {}
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
@@ -77,35 +77,40 @@ class SkillEvalSession:
     def results_root(self, skill_dir: Path) -> Path:
         return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
 
-    def _requested_run(self, skill_dir: Path, field: str, flag: str) -> Path | None:
-        """The run folder a `--resume`/`--regrade` value names, resolved once per skill (so `latest` never becomes
-        this session's own run folder), or None when the option is not set."""
-        key = (skill_dir.resolve(), field)
-        if key not in self._requested_runs:
-            try:
-                requested = getattr(self.skill(skill_dir).settings, field)
-            except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
-                return None
-            run_dir = None
-            if requested is not None:
-                try:
-                    run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
-                except ResumeError as error:
-                    raise pytest.UsageError(f"{flag} {requested}: {error}") from None
-            self._requested_runs[key] = run_dir
-        return self._requested_runs[key]
-
     def resumed_run_dir(self, skill_dir: Path) -> Path | None:
         """The run folder this session finishes (--resume), or None for a new run."""
-        return self._requested_run(skill_dir, "resume", "--resume")
+        try:
+            requested = self.skill(skill_dir).settings.resume
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
+            return None
+        if requested is None:
+            return None
+        try:
+            return resolve_run_dir(self.results_root(skill_dir), requested)
+        except ResumeError as error:
+            raise pytest.UsageError(f"--resume {requested}: {error}") from None
 
     def regrade_source(self, skill_dir: Path) -> Path | None:
-        """The finished run whose stored trials this session grades again (--regrade), or None."""
-        run_dir = self._requested_run(skill_dir, "regrade", "--regrade")
-        if run_dir is None:
+        """The run whose stored trials this session grades again (--regrade), or None; resolved once, so `latest`
+        never becomes this session's own run folder."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self._regrade_sources:
+            self._regrade_sources[skill_dir] = self._find_regrade_source(skill_dir)
+        return self._regrade_sources[skill_dir]
+
+    def _find_regrade_source(self, skill_dir: Path) -> Path | None:
+        try:
+            requested = self.skill(skill_dir).settings.regrade
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
             return None
+        if requested is None:
+            return None
+        try:
+            run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
+        except ResumeError as error:
+            raise pytest.UsageError(f"--regrade {requested}: {error}") from None
         if not (run_dir / "result.json").is_file():
-            raise pytest.UsageError(f"--regrade {run_dir.name}: {run_dir} has no result.json; only a finished run "
+            raise pytest.UsageError(f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
                                     "can be regraded (finish it with --resume first)")
         return run_dir
 
