@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = get_state(config)
     if state is not None:
-        state.signals.restore()
+        # pytest's own entry point (`pytest ...`, `python -m pytest ...`) exits right after this; pytester's
+        # in-process runs and other callers of pytest.main() go on, with other arguments than the process's.
+        state.signals.release(process_ends=tuple(sys.argv[1:]) == tuple(config.invocation_params.args))
 
 
 def _evals_dir_of(path: Path) -> Path | None:

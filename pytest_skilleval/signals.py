@@ -9,12 +9,13 @@ and `latest` moved to a partial run.
 So: SIGTERM is handed to whatever handles SIGINT at that moment (asyncio's graceful cancel during a trial, else
 pytest's KeyboardInterrupt), and under xdist the controller passes it on to its workers as SIGINT, as a terminal's
 Ctrl+C would (a worker killed outright would leave its trial's commands running); the first interrupt is remembered here, whatever pytest's exit status says later; and
-from then on further SIGINT/SIGTERM are absorbed (with one line on stderr) until the interrupted run's results are
-written. A third signal stops without waiting.
+from then on further SIGINT/SIGTERM are absorbed (with one line on stderr) until the process exits, so the run's
+results are written and its exit status stays "interrupted". A third signal stops without waiting.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -53,7 +54,8 @@ class SignalGuard:
                 os.kill(pid, signal.SIGINT)
             except OSError:
                 pass
-        handler = signal.getsignal(signal.SIGINT)
+        handler = signal.getsignal(signal.SIGINT)  # looked up before marking, which replaces it
+        self.mark_interrupted()
         if callable(handler) and handler not in (self._on_repeat, signal.default_int_handler):
             handler(signal.SIGINT, frame)
             return
@@ -83,6 +85,22 @@ class SignalGuard:
         if running:  # what stopping now would leave behind, and how to find it
             sys.stderr.write(leftovers_message(running).replace("clean-up skipped; ", "if you stop now, ", 1) + "\n")
         sys.stderr.flush()
+
+    def release(self, process_ends: bool) -> None:
+        """The session is over. An interrupted run whose process ends now keeps absorbing signals to the end: one
+        landing during the interpreter's exit would turn the recorded "interrupted" status into a kill. Anywhere
+        else (an in-process run inside another program) the previous handlers come back."""
+        if self.interrupted and process_ends:
+            atexit.register(self._ignore_while_exiting)
+            return
+        self.restore()
+
+    @staticmethod
+    def _ignore_while_exiting() -> None:
+        """Last Python code of the process: the interpreter puts every Python-level handler back to the OS default
+        as it finalizes (a signal then kills it), but leaves an ignored signal ignored."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
     def restore(self) -> None:
         if not self._main_thread():

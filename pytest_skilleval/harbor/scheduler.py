@@ -135,9 +135,12 @@ class TrialScheduler:
         """Wait for this item's trial (submitting it if the look-ahead has not); it is forgotten once delivered."""
         future = self.submit(spec)
         try:
-            return future.result()
-        finally:
+            record = future.result()
+        except Exception:  # the trial's own failure; an interrupted wait leaves it to shutdown() to cancel
             self._futures.pop(spec.nodeid, None)
+            raise
+        self._futures.pop(spec.nodeid, None)
+        return record
 
     @property
     def pending(self) -> int:
