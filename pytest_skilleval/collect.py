@@ -8,6 +8,7 @@ Node ids: `<path>/evals/evals.json::<case>[<agent>-<arm>-<attempt>]` and
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ import pytest
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
-from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_specs
+from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_keys, trial_label
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
 MARKER = "skilleval"
+CaseFields = dict[str, Any]  # TrialSpec's fields shared by a case's trials (see `case_fields`)
 
 
 class SkillEvalCollectError(Exception):
@@ -29,15 +32,35 @@ def _node_id(parent: pytest.Collector, name: str) -> str:
     return f"{parent.nodeid}::{name}"
 
 
+def case_fields(skill: SkillFolder, case_id: str, **fields: Any) -> CaseFields:
+    """The TrialSpec fields every trial of one case shares (all but agent, arm, attempt and node id)."""
+    return {"skill_dir": skill.path, "skill_name": skill.name, "case_id": case_id, **fields}
+
+
+def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> Iterator[SkillEvalItem]:
+    for agent, arm, attempt in trial_keys(skill):
+        yield SkillEvalItem.create(parent, case, agent, arm, attempt)
+
+
 class SkillEvalItem(pytest.Function):
     """One trial: case x agent x arm x attempt. The trial runs in the `skilleval_trial` fixture (setup), so a
-    Harbor or grader failure is an ERROR; the call phase then judges the score."""
+    Harbor or grader failure is an ERROR; the call phase then judges the score.
 
-    def __init__(self, *, spec: TrialSpec, **kwargs: Any) -> None:
+    The item keeps what its spec is made of (the case's fields, shared by the case's items, and its agent, arm and
+    attempt) and builds its `TrialSpec` when first asked: collecting 20,000 items, `--co` or a `-k` that deselects
+    most of them never pays for a spec per item (nor for the garbage collector walking them all)."""
+
+    def __init__(self, *, case: CaseFields, agent: str, arm: Arm, attempt: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.spec = spec.model_copy(update={"nodeid": _node_id(self.parent, self.name)})
-        self._set_structured_id(self.spec.nodeid)
-        self.extra_keyword_matches.update({spec.agent, spec.arm, spec.case_id})
+        self._case = case
+        self._trial = (agent, arm, attempt)
+        self._set_structured_id(_node_id(self.parent, self.name))
+        self.extra_keyword_matches.update((agent, arm, self.originalname))
+
+    @cached_property
+    def spec(self) -> TrialSpec:
+        agent, arm, attempt = self._trial
+        return TrialSpec(**self._case, agent=agent, arm=arm, attempt=attempt, nodeid=self.nodeid)
 
     def _set_structured_id(self, nodeid: str) -> None:
         """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
@@ -49,21 +72,26 @@ class SkillEvalItem(pytest.Function):
         self._id = coerce_node_id(nodeid)
 
     @classmethod
-    def create(cls, parent: pytest.Collector, spec: TrialSpec) -> SkillEvalItem:
-        name = f"{spec.case_id}[{spec.label}]"
-        marker = getattr(pytest.mark, MARKER)(agent=spec.agent, arm=spec.arm, attempt=spec.attempt, case=spec.case_id)
+    def create(cls, parent: pytest.Collector, case: CaseFields, agent: str, arm: Arm, attempt: int) -> SkillEvalItem:
+        """One item of `case` (TrialSpec's fields but the trial's own: see `case_fields`)."""
+        case_id = case["case_id"]
+        name = f"{case_id}[{trial_label(agent, arm, attempt)}]"
         # Every item of one collector has the same fixture closure (same parent, same function, no own marks but
         # the skilleval one): compute it for the first item and share it, as pytest does for parametrized tests.
+        # The marker decorator is looked up once per collector too (pytest.mark checks it is registered).
         fixtureinfo = getattr(parent, "_skilleval_fixtureinfo", None)
-        item = cls.from_parent(parent, name=name, spec=spec, callobj=_judge_trial, originalname=spec.case_id,
-                               fixtureinfo=fixtureinfo)
+        mark = getattr(parent, "_skilleval_mark", None)
+        if mark is None:
+            mark = parent._skilleval_mark = getattr(pytest.mark, MARKER)  # type: ignore[attr-defined]
+        item = cls.from_parent(parent, name=name, case=case, agent=agent, arm=arm, attempt=attempt,
+                               callobj=_judge_trial, originalname=case_id, fixtureinfo=fixtureinfo)
         if fixtureinfo is None:
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
-        item.add_marker(marker)
+        item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id))
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"{self.spec.case_id} [{self.spec.label}]"  # a line number: pytest needs one to report a skip
+        return self.path, 0, f"{self.originalname} [{trial_label(*self._trial)}]"  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
@@ -156,14 +184,19 @@ class DatasetFile(SkillCollector):
         selected = selected_cases(self.skill) if settings.max_cases is not None else None
         if selected is not None:
             cases = [case for case in cases if case.id in selected]
+        evals_dir = self.skill.evals_dir
+        default_inputs_checked = False
         for case in cases:
             files = case.files if case.files_given else None
-            try:
-                input_sources(self.skill.evals_dir, files, case.id)
-            except StagingError as error:
-                raise SkillEvalCollectError(f"{self.path}: {error}") from None
-            for spec in trial_specs(self.skill, case.id, source="dataset", entry=case.entry_json(), files=files):
-                yield SkillEvalItem.create(self, spec)
+            # A case without `files` stages evals/files/: the same check for every such case, so made once.
+            if files is not None or not default_inputs_checked:
+                try:
+                    input_sources(evals_dir, files, case.id)
+                except StagingError as error:
+                    raise SkillEvalCollectError(f"{self.path}: {error}") from None
+                default_inputs_checked = default_inputs_checked or files is None
+            yield from _items(self, self.skill, case_fields(self.skill, case.id, source="dataset",
+                                                           entry=case.entry_json(), files=files))
 
 
 class NativeTaskFile(SkillCollector):
@@ -211,6 +244,5 @@ class NativeTaskFile(SkillCollector):
         case = (entries or {}).get(task.entry_id)
         entry = case.entry_json() if case is not None else {"id": task.entry_id}
         files = case.files if case is not None and case.files_given else None
-        for spec in trial_specs(self.skill, task.case_id, source="native", native_task_dir=task.path,
-                                 entry=entry, files=files):
-            yield SkillEvalItem.create(self, spec)
+        yield from _items(self, self.skill, case_fields(self.skill, task.case_id, source="native",
+                                                       native_task_dir=task.path, entry=entry, files=files))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SkipValidation
 
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset, load_dataset
@@ -25,8 +25,12 @@ class TrialSpec(BaseModel):
     skill_name: str
     case_id: str
     source: Literal["dataset", "native"]
-    entry: dict[str, Any] = Field(default_factory=dict, description="The dataset entry as entry.json carries it.")
-    files: list[str] | None = Field(default=None, description="Inputs relative to evals/; None = all evals/files/.")
+    # Not validated (so not copied): built from an already validated dataset entry, shared read-only by the case's
+    # items (a copy per item was most of an item's memory and garbage-collector work at 20,000 items).
+    entry: Annotated[dict[str, Any], SkipValidation] = Field(
+        default_factory=dict, description="The dataset entry as entry.json carries it.")
+    files: Annotated[list[str] | None, SkipValidation] = Field(
+        default=None, description="Inputs relative to evals/; None = all evals/files/.")
     native_task_dir: Path | None = None
     agent: str
     arm: Arm
@@ -35,19 +39,21 @@ class TrialSpec(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"{self.agent}-{self.arm}-{self.attempt}"
+        return trial_label(self.agent, self.arm, self.attempt)
 
 
-def trial_specs(skill: SkillFolder, case_id: str, **fields: Any) -> Iterator[TrialSpec]:
-    """One spec per agent x arm x attempt, in the fixed order every xdist worker collects."""
+def trial_label(agent: str, arm: str, attempt: int) -> str:
+    """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
+    return f"{agent}-{arm}-{attempt}"
+
+
+def trial_keys(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
+    """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects."""
     settings = skill.settings
     for agent in settings.agents:
         for arm in settings.arms:
             for attempt in range(1, settings.n_attempts + 1):
-                yield TrialSpec(
-                    skill_dir=skill.path, skill_name=skill.name, case_id=case_id,
-                    agent=agent, arm=arm, attempt=attempt, **fields,
-                )
+                yield agent, arm, attempt
 
 
 class CasePlan(BaseModel):
@@ -70,6 +76,8 @@ def native_case_names(evals_dir: Path) -> list[str]:
 
 def case_plan(skill: SkillFolder) -> CasePlan:
     """Read the skill's dataset and native tasks; an unreadable dataset contributes no cases (collection says why)."""
+    from verifier.checks.skill_execution import should_trigger  # EvalCase.is_negative's rule, on entries made once
+
     plan = CasePlan(summary={"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0})
     path = find_dataset(skill.evals_dir)
     if path is not None:
@@ -78,13 +86,14 @@ def case_plan(skill: SkillFolder) -> CasePlan:
         except DatasetError:
             dataset = None
         if dataset is not None:
+            entries = [case.entry_json() for case in dataset.cases]
             plan.cases = [case.id for case in dataset.cases]
-            plan.negative_cases = [case.id for case in dataset.cases if case.is_negative]
+            plan.negative_cases = [case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False]
             plan.summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(plan.cases),
                                 n_negative_cases=len(plan.negative_cases))
             plan.digest = dataset.digest
             plan.snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
-                             "entries": [case.entry_json() for case in dataset.cases]}
+                             "entries": entries}
     try:
         source = skill.settings.task_source
     except Exception:  # a bad config.yml: collection reports it
