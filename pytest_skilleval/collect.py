@@ -185,6 +185,7 @@ class DatasetFile(SkillCollector):
         if selected is not None:
             cases = [case for case in cases if case.id in selected]
         evals_dir = self.skill.evals_dir
+        entries = dict(zip((case.id for case in dataset.cases), self.skill.entries(dataset)))
         default_inputs_checked = False
         for case in cases:
             files = case.files if case.files_given else None
@@ -196,7 +197,7 @@ class DatasetFile(SkillCollector):
                     raise SkillEvalCollectError(f"{self.path}: {error}") from None
                 default_inputs_checked = default_inputs_checked or files is None
             yield from _items(self, self.skill, case_fields(self.skill, case.id, source="dataset",
-                                                           entry=case.entry_json(), files=files))
+                                                           entry=entries[case.id], files=files))
 
 
 class NativeTaskFile(SkillCollector):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.config_file import load_config
-from pytest_skilleval.skill.dataset import find_dataset
+from pytest_skilleval.skill.dataset import Dataset, find_dataset
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
 
@@ -26,6 +26,7 @@ class SkillFolder:
     def __init__(self, path: Path, merge: SettingsMerger) -> None:
         self.path = path.resolve()
         self._merge = merge
+        self._entries: tuple[Path, str, list[dict[str, Any]]] | None = None
 
     @property
     def name(self) -> str:
@@ -63,6 +64,14 @@ class SkillFolder:
         if self.settings.local_sandbox is not None:
             config["sandbox"] = self.settings.local_sandbox
         return config
+
+    def entries(self, dataset: Dataset) -> list[dict[str, Any]]:
+        """Each case's `entry_json()`, made once per dataset content: the run plan's snapshot and the items read the
+        same dicts (never written to), so 10,000 entries are held once, not once for the plan and once for the items.
+        """
+        if self._entries is None or self._entries[:2] != (dataset.path, dataset.digest):
+            self._entries = (dataset.path, dataset.digest, [case.entry_json() for case in dataset.cases])
+        return self._entries[2]
 
     @cached_property
     def digest(self) -> str:

@@ -86,14 +86,14 @@ def case_plan(skill: SkillFolder) -> CasePlan:
         except DatasetError:
             dataset = None
         if dataset is not None:
-            entries = [case.entry_json() for case in dataset.cases]
+            entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]
             plan.negative_cases = [case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False]
             plan.summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(plan.cases),
                                 n_negative_cases=len(plan.negative_cases))
             plan.digest = dataset.digest
             plan.snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
-                             "entries": entries}
+                             "entries": list(entries)}
     try:
         source = skill.settings.task_source
     except Exception:  # a bad config.yml: collection reports it
