@@ -20,6 +20,11 @@ from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 
+try:
+    from _pytest.nodeid import coerce_node_id
+except ImportError:  # pytest before 9.2
+    coerce_node_id = None  # type: ignore[assignment]
+
 MARKER = "skilleval"
 CaseFields = dict[str, Any]  # TrialSpec's fields shared by a case's trials (see `case_fields`)
 
@@ -65,11 +70,8 @@ class SkillEvalItem(pytest.Function):
     def _set_structured_id(self, nodeid: str) -> None:
         """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
         so the id must be parsed from its string form rather than built from a name containing brackets."""
-        try:
-            from _pytest.nodeid import coerce_node_id
-        except ImportError:  # pytest before structured node ids: string ids already compare as strings
-            return
-        self._id = coerce_node_id(nodeid)
+        if coerce_node_id is not None:  # pytest before structured node ids: string ids already compare as strings
+            self._id = coerce_node_id(nodeid)
 
     @classmethod
     def create(cls, parent: pytest.Collector, case: CaseFields, agent: str, arm: Arm, attempt: int) -> SkillEvalItem:

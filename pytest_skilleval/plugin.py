@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.runner import default_env, quiet_harbor_logs
+    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs
 
     default_env()
     if not (config.getoption("log_level", None) or config.getini("log_level")):  # a level the user asked for wins
@@ -266,9 +266,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
     if state is None:
         return
-    from pytest_skilleval.dispatch import shutdown
+    if "pytest_skilleval.dispatch" in sys.modules:
+        # Only a session that ran a trial (which imports dispatch) can have trials to stop; `--co` never imports
+        # Harbor's trial machinery at all.
+        from pytest_skilleval.dispatch import shutdown
 
-    shutdown(session)
+        shutdown(session)
     if _is_worker(session.config):
         return
     from pytest_skilleval.lifecycle import remove_job_folders

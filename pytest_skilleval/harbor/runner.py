@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import shutil
 import uuid
@@ -417,23 +416,3 @@ def _weakest(record: TrialRecord) -> str:
 def quiet_harbor_deprecations() -> None:
     """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
-
-
-def quiet_harbor_logs(level: int = logging.WARNING) -> None:
-    """Harbor pins its logger at DEBUG, so pytest's log capture printed every trial's chatter ("does not declare
-    an options_model", from any trial in flight) under a failing item; keep its warnings and errors only."""
-    import harbor.utils.logger  # noqa: F401 - importing it sets the DEBUG level lowered here, so import it first
-
-    for name in ("harbor", harbor.utils.logger.__name__):
-        logger = logging.getLogger(name)
-        if logger.level < level:
-            logger.setLevel(level)
-
-
-def default_env() -> None:
-    """Harbor and litellm reach for the internet unless told not to; respect values the user set."""
-    os.environ.setdefault("HARBOR_TELEMETRY", "0")
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    # Harbor (and python-dotenv under it) would read a .env found around the project into this process; only
-    # the operator's real environment counts.
-    os.environ["PYTHON_DOTENV_DISABLED"] = "1"

@@ -80,7 +80,7 @@ def test_unreachable_docker_daemon_is_one_line(monkeypatch: pytest.MonkeyPatch) 
 def test_no_dotenv_file_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from dotenv import load_dotenv
 
-    from pytest_skilleval.harbor.runner import default_env
+    from pytest_skilleval.harbor.process_env import default_env
 
     monkeypatch.setenv("PYTHON_DOTENV_DISABLED", "0")  # restored after the test; default_env turns it on
     monkeypatch.delenv("SKILLEVAL_DOTENV_PROBE", raising=False)
