@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset, load_dataset
+from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_keys, trial_label
@@ -171,7 +171,7 @@ class DatasetFile(SkillCollector):
                 f"{self.path}: the skill already has a dataset, {chosen.name}; keep one of {', '.join(DATASET_NAMES)}"
             )
         try:
-            dataset = load_dataset(self.path)
+            dataset = self.skill.load_dataset(self.path)
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
         for typo in dataset.key_typos:
@@ -214,9 +214,11 @@ class NativeTaskFile(SkillCollector):
         if path is None:
             return None
         try:
-            return {case.id: case for case in load_dataset(path).cases}
+            dataset = self.skill.load_dataset(path)
         except DatasetError:
             return {}  # the dataset's own collector reports the problem
+        # one index per dataset content, shared by every native task's collector (not one per task)
+        return self.skill.once(f"cases by id {path} {dataset.digest}", lambda: {case.id: case for case in dataset.cases})
 
     def collect(self) -> Iterator[SkillEvalItem]:
         from pytest_skilleval.skill.native_tasks import NativeTaskError, check_native_task, load_native_task
@@ -235,7 +237,7 @@ class NativeTaskFile(SkillCollector):
         pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
         findings = check_native_task(
             task, grading_mode=settings.grading_mode, paired=len(settings.arms) == 2,
-            dataset_ids=set(entries) if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
+            dataset_ids=entries.keys() if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,
         )
         errors = [finding for finding in findings if finding.severity == "error"]

@@ -7,10 +7,10 @@ import os
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_skilleval.skill.config_file import load_config
-from pytest_skilleval.skill.dataset import Dataset, find_dataset
+from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
 
@@ -18,6 +18,7 @@ from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
 
 GRADER_NAMES = ("grader.py", "grader.sh")
+T = TypeVar("T")
 
 
 class SkillFolder:
@@ -27,6 +28,8 @@ class SkillFolder:
         self.path = path.resolve()
         self._merge = merge
         self._entries: tuple[Path, str, list[dict[str, Any]]] | None = None
+        self._datasets: dict[Path, tuple[str, Dataset]] = {}
+        self._once: dict[str, Any] = {}
 
     @property
     def name(self) -> str:
@@ -64,6 +67,22 @@ class SkillFolder:
         if self.settings.local_sandbox is not None:
             config["sandbox"] = self.settings.local_sandbox
         return config
+
+    def load_dataset(self, path: Path) -> Dataset:
+        """`load_dataset`, parsed once per content: the run plan, the dataset's collector and each native task's
+        collector read the same file (a native task per entry made collection quadratic). Raises DatasetError."""
+        text = read_text(path)
+        cached = self._datasets.get(path)
+        if cached is None or cached[0] != text:
+            cached = self._datasets[path] = (text, parse_dataset(path, text))
+        return cached[1]
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """`compute()` the first time `key` is asked for, the same value after: for what the run plan fixes when the
+        session starts (the --max-cases cut), which every collector of the skill would otherwise recompute."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]  # type: ignore[no-any-return]
 
     def entries(self, dataset: Dataset) -> list[dict[str, Any]]:
         """Each case's `entry_json()`, made once per dataset content: the run plan's snapshot and the items read the

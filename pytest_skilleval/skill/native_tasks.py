@@ -12,6 +12,7 @@ import tomllib
 import types
 import typing
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Literal
 
@@ -415,7 +416,7 @@ def _paired_findings(task: NativeTask, pre_agent_setup: Sequence[str]) -> list[F
     return findings
 
 
-def _entry_findings(task: NativeTask, mode: str, dataset_ids: set[str] | None) -> list[Finding]:
+def _entry_findings(task: NativeTask, mode: str, dataset_ids: AbstractSet[str] | None) -> list[Finding]:
     toml_path = task.path / TASK_FILE
     if dataset_ids is None:
         return [
@@ -527,7 +528,7 @@ def check_native_task(
     *,
     grading_mode: str,
     paired: bool,
-    dataset_ids: set[str] | None,
+    dataset_ids: AbstractSet[str] | None,
     staged_env: Iterable[str] = (),
     pre_agent_setup: Sequence[str] = (),
 ) -> list[Finding]:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SkipValidation
 
 from pytest_skilleval.results.records import Arm
-from pytest_skilleval.skill.dataset import DatasetError, find_dataset, load_dataset
+from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
 
 
@@ -82,7 +82,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
     path = find_dataset(skill.evals_dir)
     if path is not None:
         try:
-            dataset = load_dataset(path)
+            dataset = skill.load_dataset(path)
         except DatasetError:
             dataset = None
         if dataset is not None:
@@ -145,9 +145,15 @@ def selected_cases(skill: SkillFolder) -> set[str] | None:
     limit = skill.settings.max_cases
     if limit is None:
         return None
-    path = find_dataset(skill.evals_dir)
-    try:
-        dataset_ids = [case.id for case in load_dataset(path).cases] if path is not None else []
-    except DatasetError:
-        dataset_ids = []
-    return set(staged_order(dataset_ids, native_claims(skill.evals_dir))[:limit])
+
+    def first_cases() -> set[str]:
+        path = find_dataset(skill.evals_dir)
+        try:
+            dataset_ids = [case.id for case in skill.load_dataset(path).cases] if path is not None else []
+        except DatasetError:
+            dataset_ids = []
+        return set(staged_order(dataset_ids, native_claims(skill.evals_dir))[:limit])
+
+    # once per skill and session: each native task's collector asks, and reading every task's claim each time made
+    # collecting n native tasks cost n^2 task reads
+    return skill.once("selected_cases", first_cases)

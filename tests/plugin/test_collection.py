@@ -131,3 +131,67 @@ def test_items_of_one_dataset_share_one_fixture_closure(skill_project: SkillProj
     )
     result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY, subprocess=False)
     result.stdout.fnmatch_lines(["INFOS=1 ITEMS=4", "AUTOUSE=True"])
+
+
+def test_an_items_spec_is_built_when_asked_and_matches_the_item(skill_project: SkillProject) -> None:
+    """Collection keeps no TrialSpec per item (issue 13: collection cost); the spec built on demand carries the
+    item's own node id, case, agent, arm and attempt, and the case's entry (one dict shared by its items)."""
+    skill_project.make_skill("demo", simple_entries("alpha", "beta"))
+    skill_project.pytester.makeconftest(
+        "def pytest_collection_modifyitems(items):\n"
+        "    print('BUILT=' + str(any('spec' in vars(item) for item in items)))\n"
+        "    for item in items:\n"
+        "        s = item.spec\n"
+        "        assert s.nodeid == item.nodeid and item.spec is s\n"
+        "        assert s.case_id == item.originalname and s.entry['id'] == s.case_id and s.source == 'dataset'\n"
+        "        assert item.name == f'{s.case_id}[{s.agent}-{s.arm}-{s.attempt}]'\n"
+        "        assert item.get_closest_marker('skilleval').kwargs == dict(agent=s.agent, arm=s.arm,\n"
+        "                                                                   attempt=s.attempt, case=s.case_id)\n"
+        "    entries = {id(item.spec.entry) for item in items}\n"
+        "    print(f'ENTRIES={len(entries)} ITEMS={len(items)}')\n"
+    )
+    result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY, subprocess=False)
+    result.stdout.fnmatch_lines(["BUILT=False", "ENTRIES=2 ITEMS=4"])
+
+
+def test_collect_only_does_not_import_the_trial_machinery(skill_project: SkillProject) -> None:
+    """`--co` never starts a trial, so it does not pay for importing the runner and Harbor's trial code."""
+    skill_project.make_skill("demo", simple_entries("alpha"))
+    skill_project.pytester.makeconftest(
+        "import sys\n\n"
+        "def pytest_unconfigure():\n"
+        "    print('RUNNER=' + str('pytest_skilleval.harbor.runner' in sys.modules))\n"
+    )
+    result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY)
+    result.stdout.fnmatch_lines(["RUNNER=False"])
+
+
+def test_native_tasks_collect_reading_the_dataset_and_claims_once(skill_project: SkillProject) -> None:
+    """Each native task's collector needs the dataset's ids and, under --max-cases, the staged order over every
+    task's claim: read once per session, not once per task (which made collecting n tasks cost n^2 reads)."""
+    ids = [f"t{i}" for i in range(6)]
+    skill = skill_project.make_skill("native", simple_entries(*ids))
+    for case_id in ids:
+        task = skill / "evals" / "harbor" / case_id
+        (task / "tests").mkdir(parents=True)
+        (task / "task.toml").write_text(f'schema_version = "1.4"\n[metadata]\nentry_id = "{case_id}"\n')
+        (task / "instruction.md").write_text(f"do {case_id}\n")
+        (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    skill_project.pytester.makeconftest(
+        "import pytest_skilleval.skill.dataset as dataset, pytest_skilleval.skill.native_claims as claims\n"
+        "calls = {'parse': 0, 'claim': 0}\n"
+        "def counted(name, function):\n"
+        "    def wrapper(*args, **kwargs):\n"
+        "        calls[name] += 1\n"
+        "        return function(*args, **kwargs)\n"
+        "    return wrapper\n"
+        "import pytest_skilleval.skill.folder as folder\n"
+        "folder.parse_dataset = counted('parse', dataset.parse_dataset)\n"
+        "claims.claimed_entry_id = counted('claim', claims.claimed_entry_id)\n\n"
+        "def pytest_collection_finish(session):\n"
+        "    print(f\"PARSED={calls['parse']} CLAIMS={calls['claim']} ITEMS={len(session.items)}\")\n"
+    )
+    # in a subprocess: the counters patch modules for the whole process
+    result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY, "--skip-baseline", "--max-cases", "4")
+    # claims: once for the plan's --max-cases cut and once for the dataset's collector (which drops claimed entries)
+    result.stdout.fnmatch_lines(["PARSED=1 CLAIMS=12 ITEMS=4"])
