@@ -32,7 +32,7 @@ def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, m
     assert config["regraded_from"] == first.name
     score = lambda doc: sorted((t["case"], t["arm"], t["overall"]) for t in doc["trials"])  # noqa: E731
     assert score(after) == score(before)  # same graders, same stored trajectories: same scores
-    record = json.loads(next(runs[1].glob("*/with_skill/trials/*/1/record.json")).read_text())
+    record = json.loads(next(runs[1].glob("*/with_skill/trials/*.1.json")).read_text())["record"]
     assert record["details"]["regrade"]["source_run"] == first.name
     assert "custom grader was not re-run" in record["details"]["regrade"]["custom_grader"]
 
