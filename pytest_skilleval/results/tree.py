@@ -326,13 +326,39 @@ def _shipped_schema() -> dict[str, Any]:
 def validate_result(document: Mapping[str, Any], *, every_trial: bool = True) -> None:
     """Raise jsonschema.ValidationError unless `document` matches the shipped result.json schema.
 
-    With `every_trial=False` the trial entries are checked once per distinct shape (which keys hold which JSON
-    types) rather than one by one: the entries are dumps of one pydantic model, so entries of the same shape
-    pass or fail together, and the check stays linear with a small constant at 20,000 trials.
+    With `every_trial=False` the trial entries, and each arm's per-case pass@k entries, are checked once per
+    distinct shape (which keys hold which JSON types) rather than one by one: the entries are dumps of one pydantic
+    model, so entries of the same shape pass or fail together, and the check stays linear with a small constant
+    at 20,000 trials.
     """
-    if not every_trial and isinstance(document.get("trials"), list):
-        document = {**document, "trials": _one_per_shape(document["trials"])}
+    if not every_trial:
+        document = _one_of_each_shape(document)
     jsonschema.Draft202012Validator(_shipped_schema()).validate(document)
+
+
+def _one_of_each_shape(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the document whose repeated entries (trials, per-case pass@k) keep one per shape."""
+    reduced = dict(document)
+    if isinstance(document.get("trials"), list):
+        reduced["trials"] = _one_per_shape(document["trials"])
+    agents = document.get("agents")
+    if isinstance(agents, dict):
+        reduced["agents"] = {name: _agent_one_of_each_shape(agent) for name, agent in agents.items()}
+    return reduced
+
+
+def _agent_one_of_each_shape(agent: Any) -> Any:
+    if not isinstance(agent, dict):
+        return agent
+    reduced = dict(agent)
+    for arm, summary in agent.items():
+        pass_at_k = summary.get("pass_at_k") if isinstance(summary, dict) else None
+        if isinstance(pass_at_k, dict) and isinstance(pass_at_k.get("cases"), dict):
+            shapes: dict[Any, tuple[str, Any]] = {}
+            for case, entry in pass_at_k["cases"].items():
+                shapes.setdefault(_shape(entry), (case, entry))
+            reduced[arm] = {**summary, "pass_at_k": {**pass_at_k, "cases": dict(shapes.values())}}
+    return reduced
 
 
 def _shape(value: Any) -> Any:

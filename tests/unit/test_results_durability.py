@@ -129,3 +129,14 @@ def test_trial_shapes_are_each_validated(tmp_path: Path) -> None:
     broken = {**document, "trials": [*document["trials"], odd]}
     with pytest.raises(jsonschema.ValidationError):
         results.validate_result(broken, every_trial=False)
+
+
+def test_per_case_pass_at_k_shapes_are_each_validated(tmp_path: Path) -> None:
+    agg, records = _records()
+    run = write_results_tree(agg, records, tmp_path, RUN_ID)
+    document = load_run(run).document.model_dump(mode="json")
+    cases = document["agents"]["codex"]["with_skill"]["pass_at_k"]["cases"]
+    assert len(cases) == 3
+    cases["c2"] = {**cases["c2"], "attempts_used": "two"}  # one case entry of a shape no other has
+    with pytest.raises(jsonschema.ValidationError, match="two"):
+        results.validate_result(document, every_trial=False)
