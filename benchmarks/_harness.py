@@ -54,7 +54,9 @@ def make_project(n_cases: int) -> Path:
     (skill / "SKILL.md").write_text("---\nname: bench\ndescription: benchmark skill\n---\n# bench\n")
     entries = [{"id": f"c{i:04d}", "prompt": f"do {i}", "expected_output": "done"} for i in range(n_cases)]
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "bench", "evals": entries}))
-    shutil.copy2(REPO / "fixtures" / "graders" / "always_one.py", skill / "evals" / "grader.py")
+    # A shell grader, as Harbor's own tasks have tests/test.sh: the work compared is the same, and a Python grader
+    # would time how `python3` starts on the host PATH (under --ek sandbox=none a pyenv shim costs ~70 ms a call).
+    shutil.copy2(REPO / "fixtures" / "graders" / "always_one.sh", skill / "evals" / "grader.sh")
     (root / "bench_agent.py").write_text(SLEEP_AGENT)
     return root
 

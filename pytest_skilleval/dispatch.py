@@ -104,7 +104,9 @@ def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSes
     work = Path(getattr(runner, "run_dir", None) or tempfile.mkdtemp(prefix="skilleval-regrade-")) / "_regrade"
     judge = None if settings.grading_mode == "custom_only" else verifier_judge_kwargs(
         settings, state.results_root(item.spec.skill_dir))
-    return Regrader(source, work).regrade(item.spec, settings, judge, has_grader=skill.grader is not None)
+    rerun = getattr(runner, "regrade", None)  # a conftest's own runner may not have it: stored rewards are kept
+    return Regrader(source, work, rerun if callable(rerun) else None).regrade(
+        item.spec, settings, judge, has_grader=skill.grader is not None)
 
 
 def shutdown(session: pytest.Session) -> None:

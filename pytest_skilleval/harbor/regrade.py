@@ -1,9 +1,12 @@
 """`--regrade RUN_ID`: grade a finished run's stored trials again with today's host-side graders, 0 agent runs.
 
 This is how a skill author iterates on grading: the agent phase is paid once, then the standard checks and the
-judges run again on each trial's stored trajectory (the `trajectory` of `<run>/<agent>/<arm>/trials/<case>.<n>.json`). The
-author's custom grader needs the trial's workspace, which the results tree does not keep, so its stored reward is
-kept as it was and the trial's details say so. Results go to a new run folder that records where they came from.
+judges run again on each trial's stored trajectory (`trajectory` in `<run>/<agent>/<arm>/trials/<case>.<n>.json`). The
+author's custom grader needs the trial's workspace. A run made with `--harbor-keep-jobs` recorded it (the agent's
+final /workspace, as a Harbor artifact, in the kept trial folder): while that folder exists, the trial is regraded
+through Harbor's own regrade (a fresh sandbox holding the recorded workspace and trajectory, today's task, grader,
+checks and judges). Otherwise the stored custom reward is kept as it was and the trial's details say so. Results go
+to a new run folder that records where they came from.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,8 @@ from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
+CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
+Rerun = Callable[[TrialSpec, Path], TrialRecord]
 
 
 def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedReward:
@@ -38,12 +44,24 @@ def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedRewar
     )
 
 
+def kept_trial(stored: TrialRecord) -> Path | None:
+    """The Harbor trial folder a --harbor-keep-jobs run left for this trial, while it still exists (pytest's temp
+    folders rotate), with its result and recorded artifacts; Harbor's regrade checks the artifacts cover /workspace."""
+    if not stored.trial_dir:
+        return None
+    path = Path(stored.trial_dir)
+    if path.is_symlink() or not path.is_dir() or (path / "artifacts").is_symlink():
+        return None
+    return path if (path / "result.json").is_file() and (path / "artifacts").is_dir() else None
+
+
 class Regrader:
     """Grades the stored trials of one source run into fresh records; the agent is never run."""
 
-    def __init__(self, source_run: Path, work_dir: Path) -> None:
+    def __init__(self, source_run: Path, work_dir: Path, rerun: Rerun | None = None) -> None:
         self.source_run = source_run
         self.work_dir = work_dir
+        self.rerun = rerun
 
     def regrade(self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None,
                 has_grader: bool) -> TrialRecord:
@@ -61,6 +79,12 @@ class Regrader:
             why = stored.error or stored.reason or stored.status
             return stored.model_copy(update={"nodeid": spec.nodeid, "source_run": None,
                                              "reason": f"not regraded: the stored trial was {stored.status} ({why})"})
+        uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
+        kept = kept_trial(stored) if uses_grader and self.rerun is not None else None
+        if kept is not None and self.rerun is not None:
+            record = self.rerun(spec, kept)
+            record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
+            return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})
         work = self.work_dir / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.arm}-{spec.attempt}"
         shutil.rmtree(work, ignore_errors=True)
         (work / "agent").mkdir(parents=True)
@@ -68,7 +92,6 @@ class Regrader:
         trajectory = content.trajectory()
         if trajectory is not None:
             (work / "agent" / "trajectory.json").write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
-        uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
         custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
         rich = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))

@@ -106,6 +106,9 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
     return None if usage == TokenUsage() else usage
 
 
+WORKSPACE_ARTIFACT = "/workspace"
+
+
 class SkillEvalRunner:
     """Stages and runs trials under one run directory, one Harbor trial per call."""
 
@@ -145,7 +148,14 @@ class SkillEvalRunner:
             quiet_harbor_deprecations()
             return asyncio.run(self.run_async(spec))
 
-    async def run_async(self, spec: TrialSpec) -> TrialRecord:
+    def regrade(self, spec: TrialSpec, source_trial: Path) -> TrialRecord:
+        """Today's task and graders (the custom one included) on a kept trial's recorded workspace and trajectory,
+        through Harbor's own regrade (the agent is not run). Serial: regrades run one per item."""
+        with warnings.catch_warnings():
+            quiet_harbor_deprecations()
+            return asyncio.run(self.run_async(spec, source_trial))
+
+    async def run_async(self, spec: TrialSpec, source_trial: Path | None = None) -> TrialRecord:
         """One trial as a coroutine, so a scheduler can keep several in flight on one event loop."""
         skill = self._skill(spec)
         settings = skill.settings
@@ -161,13 +171,15 @@ class SkillEvalRunner:
         project = compose_project(trial_name) if settings.env_mode == "docker" else None
         try:
             async with tracked(project):
-                trial_dir, result = await self._run_trial(spec, skill, mode, trial_name)
+                trial_dir, result = await self._run_trial(spec, skill, mode, trial_name, source_trial)
         except (StagingError, ImageError, EnvironmentModeError) as error:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
-    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str) -> tuple[Path, Any]:
-        from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
+    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str,
+                         source_trial: Path | None = None) -> tuple[Path, Any]:
+        from harbor.models.task.config import ArtifactConfig
+        from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
         from harbor.trial.hooks import TrialEvent
         from harbor.trial.trial import Trial
 
@@ -184,7 +196,8 @@ class SkillEvalRunner:
             native_environment(task_dir, await asyncio.to_thread(self.task_environment, skill), settings)
         else:
             environment = await asyncio.to_thread(self.task_environment, skill)  # a docker build, once
-            task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry)
+            task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry,
+                                          separate_verifier=source_trial is not None)
             grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
         if mode == "custom_only" and grader is None:
@@ -209,6 +222,10 @@ class SkillEvalRunner:
             environment=environment_config(settings, runtime_env_values(settings.runtime_env, allowance, os.environ)),
             verifier=verifier,
             timeout_multiplier=settings.timeout_multiplier,
+            # Kept runs record the agent's final /workspace, so --regrade can run a changed grader on it later.
+            artifacts=[ArtifactConfig(source=WORKSPACE_ARTIFACT)] if settings.harbor_keep_jobs or source_trial else [],
+            source_trial=(SourceTrialConfig(action="regrade", type="local", path=source_trial)
+                          if source_trial is not None else None),
         )
         trial = await Trial.create(config)
 

@@ -192,7 +192,7 @@ def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool, workspa
     return entry
 
 
-def _task_toml(spec: TrialSpec, environment: TaskEnvironment) -> str:
+def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier: bool = False) -> str:
     from harbor.models.task.config import TaskConfig
 
     slug = ARM_SLUG[spec.arm]
@@ -207,7 +207,8 @@ def _task_toml(spec: TrialSpec, environment: TaskEnvironment) -> str:
                 "arm": spec.arm,
             },
             "agent": {"timeout_sec": 300.0},
-            "verifier": {"timeout_sec": 180.0},
+            # A regrade verifies in a fresh environment holding the recorded artifacts (Harbor's regrade rule).
+            "verifier": {"timeout_sec": 180.0, **({"environment_mode": "separate"} if separate_verifier else {})},
             "environment": environment.table(),
         }
     )
@@ -216,7 +217,7 @@ def _task_toml(spec: TrialSpec, environment: TaskEnvironment) -> str:
 
 def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grader: Path | None,
                        environment: TaskEnvironment | None = None, inputs: Path | None = None,
-                       entry: dict[str, Any] | None = None) -> Path:
+                       entry: dict[str, Any] | None = None, separate_verifier: bool = False) -> Path:
     """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
     environment = environment or TaskEnvironment()
     tmp = task_dir.with_name(task_dir.name + ".partial")
@@ -225,7 +226,7 @@ def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grade
     tests.mkdir(parents=True)
     environment.write(tmp / "environment", inputs)
     (tmp / "instruction.md").write_text(str(spec.entry.get("prompt", "")).rstrip("\n") + "\n", encoding="utf-8")
-    (tmp / "task.toml").write_text(_task_toml(spec, environment), encoding="utf-8")
+    (tmp / "task.toml").write_text(_task_toml(spec, environment, separate_verifier), encoding="utf-8")
     entry = entry if entry is not None else entry_document(spec, grading_mode, grader is not None)
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     test_sh = tests / "test.sh"

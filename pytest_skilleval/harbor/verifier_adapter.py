@@ -107,16 +107,19 @@ class HostVerifier(BaseVerifier):
 
     async def _prepare_sandbox(self) -> None:
         """Put tests/ at /tests and the host-side trajectory where an in-sandbox grader looks for it."""
-        await self.environment.exec(
-            f"mkdir -p {shlex.quote(str(self.env_paths.verifier_dir))} {shlex.quote(str(self.env_paths.agent_dir))}"
-        )
         await self.environment.upload_dir(self.task.paths.tests_dir, str(self.env_paths.tests_dir))
         trajectory = self._agent_host_dir / "trajectory.json"
         problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
         if problem:
             raise SandboxLinkError(problem)
-        if trajectory.is_file():
-            await self.environment.upload_file(trajectory, f"{self.env_paths.agent_dir}/trajectory.json")
+        if not trajectory.is_file():
+            return
+        target = f"{self.env_paths.agent_dir}/trajectory.json"
+        try:
+            await self.environment.upload_file(trajectory, target)
+        except Exception:  # noqa: BLE001 - every environment creates /logs/agent at start; the agent may have removed it
+            await self.environment.exec(f"mkdir -p {shlex.quote(str(self.env_paths.agent_dir))}")
+            await self.environment.upload_file(trajectory, target)
 
     def _refuse_sandbox_links(self, *container_paths: str) -> None:
         """A link where we read the sandbox's logs is a grader error naming it (checked where the host can see)."""
@@ -157,7 +160,9 @@ class HostVerifier(BaseVerifier):
 
     async def _run_grader(self) -> SanitizedReward:
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
-        command = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
+        run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
+        # One exec: the verifier folder made (the agent may have removed it) and the grader run.
+        command = f"mkdir -p {shlex.quote(str(self.env_paths.verifier_dir))} && {run}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}
         timeout = int(self.task.config.verifier.timeout_sec)
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)

@@ -12,10 +12,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 from pytest_skilleval.skill.config_file import env_control_category
+from verifier.redact import is_credential_variable
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CREDENTIAL_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_CREDENTIALS", "_PAT", "_AUTH")
-_CREDENTIAL_PARTS = ("PASSWORD", "PASSWD", "SECRET", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY")
 # Model providers and clouds: their variables configure accounts even when the name does not say "key".
 _PROVIDER_CLOUD_PREFIXES = (
     "ANTHROPIC_", "OPENAI_", "AZURE_", "AWS_", "GOOGLE_", "GCP_", "GCLOUD_", "CLOUDSDK_", "GEMINI_", "MISTRAL_",
@@ -25,11 +24,11 @@ _PROVIDER_CLOUD_PREFIXES = (
 
 
 def looks_like_credential(name: str) -> bool:
-    """Whether a variable name reads like a secret: `*_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`, provider or cloud."""
+    """Whether a variable name reads like a secret (the rule whose values the redaction pass removes from everything
+    written: `*_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`, ...), or configures a provider or cloud account."""
     upper = name.upper()
     return (
-        upper.endswith(_CREDENTIAL_SUFFIXES)
-        or any(part in upper for part in _CREDENTIAL_PARTS)
+        is_credential_variable(name)
         or upper.startswith(_PROVIDER_CLOUD_PREFIXES)
         or env_control_category(upper) == "provider-credential"
     )

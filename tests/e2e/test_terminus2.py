@@ -60,9 +60,11 @@ def script() -> dict:
     ]}}
 
 
-@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+@pytest.mark.parametrize("sandbox", ["bwrap", "none", pytest.param("docker", marks=pytest.mark.docker)])
 def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model, monkeypatch: pytest.MonkeyPatch,
-                                    sandbox: str) -> None:
+                                    request: pytest.FixtureRequest, sandbox: str) -> None:
+    """In the local environment under each sandbox mode, and in Docker (terminus-2 itself runs in this process and
+    calls the model from here; it types into a tmux session inside the container, which the test image has)."""
     if sandbox == "bwrap":
         from pytest_skilleval.harbor.local_env import bwrap_available
 
@@ -70,15 +72,19 @@ def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model
             require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
     import shutil
 
-    if shutil.which("tmux") is None:
-        require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
+    if sandbox == "docker":
+        environment = ("--env-mode", "docker", "--base-image", request.getfixturevalue("test_base_image"))
+    else:
+        if shutil.which("tmux") is None:
+            require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
+        environment = ("--env-mode", "local", "--ek", f"sandbox={sandbox}")
     server = scripted_model(script())
     for name, value in server.client_env().items():
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
     skill_project.run(
-        "--agents", "terminus-2", "--agent-model", f"terminus-2=openai/{MODEL}", "--env-mode", "local",
-        "--ek", f"sandbox={sandbox}", "--agent-kwarg", "terminus-2:record_terminal_session=false",
+        "--agents", "terminus-2", "--agent-model", f"terminus-2=openai/{MODEL}", *environment,
+        "--agent-kwarg", "terminus-2:record_terminal_session=false",
         "-k", f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )
     views = trials(skill_project.root / "results")

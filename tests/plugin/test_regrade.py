@@ -62,3 +62,43 @@ def test_regrade_of_an_unknown_run_is_a_usage_error(skill_project: SkillProject)
     result = skill_project.run(*LOCAL_REPLAY, "--regrade", "latest")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--regrade latest: no run folder under" in result.stderr.str()
+
+
+CHANGED_GRADER = '''
+import json, os
+from pathlib import Path
+
+workspace = Path(os.environ.get("HARBOR_WORKSPACE_DIR", "/workspace"))
+files = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file())
+verifier = Path(os.environ.get("HARBOR_VERIFIER_DIR", "/logs/verifier"))
+verifier.mkdir(parents=True, exist_ok=True)
+(verifier / "reward.json").write_text(json.dumps({"overall": 0.25, "regraded": 1.0,
+                                                  "workspace_has_files": 1.0 if files else 0.0}))
+'''
+
+
+def test_regrade_reruns_a_changed_grader_on_the_workspace_a_kept_run_recorded(skill_project: SkillProject) -> None:
+    """--harbor-keep-jobs records each trial's final /workspace; --regrade then runs today's grader on it through
+    Harbor's own regrade, with no agent (the replays are gone)."""
+    skill = skill_project.copy_hello_skill()
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none")
+    skill_project.run(*args, "--harbor-keep-jobs").assert_outcomes(passed=8)
+    [first] = _runs(skill_project, "hello-skill")
+    before = {(t["case"], t["arm"]): t for t in json.loads((first / "result.json").read_text())["trials"]}
+
+    shutil.rmtree(skill / "evals" / "replays")
+    (skill / "evals" / "grader.py").write_text(CHANGED_GRADER)
+    regraded = skill_project.run(*args, "--regrade", first.name)
+    regraded.assert_outcomes(passed=8)
+    second = _runs(skill_project, "hello-skill")[1]
+    after = {(t["case"], t["arm"]): t for t in json.loads((second / "result.json").read_text())["trials"]}
+    assert after.keys() == before.keys()
+    for key, trial in after.items():
+        assert trial["custom_metrics"]["regraded"] == 1.0, key  # today's grader ran, in a sandbox
+        assert "greeting_present" not in trial["custom_metrics"]  # yesterday's metrics are gone
+        record = json.loads((second / trial["agent"] / trial["arm"] / "trials" / f"{trial['case']}.1.json")
+                            .read_text())["record"]
+        assert "re-run on the trial's recorded workspace" in record["details"]["regrade"]["custom_grader"]
+        assert record["metrics"]["security"] == before[key]["metrics"]["security"]  # same trajectory, same checks
+    # What the agent left in /workspace reached the grader: the with-skill arm wrote the greeting there.
+    assert any(t["custom_metrics"]["workspace_has_files"] == 1.0 for (_case, arm), t in after.items() if arm == "with_skill")

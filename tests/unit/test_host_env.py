@@ -38,3 +38,21 @@ def test_pass_env_names_are_checked_and_deduplicated() -> None:
 def test_run_settings_default_to_no_allowance() -> None:
     assert RunSettings().pass_env == []
     assert RunSettings(pass_env=["X", "X"]).pass_env == ["X"]
+
+
+@pytest.mark.parametrize("name", ["GITHUB_PAT", "NPM_AUTH", "DOCKER_AUTH_CONFIG", "PGPASSWORD", "HF_TOKEN", "MY_KEY"])
+def test_a_name_called_a_credential_has_its_value_redacted_from_what_is_written(name: str) -> None:
+    """One rule: what `--pass-env` messages call a credential is what the redaction pass removes from artifacts."""
+    from verifier.redact import Redactor
+
+    secret = "Zq81mXo2Lk5bN7rTy3Vw"
+    assert looks_like_credential(name)
+    assert Redactor.from_environment({name: secret}).text(f"echo {secret}") == "echo [REDACTED]"
+
+
+@pytest.mark.parametrize("name", ["AUTHOR", "PATH", "MY_PATTERN", "MAX_TOKENS"])
+def test_ordinary_names_are_not_credentials(name: str) -> None:
+    from verifier.redact import Redactor
+
+    assert not looks_like_credential(name)
+    assert Redactor.from_environment({name: "Zq81mXo2Lk5bN7rTy3Vw"}).text("Zq81mXo2Lk5bN7rTy3Vw") == "Zq81mXo2Lk5bN7rTy3Vw"

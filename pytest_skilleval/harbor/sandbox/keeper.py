@@ -28,9 +28,7 @@ import select
 import selectors
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 CLONE_NEWUSER = 0x10000000
@@ -119,6 +117,9 @@ class Sandbox:
     """One bubblewrap sandbox for the whole trial, and the way a command enters it."""
 
     def __init__(self, options: list[str]) -> None:
+        import subprocess  # only here: a keeper without bwrap (sandbox=none) starts faster without them
+        import tempfile
+
         info_r, info_w = os.pipe()
         argv = [*options, "--info-fd", str(info_w), "--", *HOLDER]
         # bwrap's stderr goes to a file, not a pipe: a late warning must never meet a closed pipe (SIGPIPE).

@@ -151,9 +151,10 @@ def test_negative_case_and_skipped_judges():
 
 
 def test_redaction_of_configured_values_and_key_shapes():
-    env = {"OPENAI_API_KEY": "super-secret-value"}
-    text = "key super-secret-value sk-abc123 nvapi-XYZ eyJ" + "a" * 20 + "." + "b" * 20 + "." + "c" * 20
-    assert redact(text, env) == "key <redacted> sk-<redacted> nvapi-<redacted> jwt-<redacted>"
+    env = {"OPENAI_API_KEY": "super-secret-value", "GITHUB_PAT": "Zq81mXo2Lk5bN7rT"}
+    text = ("key super-secret-value sk-abc123def456ghi nvapi-XYZ123abc456def eyJ" + "a" * 20 + "." + "b" * 20 + "."
+            + "c" * 20 + " pat Zq81mXo2Lk5bN7rT")
+    assert redact(text, env) == "key [REDACTED] [REDACTED] [REDACTED] [REDACTED] pat [REDACTED]"
     reason = bounded_reason("x" * 600, env)
     assert len(reason) == 512 and reason.endswith("...")
 
@@ -166,7 +167,7 @@ def test_a_crashing_judge_is_unscored_and_the_others_still_score(monkeypatch):
 
     async def fake(task, config, cache, support):
         if task.metric == "goal_accuracy":
-            raise RuntimeError("boom sk-abcdefgh12345")
+            raise RuntimeError("boom sk-abcdefgh12345678")
         return MetricResult(score=0.5, details={})
 
     monkeypatch.setattr(engine, "run_task", fake)
@@ -174,4 +175,4 @@ def test_a_crashing_judge_is_unscored_and_the_others_still_score(monkeypatch):
     assert results["accuracy"].score == results["behavior_check"].score == 0.5
     crashed = results["goal_accuracy"]
     assert crashed.score is None and crashed.details["status"] == "error"
-    assert crashed.details["error"] == "judge crashed: RuntimeError: boom sk-<redacted>"
+    assert crashed.details["error"] == "judge crashed: RuntimeError: boom [REDACTED]"
