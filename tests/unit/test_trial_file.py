@@ -78,3 +78,19 @@ def test_a_resumed_trial_file_is_rewritten_with_its_new_record_and_old_evidence(
     write_results_tree(aggregate(resumed, plan), resumed, tmp_path, RUN_ID)
     trial = json.loads(trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
     assert trial["trajectory"] == TRAJECTORY and trial["record"]["source_run"] == RUN_ID
+
+
+def test_a_harbor_file_that_is_not_json_is_kept_as_redacted_text(tmp_path: Path) -> None:
+    harbor = tmp_path / "harbor"
+    (harbor / "agent").mkdir(parents=True)
+    (harbor / "agent" / "trajectory.json").write_text("{truncated, token=abcdef123456")
+    (harbor / "result.json").write_text(json.dumps({"reward": float("nan")}))  # Python's json writes NaN
+    records = [_record("a", trial_dir=str(harbor))]
+    plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
+    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID)
+    text = trial_file(run_dir, "codex", "with_skill", "a", 1).read_text()
+    assert "NaN" not in text  # strict JSON
+    trial = json.loads(text)
+    assert trial["trajectory"] == "{truncated, token=[REDACTED]"
+    assert trial["harbor_result"] == {"reward": None}
+    assert trial["artifacts"] == {"trajectory": "agent/trajectory.json", "harbor_result": "result.json"}
