@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.run_folder import read_trial
 from pytest_skilleval.results.tree import RUN_ID_PATTERN, TRIAL_RECORD_NAME
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
@@ -70,13 +71,22 @@ def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest:
 def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
     """The finished trials a run folder holds, by (case, agent, arm, attempt)."""
     found: dict[TrialKey, TrialRecord] = {}
-    for path in run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}"):
+    # Trial files (`<case>.<attempt>.json`), then the record.json of runs written with a folder per trial.
+    for path in [*run_dir.glob("*/*/trials/*.json"), *run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}")]:
         if path.is_symlink():
             continue
+        document = read_trial(path) if path.name != TRIAL_RECORD_NAME else {"record": _record_json(path)}
         try:
-            record = TrialRecord.model_validate_json(path.read_bytes())
+            record = TrialRecord.model_validate((document or {}).get("record"))
         except ValueError:
             continue
         if record.status in FINISHED:
-            found[(record.case, record.agent, record.arm, record.attempt)] = record
+            found.setdefault((record.case, record.agent, record.arm, record.attempt), record)
     return found
+
+
+def _record_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None

@@ -31,6 +31,7 @@ __all__ = [
     "link_on_path",
     "read_bytes",
     "read_capped",
+    "read_files",
     "read_text",
     "remove_file",
     "write_bytes",
@@ -195,6 +196,59 @@ def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None
             return _read_fd(fd, max_bytes, _shown(label, parts))
         finally:
             os.close(fd)
+
+
+def read_files(root: Path, rels: list[str], *, max_bytes: int | None = None,
+               tail_bytes: dict[str, int] | None = None) -> dict[str, bytes]:
+    """The readable ones of several files under root, by path: each reached as `read_bytes` reaches it (no link
+    followed, size checked first), but each directory opened once rather than once per file. Files that are
+    missing, links, special or over the limit are left out (the results tree copies what it can)."""
+    tail_bytes = tail_bytes or {}
+    found: dict[str, bytes] = {}
+    try:
+        root_fd = _open_root(root, create=False)
+    except OSError:
+        return found
+    dirs: dict[tuple[str, ...], int | None] = {(): root_fd}
+    try:
+        for rel in rels:
+            parts = _parts(rel)
+            dir_fd = _walk_cached(dirs, parts[:-1], str(root))
+            if dir_fd is None or not parts:
+                continue
+            shown = _shown(str(root), parts)
+            try:
+                fd, st = _open_regular(dir_fd, parts[-1], shown)
+            except OSError:
+                continue
+            try:
+                if rel in tail_bytes:
+                    os.lseek(fd, max(0, st.st_size - tail_bytes[rel]), os.SEEK_SET)
+                    found[rel] = os.read(fd, tail_bytes[rel])
+                elif max_bytes is None or st.st_size <= max_bytes:
+                    found[rel] = _read_fd(fd, max_bytes, shown)
+            except (OSError, FileTooLargeError):
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        for fd in dirs.values():
+            if fd is not None:
+                os.close(fd)
+    return found
+
+
+def _walk_cached(dirs: dict[tuple[str, ...], int | None], parts: list[str], label: str) -> int | None:
+    """The descriptor of root/parts, opening (without following links) only the components not opened yet."""
+    key = tuple(parts)
+    if key not in dirs:
+        parent = _walk_cached(dirs, parts[:-1], label)
+        try:
+            dirs[key] = None if parent is None else _open_child_dir(parent, parts[-1], _shown(label, parts),
+                                                                    create=False)
+        except OSError:
+            dirs[key] = None
+    return dirs[key]
 
 
 def read_text(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, errors: str = "strict",

@@ -1,7 +1,7 @@
 """`--regrade RUN_ID`: grade a finished run's stored trials again with today's host-side graders, 0 agent runs.
 
 This is how a skill author iterates on grading: the agent phase is paid once, then the standard checks and the
-judges run again on each trial's stored trajectory (`<run>/<agent>/<arm>/trials/<case>/<n>/trajectory.json`). The
+judges run again on each trial's stored trajectory (`trajectory` in `<run>/<agent>/<arm>/trials/<case>.<n>.json`). The
 author's custom grader needs the trial's workspace. A run made with `--harbor-keep-jobs` recorded it (the agent's
 final /workspace, as a Harbor artifact, in the kept trial folder): while that folder exists, the trial is regraded
 through Harbor's own regrade (a fresh sandbox holding the recorded workspace and trajectory, today's task, grader,
@@ -22,7 +22,8 @@ from pytest_skilleval.harbor.runner import record_from_rich
 from pytest_skilleval.harbor.staging import entry_document
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME, flat_rewards, grade_on_host
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.tree import RICH_REWARD_FILE, TRIAL_RECORD_NAME, trial_folder
+from pytest_skilleval.results.run_folder import TrialContent, read_trial
+from pytest_skilleval.results.tree import trial_file, trial_folder
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
@@ -30,25 +31,10 @@ from verifier.custom import SanitizedReward
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
 CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
 Rerun = Callable[[TrialSpec, Path], TrialRecord]
-MAX_STORED_BYTES = 64 * 1024 * 1024
 
 
-def _read_stored(path: Path) -> bytes | None:
-    """A stored file of the source run: regular files only (never a link), bounded in size."""
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_STORED_BYTES:
-        return None
-    return path.read_bytes()
-
-
-def _stored_custom(trial_dir: Path, record: TrialRecord) -> SanitizedReward:
-    rich_bytes = _read_stored(trial_dir / RICH_REWARD_FILE)
-    rich: dict[str, Any] = {}
-    if rich_bytes is not None:
-        try:
-            loaded = json.loads(rich_bytes)
-            rich = loaded if isinstance(loaded, dict) else {}
-        except ValueError:
-            rich = {}
+def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedReward:
+    rich: dict[str, Any] = content.rich_reward() or {}
     custom_details = rich.get("details", {}).get("custom", {}) if isinstance(rich.get("details"), dict) else {}
     return SanitizedReward(
         custom_metrics=record.custom_metrics,
@@ -79,15 +65,16 @@ class Regrader:
 
     def regrade(self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None,
                 has_grader: bool) -> TrialRecord:
-        stored_dir = trial_folder(self.source_run, spec.agent, spec.arm, spec.case_id, spec.attempt)
+        key = (spec.agent, spec.arm, spec.case_id, spec.attempt)
+        content = TrialContent(read_trial(trial_file(self.source_run, *key), trial_folder(self.source_run, *key)) or {})
         base = dict(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
                     arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=settings.grading_mode,
                     source_run=None)
-        raw = _read_stored(stored_dir / TRIAL_RECORD_NAME)
+        raw = content.record()
         if raw is None:
             return TrialRecord(**base, status="error",
                                error=f"--regrade: run {self.source_run.name} holds no stored trial for this item")
-        stored = TrialRecord.model_validate_json(raw)
+        stored = TrialRecord.model_validate(raw)
         if stored.status in ("error", "skipped"):
             why = stored.error or stored.reason or stored.status
             return stored.model_copy(update={"nodeid": spec.nodeid, "source_run": None,
@@ -102,10 +89,10 @@ class Regrader:
         shutil.rmtree(work, ignore_errors=True)
         (work / "agent").mkdir(parents=True)
         (work / "verifier").mkdir()
-        trajectory = _read_stored(stored_dir / "trajectory.json")
+        trajectory = content.trajectory()
         if trajectory is not None:
-            (work / "agent" / "trajectory.json").write_bytes(trajectory)
-        custom = _stored_custom(stored_dir, stored) if uses_grader else None
+            (work / "agent" / "trajectory.json").write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
+        custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
         rich = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
         rich["details"]["regrade"] = {"source_run": self.source_run.name,

@@ -216,18 +216,19 @@ def _findings(rich: dict[str, Any] | None) -> tuple[list[dict[str, str]], str | 
 
 
 def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
-    rich = files.rich_reward()
-    trajectory = files.trajectory()
+    content = files.content()
+    rich = content.rich_reward()
+    trajectory = content.trajectory()
     steps, omitted = trajectory_steps(trajectory)
     findings, reason = _findings(rich)
     details = None
     if rich is not None:
         text = json.dumps(redact_value(rich.get("details", {})), indent=2, ensure_ascii=False, default=str)
         details = cap_text(text, MAX_DETAILS_CHARS, keep="head")
-    output = files.grader_output()
+    output = content.grader_output()
     return TrialView(
         entry=files.entry,
-        folder=str(files.folder.relative_to(run_dir)) if files.folder.is_relative_to(run_dir) else str(files.folder),
+        folder=str(files.path.relative_to(run_dir)) if files.path.is_relative_to(run_dir) else str(files.path),
         steps=steps, steps_omitted=omitted, has_trajectory=trajectory is not None, findings=findings,
         security_reason=reason, details_json=details,
         grader_output=cap_text(redact_text(output), MAX_DETAILS_CHARS) if output is not None else None,

@@ -52,14 +52,44 @@ def _credential_key(name: str) -> bool:
 
 
 def redact_value(value: Any, limit: int = 4000) -> Any:
-    """A JSON-like value with every string redacted and capped, and values under credential-like keys masked."""
+    """A JSON-like value with every string redacted and capped, and values under credential-like keys masked.
+
+    A value with nothing to redact or cap is returned as it is: its strings are gathered and scanned once, joined,
+    instead of one by one (the results tree passes every trial's reward through here).
+    """
+    strings: list[str] = []
+    if _gather(value, strings, limit):
+        joined = "\x00".join(strings)
+        if not credential_spans(joined) and redact_tokens(joined) == joined:
+            return value
+    return _redact_value(value, limit)
+
+
+def _gather(value: Any, strings: list[str], limit: int) -> bool:
+    """Collect the strings of `value`; False when one is over `limit` or sits under a credential-like key."""
+    if isinstance(value, str):
+        strings.append(value)
+        return len(value) <= limit
+    if isinstance(value, dict):
+        for key, val in value.items():
+            if not isinstance(key, str) or (isinstance(val, str) and _credential_key(key)):
+                return False
+            if not _gather(val, strings, limit):
+                return False
+        return True
+    if isinstance(value, list | tuple):
+        return all(_gather(item, strings, limit) for item in value)
+    return True
+
+
+def _redact_value(value: Any, limit: int) -> Any:
     if isinstance(value, str):
         return cap_text(redact_text(value), limit, keep="head")
     if isinstance(value, dict):
         return {
-            str(key): MARK if isinstance(val, str) and _credential_key(str(key)) else redact_value(val, limit)
+            str(key): MARK if isinstance(val, str) and _credential_key(str(key)) else _redact_value(val, limit)
             for key, val in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact_value(item, limit) for item in value]
+        return [_redact_value(item, limit) for item in value]
     return value

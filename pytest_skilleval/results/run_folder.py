@@ -7,7 +7,6 @@ at a time when asked for, which keeps rendering linear in the number of trials.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,15 +14,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_skilleval.results.models import ResultDocument, TrialEntry
-from pytest_skilleval.results.tree import GRADER_OUTPUT_FILE, LATEST, RICH_REWARD_FILE, trial_folder
+from pytest_skilleval.results.tree import LATEST
+from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES, read_trial, trial_file, trial_folder
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
 CARD_FILE = "BENCHMARK.md"
 # What one trial's drill-down may read of a file: larger files are shown as "too large", not loaded.
-MAX_TRIAL_FILE_BYTES = 5 * 1024 * 1024
+MAX_TRIAL_FILE_BYTES = MAX_TRIAL_BYTES
 
-__all__ = ["CARD_FILE", "REPORT_FILE", "RunFolder", "RunFolderError", "TrialFiles", "find_run", "load_run"]
+__all__ = ["CARD_FILE", "REPORT_FILE", "RunFolder", "RunFolderError", "TrialContent", "TrialFiles", "find_run", "load_run", "read_trial"]
 
 
 class RunFolderError(ValueError):
@@ -31,33 +31,39 @@ class RunFolderError(ValueError):
 
 
 @dataclass(frozen=True)
-class TrialFiles:
-    """One trial's entry from result.json and lazy access to the files in its folder."""
+class TrialContent:
+    """What explains one trial's score, as its trial file holds it."""
 
-    entry: TrialEntry
-    folder: Path
+    document: dict[str, Any]
 
-    def _json(self, name: str) -> dict[str, Any] | None:
-        path = self.folder / name
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRIAL_FILE_BYTES:
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
+    def _part(self, key: str, kind: type) -> Any:
+        value = self.document.get(key)
+        return value if isinstance(value, kind) else None
+
+    def record(self) -> dict[str, Any] | None:
+        return self._part("record", dict)
 
     def rich_reward(self) -> dict[str, Any] | None:
-        return self._json(RICH_REWARD_FILE)
+        return self._part("rich_reward", dict)
 
     def trajectory(self) -> dict[str, Any] | None:
-        return self._json("trajectory.json")
+        return self._part("trajectory", dict)
 
     def grader_output(self) -> str | None:
-        path = self.folder / GRADER_OUTPUT_FILE
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRIAL_FILE_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        return self._part("grader_output", str)
+
+
+@dataclass(frozen=True)
+class TrialFiles:
+    """One trial's entry from result.json and where its file is; read when asked (one trial at a time, so a
+    report over 20,000 trials never holds them all)."""
+
+    entry: TrialEntry
+    path: Path
+    legacy_folder: Path | None = None
+
+    def content(self) -> TrialContent:
+        return TrialContent(read_trial(self.path, self.legacy_folder) or {})
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class RunFolder:
 
     def trials(self) -> list[TrialFiles]:
         doc = self.document
-        return [TrialFiles(t, trial_folder(self.path, t.agent, t.arm, t.case, t.attempt)) for t in doc.trials]
+        return [TrialFiles(t, trial_file(self.path, t.agent, t.arm, t.case, t.attempt),
+                           trial_folder(self.path, t.agent, t.arm, t.case, t.attempt)) for t in doc.trials]
 
     @property
     def report_path(self) -> Path:

@@ -25,7 +25,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
-from hashlib import sha256
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
@@ -34,12 +33,37 @@ import jsonschema
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
-from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
-from verifier import safe_io
+from pytest_skilleval.results.trial_file import (
+    GRADER_OUTPUT_SOURCE,
+    LEGACY_PARTS,
+    MAX_ARTIFACT_BYTES,
+    MAX_GRADER_OUTPUT_CHARS,
+    MAX_TRIAL_BYTES,
+    RICH_REWARD_SOURCE,
+    TRIAL_FORMAT,
+    TRIAL_PARTS,
+    TRIAL_RECORD_NAME,
+    read_parts,
+    safe_component,
+    stored_document,
+    trial_document,
+    trial_file,
+    trial_folder,
+)
 from verifier.redact import Redactor
 
 __all__ = [
     "ENV_RESULTS_DIR",
+    "GRADER_OUTPUT_SOURCE",
+    "LEGACY_PARTS",
+    "MAX_GRADER_OUTPUT_CHARS",
+    "MAX_TRIAL_BYTES",
+    "RICH_REWARD_SOURCE",
+    "TRIAL_FORMAT",
+    "TRIAL_PARTS",
+    "TRIAL_RECORD_NAME",
+    "safe_component",
+    "trial_file",
     "MARKER_FILE",
     "MAX_ARTIFACT_BYTES",
     "UnsafeResultsPath",
@@ -58,26 +82,8 @@ __all__ = [
 ENV_RESULTS_DIR = "SKILLEVAL_RESULTS_DIR"
 MARKER_FILE = ".skilleval-generated-output"
 LATEST = "latest"
-MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
 SCHEMA_ID = "https://pytest-skilleval.dev/schemas/result.schema.json"
-# Harbor trial files copied per trial: (source inside trial_dir, name in our tree)
-HARBOR_ARTIFACTS: tuple[tuple[str, str], ...] = (
-    ("verifier/reward.json", "reward.json"),
-    ("verifier/skilleval_reward.json", "skilleval_reward.json"),  # every evaluator's details, judges' included
-    ("agent/trajectory.json", "trajectory.json"),
-    ("result.json", "result.json"),
-)
 RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
-# The whole TrialRecord of a trial, so a run can be resumed or regraded from its folder alone.
-TRIAL_RECORD_NAME = "record.json"
-# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
-# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
-RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
-GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
-RICH_REWARD_FILE = "skilleval_reward.json"
-GRADER_OUTPUT_FILE = "grader-output.txt"
-MAX_GRADER_OUTPUT_CHARS = 64 * 1024
-_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class UnsafeResultsPath(RuntimeError):
@@ -100,14 +106,6 @@ def resolve_results_root(skill_dir: str | Path, cli_results_dir: str | Path | No
         if base is not None and str(base).strip():
             return Path(os.path.abspath(os.path.expanduser(str(base)))) / skill.name
     return skill / "evals" / "results"
-
-
-def safe_component(name: str) -> str:
-    """A single, harmless path component for a case/agent name; altered names get a short hash to stay unique."""
-    if _SAFE_COMPONENT.match(name) and name not in {".", ".."}:
-        return name
-    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._")[:100] or "item"
-    return f"{cleaned}-{sha256(name.encode()).hexdigest()[:8]}"
 
 
 # ---------------------------------------------------------------------------------------- safe writes
@@ -260,22 +258,12 @@ def atomic_write_bytes(path: Path, data: bytes, root: Path) -> Path:
 
 
 def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
-    """Pretty, key-stable JSON (non-ASCII kept) written atomically."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return atomic_write_bytes(path, text.encode("utf-8"), root)
-
-
-def _read_artifact(trial_dir: Path, rel: str, max_bytes: int, *, tail: bool = False) -> bytes | None:
-    """A regular file under trial_dir, reached without any symlink (verifier.safe_io), under the size cap; else None.
-
-    With `tail`, a larger file is not refused: its last `max_bytes` bytes are returned instead.
-    """
+    """Pretty, key-stable JSON (non-ASCII kept) written atomically; non-finite floats become null."""
     try:
-        if tail:
-            return safe_io.read_bytes(trial_dir, rel, tail_bytes=max_bytes)
-        return safe_io.read_bytes(trial_dir, rel, max_bytes=max_bytes)
-    except (OSError, safe_io.FileTooLargeError):
-        return None
+        text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:  # NaN or infinity somewhere: rare, so not looked for in every document first
+        text = json.dumps(_json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return atomic_write_bytes(path, text.encode("utf-8"), root)
 
 
 # -------------------------------------------------------------------------------------------- run dir
@@ -338,13 +326,39 @@ def _shipped_schema() -> dict[str, Any]:
 def validate_result(document: Mapping[str, Any], *, every_trial: bool = True) -> None:
     """Raise jsonschema.ValidationError unless `document` matches the shipped result.json schema.
 
-    With `every_trial=False` the trial entries are checked once per distinct shape (which keys hold which JSON
-    types) rather than one by one: the entries are dumps of one pydantic model, so entries of the same shape
-    pass or fail together, and the check stays linear with a small constant at 20,000 trials.
+    With `every_trial=False` the trial entries, and each arm's per-case pass@k entries, are checked once per
+    distinct shape (which keys hold which JSON types) rather than one by one: the entries are dumps of one pydantic
+    model, so entries of the same shape pass or fail together, and the check stays linear with a small constant
+    at 20,000 trials.
     """
-    if not every_trial and isinstance(document.get("trials"), list):
-        document = {**document, "trials": _one_per_shape(document["trials"])}
+    if not every_trial:
+        document = _one_of_each_shape(document)
     jsonschema.Draft202012Validator(_shipped_schema()).validate(document)
+
+
+def _one_of_each_shape(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of the document whose repeated entries (trials, per-case pass@k) keep one per shape."""
+    reduced = dict(document)
+    if isinstance(document.get("trials"), list):
+        reduced["trials"] = _one_per_shape(document["trials"])
+    agents = document.get("agents")
+    if isinstance(agents, dict):
+        reduced["agents"] = {name: _agent_one_of_each_shape(agent) for name, agent in agents.items()}
+    return reduced
+
+
+def _agent_one_of_each_shape(agent: Any) -> Any:
+    if not isinstance(agent, dict):
+        return agent
+    reduced = dict(agent)
+    for arm, summary in agent.items():
+        pass_at_k = summary.get("pass_at_k") if isinstance(summary, dict) else None
+        if isinstance(pass_at_k, dict) and isinstance(pass_at_k.get("cases"), dict):
+            shapes: dict[Any, tuple[str, Any]] = {}
+            for case, entry in pass_at_k["cases"].items():
+                shapes.setdefault(_shape(entry), (case, entry))
+            reduced[arm] = {**summary, "pass_at_k": {**pass_at_k, "cases": dict(shapes.values())}}
+    return reduced
 
 
 def _shape(value: Any) -> Any:
@@ -372,79 +386,18 @@ def harbor_version() -> str | None:
 # --------------------------------------------------------------------------------------------- writer
 
 
-def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
-    """Our reward.json when Harbor left none: the scores we aggregated, unscored as null."""
-    return {
-        **record.metrics,
-        "overall": record.overall,
-        "custom_metrics": record.custom_metrics,
-        "evaluation_status": record.status,
-        "grading_mode": record.grading_mode,
-        "judge_models": record.judge_models,
-        "details": record.details,
-        "trajectory_source": record.trajectory_source,
-        "error": record.error,
-    }
-
-
-def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
-    """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where one trial's files live (writer and readers agree)."""
-    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
-
-
-def _write_trial(run_dir: Path, record: TrialRecord, entry: dict[str, Any], max_bytes: int,
-                 redactor: Redactor) -> None:
-    tdir = trial_folder(run_dir, record.agent, record.arm, record.case, record.attempt)
-    copied: dict[str, str] = {}
-    if record.source_run is not None and (tdir / TRIAL_RECORD_NAME).is_file():
-        # Resumed from this very folder: its artifacts are already here and the trial dir may be long gone.
-        atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))),
-                          run_dir)
-        return
-    if record.trial_dir:
-        for src, name in HARBOR_ARTIFACTS:
-            if name == RICH_REWARD_FILE:
-                continue  # _write_explanations writes it, redacted, from the same source
-            data = _read_artifact(Path(record.trial_dir), src, max_bytes)
-            if data is not None:
-                atomic_write_bytes(tdir / name, redactor.json_bytes(data), run_dir)
-                copied[name] = src
-    if "reward.json" not in copied:
-        atomic_write_json(tdir / "reward.json", redactor.value(_json_safe(_reward_from_record(record))), run_dir)
-    _write_explanations(tdir, run_dir, record, copied, redactor)
-    trial = {**entry, "artifacts": copied, "trial_dir": record.trial_dir}
-    atomic_write_json(tdir / "trial.json", redactor.value(trial), run_dir)
-    atomic_write_json(tdir / TRIAL_RECORD_NAME, redactor.value(_json_safe(record.model_dump(mode="json"))), run_dir)
-
-
-def _rich_reward(record: TrialRecord) -> tuple[dict[str, Any], str | None]:
-    """The host verifier's full reward (details, findings) when readable, else the one the record carries."""
-    if record.trial_dir:
-        data = _read_artifact(Path(record.trial_dir), RICH_REWARD_SOURCE, MAX_ARTIFACT_BYTES)
-        if data is not None:
-            try:
-                rich = json.loads(data)
-            except ValueError:
-                rich = None
-            if isinstance(rich, dict):
-                return rich, RICH_REWARD_SOURCE
-    return _reward_from_record(record), None
-
-
-def _write_explanations(tdir: Path, run_dir: Path, record: TrialRecord, copied: dict[str, str],
-                        redactor: Redactor) -> None:
-    """What explains the score, kept beside it: the rich reward and the grader's output, both redacted."""
-    rich, source = _rich_reward(record)
-    atomic_write_json(tdir / RICH_REWARD_FILE, redactor.value(_json_safe(redact_value(rich))), run_dir)
-    if source:
-        copied[RICH_REWARD_FILE] = source
-    if not record.trial_dir:
-        return
-    raw = _read_artifact(Path(record.trial_dir), GRADER_OUTPUT_SOURCE, MAX_GRADER_OUTPUT_CHARS * 4, tail=True)
-    if raw is not None:
-        text = cap_text(redactor.text(redact_text(raw.decode("utf-8", errors="replace"))), MAX_GRADER_OUTPUT_CHARS)
-        atomic_write_bytes(tdir / GRADER_OUTPUT_FILE, text.encode("utf-8"), run_dir)
-        copied[GRADER_OUTPUT_FILE] = GRADER_OUTPUT_SOURCE
+def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor) -> None:
+    args = (record.agent, record.arm, record.case, record.attempt)
+    path = trial_file(run_dir, *args)
+    document = None
+    if record.source_run is not None:
+        # Resumed from this very run folder: what explains its score is already here; the trial dir may be gone.
+        document = stored_document(path, trial_folder(run_dir, *args), record, max_bytes)
+    if document is None:
+        found = read_parts(Path(record.trial_dir), TRIAL_PARTS, max_bytes) if record.trial_dir else {}
+        document = trial_document(record, found)
+        document["trial_dir"] = record.trial_dir
+    atomic_write_json(path, redactor.scrub(document), run_dir)
 
 
 def _json_safe(value: Any) -> Any:
@@ -507,7 +460,7 @@ def _write_tree(
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
 ) -> Path:
     def write_json(path: Path, data: Any) -> None:
-        atomic_write_json(path, redactor.value(data), results_root)
+        atomic_write_json(path, redactor.scrub(data), results_root)
 
     if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
         raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
@@ -535,10 +488,8 @@ def _write_tree(
         if agent.lift is not None:
             write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"])
 
-    entries = {(t.agent, t.arm, t.case, t.attempt): t.model_dump(mode="json") for t in aggregate.trials}
     for record in records:
-        key = (record.agent, record.arm, record.case, record.attempt)
-        _write_trial(run_dir, record, entries.get(key, {}), max_artifact_bytes, redactor)
+        _write_trial(run_dir, record, max_artifact_bytes, redactor)
 
     if aggregate.comparison is not None:
         write_json(run_dir / "comparison.json", aggregate.comparison)
@@ -550,7 +501,7 @@ def _write_tree(
         harbor_version=harbor_version(),
         run_dir=str(run_dir),
     ).model_dump(mode="json")
-    document = redactor.value(document)
+    document = redactor.scrub(document)
     validate_result(document, every_trial=False)
     _sync_tree(batch)  # every other file is durable before result.json says the run folder is complete
     _write_durable_json(run_dir / "result.json", document, results_root)

@@ -12,7 +12,7 @@ from typing import Any
 
 from harbor.models.trajectories import Trajectory
 
-from pytest_skilleval.results.tree import safe_component
+from pytest_skilleval.results.tree import trial_file
 from pytest_skilleval.testing.scripted_model import LoggedRequest
 
 SKILL = "hello-skill"
@@ -40,7 +40,11 @@ class TrialView:
     case: str
     arm: str
     record: dict[str, Any]
-    folder: Path
+    path: Path  # the trial's file in the results tree
+
+    @property
+    def document(self) -> dict[str, Any]:
+        return json.loads(self.path.read_text())
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -48,11 +52,11 @@ class TrialView:
 
     @property
     def reward(self) -> dict[str, Any]:
-        return json.loads((self.folder / "skilleval_reward.json").read_text())
+        return self.document["rich_reward"]
 
     def trajectory(self) -> Trajectory:
         """The agent's ATIF trajectory, validated by Harbor's own model (it must be a real, well-formed one)."""
-        return Trajectory.model_validate(json.loads((self.folder / "trajectory.json").read_text()))
+        return Trajectory.model_validate(self.document["trajectory"])
 
     def tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
         return [(call.function_name, dict(call.arguments)) for step in self.trajectory().steps
@@ -60,7 +64,7 @@ class TrialView:
 
     def text(self) -> str:
         """Everything the trajectory holds, as JSON text."""
-        return (self.folder / "trajectory.json").read_text()
+        return json.dumps(self.document["trajectory"], indent=2)
 
 
 def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], TrialView]:
@@ -69,9 +73,8 @@ def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], Tria
     result = json.loads(result_path.read_text())
     views: dict[tuple[str, str], TrialView] = {}
     for record in result["trials"]:
-        folder = (result_path.parent / safe_component(record["agent"]) / record["arm"] / "trials"
-                  / safe_component(record["case"]) / str(record["attempt"]))
-        views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, folder)
+        path = trial_file(result_path.parent, record["agent"], record["arm"], record["case"], record["attempt"])
+        views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, path)
     return views
 
 

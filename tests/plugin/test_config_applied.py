@@ -38,8 +38,8 @@ def test_task_source_chooses_the_tasks(skill_project: SkillProject, source: str,
 
 
 def _trial_dir(project: SkillProject, skill: str, case: str) -> Path:
-    """The Harbor trial folder the results tree's trial.json names."""
-    (found,) = (project.root / "results" / skill).glob(f"2*/replay/with_skill/trials/{case}/1/trial.json")
+    """The Harbor trial folder the results tree's trial file names."""
+    (found,) = (project.root / "results" / skill).glob(f"2*/replay/with_skill/trials/{case}.1.json")
     return Path(json.loads(found.read_text())["trial_dir"])
 
 
@@ -87,7 +87,7 @@ def test_group_workspace_installs_included_skills_in_both_arms(skill_project: Sk
         "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../helper]\n")
     skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--harbor-keep-jobs").assert_outcomes(passed=2)
     for arm in ("with_skill", "without_skill"):
-        (found,) = (skill_project.root / "results" / "demo").glob(f"2*/replay/{arm}/trials/c1/1/trial.json")
+        (found,) = (skill_project.root / "results" / "demo").glob(f"2*/replay/{arm}/trials/c1.1.json")
         trial_dir = Path(json.loads(found.read_text())["trial_dir"])
         config = json.loads((trial_dir / "config.json").read_text())
         names = sorted(Path(s).name if isinstance(s, str) else Path(s["path"]).name

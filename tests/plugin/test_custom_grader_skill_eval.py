@@ -19,11 +19,11 @@ NEGATIVE = "negative-plain-dataset"
 
 
 def _grader_details(project: SkillProject, case: str, arm: str) -> dict[str, dict[str, Any]]:
-    """The custom grader's per-metric {score, reason}: the results tree's trial.json names the trial folder, whose
+    """The custom grader's per-metric {score, reason}: the results tree's trial file names the trial folder, whose
     verifier keeps the full reward (result.json and the tree's reward.json hold only the numbers); the run keeps
     those folders with --harbor-keep-jobs."""
     (run,) = (project.root / "results" / SKILL).glob("2*")
-    trial = json.loads((run / "replay" / arm / "trials" / case / "1" / "trial.json").read_text())
+    trial = json.loads((run / "replay" / arm / "trials" / f"{case}.1.json").read_text())
     rich = Path(trial["trial_dir"]) / "verifier" / "skilleval_reward.json"
     return json.loads(rich.read_text())["details"]["custom"]["details"]
 

@@ -86,5 +86,5 @@ def test_plain_inputs_are_still_staged(skill_project: SkillProject) -> None:
     (skill / "evals" / "replays" / "a.json").write_text(json.dumps(replay))
     result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--ek", "sandbox=none")
     result.assert_outcomes(passed=1)
-    trajectory = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/a/1/trajectory.json"))
-    assert "fine" in trajectory.read_text()
+    trial = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/a.1.json"))
+    assert "fine" in json.dumps(json.loads(trial.read_text())["trajectory"])

@@ -246,3 +246,20 @@ def test_anthropic_judge_sends_output_config_with_its_effort(scripted_model, jud
     assert request.body["output_config"]["format"]["type"] == "json_schema"
     assert request.body["output_config"]["effort"] == "medium" and "temperature" not in request.body
     assert result.score == 0.9 and result.details["judge_reasoning_effort"] == "medium"
+
+
+def test_the_cache_tells_endpoints_apart(scripted_model, judge_env, tmp_path):
+    """A verdict cached from one endpoint is not served for the same model name behind another one."""
+    first = scripted_model({"models": {MODEL: [GOAL_OK]}})
+    second = scripted_model({"models": {MODEL: [GOAL_OK]}})
+    cache = JudgeCache(tmp_path / ".judge-cache", "on")
+
+    def once(server):
+        config = load_config({**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}",
+                              "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url})
+        task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")
+        return asyncio.run(run_task(task, config, cache, SchemaSupport()))
+
+    assert once(first).score == 0.9 and len(first.requests) == 1
+    assert once(first).details.get("cached") is True and len(first.requests) == 1  # same endpoint: cached
+    assert once(second).score == 0.9 and len(second.requests) == 1  # another endpoint: asked

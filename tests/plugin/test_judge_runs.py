@@ -35,8 +35,8 @@ def _script() -> dict[str, Any]:
 
 
 def _reward_details(project: SkillProject) -> list[dict[str, Any]]:
-    rewards = sorted((project.root / "results" / "hello-skill").glob("2*/*/*/trials/*/*/skilleval_reward.json"))
-    return [json.loads(path.read_text())["details"] for path in rewards]
+    trials = sorted((project.root / "results" / "hello-skill").glob("2*/*/*/trials/*.json"))
+    return [json.loads(path.read_text())["rich_reward"]["details"] for path in trials]
 
 
 def _latest_result(project: SkillProject) -> dict[str, Any]:

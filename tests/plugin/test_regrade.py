@@ -32,7 +32,7 @@ def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, m
     assert config["regraded_from"] == first.name
     score = lambda doc: sorted((t["case"], t["arm"], t["overall"]) for t in doc["trials"])  # noqa: E731
     assert score(after) == score(before)  # same graders, same stored trajectories: same scores
-    record = json.loads(next(runs[1].glob("*/with_skill/trials/*/1/record.json")).read_text())
+    record = json.loads(next(runs[1].glob("*/with_skill/trials/*.1.json")).read_text())["record"]
     assert record["details"]["regrade"]["source_run"] == first.name
     assert "custom grader was not re-run" in record["details"]["regrade"]["custom_grader"]
 
@@ -96,8 +96,8 @@ def test_regrade_reruns_a_changed_grader_on_the_workspace_a_kept_run_recorded(sk
     for key, trial in after.items():
         assert trial["custom_metrics"]["regraded"] == 1.0, key  # today's grader ran, in a sandbox
         assert "greeting_present" not in trial["custom_metrics"]  # yesterday's metrics are gone
-        record = json.loads((second / trial["agent"] / trial["arm"] / "trials" / trial["case"] / "1" / "record.json")
-                            .read_text())
+        record = json.loads((second / trial["agent"] / trial["arm"] / "trials" / f"{trial['case']}.1.json")
+                            .read_text())["record"]
         assert "re-run on the trial's recorded workspace" in record["details"]["regrade"]["custom_grader"]
         assert record["metrics"]["security"] == before[key]["metrics"]["security"]  # same trajectory, same checks
     # What the agent left in /workspace reached the grader: the with-skill arm wrote the greeting there.

@@ -19,13 +19,13 @@ def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillP
     run_dir = (skill_project.root / "results" / "hello-skill" / "latest").resolve()
     result.stdout.fnmatch_lines([f"Report: {run_dir / 'report.html'}", f"Card:   {run_dir / 'BENCHMARK.md'}"])
 
-    trial = run_dir / "replay" / "with_skill" / "trials" / "explicit-greeting" / "1"
-    rich = json.loads((trial / "skilleval_reward.json").read_text())
+    trial = json.loads((run_dir / "replay" / "with_skill" / "trials" / "explicit-greeting.1.json").read_text())
+    rich = trial["rich_reward"]
     assert rich["details"]["skill_execution"]["activation"]["matched_skill"] == "hello-skill"
     assert rich["details"]["security"]["findings"] == [] and rich["custom_metrics"]["greeting_correct"] == 1.0
-    assert "greeting_correct" in (trial / "grader-output.txt").read_text()
-    assert json.loads((trial / "trial.json").read_text())["artifacts"]["skilleval_reward.json"] == (
-        "verifier/skilleval_reward.json")
+    assert "greeting_correct" in trial["grader_output"]
+    assert trial["artifacts"]["rich_reward"] == "verifier/skilleval_reward.json"
+    assert trial["record"]["case"] == "explicit-greeting" and trial["trajectory"]["steps"]
 
     html = (run_dir / "report.html").read_text()
     assert "Verdict: NEUTRAL (INCOMPLETE" in html  # a -k selection cannot back a published verdict

@@ -166,10 +166,11 @@ def test_the_replay_agents_record_beats_a_forged_trajectory(skill_project: Skill
     trial = _trials(skill_project)["forge"]
     # The in-sandbox grader saw the agent's record, not the forgery, and so did the standard checks.
     assert trial["custom_metrics"] == {"saw_forgery": 0.0, "saw_real": 1.0}
-    copied = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/forge/1/trajectory.json"))
-    text = copied.read_text()
+    copied = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/forge.1.json"))
+    trajectory = json.loads(copied.read_text())["trajectory"]
+    text = json.dumps(trajectory)
     assert "REAL-COMMAND" in text and "FORGED" not in text
-    assert json.loads(text)["extra"]["replay"]["executed_calls"] == 1
+    assert trajectory["extra"]["replay"]["executed_calls"] == 1
 
 
 def test_a_score_file_planted_by_the_grader_is_never_read(skill_project: SkillProject) -> None:

@@ -68,7 +68,7 @@ def test_one_sync_pass_then_result_json_last(tmp_path: Path, monkeypatch: pytest
     assert sync_at < result_at and events[result_at - 1] == "fsync"  # result.json itself is fsynced
     renamed = [e for e in events if e.startswith("replace ")]
     assert renamed[-2:] == ["replace result.json", "replace latest"]  # result.json last, then `latest` moves
-    assert sum(e == "replace record.json" for e in renamed) == len(records)
+    assert sum(e.startswith("replace c") and e.endswith(".1.json") for e in renamed) == len(records)  # trial files
 
 
 def test_without_syncfs_every_file_is_fsynced_before_result_json(tmp_path: Path,
@@ -98,7 +98,7 @@ def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Pa
     with pytest.raises(KeyboardInterrupt):
         write_results_tree(agg, records, tmp_path, RUN_ID)
     partial = tmp_path / RUN_ID
-    assert (partial / "codex" / "with_skill" / "trials" / "c0" / "1" / "record.json").is_file()
+    assert (partial / "codex" / "with_skill" / "trials" / "c0.1.json").is_file()
     assert not (partial / "result.json").exists()
     assert not list(partial.glob(".result.json.*"))  # no temp file left behind either
     with pytest.raises(RunFolderError, match="no result.json"):
@@ -113,7 +113,7 @@ def test_batch_still_refuses_a_symlink_planted_in_a_trial_folder(tmp_path: Path)
     outside.mkdir()
     trials = tmp_path / "root" / RUN_ID / "codex" / "with_skill" / "trials"
     trials.mkdir(parents=True)
-    (trials / "c1").symlink_to(outside)
+    (trials / "c1.1.json").symlink_to(outside / "planted.json")
     with pytest.raises(UnsafeResultsPath, match="symlink"):
         write_results_tree(agg, records, tmp_path / "root", RUN_ID)
     assert list(outside.iterdir()) == []
@@ -129,3 +129,14 @@ def test_trial_shapes_are_each_validated(tmp_path: Path) -> None:
     broken = {**document, "trials": [*document["trials"], odd]}
     with pytest.raises(jsonschema.ValidationError):
         results.validate_result(broken, every_trial=False)
+
+
+def test_per_case_pass_at_k_shapes_are_each_validated(tmp_path: Path) -> None:
+    agg, records = _records()
+    run = write_results_tree(agg, records, tmp_path, RUN_ID)
+    document = load_run(run).document.model_dump(mode="json")
+    cases = document["agents"]["codex"]["with_skill"]["pass_at_k"]["cases"]
+    assert len(cases) == 3
+    cases["c2"] = {**cases["c2"], "attempts_used": "two"}  # one case entry of a shape no other has
+    with pytest.raises(jsonschema.ValidationError, match="two"):
+        results.validate_result(document, every_trial=False)

@@ -105,8 +105,11 @@ def test_writes_the_full_tree(tmp_path: Path) -> None:
             assert (run_dir / agent / name).is_file()
         for arm in ("with_skill", "without_skill"):
             assert (run_dir / agent / arm / "summary.json").is_file()
-            trial = run_dir / agent / arm / "trials" / "a" / "1"
-            assert (trial / "reward.json").is_file() and (trial / "trial.json").is_file()
+            trial = json.loads((run_dir / agent / arm / "trials" / "a.1.json").read_text())
+            assert trial["format"] == results.TRIAL_FORMAT and trial["record"]["case"] == "a"
+            assert results.trial_file(run_dir, agent, arm, "a", 1) == run_dir / agent / arm / "trials" / "a.1.json"
+    # One file per trial: no folder per trial, no per-artifact files.
+    assert not [p for p in run_dir.glob("*/*/trials/*") if not p.name.endswith(".json")]
     policy = json.loads((run_dir / "attempt_policy.json").read_text())
     assert set(policy) >= {"max_attempts", "pass_threshold", "stop_on_pass"}
     latest = root / "latest"
@@ -180,19 +183,21 @@ def test_copies_harbor_artifacts_but_not_symlinks_or_oversize(tmp_path: Path) ->
     records = [rec("a", "with_skill", trial_dir=str(trial_dir))]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID, max_artifact_bytes=50)
-    tdir = run_dir / "codex" / "with_skill" / "trials" / "a" / "1"
-    assert (tdir / "reward.json").read_text() == '{"security": 0.8}'
-    assert not (tdir / "trajectory.json").exists()  # symlink not followed
-    assert not (tdir / "result.json").exists()  # over the cap
-    assert json.loads((tdir / "trial.json").read_text())["artifacts"] == {"reward.json": "verifier/reward.json"}
+    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    assert trial["reward"] == {"security": 0.8}
+    assert trial["trajectory"] is None  # symlink not followed
+    assert trial["harbor_result"] is None  # over the cap
+    assert trial["artifacts"] == {"reward": "verifier/reward.json"}
+    assert "TOKEN" not in results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text()
 
 
 def test_reward_json_from_record_when_harbor_left_none(tmp_path: Path) -> None:
     records = [rec("a", "with_skill")]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID)
-    reward = json.loads((run_dir / "codex" / "with_skill" / "trials" / "a" / "1" / "reward.json").read_text())
-    assert reward["security"] == 0.8 and reward["evaluation_status"] == "scored"
+    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    assert trial["reward"] is None and trial["artifacts"] == {}  # Harbor's reward is missing, not invented
+    assert trial["rich_reward"]["security"] == 0.8 and trial["rich_reward"]["evaluation_status"] == "scored"
 
 
 def test_trial_folder_keeps_rich_reward_and_grader_output_redacted(tmp_path: Path) -> None:
@@ -206,23 +211,22 @@ def test_trial_folder_keeps_rich_reward_and_grader_output_redacted(tmp_path: Pat
     records = [rec("a", "with_skill", trial_dir=str(trial_dir))]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID)
-    tdir = run_dir / "codex" / "with_skill" / "trials" / "a" / "1"
-    kept = json.loads((tdir / "skilleval_reward.json").read_text())
+    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    kept = trial["rich_reward"]
     assert kept["details"]["security"]["findings"][0]["evidence"] == "echo [REDACTED]"
     assert kept["details"]["custom"]["api_key"] == "[REDACTED]"
-    output = (tdir / "grader-output.txt").read_text()
+    output = trial["grader_output"]
     assert "sk-abc" not in output and output.rstrip().endswith("[REDACTED] done")
     assert output.startswith("[... ") and len(output) < results.MAX_GRADER_OUTPUT_CHARS + 200  # capped, tail kept
-    artifacts = json.loads((tdir / "trial.json").read_text())["artifacts"]
-    assert artifacts["skilleval_reward.json"] == "verifier/skilleval_reward.json"
-    assert artifacts["grader-output.txt"] == "verifier/grader-output.txt"
+    assert trial["artifacts"]["rich_reward"] == "verifier/skilleval_reward.json"
+    assert trial["artifacts"]["grader_output"] == "verifier/grader-output.txt"
 
 
 def test_rich_reward_rebuilt_from_record_without_harbor_files(tmp_path: Path) -> None:
     records = [rec("a", "with_skill", details={"security": {"findings": [], "reason": "ok"}})]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID)
-    kept = json.loads((run_dir / "codex" / "with_skill" / "trials" / "a" / "1" / "skilleval_reward.json").read_text())
+    kept = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())["rich_reward"]
     assert kept["details"] == {"security": {"findings": [], "reason": "ok"}} and kept["security"] == 0.8
 
 

@@ -179,8 +179,10 @@ async def run_task(task: JudgeTask, config: JudgeConfig, cache: JudgeCache,
     if task.skipped is not None:
         return MetricResult(score=task.skipped["score"], details={**task.skipped, "skipped": True})
     models = candidates(config)
+    # The endpoint too: the same model name behind another gateway is another judge.
     key = cache_key({"metric": task.metric, "prompt": task.prompt, "models": models, "provider": config.provider,
-                     "params": request_params(config.model, config.provider), "schema": SCHEMAS[task.metric]})
+                     "endpoint": config.base_url or "", "params": request_params(config.model, config.provider),
+                     "schema": SCHEMAS[task.metric]})
     hit = cache.get(key)
     if hit is not None and isinstance(hit.get("details"), dict):
         return MetricResult(score=hit.get("score"), details={**hit["details"], "cached": True, "judge_requests": 0})

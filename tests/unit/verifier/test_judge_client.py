@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -71,3 +73,32 @@ def test_cache_refuses_symlinked_folders(tmp_path):
     key = cache_key({"prompt": "p"})
     cache.put(key, {"score": 1.0, "details": {}})
     assert list(elsewhere.iterdir()) == [] and cache.get(key) is None
+
+
+def test_a_cache_written_elsewhere_is_never_read(tmp_path):
+    """A `.judge-cache` shipped inside someone else's skill (or written on another machine) gives no verdicts: each
+    entry carries an HMAC with this machine's key."""
+    key = cache_key({"prompt": "p"})
+    theirs = JudgeCache(tmp_path, "on", secret=b"k" * 64)
+    theirs.put(key, {"score": 1.0, "details": {"reason": "planted"}})
+    assert theirs.get(key)["score"] == 1.0  # their own machine reads it back
+    assert JudgeCache(tmp_path, "on", secret=b"m" * 64).get(key) is None  # ours does not
+    entry = next(tmp_path.rglob(f"{key}.json"))
+    forged = json.loads(entry.read_text())
+    forged["verdict"]["score"] = 0.0
+    entry.write_text(json.dumps(forged))
+    assert theirs.get(key) is None  # altered since it was written
+    entry.write_text(json.dumps({"key": key, "score": 1.0, "details": {}}))  # the old, unsigned layout
+    assert theirs.get(key) is None
+
+
+def test_the_machine_key_is_made_once_and_private(tmp_path):
+    from verifier.judges.cache import machine_key
+
+    path = tmp_path / "judge-cache.key"
+    first = machine_key(path)
+    assert first is not None and len(first) == 64 and machine_key(path) == first
+    assert path.stat().st_mode & 0o777 == 0o600
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere")
+    assert machine_key(path) is None  # a planted link is never followed

@@ -1,0 +1,188 @@
+"""One trial's file in the results tree: `<run>/<agent>/<arm>/trials/<case>.<attempt>.json`.
+
+It holds the TrialRecord (so a run can be resumed or regraded from its folder alone) and what explains the score,
+read from Harbor's trial folder: Harbor's reward and trial result, the host verifier's rich reward, the trajectory
+and the grader's output. One file per trial rather than seven: creating files is most of what writing 20,000
+trials costs (docs/performance.md). Building a trial's document and reading one back live here; writing it (safely,
+atomically, redacted) is tree.py's job. Runs of the earlier layout (a folder per trial) are still read.
+
+Pure except for the file system; imports neither pytest nor Harbor.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from hashlib import sha256
+from pathlib import Path
+from typing import Any
+
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
+from verifier import safe_io
+
+MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
+# A trial file holds up to five artifacts of MAX_ARTIFACT_BYTES each.
+MAX_TRIAL_BYTES = 6 * MAX_ARTIFACT_BYTES
+# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
+# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
+# One file per trial, `<run>/<agent>/<arm>/trials/<case>.<attempt>.json`: the TrialRecord (so a run can be resumed
+# or regraded from its folder alone) and what explains its score, read from Harbor's trial folder: (key in the
+# trial file, source inside the trial folder). One file rather than seven: creating files is most of what writing
+# 20,000 trials costs (docs/performance.md).
+RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
+GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
+TRIAL_PARTS: tuple[tuple[str, str], ...] = (
+    ("reward", "verifier/reward.json"),
+    ("rich_reward", RICH_REWARD_SOURCE),  # every evaluator's details, judges' included
+    ("trajectory", "agent/trajectory.json"),
+    ("harbor_result", "result.json"),
+    ("grader_output", GRADER_OUTPUT_SOURCE),
+)
+TRIAL_FORMAT = "skilleval-trial/2"
+# Runs written before TRIAL_FORMAT kept a folder per trial, `<run>/<agent>/<arm>/trials/<case>/<attempt>/`, with
+# record.json and copies of the files above under these names; `--resume` and the readers still accept it.
+TRIAL_RECORD_NAME = "record.json"
+LEGACY_PARTS: tuple[tuple[str, str], ...] = (
+    ("reward", "reward.json"),
+    ("rich_reward", "skilleval_reward.json"),
+    ("trajectory", "trajectory.json"),
+    ("harbor_result", "result.json"),
+    ("grader_output", "grader-output.txt"),
+)
+MAX_GRADER_OUTPUT_CHARS = 64 * 1024
+_SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+
+def safe_component(name: str) -> str:
+    """A single, harmless path component for a case/agent name; altered names get a short hash to stay unique."""
+    if _SAFE_COMPONENT.match(name) and name not in {".", ".."}:
+        return name
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._")[:100] or "item"
+    return f"{cleaned}-{sha256(name.encode()).hexdigest()[:8]}"
+
+
+def _read_artifact(trial_dir: Path, rel: str, max_bytes: int, *, tail: bool = False) -> bytes | None:
+    """A regular file under trial_dir, reached without any symlink (verifier.safe_io), under the size cap; else None.
+
+    With `tail`, a larger file is not refused: its last `max_bytes` bytes are returned instead.
+    """
+    try:
+        if tail:
+            return safe_io.read_bytes(trial_dir, rel, tail_bytes=max_bytes)
+        return safe_io.read_bytes(trial_dir, rel, max_bytes=max_bytes)
+    except (OSError, safe_io.FileTooLargeError):
+        return None
+
+
+def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
+    """Our reward.json when Harbor left none: the scores we aggregated, unscored as null."""
+    return {
+        **record.metrics,
+        "overall": record.overall,
+        "custom_metrics": record.custom_metrics,
+        "evaluation_status": record.status,
+        "grading_mode": record.grading_mode,
+        "judge_models": record.judge_models,
+        "details": record.details,
+        "trajectory_source": record.trajectory_source,
+        "error": record.error,
+    }
+
+
+def trial_file(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+    """`<run>/<agent>/<arm>/trials/<case>.<attempt>.json`: one trial's file (writer and readers agree)."""
+    return run_dir / safe_component(agent) / arm / "trials" / f"{safe_component(case)}.{int(attempt)}.json"
+
+
+def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+    """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where runs of the earlier layout kept one trial's files."""
+    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
+
+
+def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int) -> dict[str, tuple[Any, str]]:
+    """The readable parts of a trial folder, by key: (JSON value, or the text when it is not JSON; source).
+
+    Read through verifier.safe_io (no link followed, size capped); the grader's output keeps its tail.
+    """
+    sources = dict(parts)
+    output = sources["grader_output"]
+    raw = safe_io.read_files(folder, list(sources.values()), max_bytes=max_bytes,
+                             tail_bytes={output: MAX_GRADER_OUTPUT_CHARS * 4})
+    found: dict[str, tuple[Any, str]] = {}
+    for key, rel in parts:
+        if rel not in raw:
+            continue
+        text = raw[rel].decode("utf-8", errors="replace")
+        if rel == output:
+            found[key] = (cap_text(redact_text(text), MAX_GRADER_OUTPUT_CHARS), rel)
+            continue
+        try:
+            found[key] = (json.loads(text), rel)
+        except ValueError:
+            found[key] = (text, rel)
+    return found
+
+
+def trial_document(record: TrialRecord, found: dict[str, tuple[Any, str]]) -> dict[str, Any]:
+    """One trial's file: its record and what explains its score (the rich reward falls back to the record's)."""
+    rich = found.get("rich_reward")
+    rich_reward = rich[0] if rich is not None and isinstance(rich[0], dict) else _reward_from_record(record)
+    document: dict[str, Any] = {
+        "format": TRIAL_FORMAT,
+        "record": record.model_dump(mode="json"),
+        "artifacts": {key: rel for key, (_, rel) in found.items() if key != "rich_reward" or rich is not None
+                      and isinstance(rich[0], dict)},
+        "rich_reward": redact_value(rich_reward),
+    }
+    for key, _ in TRIAL_PARTS:
+        if key != "rich_reward":
+            document[key] = found[key][0] if key in found else None
+    return document
+
+
+def stored_document(path: Path, legacy: Path, record: TrialRecord, max_bytes: int) -> dict[str, Any] | None:
+    """A resumed trial's file as the run folder already holds it, with the record updated; None when absent.
+
+    A run of the earlier folder-per-trial layout is read from that folder (already redacted when written).
+    """
+    data = _read_artifact(path.parent, path.name, MAX_TRIAL_BYTES)
+    if data is not None:
+        try:
+            stored = json.loads(data)
+        except ValueError:
+            stored = None
+        if isinstance(stored, dict):
+            return {**stored, "record": record.model_dump(mode="json")}
+    if _read_artifact(legacy, TRIAL_RECORD_NAME, max_bytes) is not None:
+        return trial_document(record, read_parts(legacy, LEGACY_PARTS, max_bytes))
+    return None
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file of the run folder: regular files only (never a link), bounded in size; None when unreadable."""
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRIAL_BYTES:
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_trial(path: Path, legacy_folder: Path | None = None) -> dict[str, Any] | None:
+    """One trial's file (`tree.trial_file`), or the same keys gathered from a folder of the earlier layout."""
+    data = _read_json(path)
+    if isinstance(data, dict):
+        return data
+    if legacy_folder is None or not legacy_folder.is_dir() or legacy_folder.is_symlink():
+        return None
+    document: dict[str, Any] = {"record": _read_json(legacy_folder / "record.json")}
+    for key, name in LEGACY_PARTS:
+        if key == "grader_output":
+            target = legacy_folder / name
+            ok = target.is_file() and not target.is_symlink() and target.stat().st_size <= MAX_TRIAL_BYTES
+            document[key] = target.read_text(encoding="utf-8", errors="replace") if ok else None
+        else:
+            document[key] = _read_json(legacy_folder / name)
+    return document
