@@ -45,6 +45,8 @@ class Measured:
     peak_rss_mb: float
     returncode: int
     tail: str
+    started_at: float = 0.0  # wall clock (time.time()) when the process was started
+    first_trial_s: float | None = None  # process start to the first trial's start, where the caller measured it
 
 
 def make_project(n_cases: int) -> Path:
@@ -97,6 +99,7 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
     """Run a command (kept offline) and measure its wall time and the peak RSS of its whole process tree."""
     full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
     peak = 0
+    started_at = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
@@ -113,7 +116,7 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
-    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]))
+    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]), started_at)
 
 
 def common_args(agent_sleep: bool = True) -> tuple[str, ...]:

@@ -4,8 +4,11 @@ Both sides do the same work per trial: the same no-op agent (it returns at once)
 (the plugin's with-skill arm; `harbor run --skill`), and a shell script that writes a reward of 1 (Harbor: the task's
 own tests/test.sh; the plugin: the skill's custom grader `evals/grader.sh`, in custom_only mode).
 Printed ratios (plugin / Harbor):
-- serial per-trial cost, from the slope between a small and a large run (target <= 0.8);
-- start-up, process start to the first trial, as the intercept of that line (target <= 1.2);
+- serial per-trial cost, from the slope between a small and a large run (target <= 0.8), against the same no-op agent
+  and, as the issue measured it, against `harbor run -a oracle` (the task's solution/solve.sh, a no-op here; the
+  oracle takes no skill, so Harbor installs none there while the plugin still does);
+- start-up, process start to the first trial's start (Harbor's own `started_at` of the earliest trial, on both
+  sides), and the intercept of the serial line for reference (target <= 1.2);
 - memory per trial, from the peak-RSS slope (target <= 1.0);
 - two trials at once at 96 trials: `--n-concurrent 2` against `harbor run -n 2` (target <= 1.0).
 Run: .venv/bin/python benchmarks/bench_vs_harbor.py   (BENCH_REPEATS=N: best of N runs each, default 3)
@@ -20,6 +23,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from _harness import REPO, SLEEP_AGENT, Measured, fail_unless_ok, make_project, measure, run_pytest
@@ -42,6 +46,8 @@ def make_tasks(n: int) -> Path:
                                         "[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n")
         (task / "instruction.md").write_text(f"do {i}\n")
         (task / "tests" / "test.sh").write_text(TEST_SH)
+        (task / "solution").mkdir()
+        (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")  # for `-a oracle`
     (root / "bench_agent.py").write_text(SLEEP_AGENT)
     skill = root / "skill" / "bench"
     skill.mkdir(parents=True)
@@ -49,9 +55,11 @@ def make_tasks(n: int) -> Path:
     return root
 
 
-def run_harbor(root: Path, n_concurrent: int) -> Measured:
-    argv = [str(REPO / ".venv" / "bin" / "harbor"), "run", "-p", str(root / "tasks"), "-a", "bench_agent:SleepAgent", "-e", LOCAL_ENV,
-            "--ek", "sandbox=none", "--skill", str(root / "skill" / "bench"), "-n", str(n_concurrent), "-o", str(root / "jobs"), "-q", "-y"]
+def run_harbor(root: Path, n_concurrent: int, agent: str = "bench_agent:SleepAgent") -> Measured:
+    # Harbor's oracle agent takes no skills: that run has none, so there the plugin does strictly more work.
+    skill = ["--skill", str(root / "skill" / "bench")] if agent != "oracle" else []
+    argv = [str(REPO / ".venv" / "bin" / "harbor"), "run", "-p", str(root / "tasks"), "-a", agent, "-e", LOCAL_ENV,
+            "--ek", "sandbox=none", *skill, "-n", str(n_concurrent), "-o", str(root / "jobs"), "-q", "-y"]
     return measure(argv, root, {"PYTHONPATH": str(root)})
 
 
@@ -59,22 +67,35 @@ PLUGIN_ARGS = ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--e
                "--skip-baseline")
 
 
+def first_trial_start(results: list[Path], measured: Measured) -> float | None:
+    """Seconds from process start to the earliest trial start, from Harbor's own trial results (naive local times)."""
+    starts = []
+    for path in results:
+        data = json.loads(path.read_text())
+        data = data.get("harbor_result", data) if "format" in data else data  # our trial file holds Harbor's result
+        if isinstance(data, dict) and data.get("started_at"):
+            starts.append(datetime.fromisoformat(data["started_at"]).timestamp())
+    return min(starts) - measured.started_at if starts else None
+
+
 def plugin(n: int, n_concurrent: int) -> Measured:
     project = make_project(n)
     try:
         measured = run_pytest(project, *PLUGIN_ARGS, "--n-concurrent", str(n_concurrent))
         fail_unless_ok(f"plugin, {n} trials", measured)
+        measured.first_trial_s = first_trial_start(list((project / "results").glob("*/2*/*/*/trials/*.json")), measured)
         return measured
     finally:
         shutil.rmtree(project, ignore_errors=True)
 
 
-def harbor(n: int, n_concurrent: int) -> Measured:
+def harbor(n: int, n_concurrent: int, agent: str = "bench_agent:SleepAgent") -> Measured:
     root = make_tasks(n)
     try:
-        measured = run_harbor(root, n_concurrent)
+        measured = run_harbor(root, n_concurrent, agent)
         fail_unless_ok(f"harbor run, {n} trials", measured)
         fail_unless_scored(f"harbor run, {n} trials", root / "jobs", n)
+        measured.first_trial_s = first_trial_start(list((root / "jobs").glob("*/*/result.json")), measured)
         return measured
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -103,23 +124,34 @@ def best(run: Callable[[int, int], Measured], n: int, n_concurrent: int) -> Meas
     return min((run(n, n_concurrent) for _ in range(REPEATS)), key=lambda measured: measured.seconds)
 
 
+def oracle(n: int, n_concurrent: int) -> Measured:
+    return harbor(n, n_concurrent, "oracle")
+
+
 def main() -> None:
-    ours = line(best(plugin, SMALL, 1), best(plugin, LARGE, 1))
-    theirs = line(best(harbor, SMALL, 1), best(harbor, LARGE, 1))
+    ours_small = best(plugin, SMALL, 1)
+    theirs_small = best(harbor, SMALL, 1)
+    ours = line(ours_small, best(plugin, LARGE, 1))
+    theirs = line(theirs_small, best(harbor, LARGE, 1))
+    theirs_oracle = line(best(oracle, SMALL, 1), best(oracle, LARGE, 1))
     ours_par = best(plugin, PARALLEL, 2)
     theirs_par = best(harbor, PARALLEL, 2)
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
           f"best of {REPEATS} runs each")
-    print(f"{'':28}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target")
+    print(f"{'':36}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target")
+    nan = float("nan")
     rows = [
-        ("serial s/trial", ours[0], theirs[0], "<= 0.8"),
-        ("start-up s", ours[1], theirs[1], "<= 1.2"),
+        ("serial s/trial (same no-op agent)", ours[0], theirs[0], "<= 0.8"),
+        ("serial s/trial (harbor -a oracle)", ours[0], theirs_oracle[0], "<= 0.8 (the issue's measure)"),
+        ("start-up s (to the first trial)", ours_small.first_trial_s or nan, theirs_small.first_trial_s or nan,
+         "<= 1.2"),
+        ("start-up s (intercept of the line)", ours[1], theirs[1], "(reference: noisy)"),
         ("MB/trial (peak RSS slope)", ours[2], theirs[2], "<= 1.0"),
         (f"{PARALLEL} trials, 2 at once, s", ours_par.seconds, theirs_par.seconds, "<= 1.0"),
     ]
     for label, a, b, target in rows:
         ratio = a / b if b else float("nan")
-        print(f"{label:28}{a:10.3f}{b:10.3f}{ratio:8.2f}  {target}")
+        print(f"{label:36}{a:10.3f}{b:10.3f}{ratio:8.2f}  {target}")
 
 
 if __name__ == "__main__":
