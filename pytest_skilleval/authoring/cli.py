@@ -20,6 +20,7 @@ commands:
   scripted-model        serve a scripted model on 127.0.0.1 so a real agent runs without an API key
   view                  print a finished run's summary again and the path of its report.html
   compare               per-case and per-dimension differences between two runs (or two agents of one run)
+  trajectory            print a trial's trajectory from a finished run (--replay: ready to commit as a replay)
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -78,6 +79,12 @@ def _compare(argv: list[str]) -> int:
     return run_compare_command(argv)
 
 
+def _trajectory(argv: list[str]) -> int:
+    from pytest_skilleval.results.trajectory_out import run_trajectory_command
+
+    return run_trajectory_command(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "grade": _grade,
     "validate": _validate,
@@ -87,6 +94,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "scripted-model": _scripted_model,
     "view": _view,
     "compare": _compare,
+    "trajectory": _trajectory,
     "doctor": _doctor,
 }
 

@@ -77,7 +77,7 @@ def test_unknown_command_exits_2() -> None:
     assert "unknown command 'frobnicate'" in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("command", ["grade", "validate", "init-custom-grader", "init-harbor-task"])
+@pytest.mark.parametrize("command", ["grade", "validate", "init-custom-grader", "init-harbor-task", "trajectory"])
 def test_each_command_has_help(command: str) -> None:
     done = skilleval(command, "--help")
     assert done.returncode == 0 and f"skilleval {command}" in done.stdout
@@ -267,3 +267,42 @@ def test_init_commands_refuse_a_folder_without_skill_md(tmp_path: Path) -> None:
         assert done.returncode == 1 and "SKILL.md" in done.stderr
         assert_one_line_reason(done, f"skilleval {command}: ")
     assert not (tmp_path / "evals").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trajectory
+
+
+def test_trajectory_out_of_a_run_replays_to_the_same_score(skill_project) -> None:
+    """`skilleval trajectory --replay` turns a finished trial back into a replay file that scores the same."""
+    from harbor.models.trajectories import Trajectory
+
+    from tests.support import LOCAL_REPLAY
+
+    skill = skill_project.copy_hello_skill()
+    case = "explicit-greeting"
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--n-attempts", "1", "-k", case)
+    skill_project.run(*args).assert_outcomes(passed=1)
+    [run] = sorted((skill_project.root / "results" / "hello-skill").glob("2*"))
+    trial = run / "replay" / "with_skill" / "trials" / f"{case}.1.json"
+    before = json.loads((run / "result.json").read_text())["trials"][0]["overall"]
+
+    out = skill_project.root / "extracted.json"
+    done = skilleval("trajectory", trial, "--replay", "-o", out)
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "{skills_dir}" in text and "/runtime/skills" not in text
+    Trajectory.model_validate_json(text)  # Harbor's own ATIF model accepts it
+
+    for old in (skill / "evals" / "replays").glob(f"{case}*.json"):
+        old.unlink()
+    (skill / "evals" / "replays" / f"{case}.with-skill.json").write_text(text)
+    skill_project.run(*args).assert_outcomes(passed=1)
+    [_, again] = sorted((skill_project.root / "results" / "hello-skill").glob("2*"))
+    assert json.loads((again / "result.json").read_text())["trials"][0]["overall"] == before
+
+    printed = skilleval("trajectory", trial)
+    assert printed.returncode == 0 and "/runtime/skills" in printed.stdout  # as the agent saw it
+    missing = skilleval("trajectory", skill_project.root / "nope.json")
+    assert missing.returncode == 2
+    assert_one_line_reason(missing, "skilleval trajectory:")
