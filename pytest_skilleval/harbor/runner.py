@@ -24,7 +24,6 @@ from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import (
-    LOCAL_ENV_IMPORT_PATH,
     EnvironmentModeError,
     resolve_mode,
     trial_environment_config,
