@@ -15,7 +15,6 @@ import os
 import shutil
 import sys
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import pytest

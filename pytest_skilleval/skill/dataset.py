@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, load_yaml, yaml_error_message
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
