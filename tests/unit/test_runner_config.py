@@ -8,8 +8,8 @@ import pytest
 
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.harbor.environments import LOCAL_ENV_IMPORT_PATH
 from pytest_skilleval.harbor.runner import (
-    LOCAL_ENV_IMPORT_PATH,
     REPLAY_AGENT_IMPORT_PATH,
     agent_config,
     environment_config,
