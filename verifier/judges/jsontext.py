@@ -38,8 +38,14 @@ def loads_strict(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
 
 
-def _container_end(text: str, start: int) -> int | None:
-    """Index just past the container opened at `start`, or None when it never closes (or nests too deep)."""
+class _Malformed(Exception):
+    """A closer that does not match, or nesting past the allowed depth."""
+
+
+def _walk(text: str, start: int = 0, *, stop_when_closed: bool = False,
+          max_depth: int | None = None) -> tuple[list[str], bool, int | None]:
+    """Walk JSON text from `start`, outside and inside strings: (closers still owed, whether it ends inside a string,
+    and with `stop_when_closed` the index just past the first container to close). Raises _Malformed."""
     stack: list[str] = []
     in_string = escaped = False
     for index in range(start, len(text)):
@@ -55,14 +61,22 @@ def _container_end(text: str, start: int) -> int | None:
             in_string = True
         elif char in _OPEN:
             stack.append(_OPEN[char])
-            if len(stack) > MAX_DEPTH:
-                return None
+            if max_depth is not None and len(stack) > max_depth:
+                raise _Malformed
         elif char in "]}":
             if not stack or stack.pop() != char:
-                return None
-            if not stack:
-                return index + 1
-    return None
+                raise _Malformed
+            if stop_when_closed and not stack:
+                return stack, False, index + 1
+    return stack, in_string, None
+
+
+def _container_end(text: str, start: int) -> int | None:
+    """Index just past the container opened at `start`, or None when it never closes (or nests too deep)."""
+    try:
+        return _walk(text, start, stop_when_closed=True, max_depth=MAX_DEPTH)[2]
+    except _Malformed:
+        return None
 
 
 def extract_json(text: str) -> Any | None:
@@ -100,23 +114,10 @@ def _skip_ws(text: str, index: int) -> int:
 
 def _open_stack(text: str) -> tuple[list[str], bool]:
     """Closers still owed by a JSON prefix, and whether it ends inside a string."""
-    stack: list[str] = []
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in _OPEN:
-            stack.append(_OPEN[char])
-        elif char in "]}":
-            if not stack or stack.pop() != char:
-                return [], False
+    try:
+        stack, in_string, _ = _walk(text)
+    except _Malformed:
+        return [], False
     return stack, in_string
 
 
