@@ -219,21 +219,20 @@ class Redactor:
             for key, item in data.items():
                 if key not in plain and not self._plain_key(key, item):
                     return False
-                if isinstance(item, str):
-                    strings.append(item)
-                elif item is None or isinstance(item, (int, float)):
-                    continue
-                elif not self._gather(item, strings):
-                    return False
-            return True
+            return self._gather_items(data.values(), strings)
         if isinstance(data, (list, tuple)):
-            for item in data:
-                if isinstance(item, str):
-                    strings.append(item)
-                elif item is None or isinstance(item, (int, float)):
-                    continue
-                elif not self._gather(item, strings):
-                    return False
+            return self._gather_items(data, strings)
+        return True
+
+    def _gather_items(self, items: Iterable[Any], strings: list[str]) -> bool:
+        """`_gather` over a container's values; scalars are handled here, without a call each."""
+        for item in items:
+            if isinstance(item, str):
+                strings.append(item)
+            elif item is None or isinstance(item, (int, float)):
+                continue
+            elif not self._gather(item, strings):
+                return False
         return True
 
     def _plain_key(self, key: Any, item: Any) -> bool:
