@@ -13,7 +13,7 @@ import time
 from collections.abc import Generator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -46,7 +46,7 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
-        self._regrade_sources: dict[Path, Path | None] = {}
+        self._requested_runs: dict[tuple[Path, str], Path | None] = {}
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
@@ -79,28 +79,23 @@ class SkillEvalSession:
 
     def resumed_run_dir(self, skill_dir: Path) -> Path | None:
         """The run folder this session finishes (--resume), or None for a new run."""
-        try:
-            requested = self.skill(skill_dir).settings.resume
-        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
-            return None
-        if requested is None:
-            return None
-        try:
-            return resolve_run_dir(self.results_root(skill_dir), requested)
-        except ResumeError as error:
-            raise pytest.UsageError(f"--resume {requested}: {error}") from None
+        return self._requested_run(skill_dir, "resume")
 
     def regrade_source(self, skill_dir: Path) -> Path | None:
-        """The run whose stored trials this session grades again (--regrade), or None; resolved once, so `latest`
-        never becomes this session's own run folder."""
-        skill_dir = skill_dir.resolve()
-        if skill_dir not in self._regrade_sources:
-            self._regrade_sources[skill_dir] = self._find_regrade_source(skill_dir)
-        return self._regrade_sources[skill_dir]
+        """The finished run whose stored trials this session grades again (--regrade), or None."""
+        return self._requested_run(skill_dir, "regrade")
 
-    def _find_regrade_source(self, skill_dir: Path) -> Path | None:
+    def _requested_run(self, skill_dir: Path, option: Literal["resume", "regrade"]) -> Path | None:
+        """The run folder `--resume`/`--regrade` names, resolved once per skill (the results root is not searched
+        again for every trial, and `latest` never becomes this session's own run folder)."""
+        key = (skill_dir.resolve(), option)
+        if key not in self._requested_runs:
+            self._requested_runs[key] = self._find_requested_run(key[0], option)
+        return self._requested_runs[key]
+
+    def _find_requested_run(self, skill_dir: Path, option: Literal["resume", "regrade"]) -> Path | None:
         try:
-            requested = self.skill(skill_dir).settings.regrade
+            requested = getattr(self.skill(skill_dir).settings, option)
         except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
             return None
         if requested is None:
@@ -108,8 +103,8 @@ class SkillEvalSession:
         try:
             run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
         except ResumeError as error:
-            raise pytest.UsageError(f"--regrade {requested}: {error}") from None
-        if not (run_dir / "result.json").is_file():
+            raise pytest.UsageError(f"--{option} {requested}: {error}") from None
+        if option == "regrade" and not (run_dir / "result.json").is_file():
             raise pytest.UsageError(f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
                                     "can be regraded (finish it with --resume first)")
         return run_dir
