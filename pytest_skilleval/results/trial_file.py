@@ -26,10 +26,7 @@ MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
 MAX_TRIAL_BYTES = 6 * MAX_ARTIFACT_BYTES
 # What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
 # GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
-# One file per trial, `<run>/<agent>/<arm>/trials/<case>.<attempt>.json`: the TrialRecord (so a run can be resumed
-# or regraded from its folder alone) and what explains its score, read from Harbor's trial folder: (key in the
-# trial file, source inside the trial folder). One file rather than seven: creating files is most of what writing
-# 20,000 trials costs (docs/performance.md).
+# (key in the trial file, source inside Harbor's trial folder):
 RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
 GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
 TRIAL_PARTS: tuple[tuple[str, str], ...] = (
@@ -52,7 +49,6 @@ LEGACY_PARTS: tuple[tuple[str, str], ...] = (
 )
 MAX_GRADER_OUTPUT_CHARS = 64 * 1024
 _SAFE_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-
 
 
 def safe_component(name: str) -> str:
@@ -128,13 +124,12 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
 def trial_document(record: TrialRecord, found: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     """One trial's file: its record and what explains its score (the rich reward falls back to the record's)."""
     rich = found.get("rich_reward")
-    rich_reward = rich[0] if rich is not None and isinstance(rich[0], dict) else _reward_from_record(record)
+    has_rich = rich is not None and isinstance(rich[0], dict)
     document: dict[str, Any] = {
         "format": TRIAL_FORMAT,
         "record": record.model_dump(mode="json"),
-        "artifacts": {key: rel for key, (_, rel) in found.items() if key != "rich_reward" or rich is not None
-                      and isinstance(rich[0], dict)},
-        "rich_reward": redact_value(rich_reward),
+        "artifacts": {key: rel for key, (_, rel) in found.items() if key != "rich_reward" or has_rich},
+        "rich_reward": redact_value(rich[0] if rich is not None and has_rich else _reward_from_record(record)),
     }
     for key, _ in TRIAL_PARTS:
         if key != "rich_reward":
@@ -160,13 +155,17 @@ def stored_document(path: Path, legacy: Path, record: TrialRecord, max_bytes: in
     return None
 
 
+def _read_text(path: Path) -> str | None:
+    """A file of the run folder: reached without a link (verifier.safe_io), bounded in size; None when unreadable."""
+    data = _read_artifact(path.parent, path.name, MAX_TRIAL_BYTES)
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
 def _read_json(path: Path) -> Any:
-    """A JSON file of the run folder: regular files only (never a link), bounded in size; None when unreadable."""
+    text = _read_text(path)
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TRIAL_BYTES:
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return json.loads(text) if text is not None else None
+    except ValueError:
         return None
 
 
@@ -179,10 +178,6 @@ def read_trial(path: Path, legacy_folder: Path | None = None) -> dict[str, Any] 
         return None
     document: dict[str, Any] = {"record": _read_json(legacy_folder / "record.json")}
     for key, name in LEGACY_PARTS:
-        if key == "grader_output":
-            target = legacy_folder / name
-            ok = target.is_file() and not target.is_symlink() and target.stat().st_size <= MAX_TRIAL_BYTES
-            document[key] = target.read_text(encoding="utf-8", errors="replace") if ok else None
-        else:
-            document[key] = _read_json(legacy_folder / name)
+        read = _read_text if key == "grader_output" else _read_json
+        document[key] = read(legacy_folder / name)
     return document
