@@ -215,26 +215,28 @@ def behaviors_of(entry: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def accuracy_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, obs_limit: int) -> Bundle:
+def _with_facts(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int,
+                sections: Sequence[tuple[str, str]]) -> Bundle:
+    """The sections under the verified-facts header, the facts kept on the bundle."""
     facts = verified_facts(evidence, expectation_texts(entry))
-    sections = [
+    bundle = _assemble(facts_header(facts), sections, budget, evidence.agent_text)
+    return bundle.model_copy(update={"verified": facts})
+
+
+def accuracy_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, obs_limit: int) -> Bundle:
+    return _with_facts(evidence, entry, budget, [
         ("FINAL RESPONSE", evidence.final_response),
         ("PRODUCED FILES / WRITES", _changes(evidence)),
         ("KEY OBSERVATIONS", _observations(evidence, 6, obs_limit)),
-    ]
-    bundle = _assemble(facts_header(facts), sections, budget, evidence.agent_text)
-    return bundle.model_copy(update={"verified": facts})
+    ])
 
 
 def goal_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, obs_limit: int) -> Bundle:
-    facts = verified_facts(evidence, expectation_texts(entry))
-    sections = [
+    return _with_facts(evidence, entry, budget, [
         ("FINAL RESPONSE", evidence.final_response),
         ("END-STATE FILE CHANGES", _changes(evidence)),
         ("RECENT TOOL RESULTS (newest first)", _observations(evidence, 12, obs_limit)),
-    ]
-    bundle = _assemble(facts_header(facts), sections, budget, evidence.agent_text)
-    return bundle.model_copy(update={"verified": facts})
+    ])
 
 
 def compact_history(evidence: TrajectoryEvidence, question: str) -> str:
