@@ -80,8 +80,7 @@ class Regrader:
             return stored.model_copy(update={"nodeid": spec.nodeid, "source_run": None,
                                              "reason": f"not regraded: the stored trial was {stored.status} ({why})"})
         uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
-        kept = kept_trial(stored) if uses_grader and self.rerun is not None else None
-        if kept is not None and self.rerun is not None:
+        if uses_grader and self.rerun is not None and (kept := kept_trial(stored)) is not None:
             record = self.rerun(spec, kept)
             record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
             return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})
