@@ -140,18 +140,16 @@ class SkillEvalRunner:
             raise found
         return found
 
-    def run(self, spec: TrialSpec) -> TrialRecord:
+    def run(self, spec: TrialSpec, source_trial: Path | None = None) -> TrialRecord:
         """One trial, start to finish, on its own event loop (the serial path)."""
         with warnings.catch_warnings():
             quiet_harbor_deprecations()
-            return asyncio.run(self.run_async(spec))
+            return asyncio.run(self.run_async(spec, source_trial))
 
     def regrade(self, spec: TrialSpec, source_trial: Path) -> TrialRecord:
         """Today's task and graders (the custom one included) on a kept trial's recorded workspace and trajectory,
         through Harbor's own regrade (the agent is not run). Serial: regrades run one per item."""
-        with warnings.catch_warnings():
-            quiet_harbor_deprecations()
-            return asyncio.run(self.run_async(spec, source_trial))
+        return self.run(spec, source_trial)
 
     async def run_async(self, spec: TrialSpec, source_trial: Path | None = None) -> TrialRecord:
         """One trial as a coroutine, so a scheduler can keep several in flight on one event loop."""
