@@ -27,8 +27,10 @@ __all__ = [
     "UnsafePathError",
     "copy_file",
     "copy_tree",
+    "empty_dir",
     "file_size",
     "link_on_path",
+    "lstat",
     "read_bytes",
     "read_capped",
     "read_files",
@@ -297,6 +299,95 @@ def link_on_path(root: Path, rel: str | os.PathLike[str], *, label: str | None =
         return None
     finally:
         os.close(fd)
+
+
+def lstat(root: Path, rel: str | os.PathLike[str], *, label: str | None = None) -> os.stat_result | None:
+    """The lstat of root/rel, or None when it is missing or a component on the way is not a plain directory (a
+    link included: what lies behind a link is never looked at). A link at rel itself is reported as the link."""
+    parts = _parts(rel)
+    try:
+        with _directory(root, parts[:-1], label or str(root)) as dir_fd:
+            return os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False) if parts else os.fstat(dir_fd)
+    except OSError:
+        return None
+
+
+def _entries(dir_fd: int) -> list[tuple[str, bool]]:
+    """The names in a folder, each with whether it is a folder itself (a link never is)."""
+    with os.scandir(dir_fd) as listing:
+        return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
+
+
+def _clear_dir(top_fd: int, shown: str) -> list[str]:
+    """Remove everything inside the folder top_fd, depth first without recursion (a deep tree the sandbox built
+    cannot exhaust the stack). Folders are opened with O_NOFOLLOW relative to their parent, links and files are
+    unlinked, so nothing behind a link is touched even when an entry is swapped for a link meanwhile."""
+    failed: list[str] = []
+    stack: list[tuple[int, str, str, list[tuple[str, bool]]]] = [(top_fd, "", shown, _entries(top_fd))]
+    try:
+        while stack:
+            fd, name, where, entries = stack[-1]
+            if not entries:
+                stack.pop()
+                if stack:
+                    os.close(fd)
+                    try:
+                        os.rmdir(name, dir_fd=stack[-1][0])
+                    except FileNotFoundError:
+                        pass
+                    except OSError as error:
+                        failed.append(f"{where}: {error.strerror}")
+                continue
+            child, is_dir = entries.pop()
+            try:
+                if not is_dir:
+                    os.unlink(child, dir_fd=fd)
+                    continue
+                child_fd = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                try:
+                    stack.append((child_fd, child, f"{where}/{child}", _entries(child_fd)))
+                except BaseException:
+                    os.close(child_fd)
+                    raise
+            except FileNotFoundError:
+                pass
+            except OSError as error:
+                failed.append(f"{where}/{child}: {error.strerror}")
+    finally:
+        for fd, *_ in stack[1:]:
+            os.close(fd)
+    return failed
+
+
+def empty_dir(root: Path, rel: str | os.PathLike[str], *, mode: int | None = None, label: str | None = None) -> None:
+    """Make root/rel an empty directory, keeping it (the same inode) when it already is one.
+
+    What `if [ -L d ] || [ ! -d d ]; then rm -rf d; fi; mkdir -p d; rm -rf d/*` does, without following links: a
+    link or other non-directory at rel is unlinked (the link itself, never its target), missing parents are
+    created, and every entry inside is removed (links unlinked, never followed). `mode` is then set on the folder.
+    A link or non-directory on the way to rel raises UnsafePathError: it is neither followed nor replaced. Entries
+    that could not be removed raise OSError naming them.
+    """
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePathError(f"{rel!s} names no directory")
+    label = label or str(root)
+    shown = _shown(label, parts)
+    with _directory(root, parts[:-1], label, create=True) as parent:
+        try:
+            if not stat.S_ISDIR(os.stat(parts[-1], dir_fd=parent, follow_symlinks=False).st_mode):
+                os.unlink(parts[-1], dir_fd=parent)
+        except FileNotFoundError:
+            pass
+        fd = _open_child_dir(parent, parts[-1], shown, create=True)
+    try:
+        failed = _clear_dir(fd, shown)
+        if mode is not None:
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    if failed:
+        raise OSError(f"{shown} could not be emptied: " + "; ".join(failed))
 
 
 def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, mode: int = 0o644,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +123,86 @@ def test_read_capped_says_where_output_was_cut() -> None:
     assert text.startswith("a" * 100)
     assert "[output cut at 100 bytes: 50 more bytes of 150 were not kept]" in text
     assert safe_io.read_capped(io.BytesIO(b"short"), 100) == "short"
+
+
+def test_empty_dir_keeps_the_folder_and_unlinks_links_inside(root: Path, host_file: Path) -> None:
+    folder = root / "logs" / "verifier"
+    (folder / "deep" / "er").mkdir(parents=True)
+    (folder / "deep" / "er" / "f.txt").write_text("x")
+    (folder / ".hidden").write_text("x")
+    (folder / "deep" / "hostdir").symlink_to(host_file.parent)
+    (folder / "hostfile").symlink_to(host_file)
+    os.mkfifo(folder / "pipe")
+    inode = folder.stat().st_ino
+    safe_io.empty_dir(root, "logs/verifier", mode=0o777)
+    assert folder.stat().st_ino == inode and list(folder.iterdir()) == []
+    assert folder.stat().st_mode & 0o7777 == 0o777
+    assert host_file.read_text() == "HOST SECRET\n"
+    assert sorted(p.name for p in host_file.parent.iterdir()) == ["secret.txt"]
+
+
+def test_empty_dir_replaces_a_link_or_a_file_at_the_folder(root: Path, host_file: Path) -> None:
+    (root / "logs" / "agent").symlink_to(host_file.parent)
+    safe_io.empty_dir(root, "logs/agent")
+    assert (root / "logs" / "agent").is_dir() and not (root / "logs" / "agent").is_symlink()
+    assert host_file.read_text() == "HOST SECRET\n"
+    (root / "logs" / "file").write_text("not a folder")
+    safe_io.empty_dir(root, "logs/file")
+    assert (root / "logs" / "file").is_dir() and list((root / "logs" / "file").iterdir()) == []
+
+
+def test_empty_dir_creates_parents_and_refuses_a_link_or_file_on_the_way(root: Path, host_file: Path) -> None:
+    safe_io.empty_dir(root, "new/sub/dir")
+    assert (root / "new" / "sub" / "dir").is_dir()
+    (root / "linked").symlink_to(host_file.parent)
+    with pytest.raises(safe_io.UnsafePathError, match=r"/linked is a symbolic link \(to .*host\)"):
+        safe_io.empty_dir(root, "linked/secret.txt", label="/")
+    (root / "plain").write_text("x")
+    with pytest.raises(safe_io.UnsafePathError, match="/plain is not a directory"):
+        safe_io.empty_dir(root, "plain/sub", label="/")
+    assert host_file.read_text() == "HOST SECRET\n"
+    assert (root / "plain").read_text() == "x"
+
+
+def test_empty_dir_names_what_it_could_not_remove(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (root / "logs" / "v" / "sub").mkdir(parents=True)
+    (root / "logs" / "v" / "sub" / "stuck").write_text("x")
+    (root / "logs" / "v" / "gone").write_text("x")
+    unlink = os.unlink
+
+    def refusing(name: str, *args: object, **kwargs: object) -> None:
+        if name == "stuck":  # what a read-only folder does to a user without CAP_DAC_OVERRIDE
+            raise PermissionError(1, "Operation not permitted")
+        unlink(name, *args, **kwargs)
+
+    monkeypatch.setattr(safe_io.os, "unlink", refusing)
+    with pytest.raises(OSError, match=r"/logs/v could not be emptied: /logs/v/sub/stuck: Operation not permitted; "
+                                      r"/logs/v/sub: Directory not empty"):
+        safe_io.empty_dir(root, "logs/v", label="/")
+    assert sorted(p.name for p in (root / "logs" / "v").rglob("*")) == ["stuck", "sub"]
+
+
+def test_empty_dir_walks_without_recursion(root: Path) -> None:
+    deep = root / "logs" / "/".join(["d"] * 300)
+    deep.mkdir(parents=True)
+    (deep / "f").write_text("x")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100)  # a sandbox can build a tree deeper than any recursion limit
+    try:
+        safe_io.empty_dir(root, "logs")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert list((root / "logs").iterdir()) == []
+
+
+def test_lstat_never_looks_behind_a_link(root: Path, host_file: Path) -> None:
+    (root / "logs" / "f.txt").write_text("x")
+    (root / "logs" / "to_dir").symlink_to(host_file.parent)
+    (root / "linked").symlink_to(root / "logs")
+    assert stat.S_ISDIR(safe_io.lstat(root, "logs").st_mode)
+    assert stat.S_ISREG(safe_io.lstat(root, "logs/f.txt").st_mode)
+    assert stat.S_ISLNK(safe_io.lstat(root, "logs/to_dir").st_mode)
+    assert safe_io.lstat(root, "logs/to_dir/secret.txt") is None
+    assert safe_io.lstat(root, "linked/f.txt") is None
+    assert safe_io.lstat(root, "logs/f.txt/x") is None
+    assert safe_io.lstat(root, "logs/missing") is None
