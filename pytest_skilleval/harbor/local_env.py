@@ -44,6 +44,8 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
@@ -163,6 +165,7 @@ class LocalEnvironment(BaseEnvironment):
         self.default_cwd = self.task_env_config.workdir or WORKSPACE
         self._keeper: ProcessKeeper | None = None
         self._tmux_dir: str | None = None
+        self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
         if self.sandbox_mode == "none":
             _warn_unisolated()
 
@@ -223,22 +226,34 @@ class LocalEnvironment(BaseEnvironment):
         top = norm.strip("/").split("/", 1)[0]
         return norm if top in self._reserved_tops() else str(self.rootfs / norm.lstrip("/"))
 
-    def _top_level_dirs(self) -> list[str]:
-        if not self.rootfs.is_dir():
-            return []
+    def _top_level_dirs(self) -> tuple[str, ...]:
+        """The container paths that exist as folders of rootfs/ (one listing)."""
         reserved = self._reserved_tops()
-        return sorted(p.name for p in self.rootfs.iterdir() if p.is_dir() and p.name not in reserved)
+        try:
+            with os.scandir(self.rootfs) as listing:
+                return tuple(sorted(e.name for e in listing if e.is_dir() and e.name not in reserved))
+        except (FileNotFoundError, NotADirectoryError):
+            return ()
 
-    def rewrite_paths(self, text: str) -> str:
-        """none mode: point container paths in ``text`` at the sandbox folders. Idempotent: a path already
-        inside ``rootfs/`` (which may itself sit under a folder such as /tmp) is left as it is."""
+    def _path_rewriter(self) -> Callable[[str], str]:
+        """none mode: a function pointing container paths at the sandbox folders, for one exec's command and every
+        env value (rootfs/ is listed once per exec, the pattern compiled again only when its top-level folders
+        changed). Idempotent: a path already inside ``rootfs/`` (which may itself sit under a folder such as /tmp)
+        is left as it is."""
         tops = self._top_level_dirs()
         if not tops:
-            return text
-        root = str(self.rootfs)
-        alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
-        pattern = re.compile(rf"{re.escape(root)}(?=/|$|[^\w.-])|(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])")
-        return pattern.sub(lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}", text)
+            return str
+        if self._rewrite_cache is None or self._rewrite_cache[0] != tops:
+            root = re.escape(str(self.rootfs))
+            alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
+            pattern = rf"{root}(?=/|$|[^\w.-])|(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])"
+            self._rewrite_cache = (tops, re.compile(pattern))
+        pattern, root = self._rewrite_cache[1], str(self.rootfs)
+        return partial(pattern.sub, lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}")
+
+    def rewrite_paths(self, text: str) -> str:
+        """none mode: ``text`` with container paths pointed at the sandbox folders (see ``_path_rewriter``)."""
+        return self._path_rewriter()(text)
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -282,7 +297,7 @@ class LocalEnvironment(BaseEnvironment):
 
     # ---- exec -----------------------------------------------------------------------
 
-    def _exec_env(self, env: dict[str, str] | None) -> dict[str, str]:
+    def _exec_env(self, env: dict[str, str] | None, rewrite: Callable[[str], str] = str) -> dict[str, str]:
         merged = self._merge_env(env) or {}
         logs, tests = self.env_paths.logs_dir.as_posix(), self.env_paths.tests_dir.as_posix()
         if self.sandbox_mode == "bwrap":
@@ -291,7 +306,7 @@ class LocalEnvironment(BaseEnvironment):
             bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(self.tools)}" for b in _tool_bins(self.tools)]
             return _with_path_prefix({**base, **merged}, bins)
         defaults = {**harbor_variables(logs, tests), "TMPDIR": "/tmp", "HOME": HOME}
-        sandboxed = {key: self.rewrite_paths(value) for key, value in {**defaults, **merged}.items()}
+        sandboxed = {key: rewrite(value) for key, value in {**defaults, **merged}.items()}
         host = {key: value for key, value in os.environ.items() if key not in _HOST_ONLY_ENV}
         own = {"TMUX_TMPDIR": self._tmux_dir} if self._tmux_dir else {}
         return _with_path_prefix({**host, **sandboxed, **own}, _tool_bins(self.tools))
@@ -310,11 +325,11 @@ class LocalEnvironment(BaseEnvironment):
             return ExecResult(stdout="", stderr=f"cwd does not exist in the sandbox: {container_cwd}", return_code=1)
         if self._keeper is None:
             raise RuntimeError("the local environment is not started (or already stopped)")
-        exec_env = self._exec_env(env)
         if self.sandbox_mode == "bwrap":
-            argv, run_cwd = ["/bin/bash", "-c", command], container_cwd
+            exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
         else:
-            argv, run_cwd = ["/bin/bash", "-c", self.rewrite_paths(command)], host_cwd
+            rewrite = self._path_rewriter()
+            exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
         join_net = self.network_policy.network_mode != NetworkMode.PUBLIC
         return await run_command(self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec,
                                  join_net=join_net and self.sandbox_mode == "bwrap")
@@ -347,3 +362,4 @@ class LocalEnvironment(BaseEnvironment):
                                           Path(target_dir), label="/")
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
+

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import signal
 import time
 from pathlib import Path
@@ -254,5 +255,29 @@ def test_commands_get_default_signal_dispositions(tmp_path: Path, sandbox_mode: 
         assert int(masks["SigBlk"], 16) == 0, res.stdout
         for sig in (signal.SIGPIPE, signal.SIGINT, signal.SIGTERM, signal.SIGXFSZ, signal.SIGHUP):
             assert not int(masks["SigIgn"], 16) & (1 << (sig - 1)), f"{sig.name} is ignored: {res.stdout}"
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_none_mode_lists_rootfs_and_compiles_once_per_exec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rootfs listing per exec for the command and every env value; the pattern is reused until the top-level
+    folders change (a new one is then rewritten too)."""
+    env = run(started(make_env(tmp_path, "none")))
+    listings = []
+    top_level_dirs = env._top_level_dirs
+    monkeypatch.setattr(env, "_top_level_dirs", lambda: listings.append(1) or top_level_dirs())
+    compiled, compile_ = [], re.compile
+    monkeypatch.setattr(local_env.re, "compile", lambda *a: compiled.append(a) or compile_(*a))
+    try:
+        values = {f"V{i}": f"/workspace/{i}" for i in range(5)}
+        res = run(env.exec('echo "$V0 $V4" /logs/agent', env=values))
+        root = str(env.rootfs)
+        assert res.stdout == f"{root}/workspace/0 {root}/workspace/4 {root}/logs/agent\n"
+        assert len(listings) == 1 and len(compiled) == 1
+        run(env.exec("true", env=values))
+        assert len(listings) == 2 and len(compiled) == 1
+        env.host_path("/data").mkdir()
+        assert run(env.exec("echo /data/x")).stdout == f"{root}/data/x\n"
+        assert len(compiled) == 2
     finally:
         run(env.stop(delete=True))
