@@ -26,6 +26,9 @@ detached (a tmux server, ``setsid -f``, a double fork) dies when the trial stops
 ``--ek tools=DIR`` shows a folder of installed agent CLIs read-only at ``/tools`` with its
 ``node_modules/.bin`` and ``bin`` on ``PATH``.
 
+Folder checks and resets Harbor would send as commands (``is_dir``, ``is_file``, ``empty_dirs``) are answered on
+the host through ``verifier.safe_io``, saving an exec each and never following a link the sandbox planted.
+
 Task inputs: when the task's ``environment/`` folder holds ``workspace/``, its contents are
 copied to ``/workspace`` at start (what ``COPY workspace/ /workspace/`` does in a Dockerfile).
 
@@ -44,12 +47,12 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from harbor.environments.base import BaseEnvironment, ExecResult
+from harbor.environments.base import BaseEnvironment, EnvironmentPath, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
@@ -363,3 +366,50 @@ class LocalEnvironment(BaseEnvironment):
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
 
+    # ---- folder checks and resets, answered on the host ----------------------------------
+    # Harbor runs these as shell commands (`test -d`, an `rm -rf`/`mkdir -p` line); each would cost an exec through
+    # the keeper (~5 ms). The same work is done here on rootfs/ through verifier.safe_io, which never follows a link.
+
+    def _sandbox_rel(self, container_path: EnvironmentPath) -> str:
+        """rootfs-relative path of a container path, relative ones taken from the default cwd as exec would."""
+        return self._rootfs_rel(posixpath.join(self.default_cwd, str(container_path)))
+
+    async def empty_dirs(self, dirs: Sequence[EnvironmentPath], *, chmod: bool = True) -> ExecResult | None:
+        """Harbor's `empty_dirs` (each folder exists, empty, same inode; world-writable with ``chmod``), on rootfs/.
+
+        A link at a folder is removed and one inside it is unlinked; a link on the way to it refuses that folder
+        (unlike the shell, which would follow it inside the sandbox): nothing behind a sandbox link is touched.
+        Like the shell's ``&&`` chain, the first folder that fails ends it with a non-zero result saying why;
+        Harbor's callers ignore it, and a later upload or download through that path refuses the link itself.
+        """
+        if not dirs:
+            return None
+        problem = await asyncio.to_thread(self._empty_dirs_on_host, dirs, 0o777 if chmod else None)
+        if problem:
+            _log.warning("local environment: %s", problem)
+            return ExecResult(stdout="", stderr=problem, return_code=1)
+        return ExecResult(stdout="", stderr="", return_code=0)
+
+    def _empty_dirs_on_host(self, dirs: Sequence[EnvironmentPath], mode: int | None) -> str | None:
+        for path in dirs:
+            try:
+                safe_io.empty_dir(self.rootfs, self._sandbox_rel(path), mode=mode, label="/")
+            except (OSError, ValueError) as error:
+                return f"could not empty {path}: {error}"
+        return None
+
+    async def _path_kind(self, path: str, user: str | int | None, require_dir: bool) -> bool:
+        """`test -d` / `test -f` on rootfs/, except that a path through a link (at any component) answers False:
+        the host never follows a link the sandbox could have planted. System folders are asked inside the sandbox."""
+        try:
+            rel = self._sandbox_rel(path)
+        except (PermissionError, ValueError):
+            return await (super().is_dir if require_dir else super().is_file)(path, user=user)
+        found = safe_io.lstat(self.rootfs, rel)
+        return found is not None and (stat.S_ISDIR if require_dir else stat.S_ISREG)(found.st_mode)
+
+    async def is_dir(self, path: str, user: str | int | None = None) -> bool:
+        return await self._path_kind(path, user, require_dir=True)
+
+    async def is_file(self, path: str, user: str | int | None = None) -> bool:
+        return await self._path_kind(path, user, require_dir=False)

@@ -1,0 +1,194 @@
+"""The `local` environment answers Harbor's folder resets and checks (`empty_dirs`, `is_dir`, `is_file`) on the
+host, without an exec through the trial's keeper, and without following a link the sandbox planted (issue 13)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from harbor.agents.capabilities import AgentCapabilities
+from harbor.agents.nop import NopAgent
+from harbor.environments.base import BaseEnvironment
+from harbor.models.trial.config import AgentConfig
+
+from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, LocalEnvironment
+from tests.e2e.conftest import make_env
+
+pytestmark = pytest.mark.e2e
+SECRET = "HOST CONTENT\n"
+
+
+class SkilledNop(NopAgent):
+    """Harbor's no-op agent, declaring skills so Harbor installs them."""
+
+    capabilities = AgentCapabilities(skills=True)
+
+
+def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A host folder outside every sandbox, with a file whose survival proves nothing followed a link to it."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "keep.txt").write_text(SECRET)
+    return folder
+
+
+def assert_untouched(outside: Path) -> None:
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == SECRET
+
+
+@pytest.fixture
+def env(tmp_path: Path, sandbox_mode: str, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """A started environment whose exec records every command it is asked to run."""
+    environment = make_env(tmp_path, sandbox_mode)
+    run(environment.start(force_build=False))
+    environment.commands, environment.may_exec = [], True
+    exec_ = environment.exec
+
+    async def recording(command: str, *args: object, **kwargs: object):  # noqa: ANN202
+        environment.commands.append(command)
+        if not environment.may_exec:  # a regression must not run the command (none mode: on the host itself)
+            raise AssertionError(f"exec called for {command!r}")
+        return await exec_(command, *args, **kwargs)
+
+    monkeypatch.setattr(environment, "exec", recording)
+    yield environment
+    run(environment.stop(delete=True))
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under root: folders with their mode, files with their text, links with their target."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            found[rel] = f"-> {os.readlink(path)}"
+        elif path.is_dir():
+            found[rel] = oct(path.stat().st_mode & 0o7777)
+        else:
+            found[rel] = path.read_text()
+    return found
+
+
+def plant(env: LocalEnvironment, base: str) -> None:
+    """Nested content, a dotfile and a file where a folder is expected, as an agent leaves them."""
+    folder = env.host_path(base)
+    (folder / "sub" / "deeper").mkdir(parents=True, exist_ok=True)
+    (folder / "sub" / "deeper" / "f.txt").write_text("old")
+    (folder / ".hidden").write_text("old")
+    env.host_path(f"{base}-file").write_text("a file where a folder is expected")
+
+
+def test_empty_dirs_matches_harbor_shell_version_without_an_exec(env: LocalEnvironment) -> None:
+    for base in ("/logs/shell", "/logs/host"):
+        plant(env, base)
+    # Only under existing top-level folders: in none mode the shell's rewrite knows no others, and Harbor's command
+    # would create a new top-level path on the host itself.
+    shell = run(BaseEnvironment.empty_dirs(env, ["/logs/shell", "/logs/shell-file", "/workspace/new/a/b"], chmod=True))
+    assert shell is not None and shell.return_code == 0, shell
+    assert len(env.commands) == 1  # the reference: Harbor's own command, through the keeper
+    env.commands.clear()
+    env.may_exec = False
+    inode = env.host_path("/logs/host").stat().st_ino
+    result = run(env.empty_dirs(["/logs/host", "/logs/host-file", "/workspace/made/a/b", "/skilleval-made/a"]))
+    assert result is not None and result.return_code == 0, result
+    assert env.commands == []
+    assert env.host_path("/logs/host").stat().st_ino == inode  # the root kept, as Harbor documents
+    assert tree(env.host_path("/logs/host")) == tree(env.host_path("/logs/shell")) == {}
+    for ours, harbors in (("/logs/host", "/logs/shell"), ("/logs/host-file", "/logs/shell-file"),
+                          ("/workspace/made/a/b", "/workspace/new/a/b"), ("/workspace/made/a", "/workspace/new/a")):
+        assert env.host_path(ours).is_dir()
+        assert oct(env.host_path(ours).stat().st_mode & 0o7777) == oct(env.host_path(harbors).stat().st_mode & 0o7777)
+    assert env.host_path("/workspace/made/a/b").stat().st_mode & 0o777 == 0o777
+    assert env.host_path("/skilleval-made/a").is_dir() and not Path("/skilleval-made").exists()
+    run(env.empty_dirs(["/logs/plain"], chmod=False))
+    assert env.host_path("/logs/plain").stat().st_mode & 0o777 != 0o777
+    assert run(env.empty_dirs([])) is None
+
+
+def test_empty_dirs_removes_planted_links_without_following_them(env: LocalEnvironment, outside: Path) -> None:
+    verifier = env.host_path("/logs/verifier")
+    env.may_exec = False
+    (verifier / "reward.json").symlink_to(outside / "keep.txt")
+    (verifier / "sub").mkdir()
+    (verifier / "sub" / "escape").symlink_to(outside)
+    env.host_path("/logs/agent").rmdir()
+    env.host_path("/logs/agent").symlink_to(outside)  # the folder itself replaced by a link
+    result = run(env.empty_dirs(["/logs/verifier", "/logs/agent"], chmod=True))
+    assert result is not None and result.return_code == 0, result
+    assert list(verifier.iterdir()) == []
+    agent = env.host_path("/logs/agent")
+    assert agent.is_dir() and not agent.is_symlink() and list(agent.iterdir()) == []
+    assert_untouched(outside)
+    assert env.commands == []
+
+
+def test_empty_dirs_refuses_a_linked_parent_with_a_non_zero_result(env: LocalEnvironment, outside: Path) -> None:
+    env.may_exec = False
+    env.host_path("/runtime/skills").rmdir()
+    env.host_path("/runtime/skills").symlink_to(outside)
+    result = run(env.empty_dirs(["/logs/verifier", "/runtime/skills/keep.txt", "/logs/never"], chmod=True))
+    assert result is not None and result.return_code != 0
+    assert "/runtime/skills is a symbolic link" in result.stderr and str(outside) in result.stderr
+    assert_untouched(outside)
+    assert not env.host_path("/logs/never").exists()  # like the shell's `&&`: the first failure ends it
+    system = run(env.empty_dirs(["/usr/share/doc"]))
+    assert system is not None and system.return_code != 0 and "read-only host system path" in system.stderr
+    assert Path("/usr/share/doc").is_dir()
+    assert env.commands == []
+
+
+def test_is_dir_and_is_file_answer_on_the_host_and_never_through_a_link(env: LocalEnvironment,
+                                                                        outside: Path) -> None:
+    env.may_exec = False
+    env.host_path("/workspace/output/f.txt").write_text("x")
+    env.host_path("/workspace/to_dir").symlink_to(outside)
+    env.host_path("/workspace/to_file").symlink_to(outside / "keep.txt")
+    env.host_path("/linked").symlink_to(env.host_path("/workspace"))
+    checks = {
+        ("/logs/artifacts", "dir"): True, ("/workspace/output/f.txt", "file"): True,
+        ("output", "dir"): True,  # relative to the default cwd, /workspace, as exec would take it
+        ("/workspace/output/f.txt", "dir"): False, ("/logs/artifacts", "file"): False,
+        ("/workspace/missing", "dir"): False, ("/workspace/output/f.txt/x", "file"): False,
+        ("/workspace/to_dir", "dir"): False, ("/workspace/to_file", "file"): False,
+        ("/workspace/to_dir/keep.txt", "file"): False, ("/linked/output", "dir"): False,
+    }
+    answers = {key: run(env.is_dir(key[0]) if key[1] == "dir" else env.is_file(key[0])) for key in checks}
+    assert answers == checks
+    assert env.commands == []
+    # System folders are not under rootfs/: asked inside the sandbox (or on the host, in none mode), as before.
+    env.may_exec = True
+    assert run(env.is_dir("/usr/bin")) is True and run(env.is_file("/usr/bin")) is False
+    assert len(env.commands) == 2 and all(c.startswith("test -") for c in env.commands)
+
+
+def test_a_trial_execs_only_what_the_host_cannot_answer(tmp_path: Path, kit, sandbox_mode: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    commands: list[str] = []
+    exec_ = LocalEnvironment.exec
+
+    async def recording(self: LocalEnvironment, command: str, *args: object, **kwargs: object):  # noqa: ANN202
+        commands.append(command)
+        return await exec_(self, command, *args, **kwargs)
+
+    monkeypatch.setattr(LocalEnvironment, "exec", recording)
+    task = kit.make_task(tmp_path, 'echo 1 > "$HARBOR_REWARD_TXT"\n')
+    # The skill is installed through empty_dirs + upload_dir.
+    agent = AgentConfig(import_path=f"{__name__}:SkilledNop", skills=[str(kit.HELLO_SKILL)])
+    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=agent,
+                                                   delete=False))
+    assert result.exception_info is None, result.exception_info
+    assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1.0}
+    installed = Path(trial.paths.trial_dir).resolve() / SANDBOX_DIRNAME / "rootfs" / "runtime" / "skills"
+    assert (installed / kit.HELLO_SKILL.name / "SKILL.md").is_file()
+    # Harbor's `test -d /logs/artifacts` and the skill folder's reset are answered on the host. What is left: the
+    # skill's `chmod -R a+rX` (a plain exec) and the verifier's (it removes old rewards, then runs tests/test.sh).
+    left = [c for c in commands if "test.sh" not in c and "/logs/verifier/reward" not in c]
+    assert left == [f"chmod -R a+rX /runtime/skills/{kit.HELLO_SKILL.name}"], commands
