@@ -112,6 +112,55 @@ def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: 
     assert wait_until_none(marker, seconds=1.0) == []
 
 
+# ---- the keeper's channels, and the launcher that forks keepers (issue 13) ----------------
+
+
+def _parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(stat[stat.rfind(b")") + 2:].split()[1])
+
+
+def test_a_command_holds_no_descriptor_but_its_own_stdio(tmp_path: Path, sandbox_mode: str) -> None:
+    """The keeper's socket to the host once leaked into every command: a command could read the host's stop request
+    off it (so its processes outlived the trial) or forge another command's exit status."""
+    env = started(tmp_path, sandbox_mode)
+    try:
+        listed = run(env.exec("ls -l /proc/$$/fd; true"))  # `; true`: bash forks ls, so ls lists bash's descriptors
+        assert listed.return_code == 0, listed
+        fds = {line.split(" -> ")[0].split()[-1]: line.split(" -> ")[1] for line in listed.stdout.splitlines()
+               if " -> " in line}
+        assert sorted(fds) == ["0", "1", "2"], listed.stdout
+        assert not any(target.startswith(("socket:", "pipe:")) for target in fds.values()), listed.stdout
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_keepers_are_forks_of_one_launcher_that_comes_back(tmp_path: Path, sandbox_mode: str) -> None:
+    """A fork per trial instead of a new interpreter: every keeper of this process has one parent, the launcher, a
+    child of ours; a launcher killed from outside leaves running trials alone and the next trial starts a new one."""
+    first, second = started(tmp_path / "a", sandbox_mode), started(tmp_path / "b", sandbox_mode)
+    envs = [first, second]
+    keepers = [first._keeper.pid, second._keeper.pid]
+    try:
+        launcher = _parent(first._keeper.pid)
+        assert _parent(second._keeper.pid) == launcher != os.getpid()
+        assert _parent(launcher) == os.getpid()
+        os.kill(launcher, 9)
+        assert run(first.exec("echo still here")).stdout == "still here\n"
+        third = started(tmp_path / "c", sandbox_mode)
+        envs.append(third)
+        keepers.append(third._keeper.pid)
+        assert _parent(third._keeper.pid) not in (launcher, os.getpid())
+        assert run(third.exec("echo fresh")).stdout == "fresh\n"
+    finally:
+        for env in envs:
+            run(env.stop(delete=True))
+    deadline = time.monotonic() + 5
+    while (alive := [pid for pid in keepers if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert alive == [], "a stopped trial's keeper is still there (or was never reaped)"
+
+
 # ---- tmux: one server per trial, living as long as the trial (issue 11) -------------------
 
 
@@ -310,9 +359,8 @@ def test_a_keeper_killed_from_outside_is_reported(tmp_path: Path, sandbox_mode: 
     marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
     try:
         run(env.exec(DETACHERS["setsid -f"].format(m=marker) + "\nsleep 0.3"))
-        keeper_pid = env._keeper._proc.pid
-        os.kill(keeper_pid, 9)
-        env._keeper._proc.wait()
+        os.kill(env._keeper.pid, 9)
+        assert env._keeper.wait_gone(10)
         with pytest.raises(RuntimeError, match="process keeper ended unexpectedly"):
             run(env.exec("true"))
     finally:

@@ -11,10 +11,12 @@ stops, kills everything the trial started and waits until it is gone.
   namespace is joined only when the command asks for no network, so the per-phase network switch stays per
   command. Every command lives in the sandbox's PID namespace: when the sandbox ends, the kernel kills them all.
 
-Run by `keeper_client` as `python -I -S keeper.py CONFIG_JSON FD` with standard library only (the sandbox
-sees nothing of our package). FD is a SOCK_SEQPACKET socket to the host: small JSON messages, with file
-descriptors attached for a spawn request (the request body, stdout, stderr). The socket closing (the host
-process died) is a stop.
+Started by `keeper_client` through a *launcher*: one `python -I -S keeper.py --launcher FD` per host process, with
+standard library only (the sandbox sees nothing of our package), that forks a keeper per trial. A fork costs about a
+millisecond where a new interpreter costs 25-35 ms, and every trial pays it. Each keeper talks to the host over its
+own SOCK_SEQPACKET socket, handed over at launch: small JSON messages, with file descriptors attached for a spawn
+request (the request body, stdout, stderr). The socket closing (the host process died) is a stop. No socket or
+pipe of the keeper or the launcher is inheritable: a command never holds a channel to the host.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable, Iterator
 
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -192,6 +195,28 @@ def _children_map() -> dict[int, list[int]]:
     return children
 
 
+def _exited_children() -> Iterator[tuple[int, int]]:
+    """(pid, wait status) of each child that has ended, reaped."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
+
+
+def _has_children() -> bool:
+    """Whether any process is still our child. A subreaper with no child has no descendant at all (every orphan of
+    the trial is re-parented to it), so the /proc walk of `descendants` is needed only when this is true."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
 def descendants(root: int) -> list[int]:
     children = _children_map()
     found, todo = [], list(children.get(root, []))
@@ -200,6 +225,35 @@ def descendants(root: int) -> list[int]:
         found.append(pid)
         todo.extend(children.get(pid, []))
     return found
+
+
+def _take_signals(wake_w: int) -> None:
+    """SIGCHLD wakes the loop (through the pipe); SIGTERM and SIGINT are for the host to act on, not for us."""
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _serve(sock: socket.socket, wake_r: int, selector: selectors.BaseSelector,
+           on_message: Callable[[dict, list[int]], bool], on_child_exit: Callable[[], None]) -> None:
+    """The loop of a keeper and of the launcher: a message from the host (with descriptors attached), or SIGCHLD
+    through the wake-up pipe. Returns when the host hangs up or `on_message` says to stop."""
+    selector.register(sock, selectors.EVENT_READ, "sock")
+    selector.register(wake_r, selectors.EVENT_READ, "wake")
+    while True:
+        for key, _ in selector.select():
+            if key.data == "wake":
+                os.read(wake_r, 4096)
+                on_child_exit()
+                continue
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(sock, 65536, 8, socket.MSG_CMSG_CLOEXEC)
+            except OSError:
+                data, fds = b"", []
+            if not data or not on_message(json.loads(data), fds):
+                return  # the host is gone (or asked us to stop)
+        on_child_exit()
 
 
 class Keeper:
@@ -219,10 +273,7 @@ class Keeper:
 
     def start(self) -> None:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        signal.set_wakeup_fd(self.wake_w)
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _take_signals(self.wake_w)
         if self.options is not None:
             self.sandbox = Sandbox(self.options)
 
@@ -268,13 +319,7 @@ class Keeper:
                 os._exit(SPAWN_FAILED)
 
     def reap(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in _exited_children():
             if self.sandbox is not None and pid == self.sandbox.proc.pid:
                 self.sandbox.ended = True
             request_id = self.running.pop(pid, None)
@@ -287,8 +332,10 @@ class Keeper:
             self.sandbox.kill()
         deadline = time.monotonic() + STOP_TIMEOUT
         left: list[int] = []
+        pause = 0.001
+        self.reap()
         while time.monotonic() < deadline:
-            left = descendants(os.getpid())
+            left = descendants(os.getpid()) if _has_children() else []
             if not left:
                 break
             for pid in left:
@@ -296,53 +343,136 @@ class Keeper:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-            time.sleep(0.01)
+            time.sleep(pause)  # SIGKILLed processes are gone within a millisecond or two, rarely more
+            pause = min(pause * 2, 0.02)
             self.reap()
         self.reap()
         self.send({"stopped": True, "left": left})
 
     def serve(self) -> None:
-        selector = selectors.DefaultSelector()
-        selector.register(self.sock, selectors.EVENT_READ, "sock")
-        selector.register(self.wake_r, selectors.EVENT_READ, "wake")
-        while True:
-            for key, _ in selector.select():
-                if key.data == "wake":
-                    os.read(self.wake_r, 4096)
-                    self.reap()
-                    continue
-                try:
-                    data, fds, _flags, _addr = socket.recv_fds(self.sock, 65536, 8)
-                except OSError:
-                    data, fds = b"", []
-                if not data:
-                    return  # the host is gone: stop everything
-                message = json.loads(data)
-                if message.get("op") == "stop":
-                    return
-                if message.get("op") == "spawn" and len(fds) == 3:
-                    self.spawn(int(message["id"]), fds)
-                else:
-                    for fd in fds:
-                        os.close(fd)
-            self.reap()
+        _serve(self.sock, self.wake_r, selectors.DefaultSelector(), self.on_message, self.reap)
+
+    def on_message(self, message: dict, fds: list[int]) -> bool:
+        if message.get("op") == "stop":
+            return False
+        if message.get("op") == "spawn" and len(fds) == 3:
+            self.spawn(int(message["id"]), fds)
+        else:
+            for fd in fds:
+                os.close(fd)
+        return True
 
 
-def main(argv: list[str]) -> int:
-    config = json.loads(argv[1])
-    sock = socket.socket(fileno=int(argv[2]))
+def run_keeper(sock: socket.socket, config: dict) -> int:
+    """One trial's keeper, in a process forked by the launcher: ready (or why not), serve, then stop everything."""
     keeper = Keeper(sock, config.get("bwrap"))
     try:
         keeper.start()
     except Exception as error:  # noqa: BLE001 - the host shows this as the reason the trial cannot start
-        keeper.send({"ready": False, "error": f"{error}"})
+        keeper.send({"ready": False, "error": f"{error}", "pid": os.getpid()})
         keeper.stop()
         return 1
-    keeper.send({"ready": True})
+    keeper.send({"ready": True, "pid": os.getpid()})
     try:
         keeper.serve()
     finally:
         keeper.stop()
+    return 0
+
+
+class Launcher:
+    """The fork server: one per host process, it forks a keeper for each launch request and reaps it when it ends.
+
+    A request is {"op": "launch", "config": {...}} with two descriptors attached: the keeper's end of its own socket
+    to the host, and its log file; the answer is {"launched": PID}.
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        import subprocess  # noqa: F401 - imported once here, so a forked bwrap keeper does not import it per trial
+        import tempfile  # noqa: F401
+
+        self.sock = sock
+        self.children: set[int] = set()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        self.selector = selectors.DefaultSelector()
+
+    def serve(self) -> None:
+        _take_signals(self.wake_w)
+        _serve(self.sock, self.wake_r, self.selector, self.on_message, self.reap)
+
+    def on_message(self, message: dict, fds: list[int]) -> bool:
+        if message.get("op") == "launch" and len(fds) == 2:
+            self.launch(message.get("config") or {}, fds[0], fds[1])
+            return True
+        for fd in fds:
+            os.close(fd)
+        if message.get("op") == "kill":
+            self.kill(int(message["pid"]))
+        return True
+
+    def launch(self, config: dict, sock_fd: int, log_fd: int) -> None:
+        """Fork a keeper and tell the host its pid (or why there is none): the host waits for this answer, so a
+        launcher that dies mid-request is noticed and replaced rather than leaving the trial waiting."""
+        try:
+            pid = os.fork()
+        except OSError as error:
+            pid, reason = -1, f"cannot fork the trial's process keeper: {error}"
+        if pid == 0:
+            os._exit(self._become_keeper(config, sock_fd, log_fd))
+        os.close(sock_fd)
+        os.close(log_fd)
+        if pid > 0:
+            self.children.add(pid)
+        message = {"launched": pid} if pid > 0 else {"launched": None, "error": reason}
+        try:
+            self.sock.send(json.dumps(message).encode())
+        except OSError:
+            pass
+
+    def _become_keeper(self, config: dict, sock_fd: int, log_fd: int) -> int:
+        """In the forked child: drop the launcher's channels, log to the trial's keeper.log, and keep the trial."""
+        try:
+            signal.set_wakeup_fd(-1)
+            self.selector.close()
+            self.sock.close()
+            os.close(self.wake_r)
+            os.close(self.wake_w)
+            os.dup2(log_fd, 1, inheritable=False)
+            os.dup2(log_fd, 2, inheritable=False)
+            os.close(log_fd)
+            if config.get("cwd"):
+                os.chdir(config["cwd"])
+            sock = socket.socket(fileno=sock_fd)
+            sock.set_inheritable(False)  # never a command's: it would be a channel to the host
+            return run_keeper(sock, config)
+        except BaseException as error:  # noqa: BLE001 - a forked child must never return into the launcher's loop
+            try:
+                os.write(2, f"skilleval keeper: {type(error).__name__}: {error}\n".encode())
+            except OSError:
+                pass
+            return 1
+
+    def kill(self, pid: int) -> None:
+        """Only a keeper of ours not yet reaped: its pid cannot have been reused."""
+        if pid in self.children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def reap(self) -> None:
+        for pid, _status in _exited_children():
+            self.children.discard(pid)
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:2] != ["--launcher"] or len(argv) != 3:
+        print("usage: keeper.py --launcher FD", file=sys.stderr)
+        return 2
+    sock = socket.socket(fileno=int(argv[2]))
+    sock.set_inheritable(False)  # passed to us inheritable; no keeper or command may hold it
+    Launcher(sock).serve()
     return 0
 
 

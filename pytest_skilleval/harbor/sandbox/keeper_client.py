@@ -1,5 +1,9 @@
 """The host side of a trial's process keeper (see `keeper.py`): start it, spawn commands through it, stop it.
 
+Keepers are forked by one launcher per host process (`keeper.py --launcher`), started on first use: a fork instead of
+a new interpreter per trial. Each keeper still has its own socket to the host, so a trial's commands, exits and stop
+never pass through the launcher.
+
 Why threads and `concurrent.futures` rather than asyncio: one environment object lives through several event
 loops (Harbor's trial runs in one, tests and hooks call `exec` from others); a reader thread and plain futures
 work from any of them.
@@ -7,6 +11,7 @@ work from any of them.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -21,6 +26,7 @@ from pathlib import Path
 KEEPER_SCRIPT = Path(__file__).with_name("keeper.py")
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 60.0
+LAUNCH_TIMEOUT = 30.0  # a fork; the launcher's own start-up (an interpreter) is included the first time
 
 
 class KeeperError(RuntimeError):
@@ -33,6 +39,92 @@ class Spawned:
 
     started: Future[int] = field(default_factory=Future)
     exited: Future[int] = field(default_factory=Future)
+
+
+class LauncherGone(KeeperError):
+    """The launcher died before answering a launch request."""
+
+
+class _Launcher:
+    """This process's keeper launcher: started on first use, again if it died, and ended when we exit (it also ends
+    by itself when its socket to us closes, so even a SIGKILLed host leaves no launcher behind)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sock: socket.socket | None = None
+        self._owner = 0  # the pid that started it: a forked copy of this process starts its own
+
+    def _start(self) -> socket.socket:
+        host, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(KEEPER_SCRIPT), "--launcher", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            )
+            host.settimeout(LAUNCH_TIMEOUT)
+        except OSError as error:
+            host.close()
+            raise KeeperError(f"cannot start the trial's process keeper: {error}") from None
+        finally:
+            theirs.close()
+        if self._owner == 0:
+            atexit.register(self.close)
+        self._sock, self._owner = host, os.getpid()
+        return host
+
+    def _usable(self) -> socket.socket:
+        if self._sock is None or self._owner != os.getpid() or self._proc is None or self._proc.poll() is not None:
+            if self._sock is not None and self._owner == os.getpid():
+                self._sock.close()
+            return self._start()
+        return self._sock
+
+    def launch(self, config: dict, keeper_end: socket.socket, log_fd: int) -> int:
+        """A new keeper that talks to us over `keeper_end` and logs to `log_fd` (both stay ours to close): its pid.
+        Raises LauncherGone when the launcher died before answering (the caller retries with a fresh socket)."""
+        request = [json.dumps({"op": "launch", "config": config}).encode()]
+        with self._lock:
+            sock = self._usable()
+            try:
+                socket.send_fds(sock, request, [keeper_end.fileno(), log_fd])
+                answer = json.loads(sock.recv(65536) or b"null")
+            except (OSError, ValueError) as error:
+                answer, why = None, str(error)
+            else:
+                why = "it ended"
+            if not isinstance(answer, dict):
+                sock.close()
+                self._sock = None
+                raise LauncherGone(f"the keeper launcher is gone ({why})")
+        if not answer.get("launched"):
+            raise KeeperError(answer.get("error") or "the keeper launcher could not start a keeper")
+        return int(answer["launched"])
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL a keeper that would not stop (the launcher kills only its own unreaped children)."""
+        with self._lock:
+            if self._sock is not None and self._owner == os.getpid():
+                try:
+                    self._sock.send(json.dumps({"op": "kill", "pid": pid}).encode())
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        with self._lock:
+            sock, proc, self._sock, self._proc = self._sock, self._proc, None, None
+            if sock is None or proc is None or self._owner != os.getpid():
+                return
+            sock.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+_LAUNCHER = _Launcher()
 
 
 def _hang_up(sock: socket.socket) -> None:
@@ -66,7 +158,9 @@ class ProcessKeeper:
         self.bwrap_options = bwrap_options
         self.log_path = log_path
         self._sock: socket.socket | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None  # the keeper's, once it said whether it is ready
+        self._stopping = False
+        self._gone: Future[None] = Future()  # set when the keeper's socket hangs up: it has exited
         self._lock = threading.Lock()
         self._next_id = 0
         self._pending: dict[int, Spawned] = {}
@@ -76,21 +170,24 @@ class ProcessKeeper:
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None and not self._stopped.done()
+        return self.pid is not None and not self._gone.done() and not self._stopped.done()
+
+    def wait_gone(self, timeout: float) -> bool:
+        """Whether the keeper process has ended (its socket hung up) within `timeout` seconds."""
+        try:
+            self._gone.result(timeout=timeout)
+        except TimeoutError:
+            return False
+        return True
 
     def start(self) -> None:
         """Blocking: start the keeper (and its sandbox) and wait until it can run commands."""
-        host, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        config = json.dumps({"bwrap": self.bwrap_options})
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(KEEPER_SCRIPT), config, str(mine.fileno())],
-                pass_fds=(mine.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                cwd=str(self.log_path.parent), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            )
-        mine.close()
-        self._sock = host
+        try:
+            self._sock = self._launch()
+        except LauncherGone:
+            self._sock = self._launch()  # the launcher had died since the last trial: the next one is fresh
+        host = self._sock
         # The reader holds the keeper only weakly: an environment dropped without stop() (a test, a crash) closes
         # the socket when collected, and the keeper then ends everything the trial started.
         self._reader = threading.Thread(target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper",
@@ -105,6 +202,26 @@ class ProcessKeeper:
         if not reply.get("ready"):
             self.stop()
             raise KeeperError(f"the trial's sandbox could not start: {reply.get('error') or self._log_tail()}")
+
+    def _launch(self) -> socket.socket:
+        """A keeper forked for this trial; returns our end of its socket."""
+        host, mine = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = {"bwrap": self.bwrap_options, "cwd": str(self.log_path.parent)}
+        try:
+            log = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as error:
+            host.close()
+            mine.close()
+            raise KeeperError(f"cannot open the keeper's log {self.log_path}: {error}") from None
+        try:
+            self.pid = _LAUNCHER.launch(config, mine, log)
+        except KeeperError:
+            host.close()
+            raise
+        finally:
+            mine.close()
+            os.close(log)
+        return host
 
     def _log_tail(self) -> str:
         try:
@@ -122,6 +239,7 @@ class ProcessKeeper:
             self._dispatch(message)
 
     def _on_hang_up(self) -> None:
+        self._gone.set_result(None)
         gone = KeeperError(f"the trial's process keeper ended ({self._log_tail()})")
         for future in (self._ready, self._stopped):
             if not future.done():
@@ -152,9 +270,7 @@ class ProcessKeeper:
               join_net: bool = False) -> Spawned:
         """Start a command (cwd is a sandbox path in bwrap mode, a host path otherwise); returns at once."""
         if not self.running or self._sock is None:
-            # Ended on its own: no stop reply yet, or the reader already saw the socket hang up (a race either way).
-            hung_up = self._stopped.done() and self._stopped.exception() is not None
-            if self._proc is not None and self._proc.poll() is not None and (not self._stopped.done() or hung_up):
+            if self._gone.done() and not self._stopping:  # it ended without being asked to
                 raise KeeperError(f"the trial's process keeper ended unexpectedly ({self._log_tail()})")
             raise KeeperError("the environment is not started (or already stopped)")
         spawned = Spawned()
@@ -181,19 +297,18 @@ class ProcessKeeper:
     def stop(self) -> list[int]:
         """Blocking: kill everything the trial started; returns pids the keeper could not kill (normally none)."""
         left: list[int] = []
-        if self._sock is not None and self._proc is not None and self._proc.poll() is None:
+        if self._sock is not None and self.running:
+            self._stopping = True
             try:
                 with self._lock:
                     self._sock.send(json.dumps({"op": "stop"}).encode())
                 left = list(self._stopped.result(timeout=STOP_TIMEOUT).get("left", []))
             except (OSError, TimeoutError, KeeperError):
                 pass
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        self._stopping = True
+        if self.pid is not None and not self.wait_gone(STOP_TIMEOUT):
+            _LAUNCHER.kill(self.pid)
+            self.wait_gone(5)
         if self._sock is not None:
             self._sock.close()
         return left
