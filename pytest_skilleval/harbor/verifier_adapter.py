@@ -161,8 +161,10 @@ class HostVerifier(BaseVerifier):
     async def _run_grader(self) -> SanitizedReward:
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
-        # One exec: the verifier folder made (the agent may have removed it) and the grader run.
-        command = f"mkdir -p {shlex.quote(str(self.env_paths.verifier_dir))} && {run}"
+        # One exec: the verifier folder made (the agent may have removed it) and the grader run. `test` is a shell
+        # builtin: the usual case, a folder that is there, starts no mkdir process (~1-2 ms).
+        folder = shlex.quote(str(self.env_paths.verifier_dir))
+        command = f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}
         timeout = int(self.task.config.verifier.timeout_sec)
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)

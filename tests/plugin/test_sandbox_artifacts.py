@@ -182,3 +182,20 @@ def test_a_score_file_planted_by_the_grader_is_never_read(skill_project: SkillPr
     trial = _trials(skill_project)["forge-rich"]
     assert trial["status"] == "error" and trial["overall"] is None
     assert "crashing after planting a score" in trial["error"]
+
+
+@pytest.mark.parametrize("sandbox", MODES)
+def test_a_verifier_folder_the_agent_removed_is_made_again_for_the_grader(
+    skill_project: SkillProject, sandbox: str
+) -> None:
+    """The grader's command makes /logs/verifier when it is gone (and starts no mkdir when it is there): a shell
+    grader that writes its reward straight into the folder still scores."""
+    skill = _attack_skill(skill_project, {"removed": "rm -rf /logs/verifier", "kept": "true"})
+    (skill / "evals" / "grader.py").unlink()
+    (skill / "evals" / "grader.sh").write_text('#!/bin/bash\necho \'{"overall": 1.0, "graded": 1.0}\' > "$HARBOR_REWARD_JSON"\n')
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only",
+                               "--ek", f"sandbox={sandbox}")
+    result.assert_outcomes(passed=2)
+    trials = _trials(skill_project)
+    assert {case: trial["custom_metrics"] for case, trial in trials.items()} == {
+        "removed": {"graded": 1.0}, "kept": {"graded": 1.0}}
