@@ -11,10 +11,10 @@ import shutil
 import subprocess
 import sys
 from contextlib import nullcontext
-from pathlib import Path
 
 import pytest
 
+from pytest_skilleval.early_results import remove_job_folder
 from pytest_skilleval.options import merge_settings
 from pytest_skilleval.session import SkillEvalSession
 
@@ -45,10 +45,7 @@ def remove_job_folders(state: SkillEvalSession) -> None:
     if settings.harbor_keep_jobs:
         return
     for record in state.records.values():
-        if record.trial_dir:
-            work = Path(record.trial_dir).parent.parent
-            if work.name != "trials" and (work / "trials").is_dir():
-                shutil.rmtree(work, ignore_errors=True)
+        remove_job_folder(record)  # those of trials whose file was written early are gone already
     if settings.env_mode != "docker":
         return
     for skill in list(state.skills.values()):

@@ -17,7 +17,7 @@ import pytest
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.models import AggregateResult, RunPlan
-from pytest_skilleval.results.tree import write_results_tree
+from pytest_skilleval.results.tree import trial_key, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan
@@ -133,15 +133,19 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
         problems = _condition_name_problems(records)
+        altered: set[tuple[str, str, str, int]] = set()
         if problems:
-            records = _drop_failed_conditions(records, problems)
+            kept = _drop_failed_conditions(records, problems)
+            altered = {trial_key(new) for old, new in zip(records, kept, strict=True) if new is not old}
+            records = kept
         plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
         source = state.regrade_source(skill_dir)
         if source is not None:
             plan.run_config["regraded_from"] = source.name
         result = aggregate(records, plan)
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
-                                     dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor)
+                                     dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor,
+                                     early=state.early.writer(str(skill_dir)), altered=altered)
         state.results_paths.append(run_dir)
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)

@@ -7,6 +7,7 @@ only its own trials.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_skilleval.early_results import EarlyResults
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.settings import kwarg_leaves
@@ -59,6 +61,9 @@ class SkillEvalSession:
         self.redactor = Redactor.from_environment(
             os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
                          *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
+        # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
+        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self._keep_jobs)
+        self._writes_results = not hasattr(config, "workerinput")
 
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
@@ -76,6 +81,10 @@ class SkillEvalSession:
 
     def results_root(self, skill_dir: Path) -> Path:
         return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def _keep_jobs(self) -> bool:
+        return merge_settings(self.sources).harbor_keep_jobs
 
     def resumed_run_dir(self, skill_dir: Path) -> Path | None:
         """The run folder this session finishes (--resume), or None for a new run."""
@@ -187,6 +196,10 @@ class SkillEvalSession:
             record = TrialRecord.model_validate_json(text)
             self._records.pop(report.nodeid, None)
             self._records[record.nodeid or report.nodeid] = (record.skill_dir, text)
+            if self._writes_results:
+                self.early.seen(report.nodeid, record)
+        if report.when == "teardown" and self._writes_results:
+            self.early.item_done(report.nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Where collection failed: a path with an error is not also "a path that yielded nothing"."""

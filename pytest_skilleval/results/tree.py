@@ -20,7 +20,7 @@ import secrets
 import stat
 import sys
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -386,12 +386,48 @@ def harbor_version() -> str | None:
 # --------------------------------------------------------------------------------------------- writer
 
 
-def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor) -> None:
+def trial_key(record: TrialRecord) -> tuple[str, str, str, int]:
+    """A trial's place in the run folder: (agent, arm, case, attempt)."""
+    return (record.agent, record.arm, record.case, record.attempt)
+
+
+class EarlyTrialFiles:
+    """Trial files written into a run folder as trials finish, before the run's end writes the rest.
+
+    Each file is written as the run's end would write it (same document, same redaction, atomic, no fsync of its
+    own); the run's end then skips it, makes every file durable in its one sync pass and writes result.json last,
+    so a run folder is still complete only once result.json is there.
+    """
+
+    def __init__(self, results_root: Path, run_id: str, redactor: Redactor,
+                 max_artifact_bytes: int = MAX_ARTIFACT_BYTES) -> None:
+        self.results_root = Path(os.path.abspath(results_root))
+        self.run_id = run_id
+        self.redactor = redactor
+        self.max_artifact_bytes = max_artifact_bytes
+        self.batch = _Batch(self.results_root)
+        self.written: set[tuple[str, str, str, int]] = set()
+        self._run_dir: Path | None = None
+
+    def write(self, record: TrialRecord) -> None:
+        token = _BATCH.set(self.batch)
+        try:
+            if self._run_dir is None:
+                self._run_dir = _open_run_dir(self.results_root, self.run_id)
+            _write_trial(self._run_dir, record, self.max_artifact_bytes, self.redactor)
+        finally:
+            _BATCH.reset(token)
+        self.written.add(trial_key(record))
+
+
+def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor,
+                 stored: bool = False) -> None:
+    """One trial's file; `stored`: the run folder already holds it (resumed, or written early) and only the record
+    in it is replaced (the trial's own folder may be gone)."""
     args = (record.agent, record.arm, record.case, record.attempt)
     path = trial_file(run_dir, *args)
     document = None
-    if record.source_run is not None:
-        # Resumed from this very run folder: what explains its score is already here; the trial dir may be gone.
+    if stored or record.source_run is not None:
         document = stored_document(path, trial_folder(run_dir, *args), record, max_bytes)
     if document is None:
         found = read_parts(Path(record.trial_dir), TRIAL_PARTS, max_bytes) if record.trial_dir else {}
@@ -420,6 +456,8 @@ def write_results_tree(
     dataset_snapshot: Mapping[str, Any] | None = None,
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
     redactor: Redactor | None = None,
+    early: EarlyTrialFiles | None = None,
+    altered: Collection[tuple[str, str, str, int]] = (),
 ) -> Path:
     """Write `<results_root>/<run_id>/...` and return the run directory.
 
@@ -427,7 +465,9 @@ def write_results_tree(
     result.json is written in one batch (no fsync each, each directory walked once) and made durable in one sync
     pass; only then is result.json, validated against the shipped schema, written and fsynced. A run folder without
     result.json is therefore what an interrupted writer leaves, and readers treat it as incomplete (run_folder.py).
-    `latest` is moved after result.json, and not at all for an interrupted run. Every file passes through
+    `latest` is moved after result.json, and not at all for an interrupted run. Trial files `early` already wrote
+    are not written again, except the `altered` ones (their record changed since: only the record is replaced);
+    they are made durable in the same sync pass. Every file passes through
     `redactor` (by default: the credential-looking values of this process's environment plus token patterns), so
     no secret reaches the tree.
     """
@@ -435,7 +475,8 @@ def write_results_tree(
     results_root = Path(os.path.abspath(results_root))
     with _write_batch(results_root) as batch:
         return _write_tree(aggregate, records, results_root, run_id, batch, redactor,
-                           dataset_snapshot=dataset_snapshot, max_artifact_bytes=max_artifact_bytes)
+                           dataset_snapshot=dataset_snapshot, max_artifact_bytes=max_artifact_bytes,
+                           early=early, altered=altered)
 
 
 def _write_durable_json(path: Path, data: Any, root: Path) -> None:
@@ -448,6 +489,15 @@ def _write_durable_json(path: Path, data: Any, root: Path) -> None:
     _fsync_dir(path.parent)
 
 
+def _open_run_dir(results_root: Path, run_id: str) -> Path:
+    """The run folder, made (every level checked, none a link) and marked as ours."""
+    if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
+        raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
+    run_dir = _ensure_dir(results_root / run_id, results_root)
+    atomic_write_bytes(run_dir / MARKER_FILE, b"generated by pytest-skilleval; safe to delete\n", results_root)
+    return run_dir
+
+
 def _write_tree(
     aggregate: AggregateResult,
     records: Sequence[TrialRecord],
@@ -458,14 +508,13 @@ def _write_tree(
     *,
     dataset_snapshot: Mapping[str, Any] | None = None,
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
+    early: EarlyTrialFiles | None = None,
+    altered: Collection[tuple[str, str, str, int]] = (),
 ) -> Path:
     def write_json(path: Path, data: Any) -> None:
         atomic_write_json(path, redactor.scrub(data), results_root)
 
-    if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
-        raise UnsafeResultsPath(f"unsafe run id {run_id!r}")
-    run_dir = _ensure_dir(results_root / run_id, results_root)
-    atomic_write_bytes(run_dir / MARKER_FILE, b"generated by pytest-skilleval; safe to delete\n", results_root)
+    run_dir = _open_run_dir(results_root, run_id)
     write_json(run_dir / "run_config.json", aggregate.run_config)
     write_json(run_dir / "attempt_policy.json", aggregate.attempt_policy.model_dump(mode="json"))
     if dataset_snapshot is not None:
@@ -488,8 +537,16 @@ def _write_tree(
         if agent.lift is not None:
             write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"])
 
+    same_folder = early is not None and (early.results_root, early.run_id) == (results_root, run_id)
+    written = early.written if early is not None and same_folder else set()
     for record in records:
-        _write_trial(run_dir, record, max_artifact_bytes, redactor)
+        key = trial_key(record)
+        if key not in written:
+            _write_trial(run_dir, record, max_artifact_bytes, redactor)
+        elif key in altered:
+            _write_trial(run_dir, record, max_artifact_bytes, redactor, stored=True)
+    if early is not None and same_folder:
+        batch.unsynced.extend(early.batch.unsynced)
 
     if aggregate.comparison is not None:
         write_json(run_dir / "comparison.json", aggregate.comparison)
