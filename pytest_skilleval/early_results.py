@@ -1,22 +1,43 @@
 """Each trial's file goes to its run folder when its item is done, and the trial's Harbor folders are deleted then.
 
 Why: the session's end used to write every trial file and delete every job folder after the last trial, about 2 ms
-a trial that nothing overlapped (most of the session's end at 20,000 trials). Done as each item finishes (its
-teardown report: on the controller under xdist, on the main thread while the scheduler's loop runs the next trials
-otherwise), the work overlaps the trials still running. The session's end writes what is not there yet (resumed
+a trial that nothing overlapped (most of the session's end at 20,000 trials). Handed over as each item finishes (its
+teardown report; on the controller under xdist) to one writer thread, the work overlaps the trials still running.
+Not on pytest's main thread: its many short system calls each wait for the interpreter lock, and a main thread held
+up that way submits the next trials late (measured: 96 trials two at once took up to 1.5x as long). The session's end writes what is not there yet (resumed
 trials; a trial whose record it changed), syncs everything once and writes result.json last, as before. A run killed
 outright (SIGKILL) now leaves its finished trials' files, but no result.json: --resume does not take such a folder.
 """
 
 from __future__ import annotations
 
+import queue
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.tree import EarlyTrialFiles
 from verifier.redact import Redactor
+
+
+def warm_up_reports() -> threading.Thread:
+    """Import the report writers (Jinja, pygal, the schema) and load the report's template in the background while
+    trials run: the session's end otherwise waits ~0.1 s for them after the last trial."""
+
+    def load() -> None:
+        try:
+            from pytest_skilleval.results.html_report import load_template
+
+            import pytest_skilleval.results.publish  # noqa: F401 - what the session's end imports
+            load_template()
+        except Exception:  # noqa: BLE001 - the session's end imports them again and reports what fails
+            pass
+
+    thread = threading.Thread(target=load, name="skilleval-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def job_folder(record: TrialRecord) -> Path | None:
@@ -34,8 +55,8 @@ def remove_job_folder(record: TrialRecord) -> None:
 
 
 class EarlyResults:
-    """The session's early writers, one per skill; `failed` after any error, leaving the rest to the session's end
-    (which writes every trial not written here, and reports what goes wrong)."""
+    """The session's early writers, one per skill, fed to one writer thread; `failed` after any error, leaving the
+    rest to the session's end (which writes every trial not written here, and reports what goes wrong)."""
 
     def __init__(self, results_root: Callable[[Path], Path], run_id: Callable[[Path], str], redactor: Redactor,
                  keep_jobs: Callable[[], bool]) -> None:
@@ -45,6 +66,8 @@ class EarlyResults:
         self._keep_jobs = keep_jobs
         self._writers: dict[str, EarlyTrialFiles] = {}
         self._done: dict[str, TrialRecord] = {}  # node id -> record, from its setup report to its teardown report
+        self._queue: queue.SimpleQueue[tuple[EarlyTrialFiles, TrialRecord, bool] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
         self.failed = False
 
     def seen(self, nodeid: str, record: TrialRecord) -> None:
@@ -61,12 +84,33 @@ class EarlyResults:
                 skill_dir = Path(record.skill_dir)
                 writer = EarlyTrialFiles(self._results_root(skill_dir), self._run_id(skill_dir), self._redactor)
                 self._writers[record.skill_dir] = writer
-            writer.write(record)
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True
             return
-        if not self._keep_jobs():
-            remove_job_folder(record)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._write_each, name="skilleval-results", daemon=True)
+            self._thread.start()
+        self._queue.put((writer, record, not self._keep_jobs()))
+
+    def _write_each(self) -> None:
+        while (job := self._queue.get()) is not None:
+            writer, record, remove = job
+            if self.failed:
+                continue
+            try:
+                writer.write(record)
+            except Exception:  # noqa: BLE001 - as in item_done: the session's end writes it
+                self.failed = True
+                continue
+            if remove:
+                remove_job_folder(record)
+
+    def finish(self) -> None:
+        """Wait until every trial handed over is written (the session's end reads what was)."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
 
     def writer(self, skill_dir: str) -> EarlyTrialFiles | None:
         return self._writers.get(skill_dir)

@@ -278,6 +278,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pytest_skilleval.reporting import finish_session
 
     try:
+        state.early.finish()  # the trial files handed to the writer thread are on disk before the tree is finished
         if state.has_records():
             finish_session(state, session, exitstatus)
     finally:

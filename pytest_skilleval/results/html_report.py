@@ -283,6 +283,11 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+def load_template() -> None:
+    """Load the report's template now (its environment and compiled form are cached for the rendering)."""
+    _environment().get_template("report.html.j2")
+
+
 def verdict_headline(doc: ResultDocument) -> str:
     """The verdict as the report and the card both open with it; INCOMPLETE when the run is not publishable."""
     incomplete = "" if doc.coverage.publication_complete else " (INCOMPLETE: partial selection or missing attempts)"

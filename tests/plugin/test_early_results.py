@@ -3,7 +3,9 @@ session's end did ~2 ms a trial that nothing overlapped). The run folder stays i
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,9 +13,10 @@ import pytest
 from tests.support import SkillProject, simple_entries
 
 # Runs after the plugin's own report hook, on the process that writes results (the controller under xdist), and
-# logs what the run folder holds when each item's last report is in.
+# logs what the run folder holds once each item's last report is in. The file is written by a writer thread, so the
+# hook gives it up to 10 s (while this hook runs, the session cannot reach its end).
 SNAPSHOT_CONFTEST = '''
-import json, os
+import gc, json, os, time
 from pathlib import Path
 import pytest
 
@@ -29,12 +32,19 @@ def pytest_runtest_logreport(report):
         return
     record = next(json.loads(v) for k, v in report.user_properties if k == "skilleval_trial")
     results = Path(os.environ["SNAPSHOT_RESULTS"])
-    own = list(results.glob(f"*/2*/*/*/trials/{record['case']}.{record['attempt']}.json"))
+    job = Path(record["trial_dir"]).parent.parent
+    deadline = time.monotonic() + 10
+    while True:
+        own = list(results.glob(f"*/2*/*/*/trials/{record['case']}.{record['attempt']}.json"))
+        settled = own and (not job.exists() or os.environ.get("SNAPSHOT_KEEPS_JOBS"))
+        if settled or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     with open(os.environ["SNAPSHOT_LOG"], "a") as log:
         log.write(json.dumps({
             "case": record["case"], "own_file": [str(p) for p in own],
             "result_json": bool(list(results.glob("*/2*/result.json"))),
-            "job_folder": Path(record["trial_dir"]).parent.parent.exists(),
+            "job_folder": job.exists(), "frozen": gc.get_freeze_count(),
         }) + "\\n")
 '''
 
@@ -61,7 +71,7 @@ def test_each_trial_file_is_written_when_its_item_is_done(project: SkillProject,
     snapshots = _snapshots(project)
     assert len(snapshots) == 8
     for snapshot in snapshots:
-        assert len(snapshot["own_file"]) == 1, snapshot  # already in the run folder, before the session's end
+        assert len(snapshot["own_file"]) == 1, snapshot  # in the run folder during the run, before the session's end
         assert snapshot["result_json"] is False, snapshot  # which still marks the folder incomplete
         assert snapshot["job_folder"] is False, snapshot  # Harbor's folders of the trial are gone
     final = project.result_json("demo")
@@ -72,7 +82,9 @@ def test_each_trial_file_is_written_when_its_item_is_done(project: SkillProject,
         assert document["harbor_result"]["verifier_result"]["rewards"], document.keys()
 
 
-def test_kept_jobs_stay_when_trial_files_are_written_early(project: SkillProject) -> None:
+def test_kept_jobs_stay_when_trial_files_are_written_early(project: SkillProject,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SNAPSHOT_KEEPS_JOBS", "1")
     project.run(*RUN, "--harbor-keep-jobs").assert_outcomes(passed=4)
     snapshots = _snapshots(project)
     assert [s["job_folder"] for s in snapshots] == [True] * 4
@@ -102,3 +114,25 @@ def test_a_record_changed_at_the_end_replaces_the_one_written_early(project: Ski
         assert document["record"]["error"] == "condition exceeded the custom metric name limit"
         assert document["record"]["custom_metrics"] == {}
         assert document["harbor_result"]["verifier_result"] is not None  # the early file's parts, kept
+
+
+def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project: SkillProject) -> None:
+    """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items); an
+    in-process run inside another session (pytester, pytest.main) leaves that process's collector alone."""
+    project.run(*RUN).assert_outcomes(passed=4)
+    assert all(s["frozen"] > 10_000 for s in _snapshots(project)), _snapshots(project)
+    (project.root / "snapshots.jsonl").unlink()
+    before = gc.get_freeze_count()
+    project.run(*RUN, subprocess=False).assert_outcomes(passed=4)
+    assert gc.get_freeze_count() == before
+    assert all(s["frozen"] == before for s in _snapshots(project))
+
+
+def test_the_report_writers_are_warmed_up_in_the_background() -> None:
+    from pytest_skilleval.early_results import warm_up_reports
+    from pytest_skilleval.results import html_report
+
+    html_report._environment.cache_clear()
+    warm_up_reports().join(timeout=60)
+    assert "pytest_skilleval.results.publish" in sys.modules
+    assert html_report._environment.cache_info().currsize == 1
