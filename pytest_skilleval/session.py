@@ -183,13 +183,15 @@ class SkillEvalSession:
             raise
 
     def _before_trials(self) -> None:
+        """Only in a process this pytest run owns (not an in-process run inside another session, whose modules and
+        collector are that session's business)."""
+        if not hasattr(self.config, "workerinput") and tuple(sys.argv[1:]) != tuple(self.config.invocation_params.args):
+            return
         if self._writes_results:
             warm_up_reports()
-        if hasattr(self.config, "workerinput") or tuple(sys.argv[1:]) == tuple(self.config.invocation_params.args):
-            # Only in a process this pytest run owns (not an in-process run inside another session): everything
-            # alive now (imports, Harbor, the collected items) lives until the process ends; frozen, it is left out
-            # of every full collection from now on (pytest forces two at its end: ~50 ms each with Harbor loaded).
-            gc.freeze()
+        # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
+        # left out of every full collection from now on (pytest forces two at its end: ~50 ms each with Harbor).
+        gc.freeze()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:

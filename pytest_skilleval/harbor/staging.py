@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,17 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
     """Copy the skill, minus evals/ and generated output, to `<staging_root>/<skill-name>/` once per run."""
     target = staging_root / skill_dir.name
     if not (target / "SKILL.md").is_file():
-        tmp = staging_root / f".{skill_dir.name}.partial"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(skill_dir, tmp, ignore=_ignore_skill_parts, symlinks=True)
+        # A folder of its own for each copy: trials stage in worker threads, two may copy the same skill at once.
+        staging_root.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{skill_dir.name}.", suffix=".partial", dir=staging_root))
         try:
-            tmp.rename(target)
-        except OSError:  # another item staged it first
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(skill_dir, partial / skill_dir.name, ignore=_ignore_skill_parts, symlinks=True)
+            (partial / skill_dir.name).rename(target)
+        except OSError:  # another trial staged it first
+            if not (target / "SKILL.md").is_file():
+                raise
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return target
 
 
@@ -234,7 +239,7 @@ def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grade
     test_sh.chmod(0o755)
     if grader is not None:
         staged = tests / grader.name
-        shutil.copy2(grader, staged)
+        shutil.copyfile(grader, staged)  # its contents; its times and extended attributes are of no use here
         staged.chmod(0o755)
     shutil.rmtree(task_dir, ignore_errors=True)
     tmp.rename(task_dir)

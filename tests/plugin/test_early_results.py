@@ -3,8 +3,9 @@ session's end did ~2 ms a trial that nothing overlapped). The run folder stays i
 
 from __future__ import annotations
 
-import gc
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -116,23 +117,40 @@ def test_a_record_changed_at_the_end_replaces_the_one_written_early(project: Ski
         assert document["harbor_result"]["verifier_result"] is not None  # the early file's parts, kept
 
 
+IN_PROCESS_SCRIPT = """
+import gc, json, os
+import pytest
+before = gc.get_freeze_count()
+code = pytest.main(json.loads(os.environ["PYTEST_ARGS"]))
+print("exit", int(code), "frozen-before", before, "frozen-after", gc.get_freeze_count())
+"""
+
+
 def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project: SkillProject) -> None:
-    """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items); an
-    in-process run inside another session (pytester, pytest.main) leaves that process's collector alone."""
+    """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items); a run
+    inside another program's process (pytest.main) leaves that process's collector alone."""
     project.run(*RUN).assert_outcomes(passed=4)
     assert all(s["frozen"] > 10_000 for s in _snapshots(project)), _snapshots(project)
     (project.root / "snapshots.jsonl").unlink()
-    before = gc.get_freeze_count()
-    project.run(*RUN, subprocess=False).assert_outcomes(passed=4)
-    assert gc.get_freeze_count() == before
-    assert all(s["frozen"] == before for s in _snapshots(project))
+    argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(project.root / "results"), *RUN]
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS_SCRIPT], cwd=project.root, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTEST_ARGS": json.dumps(argv)})
+    assert "exit 0 frozen-before 0 frozen-after 0" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert [s["frozen"] for s in _snapshots(project)] == [0] * 4
+
+
+WARM_UP_SCRIPT = """
+import sys
+from pytest_skilleval.early_results import warm_up_reports
+assert "pytest_skilleval.results.publish" not in sys.modules and "jinja2" not in sys.modules
+warm_up_reports().join(timeout=60)
+from pytest_skilleval.results import html_report
+print("publish" if "pytest_skilleval.results.publish" in sys.modules else "-", html_report._environment.cache_info().currsize)
+"""
 
 
 def test_the_report_writers_are_warmed_up_in_the_background() -> None:
-    from pytest_skilleval.early_results import warm_up_reports
-    from pytest_skilleval.results import html_report
-
-    html_report._environment.cache_clear()
-    warm_up_reports().join(timeout=60)
-    assert "pytest_skilleval.results.publish" in sys.modules
-    assert html_report._environment.cache_info().currsize == 1
+    # In a process of its own: importing the report modules here would change what this process's pytester runs see.
+    done = subprocess.run([sys.executable, "-c", WARM_UP_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["publish", "1"]

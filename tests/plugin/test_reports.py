@@ -4,15 +4,14 @@ output; `skilleval view` finds the run again."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-import pytest
 
-from pytest_skilleval.authoring.cli import main as skilleval
 from tests.support import LOCAL_REPLAY, SkillProject
 
 
-def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillProject,
-                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillProject) -> None:
     skill = skill_project.copy_hello_skill()
     result = skill_project.run(str(skill), *LOCAL_REPLAY, "-k", "explicit-greeting or negative-arithmetic")
     result.assert_outcomes(passed=4)
@@ -34,7 +33,12 @@ def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillP
     assert "| Tier 3: live agent evaluation | INCOMPLETE" in card
 
     (run_dir / "report.html").unlink()
-    assert skilleval(["view", str(skill_project.root / "results" / "hello-skill")]) == 0
-    out = capsys.readouterr().out
+    # As a user runs it, in a process of its own: run in this one, it left later in-process pytest runs of this
+    # worker without the plugin's options.
+    view = subprocess.run([sys.executable, "-m", "pytest_skilleval.authoring.cli", "view",
+                           str(skill_project.root / "results" / "hello-skill")], capture_output=True, text=True,
+                          timeout=120)
+    assert view.returncode == 0, view.stderr
+    out = view.stdout
     assert "skilleval: hello-skill" in out and f"Report: {run_dir / 'report.html'}" in out
     assert (run_dir / "report.html").is_file()
