@@ -69,6 +69,7 @@ class EarlyResults:
         self._queue: queue.SimpleQueue[tuple[EarlyTrialFiles, TrialRecord, bool] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self.failed = False
+        self.warm_up = False  # set: the report writers are imported in the background when the first item is done
 
     def seen(self, nodeid: str, record: TrialRecord) -> None:
         self._done[nodeid] = record
@@ -76,6 +77,9 @@ class EarlyResults:
     def item_done(self, nodeid: str) -> None:
         """The item's last report: nothing of this session reads its trial folder any more."""
         record = self._done.pop(nodeid, None)
+        if self.warm_up:
+            self.warm_up = False
+            warm_up_reports()
         if record is None or self.failed or record.source_run is not None:
             return
         try:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_skilleval.early_results import EarlyResults, warm_up_reports
+from pytest_skilleval.early_results import EarlyResults
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.settings import kwarg_leaves
@@ -188,7 +188,7 @@ class SkillEvalSession:
         if not hasattr(self.config, "workerinput") and tuple(sys.argv[1:]) != tuple(self.config.invocation_params.args):
             return
         if self._writes_results:
-            warm_up_reports()
+            self.early.warm_up = True  # once the first trial is done: not while the first one starts
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
         # left out of every full collection from now on (pytest forces two at its end: ~50 ms each with Harbor).
         gc.freeze()
