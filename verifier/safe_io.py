@@ -390,6 +390,46 @@ def empty_dir(root: Path, rel: str | os.PathLike[str], *, mode: int | None = Non
         raise OSError(f"{shown} could not be emptied: " + "; ".join(failed))
 
 
+def make_readable(root: Path, rel: str | os.PathLike[str], *, label: str | None = None) -> None:
+    """`chmod -R a+rX root/rel` without following a link: every folder gets a+rx, every regular file a+r (and a+x
+    where anyone may already run it). Links are left alone, neither followed nor changed; each file is changed
+    through a descriptor opened without following links, so a link swapped in is never changed through. Raises
+    UnsafePathError for a link on the way to rel or at rel, OSError for what could not be changed."""
+    label = label or str(root)
+    parts = _parts(rel)
+    with _directory(root, parts, label) as top:
+        todo = [(os.dup(top), _shown(label, parts))]
+    failed: list[str] = []
+    while todo:
+        fd, shown = todo.pop()
+        try:
+            os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | 0o555)
+            for name, is_dir in _entries(fd):
+                try:
+                    if is_dir:
+                        todo.append((_open_child_dir(fd, name, f"{shown}/{name}", create=False), f"{shown}/{name}"))
+                        continue
+                    if not stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                        continue  # links, and what is not a file: as chmod -R leaves them (never opened)
+                    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+                    child = os.open(name, flags, dir_fd=fd)
+                except OSError as error:
+                    if error.errno != errno.ELOOP:  # a link: left alone, as chmod -R leaves it
+                        failed.append(f"{shown}/{name}: {error.strerror}")
+                    continue
+                try:
+                    st = os.fstat(child)
+                    if stat.S_ISREG(st.st_mode):
+                        mode = stat.S_IMODE(st.st_mode)
+                        os.fchmod(child, mode | 0o444 | (0o111 if mode & 0o111 else 0))
+                finally:
+                    os.close(child)
+        finally:
+            os.close(fd)
+    if failed:
+        raise OSError(f"{_shown(label, parts)}: could not make readable: " + "; ".join(failed))
+
+
 def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, mode: int = 0o644,
                   times: tuple[int, int] | None = None, limit: int | None = None) -> None:
     """Write a temp file in dir_fd and rename it over `name`: an existing link at `name` is refused, not followed."""

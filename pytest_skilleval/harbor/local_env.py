@@ -44,6 +44,7 @@ import logging
 import os
 import posixpath
 import re
+import shlex
 import shutil
 import stat
 import tempfile
@@ -108,6 +109,19 @@ def harbor_variables(
         "HARBOR_GRADER_SH": f"{tests_dir}/grader.sh",
         "HARBOR_WORKSPACE_DIR": workspace_dir,
     }
+
+
+# Exactly the command Harbor runs after installing skills (trial.py, _upload_injected_skills), and nothing more.
+_READABLE_COMMAND = re.compile(r"chmod -R a\+rX((?: (?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+))+)")
+
+
+def _readable_targets(command: str) -> list[str] | None:
+    """The folders of a `chmod -R a+rX DIR...` command (plain or single-quoted absolute paths), else None."""
+    found = _READABLE_COMMAND.fullmatch(command)
+    if found is None:
+        return None
+    targets = shlex.split(found.group(1))
+    return targets if targets and all(target.startswith("/") for target in targets) else None
 
 
 def bwrap_available() -> bool:
@@ -328,6 +342,9 @@ class LocalEnvironment(BaseEnvironment):
             return ExecResult(stdout="", stderr=f"cwd does not exist in the sandbox: {container_cwd}", return_code=1)
         if self._keeper is None:
             raise RuntimeError("the local environment is not started (or already stopped)")
+        targets = _readable_targets(command)
+        if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
+            return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
         else:
@@ -397,6 +414,17 @@ class LocalEnvironment(BaseEnvironment):
             except (OSError, ValueError) as error:
                 return f"could not empty {path}: {error}"
         return None
+
+    def _make_readable_on_host(self, targets: list[str]) -> bool:
+        """Harbor's `chmod -R a+rX <skill folders>` after installing skills, on rootfs/ (an exec saved per trial):
+        True when done here; False (the command then runs in the sandbox) for a system folder or anything refused."""
+        try:
+            rels = [self._sandbox_rel(target) for target in targets]
+            for rel in rels:
+                safe_io.make_readable(self.rootfs, rel, label="/")
+        except (OSError, ValueError):
+            return False
+        return True
 
     async def _path_kind(self, path: str, user: str | int | None, require_dir: bool) -> bool:
         """`test -d` / `test -f` on rootfs/, except that a path through a link (at any component) answers False:

@@ -13,6 +13,7 @@ from harbor.agents.nop import NopAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.trial.config import AgentConfig
 
+from pytest_skilleval.harbor import local_env as local_env_module
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, LocalEnvironment
 from tests.e2e.conftest import make_env
 
@@ -172,13 +173,13 @@ def test_is_dir_and_is_file_answer_on_the_host_and_never_through_a_link(env: Loc
 def test_a_trial_execs_only_what_the_host_cannot_answer(tmp_path: Path, kit, sandbox_mode: str,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     commands: list[str] = []
-    exec_ = LocalEnvironment.exec
+    spawn = local_env_module.run_command
 
-    async def recording(self: LocalEnvironment, command: str, *args: object, **kwargs: object):  # noqa: ANN202
-        commands.append(command)
-        return await exec_(self, command, *args, **kwargs)
+    async def recording(keeper: object, argv: list[str], **kwargs: object):  # noqa: ANN202
+        commands.append(argv[-1])  # what the keeper is asked to run: `bash -c COMMAND`
+        return await spawn(keeper, argv, **kwargs)
 
-    monkeypatch.setattr(LocalEnvironment, "exec", recording)
+    monkeypatch.setattr(local_env_module, "run_command", recording)
     task = kit.make_task(tmp_path, 'echo 1 > "$HARBOR_REWARD_TXT"\n')
     # The skill is installed through empty_dirs + upload_dir.
     agent = AgentConfig(import_path=f"{__name__}:SkilledNop", skills=[str(kit.HELLO_SKILL)])
@@ -188,7 +189,11 @@ def test_a_trial_execs_only_what_the_host_cannot_answer(tmp_path: Path, kit, san
     assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1.0}
     installed = Path(trial.paths.trial_dir).resolve() / SANDBOX_DIRNAME / "rootfs" / "runtime" / "skills"
     assert (installed / kit.HELLO_SKILL.name / "SKILL.md").is_file()
-    # Harbor's `test -d /logs/artifacts` and the skill folder's reset are answered on the host. What is left: the
-    # skill's `chmod -R a+rX` (a plain exec) and the verifier's (it removes old rewards, then runs tests/test.sh).
+    # Harbor's `test -d /logs/artifacts`, the skill folder's reset and its `chmod -R a+rX` are answered on the host.
+    # What is left for the keeper: the verifier's commands (it removes old rewards, then runs tests/test.sh).
     left = [c for c in commands if "test.sh" not in c and "/logs/verifier/reward" not in c]
-    assert left == [f"chmod -R a+rX /runtime/skills/{kit.HELLO_SKILL.name}"], commands
+    assert left == [], commands
+    skill = installed / kit.HELLO_SKILL.name
+    for path in [skill, *skill.rglob("*")]:
+        if not path.is_symlink():
+            assert path.stat().st_mode & (0o555 if path.is_dir() else 0o444) == (0o555 if path.is_dir() else 0o444)

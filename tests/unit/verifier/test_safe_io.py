@@ -206,3 +206,29 @@ def test_lstat_never_looks_behind_a_link(root: Path, host_file: Path) -> None:
     assert safe_io.lstat(root, "linked/f.txt") is None
     assert safe_io.lstat(root, "logs/f.txt/x") is None
     assert safe_io.lstat(root, "logs/missing") is None
+
+
+def test_make_readable_is_chmod_a_plus_r_capital_x_that_follows_no_link(tmp_path: Path) -> None:
+    root, outside = tmp_path / "rootfs", tmp_path / "outside"
+    skill = root / "runtime" / "skills" / "demo"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("x")
+    (skill / "scripts" / "run.sh").write_text("x")
+    outside.mkdir()
+    (outside / "secret").write_text("s")
+    for path, mode in [(skill / "SKILL.md", 0o600), (skill / "scripts" / "run.sh", 0o700), (skill / "scripts", 0o700),
+                       (skill, 0o700), (outside / "secret", 0o600), (outside, 0o700)]:
+        path.chmod(mode)
+    (skill / "planted").symlink_to(outside / "secret")
+    (skill / "planted-dir").symlink_to(outside)
+
+    safe_io.make_readable(root, "runtime/skills/demo")
+
+    modes = {path.relative_to(skill).as_posix(): stat.S_IMODE(path.lstat().st_mode)
+             for path in [skill, skill / "SKILL.md", skill / "scripts", skill / "scripts" / "run.sh"]}
+    assert modes == {".": 0o755, "SKILL.md": 0o644, "scripts": 0o755, "scripts/run.sh": 0o755}
+    assert stat.S_IMODE((outside / "secret").stat().st_mode) == 0o600  # behind a link: untouched
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o700
+    (root / "runtime" / "skills" / "linked").symlink_to(skill)
+    with pytest.raises(safe_io.UnsafePathError):
+        safe_io.make_readable(root, "runtime/skills/linked")  # a link at the folder itself is refused
