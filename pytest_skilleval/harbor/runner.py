@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import shutil
+import threading
 import uuid
 import warnings
 from collections.abc import Sequence
@@ -115,12 +116,18 @@ class SkillEvalRunner:
         self.run_id = run_id
         self._skills = skills
         self._environments: dict[Path, TaskEnvironment | ImageError | EnvironmentModeError] = {}
+        self._environments_lock = threading.Lock()
 
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
 
     def task_environment(self, skill: SkillFolder) -> TaskEnvironment:
-        """The skill's sandbox recipe; under Docker its image is built here, once per skill and run."""
+        """The skill's sandbox recipe; under Docker its image is built here, once per skill and run (trials in
+        flight ask from worker threads at once: the lock keeps them from building the same image twice)."""
+        with self._environments_lock:
+            return self._task_environment(skill)
+
+    def _task_environment(self, skill: SkillFolder) -> TaskEnvironment:
         if skill.path not in self._environments:
             settings = skill.settings
             try:

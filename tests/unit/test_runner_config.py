@@ -100,3 +100,33 @@ def test_agent_kwarg_values_are_json_when_they_parse() -> None:
                             "pkg.mod:Agent:n=3", 'terminus-2:llm_kwargs={"temperature": 0}', 'a:s="123"'])
     assert parsed == {"terminus-2": {"record_terminal_session": False, "api_base": "http://127.0.0.1:1/v1",
                                      "llm_kwargs": {"temperature": 0}}, "pkg.mod:Agent": {"n": 3}, "a": {"s": "123"}}
+
+
+def test_trials_starting_at_once_build_a_skills_image_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Trials in flight ask for the skill's environment from worker threads at the same moment (--n-concurrent):
+    the Docker image is built once, not once per trial that asked before the first build ended."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from pytest_skilleval.harbor import runner as runner_module
+
+    builds: list[str] = []
+
+    def slow_build(plan: object, run_id: str, rebuild: bool = False) -> str:
+        builds.append(run_id)
+        time.sleep(0.2)
+        return "skilleval-demo:run"
+
+    monkeypatch.setattr(runner_module, "image_plan", lambda *args: object())
+    monkeypatch.setattr(runner_module, "ensure_image", slow_build)
+    skill = SimpleNamespace(path=tmp_path, settings=RunSettings(env_mode="docker"))
+    runner = runner_module.SkillEvalRunner(tmp_path / "run", {}, run_id="run")
+    found: list[object] = []
+    threads = [threading.Thread(target=lambda: found.append(runner.task_environment(skill))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert builds == ["run"]
+    assert len(found) == 4 and all(environment is found[0] for environment in found)
