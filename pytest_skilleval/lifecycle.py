@@ -41,9 +41,9 @@ def run_preflight(state: SkillEvalSession) -> None:
 
 def remove_job_folders(state: SkillEvalSession) -> None:
     """Delete each trial's staged task and Harbor folders (and images built for this run only), after results."""
-    settings = merge_settings(state.sources)
-    if settings.harbor_keep_jobs:
+    if state.keep_jobs():
         return
+    settings = merge_settings(state.sources)
     for record in state.records.values():
         remove_job_folder(record)  # those of trials whose file was written early are gone already
     if settings.env_mode != "docker":

@@ -26,6 +26,7 @@ from pytest_skilleval.session import (
     STATE_KEY,
     SkillEvalSession,
     get_state,
+    process_ends_with,
     junit_item_properties,
     record_property_value,
     redact_record,
@@ -122,9 +123,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = get_state(config)
     if state is not None:
-        # pytest's own entry point (`pytest ...`, `python -m pytest ...`) exits right after this; pytester's
-        # in-process runs and other callers of pytest.main() go on, with other arguments than the process's.
-        state.signals.release(process_ends=tuple(sys.argv[1:]) == tuple(config.invocation_params.args))
+        state.signals.release(process_ends=process_ends_with(config))
 
 
 def _evals_dir_of(path: Path) -> Path | None:

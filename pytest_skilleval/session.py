@@ -64,7 +64,7 @@ class SkillEvalSession:
             os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
                          *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
-        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self._keep_jobs)
+        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs)
         self._writes_results = not hasattr(config, "workerinput")
 
     def skill(self, path: Path) -> SkillFolder:
@@ -85,7 +85,8 @@ class SkillEvalSession:
         return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
 
     @functools.cache  # noqa: B019 - one session object per pytest run
-    def _keep_jobs(self) -> bool:
+    def keep_jobs(self) -> bool:
+        """--harbor-keep-jobs: trials' staged tasks and Harbor folders stay after their results are written."""
         return merge_settings(self.sources).harbor_keep_jobs
 
     def resumed_run_dir(self, skill_dir: Path) -> Path | None:
@@ -185,7 +186,7 @@ class SkillEvalSession:
     def _before_trials(self) -> None:
         """Only in a process this pytest run owns (not an in-process run inside another session, whose modules and
         collector are that session's business)."""
-        if not hasattr(self.config, "workerinput") and tuple(sys.argv[1:]) != tuple(self.config.invocation_params.args):
+        if not (hasattr(self.config, "workerinput") or process_ends_with(self.config)):
             return
         if self._writes_results:
             self.early.warm_up = True  # once the first trial is done: not while the first one starts
@@ -236,6 +237,13 @@ class SkillEvalSession:
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
         return [TrialRecord.model_validate_json(text) for sd, text in self._records.values() if sd == skill_dir]
+
+
+def process_ends_with(config: pytest.Config) -> bool:
+    """Whether this process ends with this pytest run: pytest's own entry point (`pytest ...`, `python -m pytest`)
+    exits right after it; pytester's in-process runs and other callers of pytest.main() go on, with other arguments
+    than the process's."""
+    return tuple(sys.argv[1:]) == tuple(config.invocation_params.args)
 
 
 def get_state(config: pytest.Config) -> SkillEvalSession | None:
