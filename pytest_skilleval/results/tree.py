@@ -537,15 +537,16 @@ def _write_tree(
         if agent.lift is not None:
             write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"])
 
-    same_folder = early is not None and (early.results_root, early.run_id) == (results_root, run_id)
-    written = early.written if early is not None and same_folder else set()
+    if early is not None and (early.results_root, early.run_id) != (results_root, run_id):
+        early = None  # written into another run folder: nothing of this one is there yet
+    written = early.written if early is not None else set()
     for record in records:
         key = trial_key(record)
         if key not in written:
             _write_trial(run_dir, record, max_artifact_bytes, redactor)
         elif key in altered:
             _write_trial(run_dir, record, max_artifact_bytes, redactor, stored=True)
-    if early is not None and same_folder:
+    if early is not None:
         batch.unsynced.extend(early.batch.unsynced)
 
     if aggregate.comparison is not None:
