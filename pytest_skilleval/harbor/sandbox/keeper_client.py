@@ -184,10 +184,10 @@ class ProcessKeeper:
         """Blocking: start the keeper (and its sandbox) and wait until it can run commands."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._sock = self._launch()
+            host = self._launch()
         except LauncherGone:
-            self._sock = self._launch()  # the launcher had died since the last trial: the next one is fresh
-        host = self._sock
+            host = self._launch()  # the launcher had died since the last trial: the next one is fresh
+        self._sock = host
         # The reader holds the keeper only weakly: an environment dropped without stop() (a test, a crash) closes
         # the socket when collected, and the keeper then ends everything the trial started.
         self._reader = threading.Thread(target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper",
@@ -297,15 +297,14 @@ class ProcessKeeper:
     def stop(self) -> list[int]:
         """Blocking: kill everything the trial started; returns pids the keeper could not kill (normally none)."""
         left: list[int] = []
-        if self._sock is not None and self.running:
-            self._stopping = True
+        running, self._stopping = self.running, True  # from here on, the keeper ending is expected
+        if self._sock is not None and running:
             try:
                 with self._lock:
                     self._sock.send(json.dumps({"op": "stop"}).encode())
                 left = list(self._stopped.result(timeout=STOP_TIMEOUT).get("left", []))
             except (OSError, TimeoutError, KeeperError):
                 pass
-        self._stopping = True
         if self.pid is not None and not self.wait_gone(STOP_TIMEOUT):
             _LAUNCHER.kill(self.pid)
             self.wait_gone(5)
