@@ -31,6 +31,7 @@ __all__ = [
     "file_size",
     "link_on_path",
     "lstat",
+    "make_readable",
     "read_bytes",
     "read_capped",
     "read_files",
@@ -411,17 +412,13 @@ def make_readable(root: Path, rel: str | os.PathLike[str], *, label: str | None 
                         continue
                     if not stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
                         continue  # links, and what is not a file: as chmod -R leaves them (never opened)
-                    flags = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
-                    child = os.open(name, flags, dir_fd=fd)
+                    child, st = _open_regular(fd, name, f"{shown}/{name}")  # swapped for a link since: refused
                 except OSError as error:
-                    if error.errno != errno.ELOOP:  # a link: left alone, as chmod -R leaves it
-                        failed.append(f"{shown}/{name}: {error.strerror}")
+                    failed.append(f"{shown}/{name}: {error}")
                     continue
                 try:
-                    st = os.fstat(child)
-                    if stat.S_ISREG(st.st_mode):
-                        mode = stat.S_IMODE(st.st_mode)
-                        os.fchmod(child, mode | 0o444 | (0o111 if mode & 0o111 else 0))
+                    mode = stat.S_IMODE(st.st_mode)
+                    os.fchmod(child, mode | 0o444 | (0o111 if mode & 0o111 else 0))
                 finally:
                     os.close(child)
         finally:
