@@ -67,6 +67,11 @@ class SkillEvalItem(pytest.Function):
         agent, arm, attempt = self._trial
         return TrialSpec(**self._case, agent=agent, arm=arm, attempt=attempt, nodeid=self.nodeid)
 
+    def forget_spec(self) -> None:
+        """Once the item has run: nothing needs its spec any more (asked again, it is built again, equal), and kept
+        by every item it was ~1.2 KB a trial for the whole session."""
+        self.__dict__.pop("spec", None)
+
     def _set_structured_id(self, nodeid: str) -> None:
         """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
         so the id must be parsed from its string form rather than built from a name containing brackets."""

@@ -244,6 +244,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    """An item that has run (its three reports logged) lets its trial spec go: memory kept per trial."""
+    try:
+        return (yield)
+    finally:
+        if isinstance(item, SkillEvalItem):
+            item.forget_spec()
+
+
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """Show each trial's score beside its outcome in verbose runs."""
     if report.when != "call" or not report.passed or get_state(config) is None:

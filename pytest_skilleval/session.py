@@ -54,6 +54,7 @@ class SkillEvalSession:
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
+        self._skill_dirs: dict[str, str] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
@@ -211,7 +212,10 @@ class SkillEvalSession:
                 continue
             record = TrialRecord.model_validate_json(text)
             self._records.pop(report.nodeid, None)
-            self._records[record.nodeid or report.nodeid] = (record.skill_dir, text)
+            # Strings kept once per run, not once per trial: the report's node id (the item's own string) unless
+            # the record names another, and one copy of each skill folder.
+            nodeid = record.nodeid if record.nodeid and record.nodeid != report.nodeid else report.nodeid
+            self._records[nodeid] = (self._skill_dirs.setdefault(record.skill_dir, record.skill_dir), text)
             if self._writes_results:
                 self.early.seen(report.nodeid, record)
         if report.when == "teardown" and self._writes_results:

@@ -1,4 +1,5 @@
-"""What the process needs before Harbor is imported: its environment defaults and its log level.
+"""What the process needs before Harbor is imported: its environment defaults and its log level; and, after each
+trial, the loggers Harbor made for it let go.
 
 Kept apart from runner.py (which imports Harbor's trial machinery, ~0.1 s) so `pytest_configure` can apply them
 without paying for that import in a run that never starts a trial (`--co`, a selection that deselects everything).
@@ -6,6 +7,7 @@ without paying for that import in a run that never starts a trial (`--co`, a sel
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -28,3 +30,28 @@ def quiet_harbor_logs(level: int = logging.WARNING) -> None:
         logger = logging.getLogger(name)
         if logger.level < level:
             logger.setLevel(level)
+
+
+def forget_logger(name: str) -> None:
+    """Drop the logger `name` and every logger under it from logging's registry, once nothing logs to them.
+
+    Harbor gives each trial a logger of its own (`harbor.utils.logger.harbor.trial.trial.<trial name>`, with its
+    agent's, environment's and verifier's loggers under it). `logging` keeps every logger it ever made, and the
+    placeholders of their shared ancestors list each one as a child: ~3 KB kept per trial in a pytest process that
+    runs thousands (`harbor run` keeps them too, but exits after its job). A logger asked for again after this is
+    made afresh, with the same parent.
+    """
+    manager = logging.Logger.manager
+    with getattr(logging, "_lock", contextlib.nullcontext()):  # the lock logging.getLogger takes
+        registry = manager.loggerDict
+        doomed = [key for key in registry if key == name or key.startswith(name + ".")]
+        removed = {registry.pop(key) for key in doomed}
+        head = name.rpartition(".")[0]
+        while head:  # the ancestors' placeholders list the top logger (the ones below stop at it)
+            above = registry.get(head)
+            if isinstance(above, logging.PlaceHolder):
+                for logger in removed:
+                    above.loggerMap.pop(logger, None)  # type: ignore[call-overload]
+            elif above is not None:
+                break  # a real logger: loggers hold no list of their children
+            head = head.rpartition(".")[0]

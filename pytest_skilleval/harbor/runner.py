@@ -29,6 +29,7 @@ from pytest_skilleval.harbor.environments import (
     resolve_mode,
     trial_environment_config,
 )
+from pytest_skilleval.harbor.process_env import forget_logger
 from pytest_skilleval.harbor.images import ImageError, adapt_native_dockerfile, ensure_image, image_plan
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.staging import (
@@ -244,7 +245,13 @@ class SkillEvalRunner:
                 await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
 
             trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
-        result = await trial.run()
+        try:
+            result = await trial.run()
+        finally:
+            # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
+            # process: ~3 KB a trial. Only a logger named after this trial goes, never a shared one.
+            if trial.logger.name.endswith(f".{trial_name}"):
+                forget_logger(trial.logger.name)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 

@@ -185,3 +185,32 @@ def test_without_junit_xml_items_carry_only_the_record(skill_project: SkillProje
     result.assert_outcomes(passed=2)
     keys = [line for line in result.outlines if "KEYS=" in line]
     assert len(keys) == 2 and all(line.endswith("KEYS=skilleval_trial") for line in keys)
+
+
+def test_a_finished_trial_leaves_neither_its_spec_nor_harbors_loggers(skill_project: SkillProject) -> None:
+    """Memory per trial (issue 13): once an item has run, it no longer holds its trial spec (asked again, the same
+    spec is built), and the loggers Harbor made for its trial (one per trial, with its agent's, environment's and
+    verifier's under it) are gone from logging's registry and from the shared placeholders above them."""
+    skill_project.make_skill("demo", simple_entries("c1", "c2"))
+    skill_project.pytester.makeconftest(
+        "import logging\n"
+        "import harbor.trial.trial as harbor_trial\n\n"
+        "made = []\n"
+        "plain_init_logger = harbor_trial.Trial._init_logger\n\n"
+        "def init_logger(self):\n"
+        "    plain_init_logger(self)\n"
+        "    made.append(self.logger.name)\n\n"
+        "harbor_trial.Trial._init_logger = init_logger\n\n"
+        "def pytest_sessionfinish(session):\n"
+        "    items = session.items\n"
+        "    print('CACHED=%d' % sum('spec' in vars(item) for item in items))\n"
+        "    print('REBUILT=%s' % all(item.spec.nodeid == item.nodeid for item in items))\n"
+        "    registry = logging.Logger.manager.loggerDict\n"
+        "    ours = lambda key: any(key == m or key.startswith(m + '.') for m in made)\n"
+        "    listed = [l for p in registry.values() if isinstance(p, logging.PlaceHolder)\n"
+        "              for l in p.loggerMap if ours(l.name)]\n"
+        "    print('MADE=%d LEFT=%d LISTED=%d' % (len(made), sum(map(ours, registry)), len(listed)))\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "-s")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*CACHED=0", "REBUILT=True", "MADE=4 LEFT=0 LISTED=0"])

@@ -19,6 +19,7 @@ from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import RunFolderError, load_run, run_folders
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
+from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"
 
@@ -81,6 +82,32 @@ def test_without_syncfs_every_file_is_fsynced_before_result_json(tmp_path: Path,
     assert before_result.count("fsync") >= files_written  # one fsync each, in the fallback pass
     first_fsync = before_result.index("fsync")
     assert all(not e.startswith("replace ") for e in before_result[first_fsync:])  # all after the writes
+
+
+def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files written as trials finish wait for the session end's sync pass; the batch keeps their paths as plain
+    strings (a Path keeps its parsed parts too: memory per trial) and the fallback fsyncs each by that path."""
+    agg, records = _records()
+    early = results.EarlyTrialFiles(tmp_path, RUN_ID, Redactor())
+    for record in records:
+        early.write(record)
+    waiting = list(early.batch.unsynced)  # the trial files (and the run folder's marker file)
+    assert all(type(path) is str and Path(path).is_file() for path in waiting)
+    assert sum(path.endswith(".1.json") for path in waiting) == len(records)
+    opened: list[str] = []
+    real_open = results.os.open
+
+    def open_(path: Any, flags: int, *args: Any) -> int:
+        opened.append(os.fspath(path))
+        return real_open(path, flags, *args)
+
+    events = _trace(monkeypatch, syncfs_works=False)
+    monkeypatch.setattr(results.os, "open", open_)
+    write_results_tree(agg, records, tmp_path, RUN_ID, early=early)
+    assert set(waiting) <= set(opened)  # each early file opened again for its fsync
+    assert "replace c0.1.json" not in events  # not written twice
+    assert events.count("fsync") >= len(waiting) + 1  # theirs, then result.json's own
 
 
 def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Path,

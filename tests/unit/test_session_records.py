@@ -45,3 +45,27 @@ def test_a_changed_record_for_the_same_trial_replaces_the_old_one() -> None:
     state.pytest_runtest_logreport(_report(after.nodeid, "teardown", record_property_value(after)))  # type: ignore[arg-type]
     assert state.records_for("/skills/one") == [after]
     assert list(state.records) == [after.nodeid]
+
+
+def test_kept_records_share_the_node_id_and_skill_folder_strings() -> None:
+    """Per trial the controller keeps the record's JSON and nothing copied: the key is the report's own node id
+    string and every record of a skill names one skill-folder string."""
+    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    reports = []
+    skill_dir = "/home/someone/projects/a-long-enough-path/to-skip-the-parsers-string-cache/skills/one"
+    for case in ("a", "b", "c"):
+        record = _record(case, skill_dir, 0.5)
+        nodeid = "".join(list(record.nodeid or ""))  # the report's string, not the one parsed from the record
+        reports.append(_report(nodeid, "setup", record_property_value(record)))
+        state.pytest_runtest_logreport(reports[-1])  # type: ignore[arg-type]
+    kept = state._records
+    assert [key for key in kept] == [r.nodeid for r in reports]
+    assert all(key is report.nodeid for key, report in zip(kept, reports, strict=True))
+    assert len({id(folder) for folder, _ in kept.values()}) == 1
+
+
+def test_a_record_naming_another_node_is_kept_under_that_name() -> None:
+    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    record = _record("a", "/skills/one", 0.5)
+    state.pytest_runtest_logreport(_report("worker::other", "setup", record_property_value(record)))  # type: ignore[arg-type]
+    assert list(state.records) == [record.nodeid]
