@@ -12,11 +12,10 @@ by the trials in between, `gc.collect()` first at each point. Two measures, each
 - Python heap: `tracemalloc.get_traced_memory()[0]`, tracing started before the first trial;
 - VmRSS of the process itself, from /proc/self/status, in a run without tracemalloc (its bookkeeping inflates RSS).
 Each (side, measure) runs REPEATS times, the four kinds taking turns; the medians and plugin/Harbor ratios are
-printed (target <= 1.0), then, for both sides, where the first heap run's growth was allocated (that run keeps 10
-frames per allocation to say so, and is 2-3x slower; the others keep one: the heap figure is the same either way).
+printed (target <= 1.0), then, for both sides, where the median heap run's growth was allocated.
 
-    .venv/bin/python benchmarks/bench_memory_vs_harbor.py   # BENCH_REPEATS (3), BENCH_WARMUP (50), BENCH_TRIALS (250)
-    .venv/bin/python benchmarks/bench_memory_vs_harbor.py --child plugin heap 50 250 10 out.json   # one run
+    .venv/bin/python benchmarks/bench_memory_vs_harbor.py   # BENCH_REPEATS (3), BENCH_WARMUP (50), BENCH_TRIALS (200)
+    .venv/bin/python benchmarks/bench_memory_vs_harbor.py --child plugin heap 50 200 out.json   # one run
 """
 
 from __future__ import annotations
@@ -39,10 +38,10 @@ from _harness import PYTHON, make_project
 
 REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
 WARMUP = int(os.environ.get("BENCH_WARMUP", "50"))
-TRIALS = int(os.environ.get("BENCH_TRIALS", "250"))
+TRIALS = int(os.environ.get("BENCH_TRIALS", "200"))
 SIDES = ("plugin", "harbor")
 MEASURES = ("heap", "rss")
-DEPTH = 10  # traceback frames kept by tracemalloc where the breakdown is wanted
+DEPTH = 6  # traceback frames kept by tracemalloc, for the breakdown (tracing costs about as much at 1)
 TOP = 14
 # Frames that say who asked for memory on each side: the innermost one of these in an allocation's traceback.
 OURS = {"plugin": ("pytest_skilleval/", "/_pytest/", "/pluggy/"), "harbor": ("/harbor/", "pytest_skilleval/")}
@@ -57,17 +56,16 @@ def vm_rss() -> int:
 class Points:
     """The two measuring points of one run: the reading after warm-up and at the end, plus heap snapshots."""
 
-    def __init__(self, measure: str, warmup: int, depth: int = 1) -> None:
+    def __init__(self, measure: str, warmup: int) -> None:
         self.measure = measure
         self.warmup = warmup
-        self.depth = depth
         self.ended = 0
         self.readings: dict[str, int] = {}
         self.snapshots: dict[str, tracemalloc.Snapshot] = {}
 
     def start(self) -> None:
         if self.measure == "heap":
-            tracemalloc.start(self.depth)
+            tracemalloc.start(DEPTH)
 
     def trial_ended(self) -> None:
         self.ended += 1
@@ -80,8 +78,7 @@ class Points:
             self.readings[name] = vm_rss()
             return
         self.readings[name] = tracemalloc.get_traced_memory()[0]  # a snapshot is not traced itself
-        if self.depth > 1:
-            self.snapshots[name] = tracemalloc.take_snapshot()
+        self.snapshots[name] = tracemalloc.take_snapshot()
         if name == "end":
             tracemalloc.stop()
 
@@ -183,20 +180,19 @@ def run_harbor(points: Points, trials: int) -> None:
 RUNNERS: dict[str, Callable[[Points, int], None]] = {"plugin": run_plugin, "harbor": run_harbor}
 
 
-def child(side: str, measure: str, warmup: int, trials: int, depth: int, out: Path) -> None:
+def child(side: str, measure: str, warmup: int, trials: int, out: Path) -> None:
     os.environ.update(HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True", BENCH_AGENT_SLEEP="0")
-    points = Points(measure, warmup, depth)
+    points = Points(measure, warmup)
     RUNNERS[side](points, trials)
     out.write_text(json.dumps(points.result(side, trials)))
 
 
-def run_child(side: str, measure: str, warmup: int, trials: int, depth: int = 1) -> dict[str, Any]:
+def run_child(side: str, measure: str, warmup: int, trials: int) -> dict[str, Any]:
     """One (side, measure) run in a fresh interpreter; its figures, or the run's output tail on failure."""
     with tempfile.TemporaryDirectory(prefix="skilleval-bench-mem-") as tmp:
         out = Path(tmp) / "result.json"
         env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        proc = subprocess.run([str(PYTHON), __file__, "--child", side, measure, str(warmup), str(trials), str(depth),
-                               str(out)],
+        proc = subprocess.run([str(PYTHON), __file__, "--child", side, measure, str(warmup), str(trials), str(out)],
                               check=False, env=env, capture_output=True, text=True)
         if proc.returncode != 0 or not out.exists():
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
@@ -204,7 +200,11 @@ def run_child(side: str, measure: str, warmup: int, trials: int, depth: int = 1)
         return json.loads(out.read_text())
 
 
-def print_breakdown(side: str, run: dict[str, Any], which: str = "first run") -> None:
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return sorted(runs, key=lambda run: run["per_trial"])[len(runs) // 2]
+
+
+def print_breakdown(side: str, run: dict[str, Any], which: str = "median run") -> None:
     print(f"{side}: Python heap growth {run['per_trial'] / 1024:.1f} KB per trial ({which}), by where allocated")
     print(f"{'KB/trial':>9}{'blocks':>8}  allocated at")
     for where, size, count in run["breakdown"][:TOP]:
@@ -217,8 +217,7 @@ def main() -> None:
         order = SIDES if round_ % 2 == 0 else SIDES[::-1]  # neither side always runs first in a round
         for measure in MEASURES:
             for side in order:
-                depth = DEPTH if measure == "heap" and round_ == 0 else 1
-                runs[side, measure].append(run_child(side, measure, WARMUP, TRIALS, depth))
+                runs[side, measure].append(run_child(side, measure, WARMUP, TRIALS))
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}; serial, "
           f"growth from trial {WARMUP} to trial {TRIALS}, median of {REPEATS} runs each")
     print(f"{'KB per trial':36}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target  (every run: plugin | harbor)")
@@ -229,12 +228,12 @@ def main() -> None:
         print(f"{label:36}{ours:10.1f}{theirs:10.1f}{ratio:8.2f}  <= 1.0  ({every})")
     for side in SIDES:
         print()
-        print_breakdown(side, runs[side, "heap"][0])
+        print_breakdown(side, median_run(runs[side, "heap"]))
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--child"]:
-        side_, measure_, warmup_, trials_, depth_, out_ = sys.argv[2:8]
-        child(side_, measure_, int(warmup_), int(trials_), int(depth_), Path(out_))
+        side_, measure_, warmup_, trials_, out_ = sys.argv[2:7]
+        child(side_, measure_, int(warmup_), int(trials_), Path(out_))
     else:
         main()
