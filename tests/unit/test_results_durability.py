@@ -18,14 +18,7 @@ from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import RunFolderError, load_run, run_folders
-from pytest_skilleval.results.tree import (
-    DATASET_DIGEST_FILE,
-    RUN_CONFIG_FILE,
-    EarlyTrialFiles,
-    RunStart,
-    UnsafeResultsPath,
-    write_results_tree,
-)
+from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"
@@ -96,13 +89,15 @@ def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_tr
     """A run killed outright (no session end) can still be resumed: run_config.json and dataset_digest.json are each
     fsynced (the file, then its folder) before the first trial file, which is left to the end's one sync pass."""
     events = _trace(monkeypatch, syncfs_works=True)
-    early = EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=RunStart({"n_attempts": 1}, "d"))
+    start = results.RunStart({"n_attempts": 1}, "d")
+    early = results.EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=start)
     _, records = _records()
     early.write(records[0])
-    assert events == [f"replace {results.MARKER_FILE}", "fsync", f"replace {RUN_CONFIG_FILE}", "fsync", "fsync",
-                      f"replace {DATASET_DIGEST_FILE}", "fsync", "replace c0.1.json"]
+    config, digest = f"replace {results.RUN_CONFIG_FILE}", f"replace {results.DATASET_DIGEST_FILE}"
+    assert events == [f"replace {results.MARKER_FILE}", "fsync", config, "fsync", "fsync", digest, "fsync",
+                      "replace c0.1.json"]
     early.write(records[1])
-    assert events.count(f"replace {RUN_CONFIG_FILE}") == 1 and len(events) == 9  # once per run folder, not per trial
+    assert events.count(config) == 1 and len(events) == 9  # once per run folder, not per trial
 
 
 def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Path,

@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from pytest_skilleval.results import run_folder, tree
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.run_folder import (
-    RunFolderError,
-    find_run,
-    load_run,
-    run_folders,
-)
-from pytest_skilleval.results.tree import (
-    DATASET_DIGEST_FILE,
-    RUN_CONFIG_FILE,
-    EarlyTrialFiles,
-    RunStart,
-    UnsafeResultsPath,
-    write_results_tree,
-)
 from pytest_skilleval.resume import resume_problem
 from verifier.redact import Redactor
 
@@ -38,45 +24,45 @@ def _record(case: str = "c0") -> TrialRecord:
                        overall=0.7, metrics={"security": 1.0})
 
 
-def _killed_run(root: Path, config: dict[str, Any] = CONFIG, digest: str | None = "data-1") -> Path:
+def _killed_run(root: Path) -> Path:
     """What a run SIGKILLed after its first trial leaves: the early writer's files, no result.json."""
-    early = EarlyTrialFiles(root, RUN_ID, Redactor.from_environment({}), start=RunStart(config, digest))
+    early = tree.EarlyTrialFiles(root, RUN_ID, Redactor.from_environment({}), start=tree.RunStart(CONFIG, "data-1"))
     early.write(_record())
     return root / RUN_ID
 
 
 def test_a_killed_run_is_still_unfinished_to_every_reader(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
-    assert json.loads((run_dir / RUN_CONFIG_FILE).read_text()) == CONFIG
-    assert json.loads((run_dir / DATASET_DIGEST_FILE).read_text()) == {"dataset_digest": "data-1"}
+    assert json.loads((run_dir / tree.RUN_CONFIG_FILE).read_text()) == CONFIG
+    assert json.loads((run_dir / tree.DATASET_DIGEST_FILE).read_text()) == {"dataset_digest": "data-1"}
     assert (run_dir / "codex" / "with_skill" / "trials" / "c0.1.json").is_file()
     assert not (run_dir / "result.json").exists() and not (tmp_path / "latest").exists()
-    with pytest.raises(RunFolderError, match="no result.json"):
-        load_run(run_dir)
-    assert run_folders(tmp_path) == []
-    with pytest.raises(RunFolderError):
-        find_run(tmp_path)
+    with pytest.raises(run_folder.RunFolderError, match="no result.json"):
+        run_folder.load_run(run_dir)
+    assert run_folder.run_folders(tmp_path) == []
+    with pytest.raises(run_folder.RunFolderError):
+        run_folder.find_run(tmp_path)
 
 
-def test_the_end_writes_the_same_files_and_result_json_last(tmp_path: Path) -> None:
+def test_the_end_writes_the_same_files_the_early_writer_did(tmp_path: Path) -> None:
     records = [_record("c0"), _record("c1")]
     plan = RunPlan(skill="s", cases=["c0", "c1"], agents=["codex"], arms=["with_skill"], run_config=dict(CONFIG),
                    dataset_digest="data-1", evaluated_at="2025-01-02T03:04:05Z")
-    early = EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=RunStart(CONFIG, "data-1"))
+    early = tree.EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=tree.RunStart(CONFIG, "data-1"))
     early.write(records[0])
     run_dir = tmp_path / RUN_ID
-    before = {name: (run_dir / name).read_text() for name in (RUN_CONFIG_FILE, DATASET_DIGEST_FILE)}
-    write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID, early=early)
+    before = {name: (run_dir / name).read_text() for name in (tree.RUN_CONFIG_FILE, tree.DATASET_DIGEST_FILE)}
+    tree.write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID, early=early)
     assert {name: (run_dir / name).read_text() for name in before} == before
-    assert load_run(run_dir).document.dataset_digest == "data-1"
+    assert run_folder.load_run(run_dir).document.dataset_digest == "data-1"
 
 
 def test_the_early_writer_refuses_a_planted_symlink(tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
     (tmp_path / "root" / RUN_ID).mkdir(parents=True)
-    (tmp_path / "root" / RUN_ID / RUN_CONFIG_FILE).symlink_to(victim)
-    with pytest.raises(UnsafeResultsPath, match="symlink"):
+    (tmp_path / "root" / RUN_ID / tree.RUN_CONFIG_FILE).symlink_to(victim)
+    with pytest.raises(tree.UnsafeResultsPath, match="symlink"):
         _killed_run(tmp_path / "root")
     assert victim.read_text() == "keep me"
     assert not list((tmp_path / "root" / RUN_ID).glob("*/*/trials/*.json"))  # no trial file before them
@@ -97,7 +83,7 @@ def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_p
     """Runs written before dataset_digest.json existed: the digest is in result.json."""
     run_dir = tmp_path / RUN_ID
     run_dir.mkdir()
-    (run_dir / RUN_CONFIG_FILE).write_text(json.dumps(CONFIG))
+    (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps(CONFIG))
     (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))
     assert resume_problem(run_dir, CONFIG, "data-1") is None
     assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
@@ -105,12 +91,12 @@ def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_p
 
 def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
-    (run_dir / RUN_CONFIG_FILE).unlink()
-    (run_dir / DATASET_DIGEST_FILE).unlink()
+    (run_dir / tree.RUN_CONFIG_FILE).unlink()
+    (run_dir / tree.DATASET_DIGEST_FILE).unlink()
     problem = resume_problem(run_dir, CONFIG, "data-1")
     assert problem == (f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
                        "not a run folder this plugin can resume")
-    (run_dir / RUN_CONFIG_FILE).write_text("{not json")
-    (run_dir / DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
+    (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
+    (run_dir / tree.DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
     assert resume_problem(run_dir, CONFIG, "data-1") == (
         f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume")
