@@ -73,7 +73,8 @@ def _strip_times(value):
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigkill"])
-def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch, stop: str) -> None:
+def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch,
+                                            stop: str) -> None:
     """Ctrl+C ends the session (result.json says interrupted); SIGKILL leaves only what was written as trials
     finished. Either way `--resume latest` runs the rest, in the same folder."""
     monkeypatch.setenv("INTERRUPT_AFTER" if stop == "ctrl-c" else "KILL_AFTER", "5")
