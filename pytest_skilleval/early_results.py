@@ -5,8 +5,9 @@ a trial that nothing overlapped (most of the session's end at 20,000 trials). Ha
 teardown report; on the controller under xdist) to one writer thread, the work overlaps the trials still running.
 Not on pytest's main thread: its many short system calls each wait for the interpreter lock, and a main thread held
 up that way submits the next trials late (measured: 96 trials two at once took up to 1.5x as long). The session's end writes what is not there yet (resumed
-trials; a trial whose record it changed), syncs everything once and writes result.json last, as before. A run killed
-outright (SIGKILL) now leaves its finished trials' files, but no result.json: --resume does not take such a folder.
+trials; a trial whose record it changed), syncs everything once and writes result.json last, as before. The run
+folder's first write also puts there what --resume compares (run_config.json, dataset_digest.json), so a run killed
+outright (SIGKILL), which leaves its finished trials' files but no result.json, can be resumed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.tree import EarlyTrialFiles
+from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
 from verifier.redact import Redactor
 
 
@@ -59,9 +60,10 @@ class EarlyResults:
     rest to the session's end (which writes every trial not written here, and reports what goes wrong)."""
 
     def __init__(self, results_root: Callable[[Path], Path], run_id: Callable[[Path], str], redactor: Redactor,
-                 keep_jobs: Callable[[], bool]) -> None:
+                 keep_jobs: Callable[[], bool], run_start: Callable[[Path], RunStart]) -> None:
         self._results_root = results_root
         self._run_id = run_id
+        self._run_start = run_start
         self._redactor = redactor
         self._keep_jobs = keep_jobs
         self._writers: dict[str, EarlyTrialFiles] = {}
@@ -86,7 +88,8 @@ class EarlyResults:
             writer = self._writers.get(record.skill_dir)
             if writer is None:
                 skill_dir = Path(record.skill_dir)
-                writer = EarlyTrialFiles(self._results_root(skill_dir), self._run_id(skill_dir), self._redactor)
+                writer = EarlyTrialFiles(self._results_root(skill_dir), self._run_id(skill_dir), self._redactor,
+                                         start=self._run_start(skill_dir))
                 self._writers[record.skill_dir] = writer
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True

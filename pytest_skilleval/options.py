@@ -142,8 +142,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
                "(default python:3.12-slim plus bash curl git jq ripgrep).", metavar="IMAGE"),
     OptionSpec("custom_dockerfile_mode", "preserve or rebase (default): whether --base-image replaces the FROM of "
                "a skill's evals/environment/Dockerfile.", metavar="MODE"),
-    OptionSpec("resume", "Finish an interrupted or partial run (a run id, or latest) in its own folder: finished "
-               "trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
+    OptionSpec("resume", "Finish an interrupted, killed or partial run (a run id, or latest) in its own folder: "
+               "finished trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
                metavar="RUN_ID"),
     OptionSpec("regrade", "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
                "into a new run folder.", metavar="RUN_ID"),

@@ -11,6 +11,7 @@ import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from verifier.custom import check_condition_metric_names
 
 
 def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRecord], interrupted: bool,
-               duration_seconds: float | None = None) -> RunPlan:
+               run_config: dict[str, Any], duration_seconds: float | None = None) -> RunPlan:
     """The expected grid comes from the case plan read at session start, never from the files as they are now."""
     settings = skill.settings
     cases, negatives = planned.cases, planned.negative_cases
@@ -51,7 +52,7 @@ def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRec
         selection_complete=expected <= ran,
         skipped_cases=[case for case in cases if case not in seen_cases],
         interrupted=interrupted,
-        run_config=skill.run_config(),
+        run_config=run_config,
         agent_models={agent: settings.agent_models.get(agent) for agent in settings.agents},
         dataset_summary=summary,
         dataset_digest=planned.digest,
@@ -138,10 +139,8 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             kept = _drop_failed_conditions(records, problems)
             altered = {trial_key(new) for old, new in zip(records, kept, strict=True) if new is not old}
             records = kept
-        plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, round(time.monotonic() - state.started, 3))
-        source = state.regrade_source(skill_dir)
-        if source is not None:
-            plan.run_config["regraded_from"] = source.name
+        plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, state.run_config(skill_dir),
+                          round(time.monotonic() - state.started, 3))
         result = aggregate(records, plan)
         run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
                                      dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor,

@@ -15,7 +15,12 @@ from typing import Any
 
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import read_trial
-from pytest_skilleval.results.tree import RUN_ID_PATTERN, TRIAL_RECORD_NAME
+from pytest_skilleval.results.tree import (
+    DATASET_DIGEST_FILE,
+    RUN_CONFIG_FILE,
+    RUN_ID_PATTERN,
+    TRIAL_RECORD_NAME,
+)
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
 # Settings that change how fast or where a run goes, never what it measures.
@@ -50,13 +55,24 @@ def _measured(run_config: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in run_config.items() if key not in NOT_MEASURED}
 
 
+def _json_object(path: Path) -> dict[str, Any] | None:
+    document = _read_json(path)
+    return document if isinstance(document, dict) else None
+
+
 def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None) -> str | None:
-    """Why the stored run and this session are not the same evaluation, or None when they are."""
-    try:
-        stored_config = json.loads((run_dir / "run_config.json").read_text(encoding="utf-8"))
-        stored = json.loads((run_dir / "result.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        return f"{run_dir} has no readable run_config.json/result.json ({type(error).__name__})"
+    """Why the stored run and this session are not the same evaluation, or None when they are.
+
+    The stored side is run_config.json and the dataset's digest, both written with the run folder's first trial file
+    (dataset_digest.json), so a run killed before its end compares like a finished one; runs written before that
+    file existed have the digest in result.json only.
+    """
+    stored_config = _json_object(run_dir / RUN_CONFIG_FILE)
+    stored = _json_object(run_dir / DATASET_DIGEST_FILE) or _json_object(run_dir / "result.json")
+    if stored_config is None or stored is None:
+        missing = [name for name, found in ((RUN_CONFIG_FILE, stored_config),
+                                            (f"{DATASET_DIGEST_FILE} (or result.json)", stored)) if found is None]
+        return f"{run_dir} has no readable {' or '.join(missing)}: not a run folder this plugin can resume"
     if stored.get("dataset_digest") != dataset_digest:
         return "the dataset changed since that run (its digest differs)"
     if stored_config.get("skill_digest") != run_config.get("skill_digest"):
@@ -75,7 +91,7 @@ def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
     for path in [*run_dir.glob("*/*/trials/*.json"), *run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}")]:
         if path.is_symlink():
             continue
-        document = read_trial(path) if path.name != TRIAL_RECORD_NAME else {"record": _record_json(path)}
+        document = read_trial(path) if path.name != TRIAL_RECORD_NAME else {"record": _read_json(path)}
         try:
             record = TrialRecord.model_validate((document or {}).get("record"))
         except ValueError:
@@ -85,7 +101,8 @@ def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
     return found
 
 
-def _record_json(path: Path) -> Any:
+def _read_json(path: Path) -> Any:
+    """The file's JSON, or None when it cannot be read or parsed."""
     try:
         return json.loads(path.read_bytes())
     except (OSError, ValueError):

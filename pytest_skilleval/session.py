@@ -26,7 +26,7 @@ from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
 from pytest_skilleval.skill.settings import kwarg_leaves
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
-from pytest_skilleval.results.tree import resolve_results_root
+from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
 from verifier.redact import Redactor
@@ -65,7 +65,7 @@ class SkillEvalSession:
             os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
                          *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
-        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs)
+        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start)
         self._writes_results = not hasattr(config, "workerinput")
 
     def skill(self, path: Path) -> SkillFolder:
@@ -125,6 +125,18 @@ class SkillEvalSession:
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
         return resumed.name if resumed is not None else self.run_id
+
+    def run_config(self, skill_dir: Path) -> dict[str, Any]:
+        """What run_config.json records: the skill's settings and digest, and the run a regrade grades again."""
+        config = self.skill(skill_dir).run_config()
+        source = self.regrade_source(skill_dir)
+        if source is not None:
+            config["regraded_from"] = source.name
+        return config
+
+    def run_start(self, skill_dir: Path) -> RunStart:
+        """What the run folder's first write records, for --resume to compare: the settings and the dataset digest."""
+        return RunStart(self.run_config(skill_dir), self.case_plan(skill_dir).digest)
 
     def check_resumable(self) -> None:
         """At start, on the controller: refuse a resume whose dataset, skill or settings changed."""

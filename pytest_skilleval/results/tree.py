@@ -53,6 +53,7 @@ from pytest_skilleval.results.trial_file import (
 from verifier.redact import Redactor
 
 __all__ = [
+    "DATASET_DIGEST_FILE",
     "ENV_RESULTS_DIR",
     "GRADER_OUTPUT_SOURCE",
     "LEGACY_PARTS",
@@ -66,6 +67,8 @@ __all__ = [
     "trial_file",
     "MARKER_FILE",
     "MAX_ARTIFACT_BYTES",
+    "RUN_CONFIG_FILE",
+    "RunStart",
     "UnsafeResultsPath",
     "atomic_write_json",
     "create_run_dir",
@@ -81,6 +84,8 @@ __all__ = [
 
 ENV_RESULTS_DIR = "SKILLEVAL_RESULTS_DIR"
 MARKER_FILE = ".skilleval-generated-output"
+RUN_CONFIG_FILE = "run_config.json"
+DATASET_DIGEST_FILE = "dataset_digest.json"
 LATEST = "latest"
 SCHEMA_ID = "https://pytest-skilleval.dev/schemas/result.schema.json"
 RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
@@ -392,20 +397,37 @@ def trial_key(record: TrialRecord) -> tuple[str, str, str, int]:
     return (record.agent, record.arm, record.case, record.attempt)
 
 
+@dataclass(frozen=True)
+class RunStart:
+    """What `--resume` compares a stored run with: the settings as run (run_config.json) and the dataset's digest
+    (dataset_digest.json, its key as in result.json). Written with the run folder's first trial file, so a run
+    killed before its end (SIGKILL, power loss) still says what it measured; written again at the end."""
+
+    run_config: Mapping[str, Any]
+    dataset_digest: str | None
+
+    def write(self, run_dir: Path, root: Path, redactor: Redactor, durable: bool = False) -> None:
+        """`durable`: each file fsynced now (before any trial file), not left to the end's sync pass."""
+        write = _write_durable_json if durable else atomic_write_json
+        write(run_dir / RUN_CONFIG_FILE, redactor.scrub(dict(self.run_config)), root)
+        write(run_dir / DATASET_DIGEST_FILE, {"dataset_digest": self.dataset_digest}, root)
+
+
 class EarlyTrialFiles:
     """Trial files written into a run folder as trials finish, before the run's end writes the rest.
 
     Each file is written as the run's end would write it (same document, same redaction, atomic, no fsync of its
     own); the run's end then skips it, makes every file durable in its one sync pass and writes result.json last,
-    so a run folder is still complete only once result.json is there.
+    so a run folder is still complete only once result.json is there. `start` is written, durably, first.
     """
 
     def __init__(self, results_root: Path, run_id: str, redactor: Redactor,
-                 max_artifact_bytes: int = MAX_ARTIFACT_BYTES) -> None:
+                 max_artifact_bytes: int = MAX_ARTIFACT_BYTES, start: RunStart | None = None) -> None:
         self.results_root = Path(os.path.abspath(results_root))
         self.run_id = run_id
         self.redactor = redactor
         self.max_artifact_bytes = max_artifact_bytes
+        self.start = start
         self.batch = _Batch(self.results_root)
         self.written: set[tuple[str, str, str, int]] = set()
         self._run_dir: Path | None = None
@@ -414,7 +436,10 @@ class EarlyTrialFiles:
         token = _BATCH.set(self.batch)
         try:
             if self._run_dir is None:
-                self._run_dir = _open_run_dir(self.results_root, self.run_id)
+                run_dir = _open_run_dir(self.results_root, self.run_id)
+                if self.start is not None:
+                    self.start.write(run_dir, self.results_root, self.redactor, durable=True)
+                self._run_dir = run_dir
             _write_trial(self._run_dir, record, self.max_artifact_bytes, self.redactor)
         finally:
             _BATCH.reset(token)
@@ -516,7 +541,7 @@ def _write_tree(
         atomic_write_json(path, redactor.scrub(data), results_root)
 
     run_dir = _open_run_dir(results_root, run_id)
-    write_json(run_dir / "run_config.json", aggregate.run_config)
+    RunStart(aggregate.run_config, aggregate.dataset_digest).write(run_dir, results_root, redactor)
     write_json(run_dir / "attempt_policy.json", aggregate.attempt_policy.model_dump(mode="json"))
     if dataset_snapshot is not None:
         write_json(run_dir / "dataset_snapshot.json", _json_safe(dict(dataset_snapshot)))

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
+import signal
 
 import pytest
 
+from pytest_skilleval.results.run_folder import run_folders
 from tests.support import LOGGING_AGENT, SkillProject, simple_entries
 
 INTERRUPT_CONFTEST = '''
-import os
+import os, signal, time
+from pathlib import Path
 
 def pytest_runtest_logreport(report):
     """Ctrl+C after N trials, when asked to."""
@@ -21,6 +23,21 @@ def pytest_runtest_logreport(report):
         os.environ["_DONE"] = str(done)
         if done >= limit:
             raise KeyboardInterrupt
+
+def pytest_runtest_logfinish(nodeid, location):
+    """SIGKILL this pytest process, as `kill -9` would, once N items are done and their N trial files are in the
+    run folder (a writer thread writes them), when asked to. No session end runs."""
+    limit = int(os.environ.get("KILL_AFTER", "0") or 0)
+    if not limit:
+        return
+    done = int(os.environ.get("_FINISHED", "0")) + 1
+    os.environ["_FINISHED"] = str(done)
+    if done < limit:
+        return
+    deadline = time.monotonic() + 60
+    while len(list(Path("results").glob("demo/2*/*/*/trials/*.json"))) < limit and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGKILL)
 '''
 
 RUN = ("--agents", "logging_agent:LoggingAgent", "--env-mode", "local", "--ek", "sandbox=none",
@@ -55,17 +72,28 @@ def _strip_times(value):
     return value
 
 
-def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("INTERRUPT_AFTER", "5")
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigkill"])
+def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch,
+                                            stop: str) -> None:
+    """Ctrl+C ends the session (result.json says interrupted); SIGKILL leaves only what was written as trials
+    finished. Either way `--resume latest` runs the rest, in the same folder."""
+    monkeypatch.setenv("INTERRUPT_AFTER" if stop == "ctrl-c" else "KILL_AFTER", "5")
     first = project.run(*RUN)
-    assert first.ret == pytest.ExitCode.INTERRUPTED
+    assert first.ret == (pytest.ExitCode.INTERRUPTED if stop == "ctrl-c" else -signal.SIGKILL)
     runs = sorted((project.root / "results" / "demo").glob("2*"))
     assert len(runs) == 1
-    interrupted = json.loads((runs[0] / "result.json").read_text())
-    assert interrupted["execution_status"] == "interrupted"
+    assert len(list(runs[0].glob("*/*/trials/*.json"))) == 5
+    if stop == "ctrl-c":
+        interrupted = json.loads((runs[0] / "result.json").read_text())
+        assert interrupted["execution_status"] == "interrupted"
+    else:
+        assert not (runs[0] / "result.json").exists()  # an unfinished run folder, to every reader
+        assert run_folders(project.root / "results" / "demo") == []
+        killed_config = json.loads((runs[0] / "run_config.json").read_text())
     assert _starts(project) == 5
 
     monkeypatch.setenv("INTERRUPT_AFTER", "0")
+    monkeypatch.setenv("KILL_AFTER", "0")
     resumed = project.run(*RUN, "--resume", "latest")
     resumed.assert_outcomes(passed=12)
     assert _starts(project) == 12  # the 5 finished trials were read back, not run again
@@ -73,6 +101,7 @@ def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: 
     finished = json.loads((runs[0] / "result.json").read_text())
     assert finished["execution_status"] == "succeeded"
     assert finished["coverage"]["publication_complete"] is True
+    assert len(finished["trials"]) == 12
 
     # The same aggregate as a run that was never interrupted.
     (project.root / "agent.log").unlink()
@@ -81,6 +110,8 @@ def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: 
     assert _starts(project) == 12
     fresh = project.result_json("demo")
     assert _strip_times(_comparable(fresh)) == _strip_times(_comparable(finished))
+    if stop == "sigkill":  # what the killed run wrote first is what a whole run writes at its end
+        assert killed_config == fresh["run_config"]
 
 
 def test_resume_refuses_a_changed_dataset_or_settings(project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,6 +110,22 @@ def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(tmp_path: 
     assert events.count("fsync") >= len(waiting) + 1  # theirs, then result.json's own
 
 
+def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_trial_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run killed outright (no session end) can still be resumed: run_config.json and dataset_digest.json are each
+    fsynced (the file, then its folder) before the first trial file, which is left to the end's one sync pass."""
+    events = _trace(monkeypatch, syncfs_works=True)
+    start = results.RunStart({"n_attempts": 1}, "d")
+    early = results.EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=start)
+    _, records = _records()
+    early.write(records[0])
+    config, digest = f"replace {results.RUN_CONFIG_FILE}", f"replace {results.DATASET_DIGEST_FILE}"
+    assert events == [f"replace {results.MARKER_FILE}", "fsync", config, "fsync", "fsync", digest, "fsync",
+                      "replace c0.1.json"]
+    early.write(records[1])
+    assert events.count(config) == 1 and len(events) == 9  # once per run folder, not per trial
+
+
 def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     agg, records = _records()

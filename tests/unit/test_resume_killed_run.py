@@ -1,0 +1,102 @@
+"""A run folder says what --resume compares from its first trial file on, so a run killed outright (SIGKILL, no
+session end, no result.json) can be resumed; such a folder is still not a finished run to any reader."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.results import run_folder, tree
+from pytest_skilleval.results.aggregate import aggregate
+from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.resume import resume_problem
+from verifier.redact import Redactor
+
+RUN_ID = "20250102_030405_42_0123456789ab"
+CONFIG = {"agents": ["codex"], "n_attempts": 2, "n_concurrent": 4, "skill_digest": "skill-1", "judge": None}
+
+
+def _record(case: str = "c0") -> TrialRecord:
+    return TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=1, status="scored",
+                       overall=0.7, metrics={"security": 1.0})
+
+
+def _killed_run(root: Path) -> Path:
+    """What a run SIGKILLed after its first trial leaves: the early writer's files, no result.json."""
+    early = tree.EarlyTrialFiles(root, RUN_ID, Redactor.from_environment({}), start=tree.RunStart(CONFIG, "data-1"))
+    early.write(_record())
+    return root / RUN_ID
+
+
+def test_a_killed_run_is_still_unfinished_to_every_reader(tmp_path: Path) -> None:
+    run_dir = _killed_run(tmp_path)
+    assert json.loads((run_dir / tree.RUN_CONFIG_FILE).read_text()) == CONFIG
+    assert json.loads((run_dir / tree.DATASET_DIGEST_FILE).read_text()) == {"dataset_digest": "data-1"}
+    assert (run_dir / "codex" / "with_skill" / "trials" / "c0.1.json").is_file()
+    assert not (run_dir / "result.json").exists() and not (tmp_path / "latest").exists()
+    with pytest.raises(run_folder.RunFolderError, match="no result.json"):
+        run_folder.load_run(run_dir)
+    assert run_folder.run_folders(tmp_path) == []
+    with pytest.raises(run_folder.RunFolderError):
+        run_folder.find_run(tmp_path)
+
+
+def test_the_end_writes_the_same_files_the_early_writer_did(tmp_path: Path) -> None:
+    records = [_record("c0"), _record("c1")]
+    plan = RunPlan(skill="s", cases=["c0", "c1"], agents=["codex"], arms=["with_skill"], run_config=dict(CONFIG),
+                   dataset_digest="data-1", evaluated_at="2025-01-02T03:04:05Z")
+    early = tree.EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=tree.RunStart(CONFIG, "data-1"))
+    early.write(records[0])
+    run_dir = tmp_path / RUN_ID
+    before = {name: (run_dir / name).read_text() for name in (tree.RUN_CONFIG_FILE, tree.DATASET_DIGEST_FILE)}
+    tree.write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID, early=early)
+    assert {name: (run_dir / name).read_text() for name in before} == before
+    assert run_folder.load_run(run_dir).document.dataset_digest == "data-1"
+
+
+def test_the_early_writer_refuses_a_planted_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "root" / RUN_ID).mkdir(parents=True)
+    (tmp_path / "root" / RUN_ID / tree.RUN_CONFIG_FILE).symlink_to(victim)
+    with pytest.raises(tree.UnsafeResultsPath, match="symlink"):
+        _killed_run(tmp_path / "root")
+    assert victim.read_text() == "keep me"
+    assert not list((tmp_path / "root" / RUN_ID).glob("*/*/trials/*.json"))  # no trial file before them
+
+
+def test_a_killed_run_compares_like_a_finished_one(tmp_path: Path) -> None:
+    run_dir = _killed_run(tmp_path)
+    assert resume_problem(run_dir, CONFIG, "data-1") is None
+    assert resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1") is None
+    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
+    assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1") == (
+        "the skill's files changed since that run (its digest differs)")
+    assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1") == (
+        "settings changed since that run: n_attempts")
+
+
+def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_path: Path) -> None:
+    """Runs written before dataset_digest.json existed: the digest is in result.json."""
+    run_dir = tmp_path / RUN_ID
+    run_dir.mkdir()
+    (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps(CONFIG))
+    (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))
+    assert resume_problem(run_dir, CONFIG, "data-1") is None
+    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
+
+
+def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> None:
+    run_dir = _killed_run(tmp_path)
+    (run_dir / tree.RUN_CONFIG_FILE).unlink()
+    (run_dir / tree.DATASET_DIGEST_FILE).unlink()
+    problem = resume_problem(run_dir, CONFIG, "data-1")
+    assert problem == (f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
+                       "not a run folder this plugin can resume")
+    (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
+    (run_dir / tree.DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
+    assert resume_problem(run_dir, CONFIG, "data-1") == (
+        f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume")
