@@ -151,14 +151,15 @@ class SkillEvalSession:
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
-        skill_dir = spec.skill_dir.resolve()
-        if skill_dir not in self._stored:
-            run_dir = self.resumed_run_dir(skill_dir)
-            self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
-        record = self._stored[skill_dir].get((spec.case_id, spec.agent, spec.arm, spec.attempt))
+        stored = self._stored.get(spec.skill_dir)  # by the item's own path: no realpath walk per item
+        if stored is None:
+            run_dir = self.resumed_run_dir(spec.skill_dir.resolve())
+            stored = self._stored[spec.skill_dir] = stored_records(run_dir) if run_dir is not None else {}
+        record = stored.get((spec.case_id, spec.agent, spec.arm, spec.attempt))
         if record is None:
             return None
-        return record.model_copy(update={"nodeid": spec.nodeid, "source_run": self.run_id_for(skill_dir)})
+        source_run = self.run_id_for(spec.skill_dir.resolve())
+        return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
     def planned_lines(self) -> list[str]:
         """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""

@@ -128,6 +128,13 @@ class SkillEvalRunner:
         with self._environments_lock:
             return self._task_environment(skill)
 
+    async def task_environment_async(self, skill: SkillFolder) -> TaskEnvironment:
+        """task_environment for a trial on the loop: once known, at once; else (a Docker build) in a worker thread."""
+        found = self._environments.get(skill.path)
+        if isinstance(found, TaskEnvironment):
+            return found
+        return await asyncio.to_thread(self.task_environment, skill)
+
     def _task_environment(self, skill: SkillFolder) -> TaskEnvironment:
         if skill.path not in self._environments:
             settings = skill.settings
@@ -197,9 +204,9 @@ class SkillEvalRunner:
                                [path.name for path in workspace])
         if spec.source == "native":
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
-            native_environment(task_dir, await asyncio.to_thread(self.task_environment, skill), settings)
+            native_environment(task_dir, await self.task_environment_async(skill), settings)
         else:
-            environment = await asyncio.to_thread(self.task_environment, skill)  # a docker build, once
+            environment = await self.task_environment_async(skill)  # a docker build, once
             task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry,
                                           separate_verifier=source_trial is not None)
             grader = skill.grader

@@ -1,0 +1,115 @@
+"""The trial scheduler runs its loop on the thread that waits (pytest's main thread), and Ctrl+C there cancels the
+waited trial through asyncio's cancellation instead of raising inside whichever trial's coroutine is running."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_skilleval.harbor.scheduler import StopOnPass, TrialScheduler
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.skill.plan import TrialSpec
+
+SKILL = Path("/skills/demo")
+
+
+def _spec(case: str) -> TrialSpec:
+    return TrialSpec(skill_dir=SKILL, skill_name="demo", case_id=case, source="dataset", agent="a",
+                     arm="with_skill", attempt=1, nodeid=f"demo::{case}")
+
+
+def _record(spec: TrialSpec) -> TrialRecord:
+    return TrialRecord(skill="demo", skill_dir=str(SKILL), case=spec.case_id, agent=spec.agent, arm=spec.arm,
+                       attempt=spec.attempt, nodeid=spec.nodeid, status="scored", overall=1.0, passed=True)
+
+
+def _scheduler(run_trial, n_concurrent: int = 2) -> TrialScheduler:  # type: ignore[no-untyped-def]
+    settings = SimpleNamespace(n_concurrent=n_concurrent, max_agents=None, stop_on_pass=False)
+    return TrialScheduler(run_trial, lambda _path: settings, StopOnPass())
+
+
+def test_trials_run_on_the_waiting_thread_up_to_the_window_at_once() -> None:
+    threads: set[str] = set()
+    running, most = 0, 0
+
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        nonlocal running, most
+        threads.add(threading.current_thread().name)
+        running += 1
+        most = max(most, running)
+        await asyncio.sleep(0.05)
+        running -= 1
+        return _record(spec)
+
+    scheduler = _scheduler(run_trial)
+    specs = [_spec(f"c{i}") for i in range(4)]
+    for spec in specs[1:]:
+        scheduler.submit(spec)
+    records = [scheduler.result(spec) for spec in specs]
+    scheduler.shutdown()
+
+    assert [record.case for record in records] == ["c0", "c1", "c2", "c3"]
+    assert threads == {threading.current_thread().name}  # no thread of its own
+    assert most == 2
+    assert scheduler.pending == 0
+
+
+def test_a_trials_own_error_reaches_its_item_and_the_others_still_run() -> None:
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        await asyncio.sleep(0.01)
+        if spec.case_id == "bad":
+            raise RuntimeError("the trial broke")
+        return _record(spec)
+
+    scheduler = _scheduler(run_trial)
+    bad, good = _spec("bad"), _spec("good")
+    scheduler.submit(good)
+    with pytest.raises(RuntimeError, match="the trial broke"):
+        scheduler.result(bad)
+    assert scheduler.result(good).case == "good"
+    scheduler.shutdown()
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
+                    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="needs the main thread with Python's own Ctrl+C handler")
+def test_ctrl_c_cancels_the_waited_trial_cleanly_and_shutdown_cancels_the_rest() -> None:
+    cancelled: list[str] = []
+    cleaned: list[str] = []
+    started = threading.Event()
+
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(spec.case_id)
+            raise
+        finally:
+            await asyncio.sleep(0)  # cleanup that itself awaits, as Harbor's environment stop does
+            cleaned.append(spec.case_id)
+        return _record(spec)
+
+    scheduler = _scheduler(run_trial)
+    waited, ahead = _spec("waited"), _spec("ahead")
+    scheduler.submit(ahead)
+    timer = threading.Timer(0.2, lambda: started.wait(5) and os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.result(waited)
+    finally:
+        timer.join()
+    assert cancelled == cleaned == ["waited"]  # a CancelledError at an await, not an exception mid-step
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert scheduler.pending == 1
+
+    scheduler.shutdown()
+    assert sorted(cleaned) == ["ahead", "waited"]
+    assert scheduler.pending == 0
