@@ -14,6 +14,12 @@ def _report(nodeid: str, when: str, text: str) -> Any:
     return SimpleNamespace(nodeid=nodeid, when=when, user_properties=[("other", "x"), (USER_PROPERTY_KEY, text)])
 
 
+def _state() -> SkillEvalSession:
+    """A session that keeps records as the controller does, without its early results writer: that thread would
+    write these made-up skills' trial files under /skills/ on this machine, and go on after the test has ended."""
+    return SkillEvalSession(SimpleNamespace(workerinput={}), SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+
+
 def _record(case: str, skill_dir: str, overall: float) -> TrialRecord:
     return TrialRecord(skill="s", skill_dir=skill_dir, case=case, agent="replay", arm="with_skill", attempt=1,
                        status="scored", overall=overall, nodeid=f"evals.json::{case}[replay-with_skill-1]",
@@ -21,7 +27,7 @@ def _record(case: str, skill_dir: str, overall: float) -> TrialRecord:
 
 
 def test_records_are_kept_as_shared_json_and_parsed_on_demand() -> None:
-    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    state = _state()
     first, other = _record("a", "/skills/one", 0.9), _record("b", "/skills/two", 0.4)
     reports = []
     for record in (first, other):
@@ -39,7 +45,7 @@ def test_records_are_kept_as_shared_json_and_parsed_on_demand() -> None:
 
 
 def test_a_changed_record_for_the_same_trial_replaces_the_old_one() -> None:
-    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    state = _state()
     before, after = _record("a", "/skills/one", 0.2), _record("a", "/skills/one", 0.8)
     state.pytest_runtest_logreport(_report(before.nodeid, "setup", record_property_value(before)))  # type: ignore[arg-type]
     state.pytest_runtest_logreport(_report(after.nodeid, "teardown", record_property_value(after)))  # type: ignore[arg-type]
@@ -50,7 +56,7 @@ def test_a_changed_record_for_the_same_trial_replaces_the_old_one() -> None:
 def test_kept_records_share_the_node_id_and_skill_folder_strings() -> None:
     """Per trial the controller keeps the record's JSON and nothing copied: the key is the report's own node id
     string and every record of a skill names one skill-folder string."""
-    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    state = _state()
     reports = []
     skill_dir = "/home/someone/projects/a-long-enough-path/to-skip-the-parsers-string-cache/skills/one"
     for case in ("a", "b", "c"):
@@ -65,7 +71,7 @@ def test_kept_records_share_the_node_id_and_skill_folder_strings() -> None:
 
 
 def test_a_record_naming_another_node_is_kept_under_that_name() -> None:
-    state = SkillEvalSession(None, SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    state = _state()
     record = _record("a", "/skills/one", 0.5)
     state.pytest_runtest_logreport(_report("worker::other", "setup", record_property_value(record)))  # type: ignore[arg-type]
     assert list(state.records) == [record.nodeid]
