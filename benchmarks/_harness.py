@@ -98,6 +98,11 @@ def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> 
 def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
     """Run a command (kept offline) and measure its wall time and the peak RSS of its whole process tree."""
     full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
+    # Every run starts with nothing of an earlier run's still to be written back: the plugin makes its results
+    # durable (fsync, syncfs), and on ext4 that also writes out whatever another process left dirty. Without this,
+    # a plugin run right after `harbor run` (which syncs nothing) paid for Harbor's ~12 MB of job files: 96 trials
+    # two at once took 1.2-1.5x as long in that position, and the same code measured 4.1 s or 6.8 s by run order.
+    os.sync()
     peak = 0
     started_at = time.time()
     started = time.perf_counter()

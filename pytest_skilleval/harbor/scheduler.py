@@ -7,9 +7,10 @@ one by one in pytest's order, each with exactly the record a serial run would gi
 
 The loop runs on the thread that waits (pytest's main thread), as `harbor run -n N` keeps its N trials on the main
 thread's loop: between two items, while pytest reports one and sets up the next (a few milliseconds), the trials'
-Python side pauses and their commands run on. A loop on a thread of its own would run through those milliseconds but
-compete with pytest for the interpreter lock, and every hand-over between the two threads waits for a lock switch:
-96 trials two at once took 10-30% longer that way.
+Python side pauses and their commands run on. A loop on a thread of its own runs through those milliseconds but
+competes with pytest's thread for the interpreter lock, and each hand-over between the threads (a trial's result to
+pytest, a worker thread's answer to the loop) can wait for a lock switch: 96 trials two at once took ~5% longer
+that way (medians of 8 interleaved runs, benchmarks/bench_vs_harbor.py's workload).
 
 Stop-on-pass is decided when a trial is about to start, not when it is submitted: a trial already running when an
 earlier attempt passes finishes and counts; one that has not started becomes a skipped record.
