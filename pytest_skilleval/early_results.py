@@ -29,6 +29,7 @@ def warm_up_reports() -> threading.Thread:
 
     def load() -> None:
         try:
+            import jsonschema  # noqa: F401 - what the session's end validates result.json with
             from pytest_skilleval.results.html_report import load_template
 
             import pytest_skilleval.results.publish  # noqa: F401 - what the session's end imports

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from verifier.evidence import MetricResult, TrajectoryEvidence
 from verifier.judges.config import JudgeConfig, load_config
-from verifier.judges.engine import run_judges
+
+if TYPE_CHECKING:
+    from verifier.evidence import MetricResult, TrajectoryEvidence
 
 
 async def judge_trial(
@@ -26,6 +27,10 @@ async def judge_trial(
                          cache_dir=settings.get("cache_dir"))
     if config is None or not evidence.usable:
         return {}
+    # Imported here: the engine (litellm's client, the prompts) is only needed when a judge runs, and the package
+    # is imported at pytest start-up for its cache and config names.
+    from verifier.judges.engine import run_judges
+
     return await run_judges(evidence, entry, config)
 
 
