@@ -21,6 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
+import sys
 import threading
 import warnings
 from collections import Counter
@@ -105,6 +107,17 @@ class TrialScheduler:
         self._slots: dict[Path, asyncio.Semaphore] = {}
         self._gates: dict[Path, _AgentGate] = {}
         self._loop = asyncio.new_event_loop()
+        # A signal caught by another thread still wakes the loop (as asyncio's own signal handling does), so the
+        # main thread runs its handler at once instead of when the loop next wakes for something else.
+        self._wakeup_read, self._wakeup_write = socket.socketpair()
+        for end in (self._wakeup_read, self._wakeup_write):
+            end.setblocking(False)
+        self._loop.add_reader(self._wakeup_read.fileno(), self._drain_wakeups)
+
+    def _drain_wakeups(self) -> None:
+        with contextlib.suppress(OSError):
+            while self._wakeup_read.recv(4096):
+                pass
 
     def window(self, spec: TrialSpec) -> int:
         """How many trials of this skill may be in flight at once."""
@@ -135,15 +148,18 @@ class TrialScheduler:
 
     def _run(self, awaitable: Awaitable[T]) -> T:
         future = asyncio.ensure_future(awaitable, loop=self._loop)
-        with warnings.catch_warnings(), _ctrl_c_cancels(future) as interrupted:
+        with warnings.catch_warnings(), _ctrl_c_cancels(future, self._wakeup_write.fileno()) as interrupted:
             quiet_harbor_deprecations()
             try:
                 value = self._loop.run_until_complete(future)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, RuntimeError):  # RuntimeError: the loop stopped (a third signal)
                 if interrupted:
                     raise KeyboardInterrupt from None
                 raise
             if interrupted:  # it finished in the same step as the Ctrl+C: the interrupt still stops the run
+                if len(interrupted) > 2:  # a loop.stop() may still be queued: let it run now, not in shutdown()
+                    with contextlib.suppress(RuntimeError):
+                        self._loop.run_until_complete(asyncio.sleep(0))
                 raise KeyboardInterrupt
             return value
 
@@ -170,7 +186,10 @@ class TrialScheduler:
         self._tasks.clear()
         if self._drain():
             self._run(self._loop.shutdown_default_executor())
+            self._loop.remove_reader(self._wakeup_read.fileno())
             self._loop.close()
+            self._wakeup_read.close()
+            self._wakeup_write.close()
 
     def _drain(self) -> bool:
         """Wait until the cancelled trials' tasks (and any they started) have finished their cleanup on the loop;
@@ -182,11 +201,14 @@ class TrialScheduler:
 
 
 @contextlib.contextmanager
-def _ctrl_c_cancels(future: asyncio.Future[Any]) -> Iterator[list[int]]:
+def _ctrl_c_cancels(future: asyncio.Future[Any], wakeup_fd: int) -> Iterator[list[int]]:
     """While the loop runs on the main thread, Ctrl+C cancels what it waits for (as asyncio.Runner does) rather than
     raising KeyboardInterrupt inside whichever trial's coroutine runs at that moment: the caller raises it, and
-    shutdown() then cancels every other trial the same way, through Harbor's own cancellation. Another handler (the
-    session's, once a run is interrupted) is left alone."""
+    shutdown() then cancels every other trial the same way, through Harbor's own cancellation. A KeyboardInterrupt
+    inside the loop could break a clean-up half-way (a process left running, a wait that never ends), so further
+    signals while the cancelled trial cleans up never raise there either: the second is absorbed with a line on
+    stderr, the third stops the loop between two steps. Another handler (the session's, once a run is
+    interrupted) is left alone."""
     loop = future.get_loop()
     stopped: list[int] = []
     if (threading.current_thread() is not threading.main_thread()
@@ -195,16 +217,22 @@ def _ctrl_c_cancels(future: asyncio.Future[Any]) -> Iterator[list[int]]:
         return
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
-        if signal.getsignal(signal.SIGINT) is on_sigint:  # once: a second Ctrl+C is a plain KeyboardInterrupt
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         if not loop.is_running():  # a stale copy of this handler, kept by someone after the run
             signal.default_int_handler(signum, frame)
         stopped.append(signum)
-        loop.call_soon_threadsafe(future.cancel)
+        if len(stopped) == 1:
+            loop.call_soon_threadsafe(future.cancel)
+        elif len(stopped) == 2:
+            sys.stderr.write("\nskilleval: stopping the running trials (signal again to stop without waiting)\n")
+            sys.stderr.flush()
+        else:
+            loop.call_soon_threadsafe(loop.stop)
 
     signal.signal(signal.SIGINT, on_sigint)
+    previous_wakeup = signal.set_wakeup_fd(wakeup_fd, warn_on_full_buffer=False)
     try:
         yield stopped
     finally:
+        signal.set_wakeup_fd(previous_wakeup)
         if signal.getsignal(signal.SIGINT) is on_sigint:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -113,3 +114,57 @@ def test_ctrl_c_cancels_the_waited_trial_cleanly_and_shutdown_cancels_the_rest()
     scheduler.shutdown()
     assert sorted(cleaned) == ["ahead", "waited"]
     assert scheduler.pending == 0
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
+                    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+                    reason="needs the main thread with Python's own Ctrl+C handler")
+@pytest.mark.parametrize("signals", [2, 3])
+def test_more_signals_during_the_clean_up_never_raise_inside_it(signals: int,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """A second Ctrl+C is absorbed (the clean-up ends normally); a third stops waiting for it at once. Neither
+    raises KeyboardInterrupt inside the trial's coroutine, which could leave its clean-up half done."""
+    cleanup_seconds = 0.6 if signals == 2 else 60.0
+    steps: list[str] = []
+    started = threading.Event()
+
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            steps.append("cancelled")
+            try:
+                await asyncio.sleep(cleanup_seconds)  # Harbor stopping the environment
+                steps.append("cleaned")
+            except BaseException as error:  # what reaches the clean-up: only a cancellation is acceptable
+                steps.append(type(error).__name__)
+                raise
+            raise
+        return _record(spec)
+
+    def send() -> None:
+        started.wait(5)
+        for _ in range(signals):
+            os.kill(os.getpid(), signal.SIGINT)
+            threading.Event().wait(0.1)
+
+    scheduler = _scheduler(run_trial)
+    sender = threading.Thread(target=send)
+    sender.start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.result(_spec("waited"))
+    finally:
+        sender.join()
+    waited = time.monotonic() - began
+    err = capsys.readouterr().err
+    assert "stopping the running trials" in err, (steps, waited, err)
+    if signals == 2:
+        assert steps == ["cancelled", "cleaned"]
+    else:
+        assert steps == ["cancelled"] and waited < 10  # not waiting out the 60 s clean-up
+        scheduler.shutdown()  # cancels the clean-up itself: a cancellation, never a KeyboardInterrupt
+        assert steps == ["cancelled", "CancelledError"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
