@@ -30,6 +30,18 @@ def _record(spec: TrialSpec) -> TrialRecord:
                        attempt=spec.attempt, nodeid=spec.nodeid, status="scored", overall=1.0, passed=True)
 
 
+NEEDS_CTRL_C = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread()
+    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="needs the main thread with Python's own Ctrl+C handler")
+
+
+async def _until_cancelled(started: threading.Event) -> None:
+    """A trial's long wait (an agent at work), after telling the test it has begun."""
+    started.set()
+    await asyncio.sleep(60)
+
+
 def _scheduler(run_trial, n_concurrent: int = 2) -> TrialScheduler:  # type: ignore[no-untyped-def]
     settings = SimpleNamespace(n_concurrent=n_concurrent, max_agents=None, stop_on_pass=False)
     return TrialScheduler(run_trial, lambda _path: settings, StopOnPass())
@@ -77,18 +89,15 @@ def test_a_trials_own_error_reaches_its_item_and_the_others_still_run() -> None:
     scheduler.shutdown()
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
-                    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-                    reason="needs the main thread with Python's own Ctrl+C handler")
+@NEEDS_CTRL_C
 def test_ctrl_c_cancels_the_waited_trial_cleanly_and_shutdown_cancels_the_rest() -> None:
     cancelled: list[str] = []
     cleaned: list[str] = []
     started = threading.Event()
 
     async def run_trial(spec: TrialSpec) -> TrialRecord:
-        started.set()
         try:
-            await asyncio.sleep(60)
+            await _until_cancelled(started)
         except asyncio.CancelledError:
             cancelled.append(spec.case_id)
             raise
@@ -116,9 +125,7 @@ def test_ctrl_c_cancels_the_waited_trial_cleanly_and_shutdown_cancels_the_rest()
     assert scheduler.pending == 0
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
-                    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-                    reason="needs the main thread with Python's own Ctrl+C handler")
+@NEEDS_CTRL_C
 @pytest.mark.parametrize("signals", [2, 3])
 def test_more_signals_during_the_clean_up_never_raise_inside_it(signals: int,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,9 +136,8 @@ def test_more_signals_during_the_clean_up_never_raise_inside_it(signals: int,
     started = threading.Event()
 
     async def run_trial(spec: TrialSpec) -> TrialRecord:
-        started.set()
         try:
-            await asyncio.sleep(60)
+            await _until_cancelled(started)
         except asyncio.CancelledError:
             steps.append("cancelled")
             try:
