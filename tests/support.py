@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,6 +21,13 @@ FIXTURES = REPO / "fixtures"
 REQUIRE_SYSTEM_ENV = "SKILLEVAL_REQUIRE_SYSTEM"
 # Every plugin run in the tests is hermetic: local environment, replay agent, results under the pytester dir.
 LOCAL_REPLAY = ("--agents", "replay", "--env-mode", "local")
+
+
+def default_ctrl_c() -> None:
+    """`preexec_fn` for a child a test sends Ctrl+C: the default SIGINT handling of a terminal's foreground job. A
+    shell without job control starts `cmd &` with SIGINT ignored, an ignored signal stays ignored through fork and
+    exec, and Python then never turns SIGINT into KeyboardInterrupt: such a child would sit out the test's Ctrl+C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def require_system(name: str, how_to_install: str) -> NoReturn:

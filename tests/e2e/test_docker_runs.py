@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import SkillProject, simple_entries
+from tests.support import SkillProject, default_ctrl_c, simple_entries
 
 pytestmark = pytest.mark.e2e
 PROJECT_LABEL = "com.docker.compose.project"
@@ -84,7 +84,8 @@ def test_ctrl_c_leaves_no_container_network_or_volume(
             "replay", "--env-mode", "docker", "--base-image", test_base_image, "--results-dir", "results"]
     # A terminal's Ctrl+C reaches the whole foreground process group (docker compose included): do the same.
     proc = subprocess.Popen(argv, cwd=skill_project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            text=True, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=default_ctrl_c)
     try:
         deadline = time.monotonic() + 180
         while not _ours(docker_available, "container", case):
