@@ -1,10 +1,16 @@
-"""Trials in flight inside one pytest process: one background event loop, bounded by --n-concurrent and --max-agents.
+"""Trials in flight inside one pytest process: one event loop, bounded by --n-concurrent and --max-agents.
 
 pytest runs items one at a time; a trial is mostly waiting (on a model, a container, a sandboxed command). So when an
 item's setup asks for its trial, the items that come next in this process are submitted too, up to the skill's
-`n_concurrent`, and run on the scheduler's loop while pytest waits for the current one. Items still report one by
-one in pytest's order, each with exactly the record a serial run would give it. Harbor's own `harbor run -n N`
-keeps N trials on one loop the same way.
+`n_concurrent`, and all of them run on the scheduler's loop while pytest waits for the current one. Items still report
+one by one in pytest's order, each with exactly the record a serial run would give it.
+
+The loop runs on the thread that waits (pytest's main thread), as `harbor run -n N` keeps its N trials on the main
+thread's loop: between two items, while pytest reports one and sets up the next (a few milliseconds), the trials'
+Python side pauses and their commands run on. A loop on a thread of its own runs through those milliseconds but
+competes with pytest's thread for the interpreter lock, and each hand-over between the threads (a trial's result to
+pytest, a worker thread's answer to the loop) can wait for a lock switch: 96 trials two at once took ~5% longer
+that way (medians of 8 interleaved runs, benchmarks/bench_vs_harbor.py's workload).
 
 Stop-on-pass is decided when a trial is about to start, not when it is submitted: a trial already running when an
 earlier attempt passes finishes and counts; one that has not started becomes a skipped record.
@@ -13,12 +19,16 @@ earlier attempt passes finishes and counts; one that has not started becomes a s
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
+import signal
+import socket
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from types import FrameType
+from typing import TypeVar
 
 from pytest_skilleval.harbor.runner import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
@@ -28,6 +38,7 @@ from pytest_skilleval.skill.settings import RunSettings
 RunTrial = Callable[[TrialSpec], Awaitable[TrialRecord]]
 SettingsFor = Callable[[Path], RunSettings]
 CANCEL_GRACE_SECONDS = 30.0
+T = TypeVar("T")
 
 
 def condition_key(spec: TrialSpec) -> tuple[str, str, str, str]:
@@ -85,24 +96,27 @@ class _AgentGate:
 
 
 class TrialScheduler:
-    """Owns the background loop; `submit` is idempotent per node id, `result` waits for one trial."""
+    """Owns the loop; `submit` is idempotent per node id, `result` runs the loop until that trial is done."""
 
     def __init__(self, run_trial: RunTrial, settings_for: SettingsFor, stop_on_pass: StopOnPass) -> None:
         self._run_trial = run_trial
         self._settings_for = settings_for
         self._stop_on_pass = stop_on_pass
-        self._futures: dict[str, concurrent.futures.Future[TrialRecord]] = {}
+        self._tasks: dict[str, asyncio.Task[TrialRecord]] = {}
         self._slots: dict[Path, asyncio.Semaphore] = {}
         self._gates: dict[Path, _AgentGate] = {}
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._serve, name="skilleval-trials", daemon=True)
-        self._thread.start()
+        # A signal caught by another thread still wakes the loop (as asyncio's own signal handling does), so the
+        # main thread runs its handler at once instead of when the loop next wakes for something else.
+        self._wakeup_read, self._wakeup_write = socket.socketpair()
+        for end in (self._wakeup_read, self._wakeup_write):
+            end.setblocking(False)
+        self._loop.add_reader(self._wakeup_read.fileno(), self._drain_wakeups)
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        with warnings.catch_warnings():
-            quiet_harbor_deprecations()
-            self._loop.run_forever()
+    def _drain_wakeups(self) -> None:
+        with contextlib.suppress(OSError):
+            while self._wakeup_read.recv(4096):
+                pass
 
     def window(self, spec: TrialSpec) -> int:
         """How many trials of this skill may be in flight at once."""
@@ -124,50 +138,92 @@ class TrialScheduler:
             self._stop_on_pass.note(spec, record)
         return record
 
-    def submit(self, spec: TrialSpec) -> concurrent.futures.Future[TrialRecord]:
-        future = self._futures.get(spec.nodeid)
-        if future is None:
-            future = asyncio.run_coroutine_threadsafe(self._guarded(spec), self._loop)
-            self._futures[spec.nodeid] = future
-        return future
+    def submit(self, spec: TrialSpec) -> asyncio.Task[TrialRecord]:
+        """Queue this trial; it starts the next time the loop runs (while pytest waits for an item)."""
+        task = self._tasks.get(spec.nodeid)
+        if task is None:
+            task = self._tasks[spec.nodeid] = self._loop.create_task(self._guarded(spec))
+        return task
+
+    def _run(self, awaitable: Awaitable[T]) -> T:
+        future = asyncio.ensure_future(awaitable, loop=self._loop)
+        with warnings.catch_warnings(), _ctrl_c_stops(self._loop, self._wakeup_write.fileno()) as interrupted:
+            quiet_harbor_deprecations()
+            try:
+                value = self._loop.run_until_complete(future)
+            except BaseException:
+                # Interrupted, whatever the loop was doing: stopped by the handler, or a trial's own error when the
+                # terminal's Ctrl+C also reached a child (docker compose exits 130). The run stops either way.
+                if interrupted:
+                    raise KeyboardInterrupt from None
+                raise
+            if interrupted:  # it finished in the same step as the Ctrl+C: the interrupt still stops the run
+                with contextlib.suppress(RuntimeError):  # the queued loop.stop() runs now, not in shutdown()
+                    self._loop.run_until_complete(asyncio.sleep(0))
+                raise KeyboardInterrupt
+            return value
 
     def result(self, spec: TrialSpec) -> TrialRecord:
-        """Wait for this item's trial (submitting it if the look-ahead has not); it is forgotten once delivered."""
-        future = self.submit(spec)
+        """Run the loop (every trial in flight, not only this one) until this item's trial is done; a delivered
+        trial is forgotten. An interrupted wait (Ctrl+C) leaves the trial to shutdown() to cancel."""
+        task = self.submit(spec)
         try:
-            record = future.result()
-        except Exception:  # the trial's own failure; an interrupted wait leaves it to shutdown() to cancel
-            self._futures.pop(spec.nodeid, None)
-            raise
-        self._futures.pop(spec.nodeid, None)
-        return record
+            return self._run(task)
+        finally:
+            if task.done():
+                self._tasks.pop(spec.nodeid, None)
 
     @property
     def pending(self) -> int:
-        return sum(1 for future in self._futures.values() if not future.done())
+        return sum(1 for task in self._tasks.values() if not task.done())
 
     def shutdown(self) -> None:
         """Cancel what was submitted but not delivered (queued trials never start; running ones stop through
-        Harbor's cancellation, which stops their environments), then stop the loop."""
-        waiting = [future for future in self._futures.values() if not future.done()]
-        for future in waiting:
-            future.cancel()
-        if waiting:
-            concurrent.futures.wait(waiting, timeout=CANCEL_GRACE_SECONDS)
-            self._drain()
-        self._futures.clear()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=CANCEL_GRACE_SECONDS)
+        Harbor's cancellation, which stops their environments), then close the loop."""
+        waiting = [task for task in self._tasks.values() if not task.done()]
+        for task in waiting:
+            task.cancel()
+        self._tasks.clear()
+        if self._drain():
+            self._run(self._loop.shutdown_default_executor())
+            self._loop.remove_reader(self._wakeup_read.fileno())
+            self._loop.close()
+            self._wakeup_read.close()
+            self._wakeup_write.close()
 
-    def _drain(self) -> None:
-        """Wait until the cancelled trials' tasks have really finished their cleanup on the loop."""
-        async def remaining() -> None:
-            current = asyncio.current_task()
-            tasks = [task for task in asyncio.all_tasks() if task is not current]
-            if tasks:
-                await asyncio.wait(tasks, timeout=CANCEL_GRACE_SECONDS)
+    def _drain(self) -> bool:
+        """Wait until the cancelled trials' tasks (and any they started) have finished their cleanup on the loop;
+        True when none is left."""
+        left = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
+        if left:
+            self._run(asyncio.wait(left, timeout=CANCEL_GRACE_SECONDS))
+        return all(task.done() for task in asyncio.all_tasks(self._loop))
 
-        try:
-            asyncio.run_coroutine_threadsafe(remaining(), self._loop).result(timeout=CANCEL_GRACE_SECONDS + 5)
-        except (concurrent.futures.TimeoutError, RuntimeError):
-            pass
+
+@contextlib.contextmanager
+def _ctrl_c_stops(loop: asyncio.AbstractEventLoop, wakeup_fd: int) -> Iterator[list[int]]:
+    """While the loop runs on the main thread, Ctrl+C stops it between two steps (as asyncio.Runner's handler
+    avoids a KeyboardInterrupt inside whichever coroutine runs at that moment, which could break a clean-up half-way);
+    the caller raises KeyboardInterrupt to pytest, whose session end then cancels every trial through Harbor's own
+    cancellation (shutdown()), saying what Docker containers it removes, as with a loop on a thread of its own.
+    Another handler (the session's, once a run is interrupted) is left alone."""
+    stopped: list[int] = []
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield stopped
+        return
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if not loop.is_running():  # a stale copy of this handler, kept by someone after the run
+            signal.default_int_handler(signum, frame)
+        stopped.append(signum)
+        loop.call_soon_threadsafe(loop.stop)
+
+    signal.signal(signal.SIGINT, on_sigint)
+    previous_wakeup = signal.set_wakeup_fd(wakeup_fd, warn_on_full_buffer=False)
+    try:
+        yield stopped
+    finally:
+        signal.set_wakeup_fd(previous_wakeup)
+        if signal.getsignal(signal.SIGINT) is on_sigint:
+            signal.signal(signal.SIGINT, signal.default_int_handler)

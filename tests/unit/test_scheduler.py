@@ -1,6 +1,5 @@
-"""The trial scheduler keeps up to the window's trials in flight on its own loop, hands each item its own record
-(or its own error), and on Ctrl+C leaves the running trials to shutdown(), which cancels them through asyncio's
-cancellation so their clean-up runs."""
+"""The trial scheduler runs its loop on the thread that waits (pytest's main thread), and Ctrl+C there cancels the
+waited trial through asyncio's cancellation instead of raising inside whichever trial's coroutine is running."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,16 +30,30 @@ def _record(spec: TrialSpec) -> TrialRecord:
                        attempt=spec.attempt, nodeid=spec.nodeid, status="scored", overall=1.0, passed=True)
 
 
+NEEDS_CTRL_C = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread()
+    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="needs the main thread with Python's own Ctrl+C handler")
+
+
+async def _until_cancelled(started: threading.Event) -> None:
+    """A trial's long wait (an agent at work), after telling the test it has begun."""
+    started.set()
+    await asyncio.sleep(60)
+
+
 def _scheduler(run_trial, n_concurrent: int = 2) -> TrialScheduler:  # type: ignore[no-untyped-def]
     settings = SimpleNamespace(n_concurrent=n_concurrent, max_agents=None, stop_on_pass=False)
     return TrialScheduler(run_trial, lambda _path: settings, StopOnPass())
 
 
-def test_trials_run_up_to_the_window_at_once_and_each_item_gets_its_own() -> None:
+def test_trials_run_on_the_waiting_thread_up_to_the_window_at_once() -> None:
+    threads: set[str] = set()
     running, most = 0, 0
 
     async def run_trial(spec: TrialSpec) -> TrialRecord:
         nonlocal running, most
+        threads.add(threading.current_thread().name)
         running += 1
         most = max(most, running)
         await asyncio.sleep(0.05)
@@ -48,12 +62,13 @@ def test_trials_run_up_to_the_window_at_once_and_each_item_gets_its_own() -> Non
 
     scheduler = _scheduler(run_trial)
     specs = [_spec(f"c{i}") for i in range(4)]
-    for spec in specs:
+    for spec in specs[1:]:
         scheduler.submit(spec)
     records = [scheduler.result(spec) for spec in specs]
     scheduler.shutdown()
 
     assert [record.case for record in records] == ["c0", "c1", "c2", "c3"]
+    assert threads == {threading.current_thread().name}  # no thread of its own
     assert most == 2
     assert scheduler.pending == 0
 
@@ -74,19 +89,17 @@ def test_a_trials_own_error_reaches_its_item_and_the_others_still_run() -> None:
     scheduler.shutdown()
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread()
-                    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-                    reason="needs the main thread with Python's own Ctrl+C handler")
-def test_ctrl_c_reaches_the_waiting_item_and_shutdown_cancels_the_trials_cleanly() -> None:
-    """The interrupt lands in the waiting thread, never inside a trial's coroutine: each trial then ends through a
-    CancelledError at an await, and its clean-up (which itself awaits, as Harbor's environment stop does) runs."""
+@NEEDS_CTRL_C
+def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly() -> None:
+    """The interrupt reaches the waiting item without being raised inside a trial's coroutine; shutdown() then ends
+    every trial through a CancelledError at an await, and each clean-up (itself awaiting, as Harbor's environment stop
+    does) runs to its end."""
     steps: list[str] = []
     started = threading.Event()
 
     async def run_trial(spec: TrialSpec) -> TrialRecord:
-        started.set()
         try:
-            await asyncio.sleep(60)
+            await _until_cancelled(started)
         except BaseException as error:
             steps.append(f"{spec.case_id}:{type(error).__name__}")
             await asyncio.sleep(0.01)
@@ -99,13 +112,48 @@ def test_ctrl_c_reaches_the_waiting_item_and_shutdown_cancels_the_trials_cleanly
     scheduler.submit(ahead)
     timer = threading.Timer(0.2, lambda: started.wait(5) and os.kill(os.getpid(), signal.SIGINT))
     timer.start()
+    began = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
             scheduler.result(waited)
     finally:
         timer.join()
-    assert scheduler.pending == 2 and steps == []  # still running: shutdown() is what stops them
+    assert time.monotonic() - began < 10  # not the trial's 60 s
+    assert steps == [] and scheduler.pending == 2  # nothing raised inside them: shutdown() is what stops them
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
     scheduler.shutdown()
     assert sorted(steps) == ["ahead:CancelledError", "ahead:cleaned", "waited:CancelledError", "waited:cleaned"]
     assert scheduler.pending == 0
+
+
+def test_a_signal_caught_by_another_thread_still_stops_the_wait_at_once() -> None:
+    """With SIGINT blocked in this thread the kernel hands it to another one; the wakeup fd still wakes the loop,
+    so the handler runs now rather than when the loop next wakes for something else (here: in 60 s)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        pytest.skip("needs the main thread with Python's own Ctrl+C handler")
+    started = threading.Event()
+
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        await _until_cancelled(started)
+        return _record(spec)
+
+    def send_from_here() -> None:
+        started.wait(5)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        os.kill(os.getpid(), signal.SIGINT)
+
+    scheduler = _scheduler(run_trial)
+    sender = threading.Thread(target=send_from_here)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})  # inherited by the sender: it unblocks its own
+    try:
+        sender.start()
+        began = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.result(_spec("waited"))
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        sender.join()
+    assert time.monotonic() - began < 10
+    scheduler.shutdown()
