@@ -127,12 +127,10 @@ def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly()
     assert scheduler.pending == 0
 
 
+@NEEDS_CTRL_C
 def test_a_signal_caught_by_another_thread_still_stops_the_wait_at_once() -> None:
     """With SIGINT blocked in this thread the kernel hands it to another one; the wakeup fd still wakes the loop,
     so the handler runs now rather than when the loop next wakes for something else (here: in 60 s)."""
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        pytest.skip("needs the main thread with Python's own Ctrl+C handler")
     started = threading.Event()
 
     async def run_trial(spec: TrialSpec) -> TrialRecord:
