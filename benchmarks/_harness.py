@@ -89,9 +89,21 @@ def _tree_rss_kb(root_pid: int) -> int:
 def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> Measured:
     """`pytest --skill-eval` on the project's skill; wall time from process start to exit."""
     # Its own basetemp: pytest would otherwise spend seconds rotating the shared /tmp/pytest-of-<user> folders.
-    argv = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "--basetemp", str(project / "tmp"),
-            "--skill-eval", "skills/bench",
-            "--results-dir", str(project / "results"), *args]
+    argv = [
+        str(PYTHON),
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--basetemp",
+        str(project / "tmp"),
+        "--skill-eval",
+        "skills/bench",
+        "--results-dir",
+        str(project / "results"),
+        *args,
+    ]
     return measure(argv, project, {"PYTHONPATH": str(project), **(env or {})})
 
 
@@ -125,8 +137,17 @@ def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
 
 
 def common_args(agent_sleep: bool = True) -> tuple[str, ...]:
-    return ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--ek", "sandbox=none",
-            "--grading-mode", "custom_only", "--skip-baseline")
+    return (
+        "--agents",
+        "bench_agent:SleepAgent",
+        "--env-mode",
+        "local",
+        "--ek",
+        "sandbox=none",
+        "--grading-mode",
+        "custom_only",
+        "--skip-baseline",
+    )
 
 
 def fail_unless_ok(label: str, measured: Measured) -> None:

@@ -50,11 +50,21 @@ COMMANDS = [
 def trajectory(n: int, seed: int = 1, distinct: bool = False) -> TrajectoryEvidence:
     """Calls drawn from COMMANDS; with `distinct`, each command gets a unique comment so no parse cache can help."""
     rng = random.Random(seed)
-    calls = [ToolCallRecord(index=i, tool="Bash",
-                            arguments={"command": rng.choice(COMMANDS) + (f"  # call {i}" if distinct else "")},
-                            observation="ok\n" * rng.randrange(1, 4)) for i in range(n)]
-    return TrajectoryEvidence(source="bench", tool_calls=calls, agent_messages=["Working on it."] * 10,
-                              user_messages=["Please summarise data.csv using the demo skill."])
+    calls = [
+        ToolCallRecord(
+            index=i,
+            tool="Bash",
+            arguments={"command": rng.choice(COMMANDS) + (f"  # call {i}" if distinct else "")},
+            observation="ok\n" * rng.randrange(1, 4),
+        )
+        for i in range(n)
+    ]
+    return TrajectoryEvidence(
+        source="bench",
+        tool_calls=calls,
+        agent_messages=["Working on it."] * 10,
+        user_messages=["Please summarise data.csv using the demo skill."],
+    )
 
 
 def _optional(module: str, name: str) -> Callable[..., MetricResult] | None:
@@ -94,11 +104,19 @@ def main() -> int:
         figures["all"][n] = timed(lambda: all_checks(ev), repeat=3)
         unique = trajectory(n, distinct=True)
         figures["distinct"][n] = timed(lambda: all_checks(unique), repeat=3)
-    included = "security + skill_execution + skill_efficiency" if skill_execution and skill_efficiency else \
-        "security" + (" + skill_execution" if skill_execution else "") + (" + skill_efficiency" if skill_efficiency else "")
+    included = (
+        "security + skill_execution + skill_efficiency"
+        if skill_execution and skill_efficiency
+        else "security"
+        + (" + skill_execution" if skill_execution else "")
+        + (" + skill_efficiency" if skill_efficiency else "")
+    )
     ok = True
-    for label, name in (("security alone", "security"), (included, "all"),
-                        ("(same, every command distinct: no cache hits)", "distinct")):
+    for label, name in (
+        ("security alone", "security"),
+        (included, "all"),
+        ("(same, every command distinct: no cache hits)", "distinct"),
+    ):
         small, big = figures[name][10_000], figures[name][100_000]
         ratio = big / small
         print(f"{label:50s} 10k calls: {small:7.3f} s   100k calls: {big:7.3f} s   ratio: {ratio:5.2f}x")

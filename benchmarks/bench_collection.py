@@ -41,8 +41,10 @@ def _timed(project: Path, argv: list[str]) -> tuple[float, float]:
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
-        print(f"{' '.join(argv)} failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}",
-              file=sys.stderr)
+        print(
+            f"{' '.join(argv)} failed (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}",
+            file=sys.stderr,
+        )
         raise SystemExit(1)
     return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -56,11 +58,21 @@ def measure(n: int, repeats: int = REPEATS) -> tuple[float, float, float, float]
     try:
         (project / "test_plain.py").write_text(PLAIN_TEST.replace("{n}", str(n)))
         base = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", "--basetemp", str(project / "tmp")]
-        plugin = base + ["--skill-eval", "skills/bench", "--results-dir", str(project / "results"), *(a for a in common_args() if a != "--skip-baseline")]
+        plugin = base + [
+            "--skill-eval",
+            "skills/bench",
+            "--results-dir",
+            str(project / "results"),
+            *(a for a in common_args() if a != "--skip-baseline"),
+        ]
         plain = base + ["test_plain.py"]
         runs = [(_timed(project, plugin), _timed(project, plain)) for _ in range(repeats)]
-        return (min(p[0] for p, _ in runs), min(q[0] for _, q in runs),
-                min(p[1] for p, _ in runs), min(q[1] for _, q in runs))
+        return (
+            min(p[0] for p, _ in runs),
+            min(q[0] for _, q in runs),
+            min(p[1] for p, _ in runs),
+            min(q[1] for _, q in runs),
+        )
     finally:
         shutil.rmtree(project, ignore_errors=True)
 
@@ -69,8 +81,10 @@ def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [1000, 5000, 20000]
     rows = {n: measure(n) for n in sizes}
     print(f"collection (--co -q), whole process, best of {REPEATS} (plugin and plain runs alternate)")
-    print(f"{'items':>8}{'plugin s':>10}{'plain s':>10}{'ratio':>8}{'plugin ms/item':>16}{'plain ms/item':>15}"
-          f"{'CPU ratio':>11}")
+    print(
+        f"{'items':>8}{'plugin s':>10}{'plain s':>10}{'ratio':>8}{'plugin ms/item':>16}{'plain ms/item':>15}"
+        f"{'CPU ratio':>11}"
+    )
     first = sizes[0]
     for n in sizes:
         plugin_s, plain_s, plugin_cpu, plain_cpu = rows[n]
@@ -79,8 +93,10 @@ def main(argv: list[str]) -> int:
         else:
             d = n - first
             slope = (f"{1000 * (plugin_s - rows[first][0]) / d:.3f}", f"{1000 * (plain_s - rows[first][1]) / d:.3f}")
-        print(f"{n:>8,}{plugin_s:>10.2f}{plain_s:>10.2f}{plugin_s / plain_s:>8.2f}{slope[0]:>16}{slope[1]:>15}"
-              f"{plugin_cpu / plain_cpu:>11.2f}")
+        print(
+            f"{n:>8,}{plugin_s:>10.2f}{plain_s:>10.2f}{plugin_s / plain_s:>8.2f}{slope[0]:>16}{slope[1]:>15}"
+            f"{plugin_cpu / plain_cpu:>11.2f}"
+        )
     worst = max(rows[n][0] / rows[n][1] for n in sizes)
     print(f"target: whole-process ratio <= 1.50, linear; worst ratio {worst:.2f}")
     return 0

@@ -36,10 +36,14 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {platform.python_version()}, cpus={__import__('os').cpu_count()}")
     print(f"start-up (one trial, no sleep)      {startup.seconds:6.2f} s")
     print(f"ideal ({TRIALS} x {SLEEP:.0f} s / {WIDTH} + start-up)   {ideal:6.2f} s")
-    print(f"--n-concurrent {WIDTH}   elapsed {inproc.seconds:6.2f} s  ratio to ideal {inproc.seconds / ideal:5.2f} "
-          f"(target <= 1.15)  peak RSS {inproc.peak_rss_mb:7.1f} MB")
-    print(f"-n {WIDTH} (xdist)        elapsed {xdist.seconds:6.2f} s  ratio to ideal {xdist.seconds / ideal:5.2f}"
-          f"                   peak RSS {xdist.peak_rss_mb:7.1f} MB")
+    print(
+        f"--n-concurrent {WIDTH}   elapsed {inproc.seconds:6.2f} s  ratio to ideal {inproc.seconds / ideal:5.2f} "
+        f"(target <= 1.15)  peak RSS {inproc.peak_rss_mb:7.1f} MB"
+    )
+    print(
+        f"-n {WIDTH} (xdist)        elapsed {xdist.seconds:6.2f} s  ratio to ideal {xdist.seconds / ideal:5.2f}"
+        f"                   peak RSS {xdist.peak_rss_mb:7.1f} MB"
+    )
     print(f"memory in-process / xdist: {inproc.peak_rss_mb / xdist.peak_rss_mb:5.2f} (target <= 0.33)")
 
 

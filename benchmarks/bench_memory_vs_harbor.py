@@ -100,8 +100,9 @@ def _where(trace: tracemalloc.Traceback, ours: tuple[str, ...]) -> str:
     return f"{frame.filename.split('site-packages/')[-1].split('/work/')[-1]}:{frame.lineno}"
 
 
-def breakdown(warm: tracemalloc.Snapshot, end: tracemalloc.Snapshot, ours: tuple[str, ...],
-              k: int) -> list[tuple[str, float, float]]:
+def breakdown(
+    warm: tracemalloc.Snapshot, end: tracemalloc.Snapshot, ours: tuple[str, ...], k: int
+) -> list[tuple[str, float, float]]:
     """(where, bytes per trial, blocks per trial), largest first."""
     by_where: dict[str, list[int]] = {}
     for stat in end.compare_to(warm, "traceback"):
@@ -138,9 +139,24 @@ def run_plugin(points: Points, trials: int) -> None:
     sys.path.insert(0, str(project))
     os.chdir(project)
     try:
-        code = pytest.main(["-p", "no:cacheprovider", "-q", "--no-header", "--basetemp", str(project / "tmp"),
-                            "--skill-eval", "skills/bench", "--results-dir", str(project / "results"),
-                            *PLUGIN_ARGS, "--n-concurrent", "1"], plugins=[_plugin_probe(points)])
+        code = pytest.main(
+            [
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--no-header",
+                "--basetemp",
+                str(project / "tmp"),
+                "--skill-eval",
+                "skills/bench",
+                "--results-dir",
+                str(project / "results"),
+                *PLUGIN_ARGS,
+                "--n-concurrent",
+                "1",
+            ],
+            plugins=[_plugin_probe(points)],
+        )
     finally:
         shutil.rmtree(project, ignore_errors=True)
     if code != 0:
@@ -169,9 +185,28 @@ def run_harbor(points: Points, trials: int) -> None:
     sys.path.insert(0, str(root))
     os.chdir(root)
     try:
-        app(["run", "-p", str(root / "tasks"), "-a", "bench_agent:SleepAgent", "-e", LOCAL_ENV, "--ek", "sandbox=none",
-             "--skill", str(root / "skill" / "bench"), "-n", "1", "-o", str(root / "jobs"), "-q", "-y"],
-            standalone_mode=False)
+        app(
+            [
+                "run",
+                "-p",
+                str(root / "tasks"),
+                "-a",
+                "bench_agent:SleepAgent",
+                "-e",
+                LOCAL_ENV,
+                "--ek",
+                "sandbox=none",
+                "--skill",
+                str(root / "skill" / "bench"),
+                "-n",
+                "1",
+                "-o",
+                str(root / "jobs"),
+                "-q",
+                "-y",
+            ],
+            standalone_mode=False,
+        )
         fail_unless_scored("harbor run", root / "jobs", trials)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -192,8 +227,13 @@ def run_child(side: str, measure: str, warmup: int, trials: int) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="skilleval-bench-mem-") as tmp:
         out = Path(tmp) / "result.json"
         env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        proc = subprocess.run([str(PYTHON), __file__, "--child", side, measure, str(warmup), str(trials), str(out)],
-                              check=False, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [str(PYTHON), __file__, "--child", side, measure, str(warmup), str(trials), str(out)],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         if proc.returncode != 0 or not out.exists():
             tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
             raise SystemExit(f"{side} {measure} run failed (exit {proc.returncode}):\n{tail}")
@@ -218,8 +258,10 @@ def main() -> None:
         for measure in MEASURES:
             for side in order:
                 runs[side, measure].append(run_child(side, measure, WARMUP, TRIALS))
-    print(f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}; serial, "
-          f"growth from trial {WARMUP} to trial {TRIALS}, median of {REPEATS} runs each")
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}; serial, "
+        f"growth from trial {WARMUP} to trial {TRIALS}, median of {REPEATS} runs each"
+    )
     print(f"{'KB per trial':36}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target  (every run: plugin | harbor)")
     for measure, label in (("heap", "Python heap (tracemalloc)"), ("rss", "VmRSS of the process")):
         ours, theirs = (statistics.median(r["per_trial"] for r in runs[side, measure]) / 1024 for side in SIDES)

@@ -51,9 +51,15 @@ def _trial_pool(root: Path) -> list[str]:
 
 
 def _details(i: int) -> dict[str, object]:
-    return {m: {"passed": i % 3 != 0, "score": 0.8, "reason": f"{m}: the agent did what case {i} asked " + "." * 120,
-                "findings": [{"type": "note", "severity": "info", "message": f"finding for {m}", "evidence": "e" * 80}]}
-            for m in METRICS}
+    return {
+        m: {
+            "passed": i % 3 != 0,
+            "score": 0.8,
+            "reason": f"{m}: the agent did what case {i} asked " + "." * 120,
+            "findings": [{"type": "note", "severity": "info", "message": f"finding for {m}", "evidence": "e" * 80}],
+        }
+        for m in METRICS
+    }
 
 
 def _records(n: int, pool: list[str]) -> tuple[list[TrialRecord], list[str]]:
@@ -64,14 +70,25 @@ def _records(n: int, pool: list[str]) -> tuple[list[TrialRecord], list[str]]:
         for arm, base in (("with_skill", 0.8), ("without_skill", 0.5)):
             for attempt in range(1, ATTEMPTS + 1):
                 score = min(1.0, base + 0.001 * (c % 100) - 0.01 * attempt)
-                records.append(TrialRecord(
-                    skill="bench", case=case, agent="oracle", arm=arm, attempt=attempt, status="scored",  # type: ignore[arg-type]
-                    overall=score, passed=score >= 0.5, metrics={m: score for m in METRICS},
-                    custom_metrics={"greeting_correct": score}, details=_details(c),
-                    activation=1.0 if arm == "with_skill" else None,
-                    tokens=TokenUsage(prompt=1000, completion=100), agent_seconds=1.5,
-                    trial_dir=pool[len(records) % len(pool)],
-                ))
+                records.append(
+                    TrialRecord(
+                        skill="bench",
+                        case=case,
+                        agent="oracle",
+                        arm=arm,
+                        attempt=attempt,
+                        status="scored",  # type: ignore[arg-type]
+                        overall=score,
+                        passed=score >= 0.5,
+                        metrics={m: score for m in METRICS},
+                        custom_metrics={"greeting_correct": score},
+                        details=_details(c),
+                        activation=1.0 if arm == "with_skill" else None,
+                        tokens=TokenUsage(prompt=1000, completion=100),
+                        agent_seconds=1.5,
+                        trial_dir=pool[len(records) % len(pool)],
+                    )
+                )
     return records, cases
 
 
@@ -84,8 +101,9 @@ def _timed(timings: dict[str, tuple[float, float]], part: str, started: tuple[fl
 def measure(n: int, work: Path, pool: list[str]) -> dict[str, tuple[float, float]]:
     """(wall, cpu) ms per trial for each part. Wall includes waiting on the disk; cpu is this process's own work."""
     records, cases = _records(n, pool)
-    plan = RunPlan(skill="bench", cases=cases, agents=["oracle"], n_attempts=ATTEMPTS,
-                   evaluated_at="2026-01-02T03:04:05Z")
+    plan = RunPlan(
+        skill="bench", cases=cases, agents=["oracle"], n_attempts=ATTEMPTS, evaluated_at="2026-01-02T03:04:05Z"
+    )
     gc.collect()
     timings: dict[str, tuple[float, float]] = {}
     mark = (time.perf_counter(), time.process_time())
@@ -125,8 +143,10 @@ def main(argv: list[str]) -> int:
         print(f"{part:<26}{cells}{growth:>8.2f}")
     worst = max(rows[n]["finish (aggregate+tree)"][0] for n in sizes)
     worst_cpu = max(rows[n]["finish (aggregate+tree)"][1] for n in sizes)
-    print(f"target: aggregate+tree <= 1.000 ms/trial and linear (growth <= ~1.3); "
-          f"worst {worst:.3f} ms/trial wall, {worst_cpu:.3f} cpu")
+    print(
+        f"target: aggregate+tree <= 1.000 ms/trial and linear (growth <= ~1.3); "
+        f"worst {worst:.3f} ms/trial wall, {worst_cpu:.3f} cpu"
+    )
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return 0
 

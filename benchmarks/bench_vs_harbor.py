@@ -45,8 +45,10 @@ def make_tasks(n: int) -> Path:
         task = root / "tasks" / f"t{i:04d}"
         (task / "tests").mkdir(parents=True)
         (task / "environment").mkdir()
-        (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "bench/t{i:04d}"\n'
-                                        "[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n")
+        (task / "task.toml").write_text(
+            f'schema_version = "1.4"\n[task]\nname = "bench/t{i:04d}"\n'
+            "[agent]\ntimeout_sec = 60.0\n[verifier]\ntimeout_sec = 60.0\n"
+        )
         (task / "instruction.md").write_text(f"do {i}\n")
         (task / "tests" / "test.sh").write_text(TEST_SH)
         (task / "solution").mkdir()
@@ -61,13 +63,39 @@ def make_tasks(n: int) -> Path:
 def run_harbor(root: Path, n_concurrent: int, agent: str = "bench_agent:SleepAgent") -> Measured:
     # Harbor's oracle agent takes no skills: that run has none, so there the plugin does strictly more work.
     skill = ["--skill", str(root / "skill" / "bench")] if agent != "oracle" else []
-    argv = [str(REPO / ".venv" / "bin" / "harbor"), "run", "-p", str(root / "tasks"), "-a", agent, "-e", LOCAL_ENV,
-            "--ek", "sandbox=none", *skill, "-n", str(n_concurrent), "-o", str(root / "jobs"), "-q", "-y"]
+    argv = [
+        str(REPO / ".venv" / "bin" / "harbor"),
+        "run",
+        "-p",
+        str(root / "tasks"),
+        "-a",
+        agent,
+        "-e",
+        LOCAL_ENV,
+        "--ek",
+        "sandbox=none",
+        *skill,
+        "-n",
+        str(n_concurrent),
+        "-o",
+        str(root / "jobs"),
+        "-q",
+        "-y",
+    ]
     return measure(argv, root, {"PYTHONPATH": str(root)})
 
 
-PLUGIN_ARGS = ("--agents", "bench_agent:SleepAgent", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
-               "--skip-baseline")
+PLUGIN_ARGS = (
+    "--agents",
+    "bench_agent:SleepAgent",
+    "--env-mode",
+    "local",
+    "--ek",
+    "sandbox=none",
+    "--grading-mode",
+    "custom_only",
+    "--skip-baseline",
+)
 
 
 def first_trial_start(results: list[Path], measured: Measured) -> float | None:
@@ -127,9 +155,14 @@ def oracle(n: int, n_concurrent: int) -> Measured:
 
 
 RUNS: dict[str, tuple[Callable[[int, int], Measured], int, int]] = {
-    "ours_small": (plugin, SMALL, 1), "theirs_small": (harbor, SMALL, 1), "oracle_small": (oracle, SMALL, 1),
-    "ours_large": (plugin, LARGE, 1), "theirs_large": (harbor, LARGE, 1), "oracle_large": (oracle, LARGE, 1),
-    "ours_par": (plugin, PARALLEL, 2), "theirs_par": (harbor, PARALLEL, 2),
+    "ours_small": (plugin, SMALL, 1),
+    "theirs_small": (harbor, SMALL, 1),
+    "oracle_small": (oracle, SMALL, 1),
+    "ours_large": (plugin, LARGE, 1),
+    "theirs_large": (harbor, LARGE, 1),
+    "oracle_large": (oracle, LARGE, 1),
+    "ours_par": (plugin, PARALLEL, 2),
+    "theirs_par": (harbor, PARALLEL, 2),
 }
 
 
@@ -152,15 +185,21 @@ def main() -> None:
     theirs = line(theirs_small, runs["theirs_large"])
     theirs_oracle = line(runs["oracle_small"], runs["oracle_large"])
     ours_par, theirs_par = runs["ours_par"], runs["theirs_par"]
-    print(f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
-          f"best of {REPEATS} runs each")
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
+        f"best of {REPEATS} runs each"
+    )
     print(f"{'':36}{'plugin':>10}{'harbor':>10}{'ratio':>8}  target")
     nan = float("nan")
     rows = [
         ("serial s/trial (same no-op agent)", ours[0], theirs[0], "<= 0.8"),
         ("serial s/trial (harbor -a oracle)", ours[0], theirs_oracle[0], "<= 0.8 (the issue's measure)"),
-        ("start-up s (to the first trial)", ours_small.first_trial_s or nan, theirs_small.first_trial_s or nan,
-         "<= 1.2"),
+        (
+            "start-up s (to the first trial)",
+            ours_small.first_trial_s or nan,
+            theirs_small.first_trial_s or nan,
+            "<= 1.2",
+        ),
         ("start-up s (intercept of the line)", ours[1], theirs[1], "(reference: noisy)"),
         ("MB/trial (peak RSS slope)", ours[2], theirs[2], "(reference: noise; bench_memory_vs_harbor.py)"),
         (f"{PARALLEL} trials, 2 at once, s", ours_par.seconds, theirs_par.seconds, "<= 1.0"),

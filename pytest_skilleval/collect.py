@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pytest_skilleval.harbor.staging import StagingError, input_sources
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
-from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_keys, trial_label
-from pytest_skilleval.results.records import Arm
-from pytest_skilleval.harbor.staging import StagingError, input_sources
+from pytest_skilleval.skill.settings import RunSettings
 
 try:
     from _pytest.nodeid import coerce_node_id
@@ -90,15 +91,28 @@ class SkillEvalItem(pytest.Function):
         mark = getattr(parent, "_skilleval_mark", None)
         if mark is None:
             mark = parent._skilleval_mark = getattr(pytest.mark, MARKER)  # type: ignore[attr-defined]
-        item = cls.from_parent(parent, name=name, case=case, agent=agent, arm=arm, attempt=attempt,
-                               callobj=_judge_trial, originalname=case_id, fixtureinfo=fixtureinfo)
+        item = cls.from_parent(
+            parent,
+            name=name,
+            case=case,
+            agent=agent,
+            arm=arm,
+            attempt=attempt,
+            callobj=_judge_trial,
+            originalname=case_id,
+            fixtureinfo=fixtureinfo,
+        )
         if fixtureinfo is None:
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
         item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id))
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, 0, f"{self.originalname} [{trial_label(*self._trial)}]"  # a line number: pytest needs one to report a skip
+        return (
+            self.path,
+            0,
+            f"{self.originalname} [{trial_label(*self._trial)}]",
+        )  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
@@ -203,8 +217,11 @@ class DatasetFile(SkillCollector):
                 except StagingError as error:
                     raise SkillEvalCollectError(f"{self.path}: {error}") from None
                 default_inputs_checked = default_inputs_checked or files is None
-            yield from _items(self, self.skill, case_fields(self.skill, case.id, source="dataset",
-                                                           entry=entries[case.id], files=files))
+            yield from _items(
+                self,
+                self.skill,
+                case_fields(self.skill, case.id, source="dataset", entry=entries[case.id], files=files),
+            )
 
 
 class NativeTaskFile(SkillCollector):
@@ -223,7 +240,9 @@ class NativeTaskFile(SkillCollector):
         except DatasetError:
             return {}  # the dataset's own collector reports the problem
         # one index per dataset content, shared by every native task's collector (not one per task)
-        return self.skill.once(f"cases by id {path} {dataset.digest}", lambda: {case.id: case for case in dataset.cases})
+        return self.skill.once(
+            f"cases by id {path} {dataset.digest}", lambda: {case.id: case for case in dataset.cases}
+        )
 
     def collect(self) -> Iterator[SkillEvalItem]:
         from pytest_skilleval.skill.native_tasks import NativeTaskError, check_native_task, load_native_task
@@ -241,8 +260,11 @@ class NativeTaskFile(SkillCollector):
         entries = self._dataset_entries()
         pre_agent_setup = getattr(getattr(self.skill.config, "harbor", None), "pre_agent_setup", None) or ()
         findings = check_native_task(
-            task, grading_mode=settings.grading_mode, paired=len(settings.arms) == 2,
-            dataset_ids=entries.keys() if entries is not None else None, pre_agent_setup=list(pre_agent_setup),
+            task,
+            grading_mode=settings.grading_mode,
+            paired=len(settings.arms) == 2,
+            dataset_ids=entries.keys() if entries is not None else None,
+            pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,
         )
         errors = [finding for finding in findings if finding.severity == "error"]
@@ -254,5 +276,8 @@ class NativeTaskFile(SkillCollector):
         case = (entries or {}).get(task.entry_id)
         entry = case.entry_json() if case is not None else {"id": task.entry_id}
         files = case.files if case is not None and case.files_given else None
-        yield from _items(self, self.skill, case_fields(self.skill, task.case_id, source="native",
-                                                       native_task_dir=task.path, entry=entry, files=files))
+        yield from _items(
+            self,
+            self.skill,
+            case_fields(self.skill, task.case_id, source="native", native_task_dir=task.path, entry=entry, files=files),
+        )

@@ -102,11 +102,15 @@ def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSes
     skill = state.skill(item.spec.skill_dir)
     settings = skill.settings
     work = Path(getattr(runner, "run_dir", None) or tempfile.mkdtemp(prefix="skilleval-regrade-")) / "_regrade"
-    judge = None if settings.grading_mode == "custom_only" else verifier_judge_kwargs(
-        settings, state.results_root(item.spec.skill_dir))
+    judge = (
+        None
+        if settings.grading_mode == "custom_only"
+        else verifier_judge_kwargs(settings, state.results_root(item.spec.skill_dir))
+    )
     rerun = getattr(runner, "regrade", None)  # a conftest's own runner may not have it: stored rewards are kept
     return Regrader(source, work, rerun if callable(rerun) else None).regrade(
-        item.spec, settings, judge, has_grader=skill.grader is not None)
+        item.spec, settings, judge, has_grader=skill.grader is not None
+    )
 
 
 def shutdown(session: pytest.Session) -> None:
@@ -124,8 +128,11 @@ def shutdown(session: pytest.Session) -> None:
     del session.stash[SCHEDULER_KEY]
     running = active_projects()
     if running:
-        say(session.config, f"skilleval: stopping; removing the Docker containers of {len(running)} running "
-                            "trial(s) (Ctrl+C again to skip)")
+        say(
+            session.config,
+            f"skilleval: stopping; removing the Docker containers of {len(running)} running "
+            "trial(s) (Ctrl+C again to skip)",
+        )
     try:
         scheduler.shutdown()
         # A trial whose wait was interrupted is no longer the scheduler's to cancel: remove what is left of it.

@@ -31,9 +31,10 @@ def warm_up_reports() -> threading.Thread:
     def load() -> None:
         try:
             import jsonschema  # noqa: F401 - what the session's end validates result.json with
-            from pytest_skilleval.results.html_report import load_template
 
             import pytest_skilleval.results.publish  # noqa: F401 - what the session's end imports
+            from pytest_skilleval.results.html_report import load_template
+
             load_template()
         except Exception:  # noqa: BLE001 - the session's end imports them again and reports what fails
             pass
@@ -61,8 +62,14 @@ class EarlyResults:
     """The session's early writers, one per skill, fed to one writer thread; `failed` after any error, leaving the
     rest to the session's end (which writes every trial not written here, and reports what goes wrong)."""
 
-    def __init__(self, results_root: Callable[[Path], Path], run_id: Callable[[Path], str], redactor: Redactor,
-                 keep_jobs: Callable[[], bool], run_start: Callable[[Path], RunStart]) -> None:
+    def __init__(
+        self,
+        results_root: Callable[[Path], Path],
+        run_id: Callable[[Path], str],
+        redactor: Redactor,
+        keep_jobs: Callable[[], bool],
+        run_start: Callable[[Path], RunStart],
+    ) -> None:
         self._results_root = results_root
         self._run_id = run_id
         self._run_start = run_start
@@ -90,8 +97,12 @@ class EarlyResults:
             writer = self._writers.get(record.skill_dir)
             if writer is None:
                 skill_dir = Path(record.skill_dir)
-                writer = EarlyTrialFiles(self._results_root(skill_dir), self._run_id(skill_dir), self._redactor,
-                                         start=self._run_start(skill_dir))
+                writer = EarlyTrialFiles(
+                    self._results_root(skill_dir),
+                    self._run_id(skill_dir),
+                    self._redactor,
+                    start=self._run_start(skill_dir),
+                )
                 self._writers[record.skill_dir] = writer
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True

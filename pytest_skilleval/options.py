@@ -38,10 +38,24 @@ def _pairs(values: list[str] | str, flag: str) -> dict[str, str]:
 
 
 # Constructor arguments Harbor or the plugin set themselves; an --agent-kwarg for one would clash or change meaning.
-RESERVED_AGENT_KWARGS = frozenset({
-    "logs_dir", "model_name", "logger", "mcp_servers", "skills_dir", "load_trajectory", "environment_logs_dir",
-    "extra_env", "task_dir", "trial_paths", "agent_timeout_sec", "replay_dir", "case_id", "arm",
-})
+RESERVED_AGENT_KWARGS = frozenset(
+    {
+        "logs_dir",
+        "model_name",
+        "logger",
+        "mcp_servers",
+        "skills_dir",
+        "load_trajectory",
+        "environment_logs_dir",
+        "extra_env",
+        "task_dir",
+        "trial_paths",
+        "agent_timeout_sec",
+        "replay_dir",
+        "case_id",
+        "arm",
+    }
+)
 
 
 def _kwarg_value(text: str) -> Any:
@@ -63,8 +77,10 @@ def _agent_kwargs(values: list[str] | str) -> dict[str, Any]:
             raise pytest.UsageError(f"--agent-kwarg expects AGENT:KEY=VALUE, got {value!r}")
         if key.strip() in RESERVED_AGENT_KWARGS:
             hint = " (use --agent-model)" if key.strip() == "model_name" else ""
-            raise pytest.UsageError(f"--agent-kwarg {agent.strip()}:{key.strip()}: {key.strip()!r} is set by Harbor "
-                                    f"or the plugin and cannot be passed{hint}")
+            raise pytest.UsageError(
+                f"--agent-kwarg {agent.strip()}:{key.strip()}: {key.strip()!r} is set by Harbor "
+                f"or the plugin and cannot be passed{hint}"
+            )
         result.setdefault(agent.strip(), {})[key.strip()] = _kwarg_value(item.strip())
     return result
 
@@ -108,54 +124,131 @@ def _grading_mode(value: str) -> str:
 
 
 OPTION_SPECS: tuple[OptionSpec, ...] = (
-    OptionSpec("agents", "Comma-separated agents: replay, codex, claude-code, opencode, any Harbor agent name or "
-               "module:Class (default codex).", parse=_split_list, metavar="A,B"),
-    OptionSpec("agent_model", "Model for one agent, AGENT=MODEL (repeatable).", parse=lambda v: _pairs(v, "--agent-model"),
-               multiple=True, metavar="AGENT=MODEL"),
-    OptionSpec("agent_kwarg", "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable; command line only), "
-               "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
-               parse=_agent_kwargs, multiple=True, metavar="AGENT:KEY=VALUE", cli_only=True),
-    OptionSpec("env_mode", "Where trials run: local (built in, no Docker), docker, or any Harbor environment type "
-               "(default docker).", metavar="MODE"),
-    OptionSpec("ek", "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local.",
-               parse=lambda v: _pairs(v, "--ek"), multiple=True, metavar="KEY=VALUE"),
+    OptionSpec(
+        "agents",
+        "Comma-separated agents: replay, codex, claude-code, opencode, any Harbor agent name or "
+        "module:Class (default codex).",
+        parse=_split_list,
+        metavar="A,B",
+    ),
+    OptionSpec(
+        "agent_model",
+        "Model for one agent, AGENT=MODEL (repeatable).",
+        parse=lambda v: _pairs(v, "--agent-model"),
+        multiple=True,
+        metavar="AGENT=MODEL",
+    ),
+    OptionSpec(
+        "agent_kwarg",
+        "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable; command line only), "
+        "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
+        parse=_agent_kwargs,
+        multiple=True,
+        metavar="AGENT:KEY=VALUE",
+        cli_only=True,
+    ),
+    OptionSpec(
+        "env_mode",
+        "Where trials run: local (built in, no Docker), docker, or any Harbor environment type (default docker).",
+        metavar="MODE",
+    ),
+    OptionSpec(
+        "ek",
+        "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local.",
+        parse=lambda v: _pairs(v, "--ek"),
+        multiple=True,
+        metavar="KEY=VALUE",
+    ),
     OptionSpec("n_attempts", "Attempts per case, agent and arm (default 1).", parse=int, metavar="N"),
     OptionSpec("pass_threshold", "Score an attempt needs to pass, 0.0-1.0 (default 0.5).", parse=float, metavar="X"),
-    OptionSpec("stop_on_pass", "Skip a case's remaining attempts once one passes (needs --n-attempts > 1).",
-               parse=_bool, is_flag=True),
-    OptionSpec("grading_mode", "default, default_plus_custom or custom_only (aliases aces_default, "
-               "aces_plus_custom).", parse=_grading_mode, metavar="MODE"),
+    OptionSpec(
+        "stop_on_pass",
+        "Skip a case's remaining attempts once one passes (needs --n-attempts > 1).",
+        parse=_bool,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "grading_mode",
+        "default, default_plus_custom or custom_only (aliases aces_default, aces_plus_custom).",
+        parse=_grading_mode,
+        metavar="MODE",
+    ),
     OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
-    OptionSpec("skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool,
-               is_flag=True),
-    OptionSpec("max_cases", "Evaluate only the first N cases of each skill, in staged order (dataset order, then "
-               "native tasks by folder name).", parse=int, metavar="N"),
-    OptionSpec("n_concurrent", "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
-               "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.", parse=int, metavar="N"),
+    OptionSpec(
+        "skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool, is_flag=True
+    ),
+    OptionSpec(
+        "max_cases",
+        "Evaluate only the first N cases of each skill, in staged order (dataset order, then "
+        "native tasks by folder name).",
+        parse=int,
+        metavar="N",
+    ),
+    OptionSpec(
+        "n_concurrent",
+        "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
+        "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.",
+        parse=int,
+        metavar="N",
+    ),
     OptionSpec("max_agents", "At most N agents' trials at once (default: no limit).", parse=int, metavar="N"),
     OptionSpec("timeout_multiplier", "Multiply every Harbor timeout (default 1.0).", parse=float, metavar="X"),
-    OptionSpec("results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
-               metavar="DIR"),
-    OptionSpec("harbor_keep_jobs", "Keep Harbor's staged tasks and trial folders after the session (deleted once "
-               "results are written otherwise).", parse=_bool, is_flag=True),
-    OptionSpec("base_image", "Image the sandbox starts from, used as it is: only the plugin's own layers go on top "
-               "(default python:3.12-slim plus bash curl git jq ripgrep).", metavar="IMAGE"),
-    OptionSpec("custom_dockerfile_mode", "preserve or rebase (default): whether --base-image replaces the FROM of "
-               "a skill's evals/environment/Dockerfile.", metavar="MODE"),
-    OptionSpec("resume", "Finish an interrupted, killed or partial run (a run id, or latest) in its own folder: "
-               "finished trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
-               metavar="RUN_ID"),
-    OptionSpec("regrade", "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
-               "into a new run folder.", metavar="RUN_ID"),
-    OptionSpec("judge_model", "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
-               "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.", metavar="MODEL"),
-    OptionSpec("judge_cache", "Judge verdict cache under the results root: on, off, read or write (default on).",
-               parse=lambda v: v.strip().lower(), metavar="MODE"),
-    OptionSpec("block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool,
-               is_flag=True),
-    OptionSpec("pass_env", "Let native tasks read this host variable through ${NAME} (repeatable; command line "
-               "only; none by default).", parse=lambda v: pass_env_names([v]), multiple=True, metavar="NAME",
-               cli_only=True),
+    OptionSpec(
+        "results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.", metavar="DIR"
+    ),
+    OptionSpec(
+        "harbor_keep_jobs",
+        "Keep Harbor's staged tasks and trial folders after the session (deleted once results are written otherwise).",
+        parse=_bool,
+        is_flag=True,
+    ),
+    OptionSpec(
+        "base_image",
+        "Image the sandbox starts from, used as it is: only the plugin's own layers go on top "
+        "(default python:3.12-slim plus bash curl git jq ripgrep).",
+        metavar="IMAGE",
+    ),
+    OptionSpec(
+        "custom_dockerfile_mode",
+        "preserve or rebase (default): whether --base-image replaces the FROM of "
+        "a skill's evals/environment/Dockerfile.",
+        metavar="MODE",
+    ),
+    OptionSpec(
+        "resume",
+        "Finish an interrupted, killed or partial run (a run id, or latest) in its own folder: "
+        "finished trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
+        metavar="RUN_ID",
+    ),
+    OptionSpec(
+        "regrade",
+        "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
+        "into a new run folder.",
+        metavar="RUN_ID",
+    ),
+    OptionSpec(
+        "judge_model",
+        "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
+        "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.",
+        metavar="MODEL",
+    ),
+    OptionSpec(
+        "judge_cache",
+        "Judge verdict cache under the results root: on, off, read or write (default on).",
+        parse=lambda v: v.strip().lower(),
+        metavar="MODE",
+    ),
+    OptionSpec(
+        "block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool, is_flag=True
+    ),
+    OptionSpec(
+        "pass_env",
+        "Let native tasks read this host variable through ${NAME} (repeatable; command line only; none by default).",
+        parse=lambda v: pass_env_names([v]),
+        multiple=True,
+        metavar="NAME",
+        cli_only=True,
+    ),
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
 # Option name -> RunSettings field, where they differ.
@@ -184,19 +277,30 @@ CONFIG_PATHS: dict[str, tuple[str, ...]] = {
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, "agent-skill evals through Harbor")
-    group.addoption("--skill-eval", action="store_true", dest="skill_eval", default=False,
-                    help="Collect skills (folders with SKILL.md) under the given paths and run their evals.")
+    group.addoption(
+        "--skill-eval",
+        action="store_true",
+        dest="skill_eval",
+        default=False,
+        help="Collect skills (folders with SKILL.md) under the given paths and run their evals.",
+    )
     for spec in OPTION_SPECS:
         note = "" if spec.implemented else " (not implemented yet)"
         if spec.is_flag:
-            group.addoption(spec.flag, action="store_true", dest=f"skilleval_{spec.name}", default=None,
-                            help=spec.help + note)
+            group.addoption(
+                spec.flag, action="store_true", dest=f"skilleval_{spec.name}", default=None, help=spec.help + note
+            )
         else:
-            group.addoption(spec.flag, action="append" if spec.multiple else "store", dest=f"skilleval_{spec.name}",
-                            default=None, metavar=spec.metavar, help=spec.help + note)
+            group.addoption(
+                spec.flag,
+                action="append" if spec.multiple else "store",
+                dest=f"skilleval_{spec.name}",
+                default=None,
+                metavar=spec.metavar,
+                help=spec.help + note,
+            )
         if not spec.cli_only:
-            parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string",
-                          default=None)
+            parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string", default=None)
 
 
 @dataclass(frozen=True)
@@ -269,9 +373,7 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     try:
         settings = RunSettings.model_validate(values)
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in item['loc'])}: {item['msg']}" for item in error.errors())
         raise pytest.UsageError(f"skilleval settings: {problems}") from None
     if settings.stop_on_pass and settings.n_attempts == 1:
         raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
@@ -279,8 +381,10 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
         raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
     unknown = sorted(set(settings.agent_kwargs) - set(settings.agents))
     if unknown:
-        raise pytest.UsageError(f"--agent-kwarg names agent(s) {', '.join(unknown)} that this run does not use "
-                                f"(--agents {','.join(settings.agents)})")
+        raise pytest.UsageError(
+            f"--agent-kwarg names agent(s) {', '.join(unknown)} that this run does not use "
+            f"(--agents {','.join(settings.agents)})"
+        )
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

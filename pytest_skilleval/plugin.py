@@ -19,18 +19,18 @@ from pytest_skilleval.collect import (
     SkillEvalItem,
     orphan_evals_dir,
 )
-from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.results.records import USER_PROPERTY_KEY
 from pytest_skilleval.results.tree import new_run_id
 from pytest_skilleval.session import (
     STATE_KEY,
     SkillEvalSession,
     get_state,
-    process_ends_with,
     junit_item_properties,
+    process_ends_with,
     record_property_value,
     redact_record,
 )
+from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.skill.folder import find_skill_root
 
 RUN_ID_KEY = "skilleval_run_id"
@@ -217,8 +217,10 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
         raise TrialError(record.error or "the trial failed")
     if record.status == "unscored":
         raise TrialError(record.reason or "the trial produced no score")
-    return TrialOutcome(record=record, pass_threshold=item.session.config.stash[STATE_KEY].skill(
-        item.spec.skill_dir).settings.pass_threshold)
+    return TrialOutcome(
+        record=record,
+        pass_threshold=item.session.config.stash[STATE_KEY].skill(item.spec.skill_dir).settings.pass_threshold,
+    )
 
 
 @pytest.hookimpl(wrapper=True)

@@ -16,18 +16,24 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
-from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import trial_key, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan
-from pytest_skilleval.results.summary import render_summary
 from verifier.custom import check_condition_metric_names
 
 
-def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRecord], interrupted: bool,
-               run_config: dict[str, Any], duration_seconds: float | None = None) -> RunPlan:
+def build_plan(
+    skill: SkillFolder,
+    planned: CasePlan,
+    records: Sequence[TrialRecord],
+    interrupted: bool,
+    run_config: dict[str, Any],
+    duration_seconds: float | None = None,
+) -> RunPlan:
     """The expected grid comes from the case plan read at session start, never from the files as they are now."""
     settings = skill.settings
     cases, negatives = planned.cases, planned.negative_cases
@@ -35,8 +41,13 @@ def build_plan(skill: SkillFolder, planned: CasePlan, records: Sequence[TrialRec
     if settings.max_cases is not None:
         summary["max_cases"] = settings.max_cases
     ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
-    expected = {(c, a, arm, n) for c in cases for a in settings.agents for arm in settings.arms
-                for n in range(1, settings.n_attempts + 1)}
+    expected = {
+        (c, a, arm, n)
+        for c in cases
+        for a in settings.agents
+        for arm in settings.arms
+        for n in range(1, settings.n_attempts + 1)
+    }
     seen_cases = {r.case for r in records}
     return RunPlan(
         skill=skill.name,
@@ -70,7 +81,8 @@ def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
     conditions: dict[tuple[str, str], list[SanitizedReward]] = {}
     for record in records:
         conditions.setdefault((record.agent, record.arm), []).append(
-            SanitizedReward(custom_metrics=record.custom_metrics))
+            SanitizedReward(custom_metrics=record.custom_metrics)
+        )
     for (agent, arm), rewards in sorted(conditions.items()):
         problem = check_condition_metric_names(rewards)
         if problem:
@@ -83,8 +95,14 @@ def _drop_failed_conditions(records: list[TrialRecord], problems: list[str]) -> 
     kept = []
     for record in records:
         if (record.agent, record.arm) in failed:
-            record = record.model_copy(update={"status": "error", "overall": None, "custom_metrics": {},
-                                               "error": "condition exceeded the custom metric name limit"})
+            record = record.model_copy(
+                update={
+                    "status": "error",
+                    "overall": None,
+                    "custom_metrics": {},
+                    "error": "condition exceeded the custom metric name limit",
+                }
+            )
         kept.append(record)
     return kept
 
@@ -139,21 +157,42 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             kept = _drop_failed_conditions(records, problems)
             altered = {trial_key(new) for old, new in zip(records, kept, strict=True) if new is not old}
             records = kept
-        plan = build_plan(skill, state.case_plan(skill_dir), records, interrupted, state.run_config(skill_dir),
-                          round(time.monotonic() - state.started, 3))
+        plan = build_plan(
+            skill,
+            state.case_plan(skill_dir),
+            records,
+            interrupted,
+            state.run_config(skill_dir),
+            round(time.monotonic() - state.started, 3),
+        )
         result = aggregate(records, plan)
-        run_dir = write_results_tree(result, records, state.results_root(skill_dir), state.run_id_for(skill_dir),
-                                     dataset_snapshot=plan.dataset_snapshot, redactor=state.redactor,
-                                     early=state.early.writer(str(skill_dir)), altered=altered)
+        run_dir = write_results_tree(
+            result,
+            records,
+            state.results_root(skill_dir),
+            state.run_id_for(skill_dir),
+            dataset_snapshot=plan.dataset_snapshot,
+            redactor=state.redactor,
+            early=state.early.writer(str(skill_dir)),
+            altered=altered,
+        )
         state.results_paths.append(run_dir)
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
-        state.summary_lines.extend(render_summary(
-            result, str(run_dir / "result.json"), width, **_write_reports(run_dir),
-            block_on_agent_eval=block, pytest_status=int(session.exitstatus)))
+        state.summary_lines.extend(
+            render_summary(
+                result,
+                str(run_dir / "result.json"),
+                width,
+                **_write_reports(run_dir),
+                block_on_agent_eval=block,
+                pytest_status=int(session.exitstatus),
+            )
+        )
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
-            config=session.config, skill=skill.name, result=result, run_dir=run_dir)
+            config=session.config, skill=skill.name, result=result, run_dir=run_dir
+        )
         code = exit_code_for(result, block)
         if code is not None:
             blocking_codes.append(code)

@@ -24,9 +24,20 @@ from pytest_skilleval.results.tree import (
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
 # Settings that change how fast or where a run goes, never what it measures.
-NOT_MEASURED = frozenset({"n_concurrent", "max_agents", "results_dir", "harbor_keep_jobs", "block_on_agent_eval",
-                          "base_image_mode",
-                          "resume", "regrade", "stop_on_pass", "max_cases"})
+NOT_MEASURED = frozenset(
+    {
+        "n_concurrent",
+        "max_agents",
+        "results_dir",
+        "harbor_keep_jobs",
+        "block_on_agent_eval",
+        "base_image_mode",
+        "resume",
+        "regrade",
+        "stop_on_pass",
+        "max_cases",
+    }
+)
 TrialKey = tuple[str, str, str, int]
 
 
@@ -38,8 +49,9 @@ def resolve_run_dir(results_root: Path, requested: str) -> Path:
     """The run folder: `latest` is the newest run folder, finished or not (an interrupted run never moves the
     `latest` link, and it is the one worth resuming)."""
     if requested == "latest":
-        runs = sorted(p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir()
-                      and not p.is_symlink())
+        runs = sorted(
+            p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir() and not p.is_symlink()
+        )
         if not runs:
             raise ResumeError(f"no run folder under {results_root}")
         return runs[-1]
@@ -70,8 +82,11 @@ def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest:
     stored_config = _json_object(run_dir / RUN_CONFIG_FILE)
     stored = _json_object(run_dir / DATASET_DIGEST_FILE) or _json_object(run_dir / "result.json")
     if stored_config is None or stored is None:
-        missing = [name for name, found in ((RUN_CONFIG_FILE, stored_config),
-                                            (f"{DATASET_DIGEST_FILE} (or result.json)", stored)) if found is None]
+        missing = [
+            name
+            for name, found in ((RUN_CONFIG_FILE, stored_config), (f"{DATASET_DIGEST_FILE} (or result.json)", stored))
+            if found is None
+        ]
         return f"{run_dir} has no readable {' or '.join(missing)}: not a run folder this plugin can resume"
     if stored.get("dataset_digest") != dataset_digest:
         return "the dataset changed since that run (its digest differs)"

@@ -23,12 +23,12 @@ import pytest
 from pytest_skilleval.early_results import EarlyResults
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
-from pytest_skilleval.skill.settings import kwarg_leaves
-from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
-from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
+from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.signals import SignalGuard
+from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
+from pytest_skilleval.skill.settings import kwarg_leaves
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -62,8 +62,13 @@ class SkillEvalSession:
         self.signals = SignalGuard()
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(
-            os.environ, [sources.cli.get("env_kwargs", {}), sources.ini.get("env_kwargs", {}),
-                         *agent_kwarg_maps(sources.cli.get("agent_kwargs", {}))])
+            os.environ,
+            [
+                sources.cli.get("env_kwargs", {}),
+                sources.ini.get("env_kwargs", {}),
+                *agent_kwarg_maps(sources.cli.get("agent_kwargs", {})),
+            ],
+        )
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
         self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start)
         self._writes_results = not hasattr(config, "workerinput")
@@ -118,8 +123,10 @@ class SkillEvalSession:
         except ResumeError as error:
             raise pytest.UsageError(f"--{option} {requested}: {error}") from None
         if option == "regrade" and not (run_dir / "result.json").is_file():
-            raise pytest.UsageError(f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
-                                    "can be regraded (finish it with --resume first)")
+            raise pytest.UsageError(
+                f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
+                "can be regraded (finish it with --resume first)"
+            )
         return run_dir
 
     def run_id_for(self, skill_dir: Path) -> str:

@@ -77,8 +77,10 @@ class SignalGuard:
         if self._absorbed > FORCE_AFTER:
             self.restore()
             raise KeyboardInterrupt
-        sys.stderr.write("\nskilleval: already stopping; writing this run's results as interrupted "
-                         "(signal again to stop without them)\n")
+        sys.stderr.write(
+            "\nskilleval: already stopping; writing this run's results as interrupted "
+            "(signal again to stop without them)\n"
+        )
         from pytest_skilleval.harbor.docker_cleanup import active_projects, leftovers_message
 
         running = active_projects()

@@ -190,9 +190,14 @@ class Trajectory:
         prompt, completion = 1500 + 400 * n, 60 + (len(json.dumps(call)) // 8 if call else 30)
         self.prompt_tokens += prompt
         self.completion_tokens += completion
-        step = {"step_id": n, "timestamp": f"2026-11-30T10:00:{n:02d}Z", "source": "agent",
-                "model_name": "recorded/demo-model", "message": message,
-                "metrics": {"prompt_tokens": prompt, "completion_tokens": completion, "cached_tokens": 0}}
+        step = {
+            "step_id": n,
+            "timestamp": f"2026-11-30T10:00:{n:02d}Z",
+            "source": "agent",
+            "model_name": "recorded/demo-model",
+            "message": message,
+            "metrics": {"prompt_tokens": prompt, "completion_tokens": completion, "cached_tokens": 0},
+        }
         if call:
             call_id = f"call_{n}_0"
             step["tool_calls"] = [{"tool_call_id": call_id, **call}]
@@ -203,20 +208,28 @@ class Trajectory:
         self._step(message, {"function_name": "Read", "arguments": {"file_path": path}}, content)
 
     def bash(self, message, command):
-        self._step(message, {"function_name": "Bash", "arguments": {"command": command, "workdir": "/workspace"}},
-                   "(replaced when re-run)")
+        self._step(
+            message,
+            {"function_name": "Bash", "arguments": {"command": command, "workdir": "/workspace"}},
+            "(replaced when re-run)",
+        )
 
     def done(self, message):
         self._step(message)
         slug = "with-skill" if self.arm == "with" else "without-skill"
-        doc = {"schema_version": "ATIF-v1.6", "session_id": f"{self.case}-{slug}",
-               "agent": {"name": "claude-code", "version": "2.0.14", "model_name": "recorded/demo-model"},
-               "steps": self.steps,
-               "notes": f"Hand-written replay for {self.case} ({slug}). '{{skills_dir}}' is replaced by Harbor's "
-                        "skills dir at replay time; shell commands are re-executed.",
-               "final_metrics": {"total_prompt_tokens": self.prompt_tokens,
-                                 "total_completion_tokens": self.completion_tokens,
-                                 "total_steps": len(self.steps)}}
+        doc = {
+            "schema_version": "ATIF-v1.6",
+            "session_id": f"{self.case}-{slug}",
+            "agent": {"name": "claude-code", "version": "2.0.14", "model_name": "recorded/demo-model"},
+            "steps": self.steps,
+            "notes": f"Hand-written replay for {self.case} ({slug}). '{{skills_dir}}' is replaced by Harbor's "
+            "skills dir at replay time; shell commands are re-executed.",
+            "final_metrics": {
+                "total_prompt_tokens": self.prompt_tokens,
+                "total_completion_tokens": self.completion_tokens,
+                "total_steps": len(self.steps),
+            },
+        }
         (OUT / f"{self.case}.{slug}.json").write_text(json.dumps(doc, indent=2) + "\n")
 
 
@@ -228,8 +241,9 @@ def config(path, mode):
     return f"printf 'schema_version: 1\\ngrading:\\n  mode: {mode}\\n' > {path}"
 
 
-def positive(case, skill, bench_case, prompt, mode, grader_name, grader_text, base_grader_text, base_mode,
-             fixture_note):
+def positive(
+    case, skill, bench_case, prompt, mode, grader_name, grader_text, base_grader_text, base_mode, fixture_note
+):
     entry = json.loads((SKILL / "evals" / "evals.json").read_text())
     entry = next(e for e in entry["evals"] if e["id"] == case)
     base = f"/workspace/input/{case}"
@@ -237,32 +251,59 @@ def positive(case, skill, bench_case, prompt, mode, grader_name, grader_text, ba
     skill_md = (SKILL / "SKILL.md").read_text()
     # with skill
     t = Trajectory(case, "with", entry["prompt"])
-    t.read("A benchmark to bring into skilleval as a custom grader: reading the create-custom-grader skill.",
-           f"{S}/SKILL.md", skill_md)
-    t.bash("Reading the target skill and the benchmark before writing anything.",
-           f"cat {target}/SKILL.md {base}/benchmark/task.json; ls -R {base}/benchmark {base}/checks")
+    t.read(
+        "A benchmark to bring into skilleval as a custom grader: reading the create-custom-grader skill.",
+        f"{S}/SKILL.md",
+        skill_md,
+    )
+    t.bash(
+        "Reading the target skill and the benchmark before writing anything.",
+        f"cat {target}/SKILL.md {base}/benchmark/task.json; ls -R {base}/benchmark {base}/checks",
+    )
     if case != "rubric-task-json":
-        t.bash("Reading the team's verifier so the grader ports its checks.",
-               f"cat {base}/benchmark/{'tests/test_slug.py' if case == 'pytest-check' else 'verify.sh'}")
-    t.bash("Mapping the benchmark cases into evals.json with per-case files folders.",
-           f"python3 {S}/scripts/benchmark_to_evals.py {base}/benchmark/task.json {target}")
-    t.bash(f"Mode: {mode}. {prompt} Writing the grader and config.yml.",
-           heredoc(f"{evals}/{grader_name}", grader_text, "GRADER") + "\n" + config(f"{evals}/config.yml", mode))
-    t.bash("Proving the grader on the known good and known bad workspaces.",
-           f"python3 {S}/scripts/check_grader.py {target} --case {bench_case} --workspace {base}/checks/good "
-           f"--expect-pass && python3 {S}/scripts/check_grader.py {target} --case {bench_case} "
-           f"--workspace {base}/checks/bad --expect-fail")
-    t.done(f"Done. Validated: check_grader.py kept the reward contract on checks/good (pass) and checks/bad "
-           f"(fail) for {bench_case}; evals.json maps the benchmark with files ['files/{bench_case}']; mode {mode}. "
-           f"Not validated: skilleval validate --harbor-contract --strict (skilleval is not installed in this "
-           f"sandbox) and a real with-skill/baseline run (no agent credentials here). {fixture_note}")
+        t.bash(
+            "Reading the team's verifier so the grader ports its checks.",
+            f"cat {base}/benchmark/{'tests/test_slug.py' if case == 'pytest-check' else 'verify.sh'}",
+        )
+    t.bash(
+        "Mapping the benchmark cases into evals.json with per-case files folders.",
+        f"python3 {S}/scripts/benchmark_to_evals.py {base}/benchmark/task.json {target}",
+    )
+    t.bash(
+        f"Mode: {mode}. {prompt} Writing the grader and config.yml.",
+        heredoc(f"{evals}/{grader_name}", grader_text, "GRADER") + "\n" + config(f"{evals}/config.yml", mode),
+    )
+    t.bash(
+        "Proving the grader on the known good and known bad workspaces.",
+        f"python3 {S}/scripts/check_grader.py {target} --case {bench_case} --workspace {base}/checks/good "
+        f"--expect-pass && python3 {S}/scripts/check_grader.py {target} --case {bench_case} "
+        f"--workspace {base}/checks/bad --expect-fail",
+    )
+    t.done(
+        f"Done. Validated: check_grader.py kept the reward contract on checks/good (pass) and checks/bad "
+        f"(fail) for {bench_case}; evals.json maps the benchmark with files ['files/{bench_case}']; mode {mode}. "
+        f"Not validated: skilleval validate --harbor-contract --strict (skilleval is not installed in this "
+        f"sandbox) and a real with-skill/baseline run (no agent credentials here). {fixture_note}"
+    )
     # without skill
     t = Trajectory(case, "without", entry["prompt"])
     t.bash("Looking at the benchmark.", f"cat {base}/benchmark/task.json")
-    dataset = {"skill_name": skill, "evals": [{"id": bench_case, "prompt": "See the benchmark task " + bench_case,
-                                               "expected_output": entry["expected_output"].split(";")[0]}]}
-    command = (f"mkdir -p {evals}\n" + heredoc(f"{evals}/evals.json", json.dumps(dataset, indent=2) + "\n")
-               + "\n" + heredoc(f"{evals}/{grader_name}", base_grader_text, "GRADER"))
+    dataset = {
+        "skill_name": skill,
+        "evals": [
+            {
+                "id": bench_case,
+                "prompt": "See the benchmark task " + bench_case,
+                "expected_output": entry["expected_output"].split(";")[0],
+            }
+        ],
+    }
+    command = (
+        f"mkdir -p {evals}\n"
+        + heredoc(f"{evals}/evals.json", json.dumps(dataset, indent=2) + "\n")
+        + "\n"
+        + heredoc(f"{evals}/{grader_name}", base_grader_text, "GRADER")
+    )
     if base_mode:
         command += "\n" + config(f"{evals}/config.yml", base_mode)
     t.bash("Writing a dataset entry and a grader for the benchmark.", command)
@@ -273,14 +314,16 @@ def negative():
     entry = json.loads((SKILL / "evals" / "evals.json").read_text())
     entry = next(e for e in entry["evals"] if e["id"] == "negative-plain-dataset")
     path = "/workspace/input/plain-dataset/notes-skill/evals/evals.json"
-    script = ("python3 - <<'EOF'\nimport json\nfrom pathlib import Path\n"
-              f"path = Path(\"{path}\")\n"
-              "data = json.loads(path.read_text())\n"
-              "data[\"evals\"].append({\"id\": \"weather-question\", "
-              "\"prompt\": \"What is the weather in Paris today?\", "
-              "\"expected_output\": \"An answer that does not use the notes skill\", \"expected_skill\": None, "
-              "\"files\": []})\n"
-              "path.write_text(json.dumps(data, indent=2) + \"\\n\")\nEOF")
+    script = (
+        "python3 - <<'EOF'\nimport json\nfrom pathlib import Path\n"
+        f"path = Path(\"{path}\")\n"
+        "data = json.loads(path.read_text())\n"
+        "data[\"evals\"].append({\"id\": \"weather-question\", "
+        "\"prompt\": \"What is the weather in Paris today?\", "
+        "\"expected_output\": \"An answer that does not use the notes skill\", \"expected_skill\": None, "
+        "\"files\": []})\n"
+        "path.write_text(json.dumps(data, indent=2) + \"\\n\")\nEOF"
+    )
     for arm in ("with", "without"):
         t = Trajectory("negative-plain-dataset", arm, entry["prompt"])
         t.bash("A plain dataset edit: no custom grading is needed. Reading the dataset.", f"cat {path}")
@@ -296,18 +339,42 @@ def main(argv: list[str] | None = None) -> int:
     if args:
         OUT = Path(args[0])
     OUT.mkdir(parents=True, exist_ok=True)
-    positive("rubric-task-json", "word-count", "short-poem",
-             "The rubric adds to the standard scores, so the grader scores one metric per rubric item.",
-             "default_plus_custom", "grader.py", RUBRIC_GRADER, BASE_RUBRIC_GRADER, "default_plus_custom",
-             "The prompt of short-poem says poem.txt; in the sandbox it is /workspace/input/short-poem/poem.txt.")
-    positive("pytest-check", "slugify", "title-slug",
-             "The team's pytest check owns pass/fail, so custom_only with the tests ported to stdlib checks.",
-             "custom_only", "grader.py", PYTEST_GRADER, BASE_PYTEST_GRADER, None,
-             "The benchmark's 'verifier' field was not mapped: the grader replaces it.")
-    positive("shell-verifier", "release-notes", "notes-1-2",
-             "verify.sh adds to the standard scores, so a shell grader with one metric per check.",
-             "default_plus_custom", "grader.sh", SHELL_GRADER, BASE_SHELL_GRADER, "default_plus_custom",
-             "The benchmark's 'verifier' field was not mapped: grader.sh replaces it.")
+    positive(
+        "rubric-task-json",
+        "word-count",
+        "short-poem",
+        "The rubric adds to the standard scores, so the grader scores one metric per rubric item.",
+        "default_plus_custom",
+        "grader.py",
+        RUBRIC_GRADER,
+        BASE_RUBRIC_GRADER,
+        "default_plus_custom",
+        "The prompt of short-poem says poem.txt; in the sandbox it is /workspace/input/short-poem/poem.txt.",
+    )
+    positive(
+        "pytest-check",
+        "slugify",
+        "title-slug",
+        "The team's pytest check owns pass/fail, so custom_only with the tests ported to stdlib checks.",
+        "custom_only",
+        "grader.py",
+        PYTEST_GRADER,
+        BASE_PYTEST_GRADER,
+        None,
+        "The benchmark's 'verifier' field was not mapped: the grader replaces it.",
+    )
+    positive(
+        "shell-verifier",
+        "release-notes",
+        "notes-1-2",
+        "verify.sh adds to the standard scores, so a shell grader with one metric per check.",
+        "default_plus_custom",
+        "grader.sh",
+        SHELL_GRADER,
+        BASE_SHELL_GRADER,
+        "default_plus_custom",
+        "The benchmark's 'verifier' field was not mapped: grader.sh replaces it.",
+    )
     negative()
     print(f"wrote {len(list(OUT.glob('*.json')))} replays to {OUT}")
     return 0

@@ -39,10 +39,23 @@ class Browser:
 
         no_sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
         self.process = subprocess.Popen(
-            [chromium, "--headless", *no_sandbox, "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-             "--hide-scrollbars", "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=wire, pass_fds=(3, 4),  # kept open after wire() (fds are closed after it runs)
+            [
+                chromium,
+                "--headless",
+                *no_sandbox,
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--hide-scrollbars",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={profile}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=wire,
+            pass_fds=(3, 4),  # kept open after wire() (fds are closed after it runs)
         )
         os.close(cmd_r)
         os.close(out_w)
@@ -76,8 +89,9 @@ class Browser:
             details = params.get("exceptionDetails", {})
             self.errors.append(f"exception: {details.get('exception', {}).get('description') or details.get('text')}")
         elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            self.errors.append("console.error: " + " ".join(str(a.get("value", a.get("description")))
-                                                            for a in params.get("args", [])))
+            self.errors.append(
+                "console.error: " + " ".join(str(a.get("value", a.get("description"))) for a in params.get("args", []))
+            )
         elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             self.errors.append(f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}".strip())
         self._events.append(message)
@@ -122,8 +136,11 @@ class Browser:
 
     def screenshot(self, path: Path, width: int = 1280) -> None:
         height = int(self.evaluate("document.documentElement.scrollHeight"))
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=True)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+            session=True,
+        )
         data = self.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=True)
         path.write_bytes(base64.b64decode(data["data"]))
 

@@ -50,8 +50,14 @@ class SkillProject:
         shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns("results", "__pycache__"))
         return target
 
-    def make_skill(self, name: str, dataset: Any | None = None, dataset_name: str = "evals.json",
-                   raw: str | None = None, grader: bool = True) -> Path:
+    def make_skill(
+        self,
+        name: str,
+        dataset: Any | None = None,
+        dataset_name: str = "evals.json",
+        raw: str | None = None,
+        grader: bool = True,
+    ) -> Path:
         """A minimal skill: SKILL.md, a dataset (given as data or raw text) and a grader that scores 1.0."""
         skill = self.root / "skills" / name
         (skill / "evals").mkdir(parents=True, exist_ok=True)

@@ -20,8 +20,9 @@ import pytest
 from tests.support import REPO, require_system
 
 SCRIPTS = REPO / "scripts"
-INSTALL_DOCKER = ("run `scripts/ensure-docker.sh` as root "
-                  "(Debian's docker.io, the Compose v2 and buildx plugins, a running dockerd)")
+INSTALL_DOCKER = (
+    "run `scripts/ensure-docker.sh` as root (Debian's docker.io, the Compose v2 and buildx plugins, a running dockerd)"
+)
 INSTALL_CHROMIUM = "apt-get install chromium (or run .ci/run)"
 INSTALL_NODE = "apt-get install nodejs npm (or run .ci/run)"
 FIXTURE_MARKERS = {
@@ -134,17 +135,28 @@ class RenderedPage:
 def chromium_command(chromium: str, profile_dir: Path, *args: str) -> list[str]:
     """argv for a headless Chromium with its own profile (so parallel runs do not share one); no sandbox as root."""
     no_sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
-    return [chromium, "--headless", *no_sandbox, "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-            "--hide-scrollbars", f"--user-data-dir={profile_dir}", *args]
+    return [
+        chromium,
+        "--headless",
+        *no_sandbox,
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile_dir}",
+        *args,
+    ]
 
 
-def render_page(chromium: str, url: str, workdir: Path, screenshot: Path | None = None,
-                window: str = "1280,900") -> RenderedPage:
+def render_page(
+    chromium: str, url: str, workdir: Path, screenshot: Path | None = None, window: str = "1280,900"
+) -> RenderedPage:
     """Load `url` headless: return the rendered DOM and console messages (uncaught errors included) and,
     when `screenshot` is given, write a PNG of the page there for a person to look at."""
     workdir.mkdir(parents=True, exist_ok=True)
-    base = chromium_command(chromium, workdir / "chromium-profile", f"--window-size={window}",
-                            "--virtual-time-budget=5000")
+    base = chromium_command(
+        chromium, workdir / "chromium-profile", f"--window-size={window}", "--virtual-time-budget=5000"
+    )
     dumped = _run([*base, "--enable-logging=stderr", "--v=0", "--dump-dom", url], timeout=120)
     if dumped.returncode != 0:
         pytest.fail(f"chromium --dump-dom {url} failed:\n{dumped.stderr[-2000:]}", pytrace=False)

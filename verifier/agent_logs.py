@@ -151,8 +151,9 @@ def _anthropic_message(steps: _Steps, role: str, content: Any) -> None:
         step = steps.agent("\n".join(t for t in texts if t))
         for block in content:
             if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                steps.call(step, str(block.get("id") or ""), str(block.get("name") or ""),
-                           _as_args(block.get("input")), None)
+                steps.call(
+                    step, str(block.get("id") or ""), str(block.get("name") or ""), _as_args(block.get("input")), None
+                )
         return
     user_texts = []
     for block in content:
@@ -181,11 +182,13 @@ def convert_claude_code(text: str) -> list[Step]:
 
 def _cursor_output(result: Any) -> str:
     if isinstance(result, Mapping) and len(result) == 1:
-        (outcome, body), = result.items()
+        ((outcome, body),) = result.items()
         status = "completed" if outcome == "success" else "failed" if outcome in ("failure", "error") else outcome
         exit_code = body.get("exitCode") if isinstance(body, Mapping) else None
-        return _observation(_status_header(status, exit_code), _text(body) if not isinstance(body, Mapping)
-                            else json.dumps(body, ensure_ascii=False, default=str))
+        return _observation(
+            _status_header(status, exit_code),
+            _text(body) if not isinstance(body, Mapping) else json.dumps(body, ensure_ascii=False, default=str),
+        )
     return _text(result)
 
 
@@ -210,8 +213,13 @@ def convert_cursor_cli(text: str) -> list[Step]:
             step = turn_steps.get(key) if key else None
             for tool, body in calls.items():
                 body = body if isinstance(body, Mapping) else {}
-                step = steps.call(step, str(event.get("call_id") or ""), str(tool), _as_args(body.get("args")),
-                                  _cursor_output(body.get("result")))
+                step = steps.call(
+                    step,
+                    str(event.get("call_id") or ""),
+                    str(tool),
+                    _as_args(body.get("args")),
+                    _cursor_output(body.get("result")),
+                )
                 if key:
                     turn_steps[key] = step
         elif kind == "result" and isinstance(event.get("result"), str):
@@ -293,8 +301,13 @@ def convert_opencode(text: str) -> list[Step]:
                 _text(state.get("output")),
                 f"error: {_text(state.get('error'))}" if state.get("error") else "",
             )
-            turn = steps.call(turn, str(part.get("callID") or part.get("id") or ""), str(part.get("tool") or ""),
-                              _as_args(state.get("input")), output)
+            turn = steps.call(
+                turn,
+                str(part.get("callID") or part.get("id") or ""),
+                str(part.get("tool") or ""),
+                _as_args(state.get("input")),
+                output,
+            )
     return steps.done()
 
 
@@ -318,7 +331,9 @@ def _codex_item(steps: _Steps, item: Mapping[str, Any]) -> None:
         error = item.get("error")
         output = _observation(
             _status_header(status),
-            _text(item["result"].get("content")) if isinstance(item.get("result"), Mapping) else _text(item.get("result")),
+            _text(item["result"].get("content"))
+            if isinstance(item.get("result"), Mapping)
+            else _text(item.get("result")),
             f"error: {_text(error.get('message') if isinstance(error, Mapping) else error)}" if error else "",
         )
         tool = f"mcp__{item.get('server', '')}__{item.get('tool', '')}"

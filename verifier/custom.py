@@ -170,8 +170,30 @@ _CREDENTIAL_VALUE_PATTERNS = tuple(
 # tests), so text without any of them is skipped. Plain substring tests: a case-insensitive regex alternation
 # costs several times more on the long texts the results tree scans.
 _CREDENTIAL_HINTS = (
-    "begin", "auth", "bearer", "eyj", "akia", "asia", "sk-", "nvapi-", "crsr_", "sha256~", "ghp_", "gho_", "ghu_",
-    "ghs_", "ghr_", "github_pat_", "xox", "aiza", "api_key", "api-key", "apikey", "token", "secret", "passw",
+    "begin",
+    "auth",
+    "bearer",
+    "eyj",
+    "akia",
+    "asia",
+    "sk-",
+    "nvapi-",
+    "crsr_",
+    "sha256~",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "aiza",
+    "api_key",
+    "api-key",
+    "apikey",
+    "token",
+    "secret",
+    "passw",
 )
 _VALUE_END = frozenset("\"'`,;)]}>")
 # A long unbroken run of key-alphabet characters mixing letters and digits: hex or base64 key material.
@@ -300,9 +322,7 @@ def _candidates(raw: Mapping[str, Any], errors: list[str]) -> list[tuple[str, An
     return found
 
 
-def sanitize_custom_reward(
-    raw: Mapping[str, Any], mode: str, *, reward_txt: float | None = None
-) -> SanitizedReward:
+def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: float | None = None) -> SanitizedReward:
     """Apply the reward contract to a grader's reward.json object.
 
     `reward_txt` is the numeric reward.txt, used in `custom_only` when reward.json has no valid `overall`.

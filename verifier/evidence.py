@@ -85,6 +85,8 @@ class SecurityFinding(BaseModel):
     call_index: int | None = None
     tool: str | None = None
     # Added for the security evaluator; defaults keep older constructors valid.
-    source: str | None = Field(default=None, description="user_prompt, agent_response, agent_tool_call or tool_observation.")
+    source: str | None = Field(
+        default=None, description="user_prompt, agent_response, agent_tool_call or tool_observation."
+    )
     score_impact: bool = Field(default=True, description="Only score-impacting findings change the score.")
     target_skill_used_before: bool | None = None

@@ -55,8 +55,9 @@ def _clamp(score: float | None) -> float | None:
     return round(max(0.0, min(1.0, float(score))), 4)
 
 
-def _run(name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any],
-         judged: Mapping[str, MetricResult]) -> MetricResult:
+def _run(
+    name: str, evidence: TrajectoryEvidence, entry: Mapping[str, Any], judged: Mapping[str, MetricResult]
+) -> MetricResult:
     if name in JUDGE_METRICS:
         if not evidence.usable:
             return MetricResult(score=None, details={"status": "error", "error": NO_TRAJECTORY})
@@ -108,8 +109,11 @@ def grade(
         if not evidence.usable:
             details["_trajectory_load"]["error"] = NO_TRAJECTORY
     graded: dict[str, Any] = {"metrics": scores, "details": details, "trajectory_source": evidence.source}
-    errors = {name: details[name].get("error") for name in (judged or {}) if name in scores
-              and scores[name] is None and details[name].get("status") == "error"}
+    errors = {
+        name: details[name].get("error")
+        for name in (judged or {})
+        if name in scores and scores[name] is None and details[name].get("status") == "error"
+    }
     if errors:
         graded["evaluation_status"] = "failed"
         graded["evaluation_errors"] = errors
@@ -139,14 +143,23 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="skilleval grade", description="Grade one trajectory offline and print the reward JSON.")
     parser.add_argument("--trajectory", required=True, help="trajectory.json, or the agent log folder holding it")
     parser.add_argument("--case", help="a dataset entry as JSON (or use --dataset with --case-id)")
-    parser.add_argument("--dataset", help="the skill's dataset (evals/evals.json ...); the case is read as a run reads "
-                        "it, and the skill under test is the folder holding SKILL.md next to evals/")
+    parser.add_argument(
+        "--dataset",
+        help="the skill's dataset (evals/evals.json ...); the case is read as a run reads "
+        "it, and the skill under test is the folder holding SKILL.md next to evals/",
+    )
     parser.add_argument("--case-id", help="the case to grade, with --dataset")
-    parser.add_argument("--skill", help="the skill under test (the skill folder's name, as a run sets it); with "
-                        "--case, an entry without expected_skill then expects this skill, as in an evals.json run")
+    parser.add_argument(
+        "--skill",
+        help="the skill under test (the skill folder's name, as a run sets it); with "
+        "--case, an entry without expected_skill then expects this skill, as in an evals.json run",
+    )
     parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
-    parser.add_argument("--judge-model", help="model for the LLM judges (default: LLM_JUDGE_MODEL or "
-                        "SKILL_EVAL_JUDGE_MODEL; unset: judges not configured)")
+    parser.add_argument(
+        "--judge-model",
+        help="model for the LLM judges (default: LLM_JUDGE_MODEL or "
+        "SKILL_EVAL_JUDGE_MODEL; unset: judges not configured)",
+    )
     parser.add_argument("--judge-cache-dir", help="judge verdict cache folder (e.g. <results-root>/.judge-cache)")
     parser.add_argument("--judge-cache", default="on", choices=("on", "off", "read", "write"))
     return parser
@@ -206,8 +219,9 @@ def _metrics_arg(value: str | None) -> list[str] | None:
     return names
 
 
-def _judge(evidence: TrajectoryEvidence, entry: dict[str, Any], args: argparse.Namespace,
-           metrics: list[str] | None) -> dict[str, MetricResult]:
+def _judge(
+    evidence: TrajectoryEvidence, entry: dict[str, Any], args: argparse.Namespace, metrics: list[str] | None
+) -> dict[str, MetricResult]:
     """The judges' verdicts when a judge model is configured and a judge metric is asked for."""
     import asyncio
 
@@ -248,11 +262,15 @@ def _check_gradable(entry: Mapping[str, Any], metrics: list[str] | None) -> str 
         return None
     trigger = should_trigger(entry)
     if trigger is False and not evaluated_skill(entry):
-        raise UsageError("this case is a negative control, and grading it needs the skill under test: pass "
-                         "--skill NAME, or --dataset FILE --case-id ID to take it from the skill folder as a run does")
+        raise UsageError(
+            "this case is a negative control, and grading it needs the skill under test: pass "
+            "--skill NAME, or --dataset FILE --case-id ID to take it from the skill folder as a run does"
+        )
     if trigger is None:
-        return ("note: the case names no expected_skill and no --skill was given, so skill_execution is skipped "
-                "(pass --skill NAME, or --dataset FILE --case-id ID, to grade it as a run would)")
+        return (
+            "note: the case names no expected_skill and no --skill was given, so skill_execution is skipped "
+            "(pass --skill NAME, or --dataset FILE --case-id ID, to grade it as a run would)"
+        )
     return None
 
 

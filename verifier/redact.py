@@ -26,29 +26,35 @@ MIN_SECRET_LENGTH = 8
 # these to match (a test checks a sample of every row), so text with none of them is left alone without running
 # fifteen substitutions over every string. Literal-prefixed patterns, because the regex engine scans a literal
 # prefix fast and an alternation slowly. `_LOWER_NEEDLES` are searched in the casefolded text.
-_NEEDLES: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
-    r"PRIVATE KEY-----",
-    r"sk-(?:proj-|ant-|test-|live-)?[A-Za-z0-9_-]{12}",
-    r"gh[pousr]_[A-Za-z0-9]{20}",
-    r"github_pat_",
-    r"glpat-",
-    r"AKIA",
-    r"ASIA",
-    r"xox[abprs]-",
-    r"AIza",
-    r"nvapi-",
-    r"hf_[A-Za-z0-9]{24}",
-    r"eyJ",
-    r"://[^/\s:@'\"]+:[^/\s@'\"]{3,}@",
-))
-_LOWER_NEEDLES: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
-    r"bearer",
-    r"authorization",
-    r"key\s*[=:]",
-    r"secret\s*[=:]",
-    r"passw(?:or)?d\s*[=:]",
-    r"token\s*[=:]",
-))
+_NEEDLES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        r"PRIVATE KEY-----",
+        r"sk-(?:proj-|ant-|test-|live-)?[A-Za-z0-9_-]{12}",
+        r"gh[pousr]_[A-Za-z0-9]{20}",
+        r"github_pat_",
+        r"glpat-",
+        r"AKIA",
+        r"ASIA",
+        r"xox[abprs]-",
+        r"AIza",
+        r"nvapi-",
+        r"hf_[A-Za-z0-9]{24}",
+        r"eyJ",
+        r"://[^/\s:@'\"]+:[^/\s@'\"]{3,}@",
+    )
+)
+_LOWER_NEEDLES: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p)
+    for p in (
+        r"bearer",
+        r"authorization",
+        r"key\s*[=:]",
+        r"secret\s*[=:]",
+        r"passw(?:or)?d\s*[=:]",
+        r"token\s*[=:]",
+    )
+)
 # Plain lowercase words this long are passphrases rather than config values.
 MIN_PLAIN_SECRET_LENGTH = 16
 # Short strings (keys, statuses, names) repeat across thousands of trials: their redaction is remembered, up to a
@@ -80,8 +86,12 @@ TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{12,}", 0, r"\1" + REDACTED),
         (r"(?i)(\bauthorization\s*[:=]\s*)(?!bearer\b)[^\s'\",;]{8,}", 0, r"\1" + REDACTED),
         (r"(://[^/\s:@'\"]+:)[^/\s@'\"]{3,}(@)", 0, r"\1" + REDACTED + r"\2"),
-        (r"(?i)(\b(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|password|passwd|token)\s*[=:]\s*['\"]?)"
-         r"(?!\[REDACTED\])[^\s'\",;&]{6,}", 0, r"\1" + REDACTED),
+        (
+            r"(?i)(\b(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|password|passwd|token)\s*[=:]\s*['\"]?)"
+            r"(?!\[REDACTED\])[^\s'\",;&]{6,}",
+            0,
+            r"\1" + REDACTED,
+        ),
     )
 )
 

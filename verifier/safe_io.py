@@ -177,8 +177,14 @@ def _too_large(shown: str, size: int, limit: int) -> FileTooLargeError:
     return FileTooLargeError(f"{shown} is {size} bytes; the limit is {limit} bytes (nothing of it was read)")
 
 
-def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, tail_bytes: int | None = None,
-               label: str | None = None) -> bytes:
+def read_bytes(
+    root: Path,
+    rel: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    tail_bytes: int | None = None,
+    label: str | None = None,
+) -> bytes:
     """The bytes of the regular file root/rel, reached without following any link; size checked before reading.
 
     `tail_bytes` reads only the last that many bytes of a larger file instead of refusing it.
@@ -201,8 +207,9 @@ def read_bytes(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None
             os.close(fd)
 
 
-def read_files(root: Path, rels: list[str], *, max_bytes: int | None = None,
-               tail_bytes: dict[str, int] | None = None) -> dict[str, bytes]:
+def read_files(
+    root: Path, rels: list[str], *, max_bytes: int | None = None, tail_bytes: dict[str, int] | None = None
+) -> dict[str, bytes]:
     """The readable ones of several files under root, by path: each reached as `read_bytes` reaches it (no link
     followed, size checked first), but each directory opened once rather than once per file. Files that are
     missing, links, special or over the limit are left out (the results tree copies what it can)."""
@@ -247,15 +254,22 @@ def _walk_cached(dirs: dict[tuple[str, ...], int | None], parts: list[str], labe
     if key not in dirs:
         parent = _walk_cached(dirs, parts[:-1], label)
         try:
-            dirs[key] = None if parent is None else _open_child_dir(parent, parts[-1], _shown(label, parts),
-                                                                    create=False)
+            dirs[key] = (
+                None if parent is None else _open_child_dir(parent, parts[-1], _shown(label, parts), create=False)
+            )
         except OSError:
             dirs[key] = None
     return dirs[key]
 
 
-def read_text(root: Path, rel: str | os.PathLike[str], *, max_bytes: int | None = None, errors: str = "strict",
-              label: str | None = None) -> str:
+def read_text(
+    root: Path,
+    rel: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    errors: str = "strict",
+    label: str | None = None,
+) -> str:
     """`read_bytes` decoded as UTF-8."""
     return read_bytes(root, rel, max_bytes=max_bytes, label=label).decode("utf-8", errors=errors)
 
@@ -427,8 +441,15 @@ def make_readable(root: Path, rel: str | os.PathLike[str], *, label: str | None 
         raise OSError(f"{_shown(label, parts)}: could not make readable: " + "; ".join(failed))
 
 
-def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, mode: int = 0o644,
-                  times: tuple[int, int] | None = None, limit: int | None = None) -> None:
+def _replace_into(
+    dir_fd: int,
+    name: str,
+    data_source: int | bytes,
+    shown: str,
+    mode: int = 0o644,
+    times: tuple[int, int] | None = None,
+    limit: int | None = None,
+) -> None:
     """Write a temp file in dir_fd and rename it over `name`: an existing link at `name` is refused, not followed."""
     try:
         existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -445,7 +466,7 @@ def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, 
             if isinstance(data_source, bytes):
                 view = memoryview(data_source)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             else:
                 copied = 0
                 while chunk := os.read(data_source, _CHUNK):
@@ -454,7 +475,7 @@ def _replace_into(dir_fd: int, name: str, data_source: int | bytes, shown: str, 
                         raise FileTooLargeError(f"{shown} grew past the limit of {limit} bytes while being copied")
                     view = memoryview(chunk)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
             os.fchmod(fd, mode & 0o777)
             if times is not None:
                 os.utime(fd, ns=times)
@@ -493,8 +514,17 @@ def remove_file(root: Path, rel: str | os.PathLike[str]) -> None:
         pass
 
 
-def _copy_entry(src_fd: int, name: str, dst_fd: int, shown: str, st: os.stat_result, *, links: LinkPolicy,
-                max_file_bytes: int | None, refused: list[str]) -> None:
+def _copy_entry(
+    src_fd: int,
+    name: str,
+    dst_fd: int,
+    shown: str,
+    st: os.stat_result,
+    *,
+    links: LinkPolicy,
+    max_file_bytes: int | None,
+    refused: list[str],
+) -> None:
     if stat.S_ISLNK(st.st_mode):
         if links == "copy":
             try:
@@ -538,28 +568,37 @@ def _copy_entry(src_fd: int, name: str, dst_fd: int, shown: str, st: os.stat_res
         refused.append(str(error))
         return
     try:
-        _replace_into(dst_fd, name, fd, shown, opened.st_mode, (opened.st_atime_ns, opened.st_mtime_ns),
-                      max_file_bytes)
+        _replace_into(dst_fd, name, fd, shown, opened.st_mode, (opened.st_atime_ns, opened.st_mtime_ns), max_file_bytes)
     except (OSError, FileTooLargeError) as error:
         refused.append(str(error))
     finally:
         os.close(fd)
 
 
-def _copy_dir(src_fd: int, dst_fd: int, shown: str, *, links: LinkPolicy, max_file_bytes: int | None,
-              refused: list[str]) -> None:
+def _copy_dir(
+    src_fd: int, dst_fd: int, shown: str, *, links: LinkPolicy, max_file_bytes: int | None, refused: list[str]
+) -> None:
     for name in sorted(os.listdir(src_fd)):
         try:
             st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
         except FileNotFoundError:
             continue
-        _copy_entry(src_fd, name, dst_fd, f"{shown}/{name}", st, links=links, max_file_bytes=max_file_bytes,
-                    refused=refused)
+        _copy_entry(
+            src_fd, name, dst_fd, f"{shown}/{name}", st, links=links, max_file_bytes=max_file_bytes, refused=refused
+        )
 
 
-def copy_tree(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, dst_rel: str | os.PathLike[str] = "",
-              *, links: LinkPolicy = "refuse", max_file_bytes: int | None = None, label: str | None = None,
-              dst_label: str | None = None) -> list[str]:
+def copy_tree(
+    src_root: Path,
+    src_rel: str | os.PathLike[str],
+    dst_root: Path,
+    dst_rel: str | os.PathLike[str] = "",
+    *,
+    links: LinkPolicy = "refuse",
+    max_file_bytes: int | None = None,
+    label: str | None = None,
+    dst_label: str | None = None,
+) -> list[str]:
     """Copy the folder src_root/src_rel into dst_root/dst_rel (merged), never following a link on either side.
 
     `links="refuse"` leaves every link out and reports it; `"copy"` recreates it as a link (its target is never
@@ -570,15 +609,24 @@ def copy_tree(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, d
     label = label or str(src_root)
     refused: list[str] = []
     dst_label = dst_label or str(dst_root)
-    with _directory(src_root, src_parts, label) as src_fd, _directory(dst_root, dst_parts, dst_label,
-                                                                      create=True) as dst_fd:
-        _copy_dir(src_fd, dst_fd, _shown(label, src_parts), links=links, max_file_bytes=max_file_bytes,
-                  refused=refused)
+    with (
+        _directory(src_root, src_parts, label) as src_fd,
+        _directory(dst_root, dst_parts, dst_label, create=True) as dst_fd,
+    ):
+        _copy_dir(src_fd, dst_fd, _shown(label, src_parts), links=links, max_file_bytes=max_file_bytes, refused=refused)
     return refused
 
 
-def copy_file(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, dst_rel: str | os.PathLike[str], *,
-              max_bytes: int | None = None, label: str | None = None, dst_label: str | None = None) -> None:
+def copy_file(
+    src_root: Path,
+    src_rel: str | os.PathLike[str],
+    dst_root: Path,
+    dst_rel: str | os.PathLike[str],
+    *,
+    max_bytes: int | None = None,
+    label: str | None = None,
+    dst_label: str | None = None,
+) -> None:
     """Copy one regular file (mode and times kept); links and oversize files raise instead of being copied."""
     src_parts, dst_parts = _parts(src_rel), _parts(dst_rel)
     if not src_parts or not dst_parts:
@@ -592,8 +640,15 @@ def copy_file(src_root: Path, src_rel: str | os.PathLike[str], dst_root: Path, d
                 raise _too_large(shown, st.st_size, max_bytes)
             dst_label = dst_label or str(dst_root)
             with _directory(dst_root, dst_parts[:-1], dst_label, create=True) as dst_dir:
-                _replace_into(dst_dir, dst_parts[-1], fd, _shown(dst_label, dst_parts), st.st_mode,
-                              (st.st_atime_ns, st.st_mtime_ns), max_bytes)
+                _replace_into(
+                    dst_dir,
+                    dst_parts[-1],
+                    fd,
+                    _shown(dst_label, dst_parts),
+                    st.st_mode,
+                    (st.st_atime_ns, st.st_mtime_ns),
+                    max_bytes,
+                )
         finally:
             os.close(fd)
 
@@ -605,5 +660,5 @@ def read_capped(handle: IO[bytes], max_bytes: int) -> str:
     handle.seek(0)
     text = handle.read(max_bytes).decode("utf-8", errors="replace")
     if total > max_bytes:
-        text += (f"\n[output cut at {max_bytes} bytes: {total - max_bytes} more bytes of {total} were not kept]\n")
+        text += f"\n[output cut at {max_bytes} bytes: {total - max_bytes} more bytes of {total} were not kept]\n"
     return text

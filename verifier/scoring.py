@@ -60,9 +60,7 @@ def overall_basis(grading_mode: str, metrics: Mapping[str, float | None]) -> lis
     return [name for name, value in dims.items() if value is not None]
 
 
-def trial_overall(
-    grading_mode: str, metrics: Mapping[str, float | None], custom_overall: float | None
-) -> float | None:
+def trial_overall(grading_mode: str, metrics: Mapping[str, float | None], custom_overall: float | None) -> float | None:
     """custom_only: the grader's overall; otherwise the mean of the scored dimensions. Rounded to 4 places."""
     if grading_mode == "custom_only":
         overall = clean_score(custom_overall)

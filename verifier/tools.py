@@ -15,7 +15,15 @@ from typing import Any
 # `run_shell_command`, goose `developer.shell`, cursor `shellToolCall`, cline `execute_command`, ACP `execute`,
 # kimi `Shell`, hermes, junie and the OpenHands SDK `terminal`, swe-agent `swe_agent_action` (its one action).
 EXEC_MARKERS = (
-    "bash", "execute", "exec_command", "run_code", "run", "shell", "command", "terminal", "swe_agent_action",
+    "bash",
+    "execute",
+    "exec_command",
+    "run_code",
+    "run",
+    "shell",
+    "command",
+    "terminal",
+    "swe_agent_action",
 )
 READ_MARKERS = ("read", "read_file", "grep", "glob")
 WRITE_MARKERS = ("write", "edit", "write_file", "edit_file", "notebookedit")

@@ -124,8 +124,12 @@ def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | Non
                 )
             )
     return TrajectoryEvidence(
-        source=source, tool_calls=calls, agent_messages=agent_messages, user_messages=user_messages,
-        system_messages=system_messages, problems=problems,
+        source=source,
+        tool_calls=calls,
+        agent_messages=agent_messages,
+        user_messages=user_messages,
+        system_messages=system_messages,
+        problems=problems,
     )
 
 
@@ -166,8 +170,9 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
     problems: list[str] = []
     try:
         # A link here is never followed (it could point at any host file): UnsafePathError ends the grading.
-        text = safe_io.read_text(path.parent, path.name, max_bytes=MAX_EVIDENCE_BYTES, errors="replace",
-                                 label=str(path.parent))
+        text = safe_io.read_text(
+            path.parent, path.name, max_bytes=MAX_EVIDENCE_BYTES, errors="replace", label=str(path.parent)
+        )
     except FileNotFoundError:
         problems.append(f"{path.name} not found")
     except safe_io.UnsafePathError:

@@ -29,8 +29,12 @@ def run_doctor(argv: list[str]) -> int:
     parser.add_argument("--base-image", default=None, help="image --base-image would use (checked under docker)")
     args = parser.parse_args(argv)
     try:
-        settings = RunSettings(env_mode=args.env_mode, agents=[a for a in args.agents.split(",") if a.strip()],
-                               env_kwargs=_pairs(args.ek), base_image=args.base_image)
+        settings = RunSettings(
+            env_mode=args.env_mode,
+            agents=[a for a in args.agents.split(",") if a.strip()],
+            env_kwargs=_pairs(args.ek),
+            base_image=args.base_image,
+        )
     except ValidationError as error:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1

@@ -31,21 +31,30 @@ def _contract_native(ctx: ValidationContext, scratch: Path) -> None:
     for task in ctx.tasks:
         problem = _harbor_problem(task.path)
         if problem:
-            ctx.add("harbor-task-rejected", "error", f"Harbor cannot load native task '{task.case_id}': {problem}",
-                    task.path)
+            ctx.add(
+                "harbor-task-rejected",
+                "error",
+                f"Harbor cannot load native task '{task.case_id}': {problem}",
+                task.path,
+            )
             continue
         for arm in arms:
             staged = scratch / "native" / f"{task.case_id}-{REPLAY_ARM_NAMES[arm]}"
             try:
                 stage_native_task(task, staged, arm)
             except (NativeTaskError, OSError, ValueError) as error:
-                ctx.add("harbor-staging-failed", "error", f"cannot stage '{task.case_id}' for {arm}: {error}",
-                        task.path)
+                ctx.add(
+                    "harbor-staging-failed", "error", f"cannot stage '{task.case_id}' for {arm}: {error}", task.path
+                )
                 continue
             problem = _harbor_problem(staged)
             if problem:
-                ctx.add("harbor-staged-task-rejected", "error",
-                        f"Harbor rejects the {arm} staged copy of '{task.case_id}': {problem}", task.path)
+                ctx.add(
+                    "harbor-staged-task-rejected",
+                    "error",
+                    f"Harbor rejects the {arm} staged copy of '{task.case_id}': {problem}",
+                    task.path,
+                )
 
 
 def _contract_dataset(ctx: ValidationContext, scratch: Path) -> None:
@@ -55,9 +64,15 @@ def _contract_dataset(ctx: ValidationContext, scratch: Path) -> None:
     grader = ctx.usable_grader()
     for case in ctx.valid_cases:
         spec = TrialSpec(
-            skill_dir=ctx.skill_dir, skill_name=ctx.skill_dir.name, case_id=case.id, source="dataset",
-            entry=case.entry_json(), files=case.files if case.files_given else None,
-            agent="validate", arm="with_skill", attempt=1,
+            skill_dir=ctx.skill_dir,
+            skill_name=ctx.skill_dir.name,
+            case_id=case.id,
+            source="dataset",
+            entry=case.entry_json(),
+            files=case.files if case.files_given else None,
+            agent="validate",
+            arm="with_skill",
+            attempt=1,
         )
         target = scratch / "dataset" / case.id
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +83,12 @@ def _contract_dataset(ctx: ValidationContext, scratch: Path) -> None:
             continue
         problem = _harbor_problem(target)
         if problem:
-            ctx.add("harbor-generated-task-rejected", "error",
-                    f"Harbor rejects the task generated for case {case.id!r}: {problem}", ctx.dataset_path)
+            ctx.add(
+                "harbor-generated-task-rejected",
+                "error",
+                f"Harbor rejects the task generated for case {case.id!r}: {problem}",
+                ctx.dataset_path,
+            )
 
 
 def check_harbor_contract(ctx: ValidationContext) -> None:
@@ -77,5 +96,3 @@ def check_harbor_contract(ctx: ValidationContext) -> None:
     with tempfile.TemporaryDirectory(prefix="skilleval-validate-") as tmp:
         _contract_native(ctx, Path(tmp))
         _contract_dataset(ctx, Path(tmp))
-
-

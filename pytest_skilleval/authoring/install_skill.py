@@ -79,8 +79,10 @@ def run_install_skill(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.name is None or args.dest is None:
         parser.print_usage(sys.stderr)
-        print(f"skilleval install-skill: NAME and DEST are required; available: {', '.join(available_skills())}",
-              file=sys.stderr)
+        print(
+            f"skilleval install-skill: NAME and DEST are required; available: {', '.join(available_skills())}",
+            file=sys.stderr,
+        )
         return 2
     try:
         target = install_skill(args.name, args.dest, args.force)

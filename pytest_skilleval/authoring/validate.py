@@ -316,8 +316,11 @@ def _check_grader_file(ctx: ValidationContext, grader: Path) -> bool:
 
 
 def _check_graders(ctx: ValidationContext) -> None:
-    present = [ctx.evals_dir / name for name in GRADER_NAMES if (ctx.evals_dir / name).exists()
-               or (ctx.evals_dir / name).is_symlink()]
+    present = [
+        ctx.evals_dir / name
+        for name in GRADER_NAMES
+        if (ctx.evals_dir / name).exists() or (ctx.evals_dir / name).is_symlink()
+    ]
     usable = [grader for grader in present if _check_grader_file(ctx, grader)]
     if len(usable) > 1:
         ctx.add("grader-shadowed", "warning", "both grader.py and grader.sh exist; only grader.py is used", usable[1])
@@ -381,8 +384,12 @@ def _load_tasks(ctx: ValidationContext) -> None:
             continue
         key = duplicate_key(task.case_id)
         if key in seen:
-            ctx.add("native-task-duplicate", "error",
-                    f"case folder '{task.case_id}' differs from '{seen[key]}' only in letter case", child)
+            ctx.add(
+                "native-task-duplicate",
+                "error",
+                f"case folder '{task.case_id}' differs from '{seen[key]}' only in letter case",
+                child,
+            )
             continue
         seen[key] = task.case_id
         ctx.tasks.append(task)
@@ -447,8 +454,9 @@ def validate_skill(
     """Every check for one skill folder. `grading_mode` overrides config.yml, as `--grading-mode` does in a run;
     `pass_env` is the run's `--pass-env` allowance (host variables native tasks may reference)."""
     skill_dir = check_skill_dir(skill_dir).resolve()
-    ctx = ValidationContext(skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline,
-                            pass_env=list(pass_env))
+    ctx = ValidationContext(
+        skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline, pass_env=list(pass_env)
+    )
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
     _check_config(ctx, mode)
     _check_dataset(ctx)
@@ -513,16 +521,30 @@ def _parser() -> argparse.ArgumentParser:
         description="Check a skill's dataset, evals/config.yml, native Harbor tasks and grader without running them.",
     )
     parser.add_argument("skill_dir", type=Path, help="the skill's folder (holds SKILL.md)")
-    parser.add_argument("--harbor-contract", action="store_true",
-                        help="also load native and generated tasks with Harbor's own task loader")
+    parser.add_argument(
+        "--harbor-contract",
+        action="store_true",
+        help="also load native and generated tasks with Harbor's own task loader",
+    )
     parser.add_argument("--strict", action="store_true", help="warnings fail too")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
-    parser.add_argument("--skip-baseline", action="store_true",
-                        help="validate for a with-skill-only run (paired-run rules do not apply)")
-    parser.add_argument("--grading-mode", default=None,
-                        help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)")
-    parser.add_argument("--pass-env", action="append", default=[], metavar="NAME",
-                        help="a host variable the run passes to native tasks (repeatable), as pytest --pass-env")
+    parser.add_argument(
+        "--skip-baseline",
+        action="store_true",
+        help="validate for a with-skill-only run (paired-run rules do not apply)",
+    )
+    parser.add_argument(
+        "--grading-mode",
+        default=None,
+        help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)",
+    )
+    parser.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host variable the run passes to native tasks (repeatable), as pytest --pass-env",
+    )
     return parser
 
 

@@ -24,8 +24,9 @@ def agent_env(agent: str, model: str | None, environ: Mapping[str, str]) -> dict
     return {name: f"${{{name}}}" for name in [*keys, *urls] if environ.get(name)}
 
 
-def runtime_env_values(runtime_env: Mapping[str, str], allowance: Iterable[str],
-                       environ: Mapping[str, str]) -> dict[str, str]:
+def runtime_env_values(
+    runtime_env: Mapping[str, str], allowance: Iterable[str], environ: Mapping[str, str]
+) -> dict[str, str]:
     """harbor.runtime_env with each `${NAME}` / `${NAME:-default}` / `$NAME` filled from the host.
 
     Only names in the operator's --pass-env allowance are read (preflight has already refused the others); a

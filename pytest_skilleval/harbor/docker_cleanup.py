@@ -40,8 +40,11 @@ def remove_project(project: str) -> None:
     docker = shutil.which("docker")
     if docker is None:
         return
-    for kind, remove in (("container", ["rm", "-f", "-v"]), ("network", ["network", "rm"]),
-                         ("volume", ["volume", "rm", "-f"])):
+    for kind, remove in (
+        ("container", ["rm", "-f", "-v"]),
+        ("network", ["network", "rm"]),
+        ("volume", ["volume", "rm", "-f"]),
+    ):
         ids = _ids(docker, kind, project)
         if ids:
             subprocess.run([docker, *remove, *ids], capture_output=True, timeout=60)
@@ -49,8 +52,10 @@ def remove_project(project: str) -> None:
 
 def how_to_find(project: str) -> str:
     where = f"--filter label={PROJECT_LABEL}={project}"
-    return (f"docker ps -a {where}; docker network ls {where}; docker volume ls {where} "
-            "(remove with docker rm -f / docker network rm / docker volume rm)")
+    return (
+        f"docker ps -a {where}; docker network ls {where}; docker volume ls {where} "
+        "(remove with docker rm -f / docker network rm / docker volume rm)"
+    )
 
 
 def active_projects() -> list[str]:

@@ -20,13 +20,35 @@ REFUSED_TYPES = {
     "cua-cloud": "runs a prebuilt computer-use desktop pool and never builds the task's environment/Dockerfile",
 }
 # Constructor arguments the plugin (or Harbor itself) sets; an operator's --ek must not override them.
-RESERVED_KWARGS = frozenset({
-    "environment_dir", "environment_name", "session_id", "trial_paths", "task_env_config", "logger",
-    "override_cpus", "override_memory_mb", "override_storage_mb", "override_gpus", "override_tpu",
-    "cpu_enforcement_policy", "memory_enforcement_policy", "persistent_env", "mounts", "auto_mounts", "auto_mounting",
-    "network_policy", "phase_network_policies", "extra_docker_compose", "stream", "enable_environment_dir_upload",
-    "keep_containers", "delete", "force_build",
-})
+RESERVED_KWARGS = frozenset(
+    {
+        "environment_dir",
+        "environment_name",
+        "session_id",
+        "trial_paths",
+        "task_env_config",
+        "logger",
+        "override_cpus",
+        "override_memory_mb",
+        "override_storage_mb",
+        "override_gpus",
+        "override_tpu",
+        "cpu_enforcement_policy",
+        "memory_enforcement_policy",
+        "persistent_env",
+        "mounts",
+        "auto_mounts",
+        "auto_mounting",
+        "network_policy",
+        "phase_network_policies",
+        "extra_docker_compose",
+        "stream",
+        "enable_environment_dir_upload",
+        "keep_containers",
+        "delete",
+        "force_build",
+    }
+)
 
 
 class EnvironmentModeError(ValueError):
@@ -122,8 +144,9 @@ def kwarg_problems(mode: EnvironmentMode, kwargs: dict[str, Any]) -> list[str]:
     return problems
 
 
-def trial_environment_config(mode: EnvironmentMode, kwargs: dict[str, Any], env: dict[str, str] | None = None,
-                             delete: bool = True) -> Any:
+def trial_environment_config(
+    mode: EnvironmentMode, kwargs: dict[str, Any], env: dict[str, str] | None = None, delete: bool = True
+) -> Any:
     """Harbor's run-time EnvironmentConfig for one trial."""
     from harbor.models.trial.config import EnvironmentConfig
 

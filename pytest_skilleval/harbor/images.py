@@ -180,8 +180,9 @@ def image_exists(tag: str, docker: str = "docker") -> bool:
     return subprocess.run([docker, "image", "inspect", tag], capture_output=True, timeout=60).returncode == 0
 
 
-def ensure_image(plan: ImagePlan, run_id: str, rebuild: bool = False, docker: str = "docker",
-                 timeout: float = 1800) -> str:
+def ensure_image(
+    plan: ImagePlan, run_id: str, rebuild: bool = False, docker: str = "docker", timeout: float = 1800
+) -> str:
     """Build the skill's image once (a lock keeps parallel pytest workers from building it twice); its tag.
 
     The tag is content-addressed, so a run reuses an identical image and a changed recipe gets a new tag.
@@ -198,8 +199,16 @@ def ensure_image(plan: ImagePlan, run_id: str, rebuild: bool = False, docker: st
             return tag
         with tempfile.TemporaryDirectory(prefix="skilleval-image-") as tmp:
             context = write_context(plan, Path(tmp) / "context")
-            argv = [docker, "build", "-t", tag, "--label", f"{LABEL_SKILL}={plan.skill_name}", "--label",
-                    f"org.skilleval.run={run_id}"]
+            argv = [
+                docker,
+                "build",
+                "-t",
+                tag,
+                "--label",
+                f"{LABEL_SKILL}={plan.skill_name}",
+                "--label",
+                f"org.skilleval.run={run_id}",
+            ]
             if rebuild:
                 argv.append("--no-cache")
             built = subprocess.run([*argv, str(context)], capture_output=True, text=True, timeout=timeout)

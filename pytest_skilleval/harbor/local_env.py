@@ -58,7 +58,6 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
-from verifier import safe_io
 from pytest_skilleval.harbor.sandbox.bwrap import (
     CONTAINER_PATH,
     SYSTEM_DIRS,
@@ -69,6 +68,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
+from verifier import safe_io
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
@@ -196,9 +196,7 @@ class LocalEnvironment(BaseEnvironment):
     def capabilities(self) -> EnvironmentCapabilities:
         # Each exec chooses whether to join the sandbox's empty network namespace: a per-phase switch.
         isolated = getattr(self, "sandbox_mode", "none") == "bwrap"
-        return EnvironmentCapabilities(
-            mounted=False, disable_internet=isolated, dynamic_network_policy=isolated
-        )
+        return EnvironmentCapabilities(mounted=False, disable_internet=isolated, dynamic_network_policy=isolated)
 
     def _validate_definition(self) -> None:
         """Nothing to build: no Dockerfile or image is needed."""
@@ -212,10 +210,18 @@ class LocalEnvironment(BaseEnvironment):
         """Container folders every trial starts with."""
         paths = self.env_paths
         return [
-            WORKSPACE, f"{WORKSPACE}/input", f"{WORKSPACE}/output",
-            paths.agent_dir.as_posix(), paths.verifier_dir.as_posix(), paths.artifacts_dir.as_posix(),
-            paths.tests_dir.as_posix(), paths.solution_dir.as_posix(), "/tmp", HOME,
-            self.skills_dir, self.default_cwd,
+            WORKSPACE,
+            f"{WORKSPACE}/input",
+            f"{WORKSPACE}/output",
+            paths.agent_dir.as_posix(),
+            paths.verifier_dir.as_posix(),
+            paths.artifacts_dir.as_posix(),
+            paths.tests_dir.as_posix(),
+            paths.solution_dir.as_posix(),
+            "/tmp",
+            HOME,
+            self.skills_dir,
+            self.default_cwd,
         ]
 
     def _reserved_tops(self) -> set[str]:
@@ -318,8 +324,15 @@ class LocalEnvironment(BaseEnvironment):
         merged = self._merge_env(env) or {}
         logs, tests = self.env_paths.logs_dir.as_posix(), self.env_paths.tests_dir.as_posix()
         if self.sandbox_mode == "bwrap":
-            base = {"PATH": CONTAINER_PATH, "HOME": HOME, "TMPDIR": "/tmp", "TMUX_TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                    "TERM": "dumb", **harbor_variables(logs, tests)}
+            base = {
+                "PATH": CONTAINER_PATH,
+                "HOME": HOME,
+                "TMPDIR": "/tmp",
+                "TMUX_TMPDIR": "/tmp",
+                "LANG": "C.UTF-8",
+                "TERM": "dumb",
+                **harbor_variables(logs, tests),
+            }
             bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(self.tools)}" for b in _tool_bins(self.tools)]
             return _with_path_prefix({**base, **merged}, bins)
         defaults = {**harbor_variables(logs, tests), "TMPDIR": "/tmp", "HOME": HOME}
@@ -351,8 +364,14 @@ class LocalEnvironment(BaseEnvironment):
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
         join_net = self.network_policy.network_mode != NetworkMode.PUBLIC
-        return await run_command(self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec,
-                                 join_net=join_net and self.sandbox_mode == "bwrap")
+        return await run_command(
+            self._keeper,
+            argv,
+            cwd=run_cwd,
+            env=exec_env,
+            timeout_sec=timeout_sec,
+            join_net=join_net and self.sandbox_mode == "bwrap",
+        )
 
     # ---- file transfer --------------------------------------------------------------
     # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the
@@ -367,19 +386,22 @@ class LocalEnvironment(BaseEnvironment):
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         rel = self._rootfs_rel(target_dir)
-        refused = await asyncio.to_thread(safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy",
-                                          dst_label="/")
+        refused = await asyncio.to_thread(
+            safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy", dst_label="/"
+        )
         if refused:
             raise safe_io.UnsafePathError(f"upload to {target_dir} refused: " + "; ".join(refused))
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         target = Path(target_path)
-        await asyncio.to_thread(safe_io.copy_file, self.rootfs, self._rootfs_rel(source_path), target.parent,
-                                target.name, label="/")
+        await asyncio.to_thread(
+            safe_io.copy_file, self.rootfs, self._rootfs_rel(source_path), target.parent, target.name, label="/"
+        )
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        refused = await asyncio.to_thread(safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir),
-                                          Path(target_dir), label="/")
+        refused = await asyncio.to_thread(
+            safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), label="/"
+        )
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
 

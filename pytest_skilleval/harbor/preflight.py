@@ -36,8 +36,9 @@ class Check:
         return self.problem is None
 
     def line(self) -> str:
-        return f"{'PASS' if self.ok else 'FAIL'}  {self.name}" + (f": {self.problem}" if self.problem else (
-            f" ({self.detail})" if self.detail else ""))
+        return f"{'PASS' if self.ok else 'FAIL'}  {self.name}" + (
+            f": {self.problem}" if self.problem else (f" ({self.detail})" if self.detail else "")
+        )
 
 
 def _run(argv: list[str], timeout: float = 15) -> subprocess.CompletedProcess[str] | None:
@@ -66,8 +67,13 @@ def docker_checks(base_image: str | None = None) -> list[Check]:
     if base_image:
         found = _run([docker, "image", "inspect", base_image])
         if found is None or found.returncode != 0:
-            checks.append(Check("base image", f"--base-image {base_image} is not in the local image store "
-                                              f"(docker pull {base_image}, or build it, first)"))
+            checks.append(
+                Check(
+                    "base image",
+                    f"--base-image {base_image} is not in the local image store "
+                    f"(docker pull {base_image}, or build it, first)",
+                )
+            )
         else:
             checks.append(Check("base image", detail=base_image))
     return checks
@@ -133,8 +139,9 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
     return checks
 
 
-def skill_checks(skill_dir: Path, settings: RunSettings, environ: Mapping[str, str],
-                 pass_env: Iterable[str] = ()) -> list[Check]:
+def skill_checks(
+    skill_dir: Path, settings: RunSettings, environ: Mapping[str, str], pass_env: Iterable[str] = ()
+) -> list[Check]:
     """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
     name = skill_dir.name
     checks: list[Check] = []
@@ -144,33 +151,59 @@ def skill_checks(skill_dir: Path, settings: RunSettings, environ: Mapping[str, s
 
         for ref in referenced_env_names(value):
             if ref not in allowed:
-                checks.append(Check(f"{name} runtime_env", f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
-                                    f"references the host variable {ref}; pass it with --pass-env {ref}"))
+                checks.append(
+                    Check(
+                        f"{name} runtime_env",
+                        f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
+                        f"references the host variable {ref}; pass it with --pass-env {ref}",
+                    )
+                )
             elif ref not in environ:
-                checks.append(Check(f"{name} runtime_env", f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
-                                    f"references {ref}, which is not set"))
+                checks.append(
+                    Check(
+                        f"{name} runtime_env",
+                        f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} references {ref}, which is not set",
+                    )
+                )
     if settings.pre_agent_setup and len(settings.arms) == 2:
-        checks.append(Check(f"{name} pre_agent_setup", f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs "
-                            "skill-owned commands before the agent; a paired run refuses it (use --skip-baseline)"))
+        checks.append(
+            Check(
+                f"{name} pre_agent_setup",
+                f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs "
+                "skill-owned commands before the agent; a paired run refuses it (use --skip-baseline)",
+            )
+        )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE
     if custom.is_file():
         checks += [Check(f"{name} Dockerfile", problem) for problem in custom_dockerfile_problems(custom)]
     for include in settings.skill_workspace_include:
         path = (skill_dir / include).resolve()
         if not (path / "SKILL.md").is_file():
-            checks.append(Check(f"{name} skill_workspace", f"{skill_dir}/evals/config.yml: skill_workspace.include "
-                                f"{include!r} is not a skill folder (no SKILL.md at {path})"))
+            checks.append(
+                Check(
+                    f"{name} skill_workspace",
+                    f"{skill_dir}/evals/config.yml: skill_workspace.include "
+                    f"{include!r} is not a skill folder (no SKILL.md at {path})",
+                )
+            )
     return checks
 
 
 def problems(checks: Iterable[Check]) -> list[str]:
     """`<check>: <problem>` for each failed check (a problem that already names its file stands alone)."""
-    return [check.problem if check.problem.startswith("/") else f"{check.name}: {check.problem}"
-            for check in checks if check.problem is not None]
+    return [
+        check.problem if check.problem.startswith("/") else f"{check.name}: {check.problem}"
+        for check in checks
+        if check.problem is not None
+    ]
 
 
-def session_problems(settings: RunSettings, skills: Mapping[Path, Any], environ: Mapping[str, str] | None = None,
-                     pass_env: Iterable[str] = ()) -> list[str]:
+def session_problems(
+    settings: RunSettings,
+    skills: Mapping[Path, Any],
+    environ: Mapping[str, str] | None = None,
+    pass_env: Iterable[str] = (),
+) -> list[str]:
     """Every problem, one line each: the environment, the agents, then each skill's own settings."""
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))

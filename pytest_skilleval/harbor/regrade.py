@@ -63,28 +63,47 @@ class Regrader:
         self.work_dir = work_dir
         self.rerun = rerun
 
-    def regrade(self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None,
-                has_grader: bool) -> TrialRecord:
+    def regrade(
+        self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None, has_grader: bool
+    ) -> TrialRecord:
         key = (spec.agent, spec.arm, spec.case_id, spec.attempt)
         content = TrialContent(read_trial(trial_file(self.source_run, *key), trial_folder(self.source_run, *key)) or {})
-        base = dict(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
-                    arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=settings.grading_mode,
-                    source_run=None)
+        base = dict(
+            skill=spec.skill_name,
+            skill_dir=str(spec.skill_dir),
+            case=spec.case_id,
+            agent=spec.agent,
+            arm=spec.arm,
+            attempt=spec.attempt,
+            nodeid=spec.nodeid,
+            grading_mode=settings.grading_mode,
+            source_run=None,
+        )
         raw = content.record()
         if raw is None:
-            return TrialRecord(**base, status="error",
-                               error=f"--regrade: run {self.source_run.name} holds no stored trial for this item")
+            return TrialRecord(
+                **base,
+                status="error",
+                error=f"--regrade: run {self.source_run.name} holds no stored trial for this item",
+            )
         stored = TrialRecord.model_validate(raw)
         if stored.status in ("error", "skipped"):
             why = stored.error or stored.reason or stored.status
-            return stored.model_copy(update={"nodeid": spec.nodeid, "source_run": None,
-                                             "reason": f"not regraded: the stored trial was {stored.status} ({why})"})
+            return stored.model_copy(
+                update={
+                    "nodeid": spec.nodeid,
+                    "source_run": None,
+                    "reason": f"not regraded: the stored trial was {stored.status} ({why})",
+                }
+            )
         uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
         if uses_grader and self.rerun is not None and (kept := kept_trial(stored)) is not None:
             record = self.rerun(spec, kept)
             record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
             return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})
-        work = self.work_dir / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.arm}-{spec.attempt}"
+        work = (
+            self.work_dir / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.arm}-{spec.attempt}"
+        )
         shutil.rmtree(work, ignore_errors=True)
         (work / "agent").mkdir(parents=True)
         (work / "verifier").mkdir()
@@ -94,10 +113,16 @@ class Regrader:
         custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
         rich = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
-        rich["details"]["regrade"] = {"source_run": self.source_run.name,
-                                      **({"custom_grader": CUSTOM_KEPT} if uses_grader else {})}
+        rich["details"]["regrade"] = {
+            "source_run": self.source_run.name,
+            **({"custom_grader": CUSTOM_KEPT} if uses_grader else {}),
+        }
         (work / "verifier" / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n")
         (work / "verifier" / "reward.json").write_text(json.dumps(flat_rewards(rich), indent=2) + "\n")
-        base.update(trial_dir=str(work), tokens=stored.tokens, agent_seconds=stored.agent_seconds,
-                    negative_control=stored.negative_control)
+        base.update(
+            trial_dir=str(work),
+            tokens=stored.tokens,
+            agent_seconds=stored.agent_seconds,
+            negative_control=stored.negative_control,
+        )
         return record_from_rich(base, rich, settings.pass_threshold, None, work)

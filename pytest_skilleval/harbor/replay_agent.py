@@ -47,8 +47,12 @@ from verifier import safe_io
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
 DEFAULT_CWD = "/workspace"
-_ARM_SPELLING = {"with_skill": "with-skill", "with-skill": "with-skill",
-                 "without_skill": "without-skill", "without-skill": "without-skill"}
+_ARM_SPELLING = {
+    "with_skill": "with-skill",
+    "with-skill": "with-skill",
+    "without_skill": "without-skill",
+    "without-skill": "without-skill",
+}
 
 
 class ReplayFileNotFoundError(FileNotFoundError):
@@ -169,7 +173,7 @@ class ReplayAgent(BaseAgent):
 
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         trajectory = self.read_replay()
-        replay_cfg = ((trajectory.extra or {}).get("replay") or {})
+        replay_cfg = (trajectory.extra or {}).get("replay") or {}
         execute = replay_cfg.get("execute", True) is not False
         fill_context(trajectory, context)
         self.executed_calls = 0
@@ -183,8 +187,11 @@ class ReplayAgent(BaseAgent):
             extra["replay"] = {**replay_cfg, "source": str(self.replay_path), "executed_calls": executed}
             trajectory.extra = extra
             self._write(trajectory)
-            context.metadata = {**(context.metadata or {}), "replay_source": str(self.replay_path),
-                                "replay_executed_calls": executed}
+            context.metadata = {
+                **(context.metadata or {}),
+                "replay_source": str(self.replay_path),
+                "replay_executed_calls": executed,
+            }
 
     async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> None:
         """Run shell calls in order; put the real output in their observations."""

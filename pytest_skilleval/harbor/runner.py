@@ -18,10 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.skill.plan import TrialSpec
-from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
-from pytest_skilleval.results.records import TokenUsage, TrialRecord
-from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import (
@@ -29,9 +25,8 @@ from pytest_skilleval.harbor.environments import (
     resolve_mode,
     trial_environment_config,
 )
-from pytest_skilleval.harbor.process_env import forget_logger
 from pytest_skilleval.harbor.images import ImageError, adapt_native_dockerfile, ensure_image, image_plan
-from pytest_skilleval.harbor.task_environment import TaskEnvironment
+from pytest_skilleval.harbor.process_env import forget_logger
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
     StagingError,
@@ -40,8 +35,13 @@ from pytest_skilleval.harbor.staging import (
     stage_inputs,
     stage_skill,
 )
+from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
 from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.scoring import clean_score, passes
@@ -59,8 +59,9 @@ class TrialFailed(AssertionError):
     """The with-skill score is below the pass threshold."""
 
 
-def agent_config(spec: TrialSpec, settings: RunSettings, staged_skill: Path | None,
-                 workspace_skills: Sequence[Path] = ()) -> Any:
+def agent_config(
+    spec: TrialSpec, settings: RunSettings, staged_skill: Path | None, workspace_skills: Sequence[Path] = ()
+) -> Any:
     """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model, the
     constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
@@ -147,7 +148,10 @@ class SkillEvalRunner:
                 self._environments[skill.path] = error  # a failed build is not retried by every trial
                 raise
             self._environments[skill.path] = TaskEnvironment(
-                plan=plan, image=image, workdir=settings.agent_workdir, resources=dict(settings.resources),
+                plan=plan,
+                image=image,
+                workdir=settings.agent_workdir,
+                resources=dict(settings.resources),
                 pre_agent_setup=tuple(settings.pre_agent_setup),
             )
         found = self._environments[skill.path]
@@ -172,8 +176,14 @@ class SkillEvalRunner:
         settings = skill.settings
         mode = settings.grading_mode
         base = dict(
-            skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent,
-            arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid, grading_mode=mode,
+            skill=spec.skill_name,
+            skill_dir=str(spec.skill_dir),
+            case=spec.case_id,
+            agent=spec.agent,
+            arm=spec.arm,
+            attempt=spec.attempt,
+            nodeid=spec.nodeid,
+            grading_mode=mode,
             negative_control=should_trigger(spec.entry) is False,
         )
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
@@ -187,8 +197,9 @@ class SkillEvalRunner:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
-    async def _run_trial(self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str,
-                         source_trial: Path | None = None) -> tuple[Path, Any]:
+    async def _run_trial(
+        self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str, source_trial: Path | None = None
+    ) -> tuple[Path, Any]:
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
         from harbor.trial.hooks import TrialEvent
@@ -200,29 +211,41 @@ class SkillEvalRunner:
         work.mkdir(parents=True)
         inputs = stage_inputs(spec, work / "input")
         workspace = [stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
-        entry = entry_document(spec, mode, skill.grader is not None, settings.skill_workspace_mode,
-                               [path.name for path in workspace])
+        entry = entry_document(
+            spec, mode, skill.grader is not None, settings.skill_workspace_mode, [path.name for path in workspace]
+        )
         if spec.source == "native":
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
             native_environment(task_dir, await self.task_environment_async(skill), settings)
         else:
             environment = await self.task_environment_async(skill)  # a docker build, once
-            task_dir = stage_dataset_task(spec, work / "task", mode, skill.grader, environment, inputs, entry,
-                                          separate_verifier=source_trial is not None)
+            task_dir = stage_dataset_task(
+                spec,
+                work / "task",
+                mode,
+                skill.grader,
+                environment,
+                inputs,
+                entry,
+                separate_verifier=source_trial is not None,
+            )
             grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
         if mode == "custom_only" and grader is None:
             # A native task's own tests/test.sh, under Harbor's reward contract.
             verifier = VerifierConfig()
         else:
-            from pytest_skilleval.skill.judging import verifier_judge_kwargs
             from pytest_skilleval.results.tree import resolve_results_root
+            from pytest_skilleval.skill.judging import verifier_judge_kwargs
 
             root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
             verifier = VerifierConfig(
                 import_path=HOST_VERIFIER_IMPORT_PATH,
-                kwargs={"grading_mode": mode, "grader": grader.name if grader else None,
-                        "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None},
+                kwargs={
+                    "grading_mode": mode,
+                    "grader": grader.name if grader else None,
+                    "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None,
+                },
             )
         allowance = settings.pass_env
         config = TrialConfig(
@@ -235,8 +258,11 @@ class SkillEvalRunner:
             timeout_multiplier=settings.timeout_multiplier,
             # Kept runs record the agent's final /workspace, so --regrade can run a changed grader on it later.
             artifacts=[ArtifactConfig(source=WORKSPACE_ARTIFACT)] if settings.harbor_keep_jobs or source_trial else [],
-            source_trial=(SourceTrialConfig(action="regrade", type="local", path=source_trial)
-                          if source_trial is not None else None),
+            source_trial=(
+                SourceTrialConfig(action="regrade", type="local", path=source_trial)
+                if source_trial is not None
+                else None
+            ),
         )
         trial = await Trial.create(config)
 
@@ -248,6 +274,7 @@ class SkillEvalRunner:
 
         trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
         if inputs is not None:
+
             async def upload_inputs(_event: Any) -> None:
                 await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
 
@@ -262,8 +289,9 @@ class SkillEvalRunner:
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 
-    def _record(self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path,
-                result: Any) -> TrialRecord:
+    def _record(
+        self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path, result: Any
+    ) -> TrialRecord:
         rich = read_rich_reward(trial_dir / "verifier")
         exception = result.exception_info
         if not rich and result.verifier_result is not None:
@@ -280,8 +308,9 @@ class SkillEvalRunner:
         return record_from_rich(base, rich, settings.pass_threshold, error, trial_dir)
 
 
-def record_from_rich(base: dict[str, Any], rich: dict[str, Any], pass_threshold: float, error: str | None,
-                     trial_dir: Path) -> TrialRecord:
+def record_from_rich(
+    base: dict[str, Any], rich: dict[str, Any], pass_threshold: float, error: str | None, trial_dir: Path
+) -> TrialRecord:
     """A trial's record from its rich reward (the verifier's, or a regrade's)."""
     from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
 
@@ -415,8 +444,10 @@ def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:
         if not manifest.is_file():
             raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r}: no SKILL.md")
         if path == skill.path or path.name == skill.name or manifest.read_bytes() == target:
-            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} is the "
-                               "evaluated skill itself; the baseline must not see it")
+            raise StagingError(
+                f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} is the "
+                "evaluated skill itself; the baseline must not see it"
+            )
         dirs.append(path)
     return dirs
 

@@ -65,8 +65,15 @@ class StopOnPass:
         if passed_at is None or passed_at >= spec.attempt:
             return None
         return TrialRecord(
-            skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id, agent=spec.agent, arm=spec.arm,
-            attempt=spec.attempt, nodeid=spec.nodeid, status="skipped", stopped_on_pass=True,
+            skill=spec.skill_name,
+            skill_dir=str(spec.skill_dir),
+            case=spec.case_id,
+            agent=spec.agent,
+            arm=spec.arm,
+            attempt=spec.attempt,
+            nodeid=spec.nodeid,
+            status="skipped",
+            stopped_on_pass=True,
             reason=f"--stop-on-pass: attempt {passed_at} of this case already passed",
         )
 
@@ -208,8 +215,10 @@ def _ctrl_c_stops(loop: asyncio.AbstractEventLoop, wakeup_fd: int) -> Iterator[l
     cancellation (shutdown()), saying what Docker containers it removes, as with a loop on a thread of its own.
     Another handler (the session's, once a run is interrupted) is left alone."""
     stopped: list[int] = []
-    if (threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
         yield stopped
         return
 

@@ -19,7 +19,6 @@ from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.plan import TrialSpec
 from verifier import safe_io
 
-
 ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}
 # Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
 SKILL_EXCLUDES = {"evals", "results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"}
@@ -74,9 +73,11 @@ def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
     candidate = skill_root / relative
     if not relative.parts or not (candidate.is_file() or candidate.is_dir()):
         return None
-    return (f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
-            "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
-            "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)")
+    return (
+        f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
+        "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
+        "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)"
+    )
 
 
 def _link_problem(path: Path, skill_root: Path) -> str | None:
@@ -178,8 +179,13 @@ def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:
     return destination
 
 
-def entry_document(spec: TrialSpec, grading_mode: str, has_grader: bool, workspace_mode: str = "isolated",
-                   workspace_skills: list[str] | None = None) -> dict[str, Any]:
+def entry_document(
+    spec: TrialSpec,
+    grading_mode: str,
+    has_grader: bool,
+    workspace_mode: str = "isolated",
+    workspace_skills: list[str] | None = None,
+) -> dict[str, Any]:
     """/tests/entry.json: the authored entry plus the fields only the plugin may set."""
     entry = dict(spec.entry)
     entry.update(
@@ -220,9 +226,16 @@ def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier:
     return config.model_dump_toml()
 
 
-def stage_dataset_task(spec: TrialSpec, task_dir: Path, grading_mode: str, grader: Path | None,
-                       environment: TaskEnvironment | None = None, inputs: Path | None = None,
-                       entry: dict[str, Any] | None = None, separate_verifier: bool = False) -> Path:
+def stage_dataset_task(
+    spec: TrialSpec,
+    task_dir: Path,
+    grading_mode: str,
+    grader: Path | None,
+    environment: TaskEnvironment | None = None,
+    inputs: Path | None = None,
+    entry: dict[str, Any] | None = None,
+    separate_verifier: bool = False,
+) -> Path:
     """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
     environment = environment or TaskEnvironment()
     tmp = task_dir.with_name(task_dir.name + ".partial")

@@ -80,15 +80,22 @@ def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
 
 def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
     """Harbor accepts only a flat object of finite numbers: scored metrics, custom metrics and overall."""
-    return flat_numeric_reward({**rich.get("custom_metrics", {}), **rich.get("metrics", {}),
-                                "overall": rich.get("overall")})
+    return flat_numeric_reward(
+        {**rich.get("custom_metrics", {}), **rich.get("metrics", {}), "overall": rich.get("overall")}
+    )
 
 
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
-    def __init__(self, *, grading_mode: str = "default", grader: str | None = None,
-                 judge: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        grading_mode: str = "default",
+        grader: str | None = None,
+        judge: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.grading_mode = grading_mode
         self.grader = grader
@@ -184,7 +191,9 @@ class HostVerifier(BaseVerifier):
         reward_json, reward_txt = host_dir / "reward.json", host_dir / "reward.txt"
         sanitized = read_grader_reward(reward_json, reward_txt, self.grading_mode)
         if not sanitized.errors and not reward_json.exists() and not reward_txt.exists():
-            raise RewardMissing(f"{self.grader} wrote neither reward.json nor reward.txt in {self.env_paths.verifier_dir}")
+            raise RewardMissing(
+                f"{self.grader} wrote neither reward.json nor reward.txt in {self.env_paths.verifier_dir}"
+            )
         if not sanitized.errors and reward_json.exists():
             data = safe_io.read_bytes(host_dir, "reward.json", max_bytes=MAX_REWARD_FILE_BYTES)
             safe_io.write_bytes(host_dir, CUSTOM_REWARD_NAME, data)
@@ -214,8 +223,13 @@ class HostVerifier(BaseVerifier):
         return VerifierResult(rewards=flat)
 
 
-async def grade_on_host(agent_dir: Path, entry: dict[str, Any], grading_mode: str, judge: dict[str, Any] | None,
-                        custom: SanitizedReward | None) -> dict[str, Any]:
+async def grade_on_host(
+    agent_dir: Path,
+    entry: dict[str, Any],
+    grading_mode: str,
+    judge: dict[str, Any] | None,
+    custom: SanitizedReward | None,
+) -> dict[str, Any]:
     """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
     author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
     rich: dict[str, Any] = {

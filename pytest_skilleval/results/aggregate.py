@@ -17,15 +17,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from verifier.scoring import (
-    CUSTOM_SCORE_POLICY,
-    DIMENSION_SOURCES,
-    SCORE_POLICY,
-    clean_score,
-    dimension_scores,
-    overall_from_dimensions,
-)
-
 from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, resource_delta
 from pytest_skilleval.results.lift import agent_lift
@@ -58,11 +49,19 @@ from pytest_skilleval.results.verdict import (
     EXIT_VERDICT_NEUTRAL,
     agent_comparison,
     agent_verdict,
-    incomplete_why,
     exit_code_for,
     gate_failure_reason,
+    incomplete_why,
     pick_best_agent,
     top_verdict,
+)
+from verifier.scoring import (
+    CUSTOM_SCORE_POLICY,
+    DIMENSION_SOURCES,
+    SCORE_POLICY,
+    clean_score,
+    dimension_scores,
+    overall_from_dimensions,
 )
 
 __all__ = [
@@ -226,9 +225,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             resources=AgentResources(
                 with_skill=ws.resources,
                 without_skill=wos.resources,
-                delta=resource_delta(
-                    conds["with_skill"], conds["without_skill"], ws.resources, wos.resources
-                ),
+                delta=resource_delta(conds["with_skill"], conds["without_skill"], ws.resources, wos.resources),
             ),
         )
 
@@ -293,9 +290,9 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         overall_score=overall_score,
         overall_lift=overall_lift,
         agents=agents,
-        comparison=agent_comparison(agents) if sum(a.execution_status != "skipped" for a in agents.values()) > 1 else None,
+        comparison=agent_comparison(agents)
+        if sum(a.execution_status != "skipped" for a in agents.values()) > 1
+        else None,
         trials=[trial_entry(t) for t in trials],
         warnings=warnings,
     )
-
-

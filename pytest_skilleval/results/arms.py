@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from verifier.evidence import STANDARD_METRICS
-from verifier.scoring import clean_score, dimension_scores
-
 from pytest_skilleval.results.models import (
     DIMENSIONS,
     Activation,
@@ -21,6 +18,8 @@ from pytest_skilleval.results.models import (
 )
 from pytest_skilleval.results.passk import condition_pass_at_k
 from pytest_skilleval.results.trials import CUSTOM_ONLY, Condition, ScoredTrial, dimension_band, mean_of, r4
+from verifier.evidence import STANDARD_METRICS
+from verifier.scoring import clean_score, dimension_scores
 
 # ---------------------------------------------------------------------------------------------- resources
 
@@ -34,9 +33,7 @@ def arm_resources(trials: Sequence[ScoredTrial]) -> ArmResources:
     prompt = total_of([r.tokens.prompt if r.tokens else None for r in recs])
     completion = total_of([r.tokens.completion if r.tokens else None for r in recs])
     seconds = total_of([r.agent_seconds for r in recs])
-    missing_tokens = sum(
-        1 for r in recs if r.tokens is None or r.tokens.prompt is None or r.tokens.completion is None
-    )
+    missing_tokens = sum(1 for r in recs if r.tokens is None or r.tokens.prompt is None or r.tokens.completion is None)
     missing_seconds = sum(1 for r in recs if r.agent_seconds is None)
     return ArmResources(
         n_trials=len(recs),
@@ -134,5 +131,3 @@ def agent_activation(agent: str, trials: Sequence[ScoredTrial], plan: RunPlan) -
     return Activation(
         positive_trials=len(positive), confirmed=len(confirmed), activated=len(activated), never_activated=never
     )
-
-

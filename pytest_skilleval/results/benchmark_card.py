@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
 
 __all__ = ["render_card"]
@@ -50,8 +50,14 @@ def _rows(agents: list[AgentResult]) -> list[str]:
     header = "| measure | " + " | ".join(f"{md(a.name)}: Baseline {ARROW} Skill (Uplift)" for a in agents) + " |"
     lines = [header, "| --- |" + " --- |" * len(agents)]
     for dim in DIMENSIONS:
-        cells = [_cell(getattr(a.without_skill.dimensions, dim), getattr(a.with_skill.dimensions, dim),
-                       a.lift.dimensions.get(dim) if a.lift else None) for a in agents]
+        cells = [
+            _cell(
+                getattr(a.without_skill.dimensions, dim),
+                getattr(a.with_skill.dimensions, dim),
+                a.lift.dimensions.get(dim) if a.lift else None,
+            )
+            for a in agents
+        ]
         lines.append(f"| {dim.capitalize()} | " + " | ".join(cells) + " |")
     cells = [_cell(a.without_skill.overall, a.with_skill.overall, a.lift.overall if a.lift else None) for a in agents]
     lines.append("| **Overall** | " + " | ".join(cells) + " |")
@@ -59,12 +65,19 @@ def _rows(agents: list[AgentResult]) -> list[str]:
     for a in agents:
         ws, wos = a.with_skill.pass_at_k, a.without_skill.pass_at_k
         lift = a.lift.pass_at_k.delta if a.lift else None
-        pass_cells.append(f"{score(wos.rate if wos else None)} {ARROW} {score(ws.rate if ws else None)} "
-                          f"({signed(lift)})")
+        pass_cells.append(
+            f"{score(wos.rate if wos else None)} {ARROW} {score(ws.rate if ws else None)} ({signed(lift)})"
+        )
     lines.append("| pass@k | " + " | ".join(pass_cells) + " |")
     for name in sorted({n for a in agents for n in (*a.with_skill.custom_metrics, *a.without_skill.custom_metrics)}):
-        cells = [_cell(a.without_skill.custom_metrics.get(name), a.with_skill.custom_metrics.get(name),
-                       (a.custom_lift or {}).get(name)) for a in agents]
+        cells = [
+            _cell(
+                a.without_skill.custom_metrics.get(name),
+                a.with_skill.custom_metrics.get(name),
+                (a.custom_lift or {}).get(name),
+            )
+            for a in agents
+        ]
         lines.append(f"| custom: {md(name)} | " + " | ".join(cells) + " |")
     return lines
 
@@ -78,8 +91,10 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
         o = a.lift.overall
         ci = f"[{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
         few = " (fewer than 5 paired cases: insufficient)" if o.insufficient else ""
-        lines.append(f"- {md(a.name)}: overall lift {signed(o.delta)}, 95% {ci}, {o.n_pairs} paired cases{few}; "
-                     f"verdict {a.verdict.upper()} ({md(a.verdict_reason)})")
+        lines.append(
+            f"- {md(a.name)}: overall lift {signed(o.delta)}, 95% {ci}, {o.n_pairs} paired cases{few}; "
+            f"verdict {a.verdict.upper()} ({md(a.verdict_reason)})"
+        )
     return lines
 
 
@@ -126,7 +141,8 @@ def render_card(run: RunFolder) -> str:
         f"- Dataset {code(str(doc.dataset_summary.get('dataset') or 'none'))}"
         + (f", {md(doc.dataset_digest_algorithm or '')} {code(doc.dataset_digest)}." if doc.dataset_digest else "."),
         f"- pytest-skilleval {md(doc.plugin_version)}"
-        + (f", Harbor {md(doc.harbor_version)}" if doc.harbor_version else "") + ".",
+        + (f", Harbor {md(doc.harbor_version)}" if doc.harbor_version else "")
+        + ".",
         "",
         "</details>",
         "",

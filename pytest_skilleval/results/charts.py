@@ -29,10 +29,19 @@ _SCRIPT = re.compile(r"<script\b.*?</script>", re.S)
 
 def _style(colours: Sequence[str]) -> Style:
     return Style(
-        background="white", plot_background="white", foreground="#24292f", foreground_strong="#24292f",
-        foreground_subtle="#57606a", guide_stroke_color="#d0d7de", major_guide_stroke_color="#d0d7de",
-        font_family="system-ui, -apple-system, 'Segoe UI', sans-serif", colors=tuple(colours),
-        label_font_size=12, major_label_font_size=12, legend_font_size=13, title_font_size=15,
+        background="white",
+        plot_background="white",
+        foreground="#24292f",
+        foreground_strong="#24292f",
+        foreground_subtle="#57606a",
+        guide_stroke_color="#d0d7de",
+        major_guide_stroke_color="#d0d7de",
+        font_family="system-ui, -apple-system, 'Segoe UI', sans-serif",
+        colors=tuple(colours),
+        label_font_size=12,
+        major_label_font_size=12,
+        legend_font_size=13,
+        title_font_size=15,
     )
 
 
@@ -43,16 +52,30 @@ def _render(chart: pygal.graph.graph.Graph, chart_id: str) -> str:
 
 
 # No tooltip script (pygal would link one from the web), labels never truncated.
-_COMMON: dict[str, object] = {"js": [], "truncate_label": -1, "truncate_legend": -1, "legend_at_bottom": True,
-                              "width": 720}
+_COMMON: dict[str, object] = {
+    "js": [],
+    "truncate_label": -1,
+    "truncate_legend": -1,
+    "legend_at_bottom": True,
+    "width": 720,
+}
 
 
-def case_chart(chart_id: str, cases: Sequence[str], without: Sequence[float | None],
-               with_skill: Sequence[float | None]) -> str:
+def case_chart(
+    chart_id: str, cases: Sequence[str], without: Sequence[float | None], with_skill: Sequence[float | None]
+) -> str:
     """With vs without the skill per case: the mean overall of each arm, side by side (missing bars stay empty)."""
     many = len(cases) > MAX_LABELLED_CASES  # past this the names are unreadable; the table below has them
-    chart = pygal.Bar(style=_style((GREY, BLUE)), height=320, range=(0, 1), x_label_rotation=25 if len(cases) > 5
-                      else 0, show_x_labels=not many, print_values=False, y_title="mean overall", **_COMMON)
+    chart = pygal.Bar(
+        style=_style((GREY, BLUE)),
+        height=320,
+        range=(0, 1),
+        x_label_rotation=25 if len(cases) > 5 else 0,
+        show_x_labels=not many,
+        print_values=False,
+        y_title="mean overall",
+        **_COMMON,
+    )
     chart.x_labels = list(cases)
     chart.add("without skill (baseline)", list(without))
     chart.add("with skill", list(with_skill))
@@ -72,16 +95,28 @@ def forest_chart(chart_id: str, rows: Sequence[ForestRow]) -> str:
     """Lift per measure as a dot (the mean paired difference) on its 95% interval, against a dashed zero line."""
     n = len(rows)
     colours: list[str] = []
-    chart = pygal.XY(style=_style(("#000",)), height=70 + 38 * n, range=(0.5, n + 0.5), xrange=(-1, 1),
-                     show_legend=False, show_y_guides=False, stroke_style={"width": 3},
-                     x_title="Skill Lift (with − without), 95% interval",
-                     y_labels=[{"label": row.label, "value": n - i} for i, row in enumerate(rows)], **_COMMON)
+    chart = pygal.XY(
+        style=_style(("#000",)),
+        height=70 + 38 * n,
+        range=(0.5, n + 0.5),
+        xrange=(-1, 1),
+        show_legend=False,
+        show_y_guides=False,
+        stroke_style={"width": 3},
+        x_title="Skill Lift (with − without), 95% interval",
+        y_labels=[{"label": row.label, "value": n - i} for i, row in enumerate(rows)],
+        **_COMMON,
+    )
     for i, row in enumerate(rows):
         y = n - i
         colour = BAND_COLOURS.get(row.band, GREY)
         chart.add(row.label, [(row.low, y), (row.high, y)], stroke=True, show_dots=False)
-        chart.add(row.label, [{"value": (row.delta, y), "label": f"{row.delta:+.4f} [{row.low:+.4f}, {row.high:+.4f}]"}],
-                  stroke=False, dots_size=6)
+        chart.add(
+            row.label,
+            [{"value": (row.delta, y), "label": f"{row.delta:+.4f} [{row.low:+.4f}, {row.high:+.4f}]"}],
+            stroke=False,
+            dots_size=6,
+        )
         colours += [colour, colour]
     chart.add("zero", [(0, 0.5), (0, n + 0.5)], stroke_style={"dasharray": "4,4", "width": 1}, show_dots=False)
     chart.config.style = _style((*colours, GREY))
@@ -91,8 +126,7 @@ def forest_chart(chart_id: str, rows: Sequence[ForestRow]) -> str:
 def pass_k_chart(chart_id: str, ks: Sequence[int], series: Sequence[tuple[str, Sequence[float | None]]]) -> str:
     """pass@k (at least one of k passes) and pass^k (all k pass) over k, per arm."""
     colours = [BLUE, BLUE, GREY, GREY][: len(series)]
-    chart = pygal.Line(style=_style(colours), height=300, range=(0, 1), y_title="rate", x_title="k",
-                       **_COMMON)
+    chart = pygal.Line(style=_style(colours), height=300, range=(0, 1), y_title="rate", x_title="k", **_COMMON)
     chart.x_labels = [str(k) for k in ks]
     for label, values in series:
         dashed = "pass^k" in label

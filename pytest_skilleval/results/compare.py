@@ -85,8 +85,15 @@ def _measure_delta(a: Side, b: Side, measure: str) -> Delta:
     mean_a = [math.fsum(v for _, v in ca[c]) / len(ca[c]) for c in shared]  # shared cases have values on both sides
     mean_b = [math.fsum(v for _, v in cb[c]) / len(cb[c]) for c in shared]
     diffs = [y - x for x, y in zip(mean_a, mean_b, strict=True)]
-    return Delta(measure, _r(_mean(mean_a)), _r(_mean(mean_b)), _r(_mean(diffs)), _ci(diffs), len(shared),
-                 len(shared) < MIN_PAIRS)
+    return Delta(
+        measure,
+        _r(_mean(mean_a)),
+        _r(_mean(mean_b)),
+        _r(_mean(diffs)),
+        _ci(diffs),
+        len(shared),
+        len(shared) < MIN_PAIRS,
+    )
 
 
 def _case_delta(case: str, a: list[tuple[int, float]], b: list[tuple[int, float]]) -> Delta:
@@ -167,26 +174,42 @@ def _fmt(value: float | None, signed: bool = False) -> str:
 def _line(d: Delta, label_width: int) -> str:
     ci = f"[{d.ci95[0]:+.4f}, {d.ci95[1]:+.4f}]" if d.ci95 else "no interval"
     flag = "!" if d.insufficient else ""
-    return (f"  {d.name[:label_width]:<{label_width}} {_fmt(d.a):>9} {_fmt(d.b):>9} {_fmt(d.delta, True):>9} "
-            f"{ci:<20} n={d.n}{flag}").rstrip()
+    return (
+        f"  {d.name[:label_width]:<{label_width}} {_fmt(d.a):>9} {_fmt(d.b):>9} {_fmt(d.delta, True):>9} "
+        f"{ci:<20} n={d.n}{flag}"
+    ).rstrip()
 
 
 def render_comparison(a: Side, b: Side, result: dict[str, list[Delta]]) -> list[str]:
-    lines = [f"A: {a.label}", f"B: {b.label}", "", "By dimension (paired over cases; B - A, 95% interval)",
-             f"  {'measure':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} pairs"]
+    lines = [
+        f"A: {a.label}",
+        f"B: {b.label}",
+        "",
+        "By dimension (paired over cases; B - A, 95% interval)",
+        f"  {'measure':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} pairs",
+    ]
     lines += [_line(d, 22) for d in result["measures"]]
-    lines += ["", "By case (overall; attempts paired by number)",
-              f"  {'case':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} attempts"]
+    lines += [
+        "",
+        "By case (overall; attempts paired by number)",
+        f"  {'case':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} attempts",
+    ]
     lines += [_line(d, 22) for d in result["cases"]]
-    lines.append(f"  ! fewer than {MIN_PAIRS} pairs (dimensions) or unequal/single attempts (cases): no firm conclusion")
+    lines.append(
+        f"  ! fewer than {MIN_PAIRS} pairs (dimensions) or unequal/single attempts (cases): no firm conclusion"
+    )
     return lines
 
 
 def run_compare_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skilleval compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", metavar="RUN",
-                        help="two run folders (or result.json files, results roots, skill folders: their latest "
-                             "run); one run with --agents A,B; or one results root: its two newest succeeded runs")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="two run folders (or result.json files, results roots, skill folders: their latest "
+        "run); one run with --agents A,B; or one results root: its two newest succeeded runs",
+    )
     parser.add_argument("--agents", help="A,B: compare two agents of one run, or restrict to these agents")
     parser.add_argument("--arm", choices=("with_skill", "without_skill"), default="with_skill")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")

@@ -66,8 +66,10 @@ def next_step(result: AggregateResult, report_path: str | None) -> str:
     if result.execution_status != "succeeded":
         return "read the errors above (each ERROR item names its trial logs), fix them and run again"
     if not result.coverage.publication_complete:
-        return ("run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "
-                "only the missing trials")
+        return (
+            "run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "
+            "only the missing trials"
+        )
     if result.baseline_calibration:
         return "run the with-skill arm too (drop --skip-with-skill) to measure Skill Lift"
     if result.verdict == "inconclusive":

@@ -23,8 +23,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
 from pytest_skilleval.results import charts
+from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
@@ -126,24 +126,47 @@ def _cell(arm: ArmSummary, value: float | None) -> str:
 def _dimension_rows(agent: AgentResult) -> list[Row]:
     ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
     rows = [
-        Row(dim.capitalize(), _cell(ws, getattr(ws.dimensions, dim)), getattr(ws.dimension_bands, dim),
-            _cell(wos, getattr(wos.dimensions, dim)), getattr(wos.dimension_bands, dim),
-            lift.dimensions.get(dim) if lift else None)
+        Row(
+            dim.capitalize(),
+            _cell(ws, getattr(ws.dimensions, dim)),
+            getattr(ws.dimension_bands, dim),
+            _cell(wos, getattr(wos.dimensions, dim)),
+            getattr(wos.dimension_bands, dim),
+            lift.dimensions.get(dim) if lift else None,
+        )
         for dim in DIMENSIONS
     ]
-    rows.append(Row("Overall", _cell(ws, ws.overall), None, _cell(wos, wos.overall), None,
-                    lift.overall if lift else None))
+    rows.append(
+        Row("Overall", _cell(ws, ws.overall), None, _cell(wos, wos.overall), None, lift.overall if lift else None)
+    )
     return rows
 
 
 def _metric_rows(agent: AgentResult) -> tuple[list[Row], list[Row]]:
     ws, wos, lift = agent.with_skill, agent.without_skill, agent.lift
-    standard = [Row(name, _cell(ws, ws.metrics.get(name)), None, _cell(wos, wos.metrics.get(name)), None,
-                    lift.metrics.get(name) if lift else None) for name in STANDARD_METRICS]
+    standard = [
+        Row(
+            name,
+            _cell(ws, ws.metrics.get(name)),
+            None,
+            _cell(wos, wos.metrics.get(name)),
+            None,
+            lift.metrics.get(name) if lift else None,
+        )
+        for name in STANDARD_METRICS
+    ]
     custom_lift = agent.custom_lift or {}
-    custom = [Row(name, _cell(ws, ws.custom_metrics.get(name)), None, _cell(wos, wos.custom_metrics.get(name)), None,
-                  custom_lift.get(name))
-              for name in sorted(set(ws.custom_metrics) | set(wos.custom_metrics))]
+    custom = [
+        Row(
+            name,
+            _cell(ws, ws.custom_metrics.get(name)),
+            None,
+            _cell(wos, wos.custom_metrics.get(name)),
+            None,
+            custom_lift.get(name),
+        )
+        for name in sorted(set(ws.custom_metrics) | set(wos.custom_metrics))
+    ]
     return standard, custom
 
 
@@ -171,8 +194,17 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
         tally = passed.get((case, arm))
         return f"{tally[0]}/{tally[1]}" if tally else NA
 
-    return [CaseRow(case, negative.get(case, False), mean(case, "without_skill"), mean(case, "with_skill"),
-                    passes(case, "without_skill"), passes(case, "with_skill")) for case in sorted(order)]
+    return [
+        CaseRow(
+            case,
+            negative.get(case, False),
+            mean(case, "without_skill"),
+            mean(case, "with_skill"),
+            passes(case, "without_skill"),
+            passes(case, "with_skill"),
+        )
+        for case in sorted(order)
+    ]
 
 
 def _forest(agent: AgentResult, chart_id: str) -> Markup | None:
@@ -182,16 +214,22 @@ def _forest(agent: AgentResult, chart_id: str) -> Markup | None:
     candidates: list[tuple[str, LiftStat]] = [("Overall", lift.overall), ("Outcome", lift.outcome)]
     candidates += [(dim.capitalize(), lift.dimensions[dim]) for dim in DIMENSIONS if dim in lift.dimensions]
     candidates += [(f"custom: {name}", stat) for name, stat in sorted((agent.custom_lift or {}).items())]
-    rows = [charts.ForestRow(label, stat.delta, *(stat.ci95 or (stat.delta, stat.delta)), band=stat.band)
-            for label, stat in candidates if stat.delta is not None]
+    rows = [
+        charts.ForestRow(label, stat.delta, *(stat.ci95 or (stat.delta, stat.delta)), band=stat.band)
+        for label, stat in candidates
+        if stat.delta is not None
+    ]
     if not rows:
         return None
     return Markup(charts.forest_chart(f"{chart_id}-lift", rows))
 
 
 def _pass_k(agent: AgentResult, chart_id: str) -> Markup | None:
-    arms = [(label, arm.pass_at_k) for label, arm in (("with skill", agent.with_skill),
-                                                      ("without skill", agent.without_skill)) if arm.pass_at_k]
+    arms = [
+        (label, arm.pass_at_k)
+        for label, arm in (("with skill", agent.with_skill), ("without skill", agent.without_skill))
+        if arm.pass_at_k
+    ]
     if not arms:
         return None
     ks = sorted({int(k) for _, pk in arms for k in pk.unbiased}, key=int)
@@ -229,8 +267,12 @@ def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
     return TrialView(
         entry=files.entry,
         folder=str(files.path.relative_to(run_dir)) if files.path.is_relative_to(run_dir) else str(files.path),
-        steps=steps, steps_omitted=omitted, has_trajectory=trajectory is not None, findings=findings,
-        security_reason=reason, details_json=details,
+        steps=steps,
+        steps_omitted=omitted,
+        has_trajectory=trajectory is not None,
+        findings=findings,
+        security_reason=reason,
+        details_json=details,
         grader_output=cap_text(redact_text(output), MAX_DETAILS_CHARS) if output is not None else None,
     )
 
@@ -245,14 +287,29 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
         chart_id = f"agent{index}"
         cases = _case_rows(doc, name)
         standard, custom = _metric_rows(agent)
-        views.append(AgentView(
-            agent=agent, rows=_dimension_rows(agent), evaluator_rows=standard, custom_rows=custom, case_rows=cases,
-            case_svg=Markup(charts.case_chart(f"{chart_id}-cases", [c.case for c in cases],
-                                              [c.without_mean for c in cases], [c.with_mean for c in cases])),
-            forest_svg=_forest(agent, chart_id), pass_k_svg=_pass_k(agent, chart_id),
-            trials_by_case={case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
-                            for case, trials in sorted(trials_by_agent.get(name, {}).items())},
-        ))
+        views.append(
+            AgentView(
+                agent=agent,
+                rows=_dimension_rows(agent),
+                evaluator_rows=standard,
+                custom_rows=custom,
+                case_rows=cases,
+                case_svg=Markup(
+                    charts.case_chart(
+                        f"{chart_id}-cases",
+                        [c.case for c in cases],
+                        [c.without_mean for c in cases],
+                        [c.with_mean for c in cases],
+                    )
+                ),
+                forest_svg=_forest(agent, chart_id),
+                pass_k_svg=_pass_k(agent, chart_id),
+                trials_by_case={
+                    case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
+                    for case, trials in sorted(trials_by_agent.get(name, {}).items())
+                },
+            )
+        )
     return views
 
 
@@ -296,9 +353,16 @@ def verdict_headline(doc: ResultDocument) -> str:
 
 def render_report(run: RunFolder) -> str:
     doc = run.document
-    return _environment().get_template("report.html.j2").render(
-        doc=doc, run_dir=str(run.path), headline=verdict_headline(doc), agents=_agent_views(run),
-        dimensions=DIMENSIONS,
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            doc=doc,
+            run_dir=str(run.path),
+            headline=verdict_headline(doc),
+            agents=_agent_views(run),
+            dimensions=DIMENSIONS,
+        )
     )
 
 

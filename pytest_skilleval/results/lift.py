@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
-from verifier.scoring import DIMENSION_SOURCES, dimension_scores
-
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
     DIMENSIONS,
@@ -28,6 +25,8 @@ from pytest_skilleval.results.trials import (
     mean_of,
     r4,
 )
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.scoring import DIMENSION_SOURCES, dimension_scores
 
 # -------------------------------------------------------------------------------------------------- lift
 
@@ -126,13 +125,13 @@ def agent_lift(
         for m in JUDGE_METRICS
     }
     any_mixed = set().union(*mixed.values())
-    dim_exclude = {
-        d: set().union(*(mixed.get(m, set()) for m in DIMENSION_SOURCES[d])) for d in DIMENSIONS
-    }
+    dim_exclude = {d: set().union(*(mixed.get(m, set()) for m in DIMENSION_SOURCES[d])) for d in DIMENSIONS}
     overall = paired_scores(common, w, wo, lambda s: s.overall, any_mixed)
     outcome = paired_scores(common, w, wo, lambda s: s.outcome, any_mixed)
     dims = {d: paired_scores(common, w, wo, lambda s, d=d: s.dims[d], dim_exclude[d]) for d in DIMENSIONS}
-    metrics = {m: paired_scores(common, w, wo, lambda s, m=m: s.metrics[m], mixed.get(m, set())) for m in STANDARD_METRICS}
+    metrics = {
+        m: paired_scores(common, w, wo, lambda s, m=m: s.metrics[m], mixed.get(m, set())) for m in STANDARD_METRICS
+    }
 
     # McNemar on per-case pass/fail over the comparable, judge-consistent cases
     mc_cases = [c for c in common if c not in any_mixed]
@@ -180,5 +179,3 @@ def agent_lift(
         if custom_only:
             custom["overall"] = overall
     return section, custom
-
-

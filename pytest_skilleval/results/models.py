@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from verifier.scoring import SCORE_POLICY
 
 from pytest_skilleval.results.records import Arm
+from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION = "2.0"
 DIMENSIONS: tuple[str, ...] = ("security", "correctness", "discoverability", "effectiveness", "efficiency")
@@ -94,7 +94,8 @@ class TrialEntry(_Model):
     dimensions: Dimensions
     custom_metrics: dict[str, float]
     overall_basis: list[str] | None = Field(
-        default=None, description="The dimensions the overall is the mean of; fewer than five: a partial overall.")
+        default=None, description="The dimensions the overall is the mean of; fewer than five: a partial overall."
+    )
     activation: float | None = None
     negative_control: bool = False
     judge_models: dict[str, str | None] = Field(default_factory=dict)

@@ -79,5 +79,3 @@ def condition_pass_at_k(cond: Condition, plan: RunPlan) -> tuple[PassAtK, dict[s
         cases=cases,
     )
     return result, per_case_pass
-
-

@@ -53,7 +53,8 @@ class TrialRecord(BaseModel):
     error: str | None = None
     reason: str | None = None
     judge_failures: dict[str, str] = Field(
-        default_factory=dict, description="Judges that were configured and failed: metric -> why (trial unscored).")
+        default_factory=dict, description="Judges that were configured and failed: metric -> why (trial unscored)."
+    )
     trial_dir: str | None = None
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
     source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")

@@ -23,7 +23,17 @@ CARD_FILE = "BENCHMARK.md"
 # What one trial's drill-down may read of a file: larger files are shown as "too large", not loaded.
 MAX_TRIAL_FILE_BYTES = MAX_TRIAL_BYTES
 
-__all__ = ["CARD_FILE", "REPORT_FILE", "RunFolder", "RunFolderError", "TrialContent", "TrialFiles", "find_run", "load_run", "read_trial"]
+__all__ = [
+    "CARD_FILE",
+    "REPORT_FILE",
+    "RunFolder",
+    "RunFolderError",
+    "TrialContent",
+    "TrialFiles",
+    "find_run",
+    "load_run",
+    "read_trial",
+]
 
 
 class RunFolderError(ValueError):
@@ -73,8 +83,14 @@ class RunFolder:
 
     def trials(self) -> list[TrialFiles]:
         doc = self.document
-        return [TrialFiles(t, trial_file(self.path, t.agent, t.arm, t.case, t.attempt),
-                           trial_folder(self.path, t.agent, t.arm, t.case, t.attempt)) for t in doc.trials]
+        return [
+            TrialFiles(
+                t,
+                trial_file(self.path, t.agent, t.arm, t.case, t.attempt),
+                trial_folder(self.path, t.agent, t.arm, t.case, t.attempt),
+            )
+            for t in doc.trials
+        ]
 
     @property
     def report_path(self) -> Path:
@@ -102,7 +118,9 @@ def run_folders(results_root: Path) -> list[Path]:
     """The run folders under a results root, oldest first (run ids sort by time); `latest` is not listed twice."""
     if not results_root.is_dir():
         return []
-    found = [p for p in results_root.iterdir() if p.name != LATEST and not p.is_symlink() and (p / RESULT_FILE).is_file()]
+    found = [
+        p for p in results_root.iterdir() if p.name != LATEST and not p.is_symlink() and (p / RESULT_FILE).is_file()
+    ]
     return sorted(found, key=lambda p: p.name)
 
 

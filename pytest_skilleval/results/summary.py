@@ -12,8 +12,6 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
-
 from pytest_skilleval.results.guidance import gate_line, next_step
 from pytest_skilleval.results.models import (
     DIMENSIONS,
@@ -26,6 +24,7 @@ from pytest_skilleval.results.models import (
 from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
 from pytest_skilleval.results.trials import CUSTOM_ONLY
 from pytest_skilleval.results.verdict import incomplete_why
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
 
 __all__ = ["render_summary"]
 
@@ -65,12 +64,17 @@ def _evaluators(res: AggregateResult, agent: AgentResult, width: int) -> list[st
     lift = agent.lift
     for metric in shown:
         stat = lift.metrics.get(metric) if lift else None
-        lines += cols.row(metric, _arm_cell(ws, ws.metrics.get(metric)), _arm_cell(wos, wos.metrics.get(metric)),
-                          _lift_band(stat))
+        lines += cols.row(
+            metric, _arm_cell(ws, ws.metrics.get(metric)), _arm_cell(wos, wos.metrics.get(metric)), _lift_band(stat)
+        )
     for name in customs:
         stat = agent.custom_lift.get(name) if agent.custom_lift else None
-        lines += cols.row(f"custom: {name}", _arm_cell(ws, ws.custom_metrics.get(name)),
-                          _arm_cell(wos, wos.custom_metrics.get(name)), _lift_band(stat))
+        lines += cols.row(
+            f"custom: {name}",
+            _arm_cell(ws, ws.custom_metrics.get(name)),
+            _arm_cell(wos, wos.custom_metrics.get(name)),
+            _lift_band(stat),
+        )
     if hidden:
         lines += wrap(f"NO SCORE ({_unscored_why(res, hidden)}): {', '.join(hidden)}", width, "  ")
     return lines
@@ -84,8 +88,9 @@ def _partial_overall(arm: ArmSummary, width: int) -> list[str]:
     missing = [d for d in DIMENSIONS if d not in scored]
     if not missing or not scored:
         return []
-    return wrap(f"Overall is partial: mean of {len(scored)} of 5 dimensions (NO SCORE: {', '.join(missing)})",
-                width, "  ")
+    return wrap(
+        f"Overall is partial: mean of {len(scored)} of 5 dimensions (NO SCORE: {', '.join(missing)})", width, "  "
+    )
 
 
 def _dimensions(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
@@ -94,12 +99,18 @@ def _dimensions(res: AggregateResult, agent: AgentResult, width: int) -> list[st
     lines = ["Results by Dimension", *cols.row("dimension", "with skill", "without skill")]
     if res.grading_mode == CUSTOM_ONLY:
         lines += cols.row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall))
-        lines += wrap("The five dimensions read NO SCORE under custom_only grading: Overall is your grader's "
-                      "overall.", width, "  ")
+        lines += wrap(
+            "The five dimensions read NO SCORE under custom_only grading: Overall is your grader's overall.",
+            width,
+            "  ",
+        )
         return lines
     for dim in DIMENSIONS:
-        lines += cols.row(dim.capitalize(), _arm_cell(ws, getattr(ws.dimensions, dim), getattr(ws.dimension_bands, dim)),
-                          _arm_cell(wos, getattr(wos.dimensions, dim), getattr(wos.dimension_bands, dim)))
+        lines += cols.row(
+            dim.capitalize(),
+            _arm_cell(ws, getattr(ws.dimensions, dim), getattr(ws.dimension_bands, dim)),
+            _arm_cell(wos, getattr(wos.dimensions, dim), getattr(wos.dimension_bands, dim)),
+        )
     lines += cols.row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall))
     return lines + _partial_overall(ws if ws.execution_status != "skipped" else wos, width)
 
@@ -180,14 +191,22 @@ def _resources(agent: AgentResult, width: int) -> list[str]:
     ws_skipped = agent.with_skill.execution_status == "skipped"
     wos_skipped = agent.without_skill.execution_status == "skipped"
     cols = Columns(width, (14, 15, 15), [])
-    lines = ["Resources (observed; cache tokens are inside prompt)",
-             *cols.row("measure", "with skill", "without skill", "delta")]
-    lines += cols.row("tokens (prompt+output)", SKIPPED if ws_skipped else _int(w.total_tokens),
-                      SKIPPED if wos_skipped else _int(wo.total_tokens),
-                      _int(d.total_tokens, signed_=True) if d.available else NA)
-    lines += cols.row("agent seconds", SKIPPED if ws_skipped else _seconds(w.agent_seconds),
-                      SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
-                      _seconds(d.agent_seconds, signed_=True) if d.available else NA)
+    lines = [
+        "Resources (observed; cache tokens are inside prompt)",
+        *cols.row("measure", "with skill", "without skill", "delta"),
+    ]
+    lines += cols.row(
+        "tokens (prompt+output)",
+        SKIPPED if ws_skipped else _int(w.total_tokens),
+        SKIPPED if wos_skipped else _int(wo.total_tokens),
+        _int(d.total_tokens, signed_=True) if d.available else NA,
+    )
+    lines += cols.row(
+        "agent seconds",
+        SKIPPED if ws_skipped else _seconds(w.agent_seconds),
+        SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
+        _seconds(d.agent_seconds, signed_=True) if d.available else NA,
+    )
     if not d.available and d.reason:
         lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines
@@ -196,8 +215,7 @@ def _resources(agent: AgentResult, width: int) -> list[str]:
 def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
     model = f" ({agent.model})" if agent.model else ""
     lines = ["", f" {agent.name}{model}: {agent.verdict.upper()} ".center(width, "-")[:width]]
-    lines += wrap(f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}",
-                  width)
+    lines += wrap(f"verdict {agent.verdict.upper()}: {agent.verdict_reason}; execution {agent.execution_status}", width)
     for err in agent.execution_errors:
         lines += wrap(f"! {err}", width, "  ")
     lines += ["", *_evaluators(res, agent, width), "", *_dimensions(res, agent, width)]
@@ -240,16 +258,28 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
         mean = score(math.fsum(scored) / len(scored)) if scored else score(None)
         reached = sum(1 for t in trials if t.passed)
         baseline_below |= arm == "without_skill" and reached < len(trials)
-        lines += cols.row(case, *((agent,) if agent_col else ()), arm.replace("_", " "), mean,
-                          f"{reached}/{len(trials)}", _outcomes(trials))
-    legend = f"mean: mean overall; {threshold}: attempts at or above the pass threshold; pytest: the outcome " \
-             "pytest printed for those items"
+        lines += cols.row(
+            case,
+            *((agent,) if agent_col else ()),
+            arm.replace("_", " "),
+            mean,
+            f"{reached}/{len(trials)}",
+            _outcomes(trials),
+        )
+    legend = (
+        f"mean: mean overall; {threshold}: attempts at or above the pass threshold; pytest: the outcome "
+        "pytest printed for those items"
+    )
     if len(agents) == 1:
         legend += f"; agent: {agents[0]}"
     lines += wrap(legend, width, "  ")
     if baseline_below:
-        lines += wrap("A without-skill (baseline) item passes in pytest whatever it scores: the baseline is "
-                      "measured, never gated.", width, "  ")
+        lines += wrap(
+            "A without-skill (baseline) item passes in pytest whatever it scores: the baseline is "
+            "measured, never gated.",
+            width,
+            "  ",
+        )
     return lines
 
 
@@ -257,12 +287,16 @@ def _header(res: AggregateResult, width: int) -> list[str]:
     cov = res.coverage
     lines = [f" skilleval: {res.skill_name} ".center(width, "=")[:width]]
     lines += wrap(f"Verdict: {res.verdict.upper()} -- {res.verdict_reason}", width)
-    lines += wrap(f"Execution: {res.execution_status}; {cov.run_trials}/{cov.expected_trials} trials run, "
-                  f"{cov.scored_trials} scored", width)
+    lines += wrap(
+        f"Execution: {res.execution_status}; {cov.run_trials}/{cov.expected_trials} trials run, "
+        f"{cov.scored_trials} scored",
+        width,
+    )
     lines += wrap(f"Grading: {res.grading_mode}; score policy {res.score_policy}", width)
     if res.run_config.get("sandbox") == "none":
-        lines += wrap("Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without "
-                      "isolation", width)
+        lines += wrap(
+            "Sandbox: NONE (--ek sandbox=none): agent and grader commands ran on this host without isolation", width
+        )
     if res.baseline_calibration:
         lines += wrap("Baseline calibration (--skip-with-skill): with-skill scores and Skill Lift are N/A", width)
     if not cov.publication_complete:
@@ -275,12 +309,20 @@ def _header(res: AggregateResult, width: int) -> list[str]:
     return lines
 
 
-def _footer(res: AggregateResult, width: int, results_path: str | None, report_path: str | None,
-            card_path: str | None, report_error: str | None, gate: str | None) -> list[str]:
+def _footer(
+    res: AggregateResult,
+    width: int,
+    results_path: str | None,
+    report_path: str | None,
+    card_path: str | None,
+    report_error: str | None,
+    gate: str | None,
+) -> list[str]:
     lines = [""]
     if res.best_agent:
-        lines += wrap(f"Best agent: {res.best_agent}; overall {score(res.overall_score)}; "
-                      f"lift {signed(res.overall_lift)}", width)
+        lines += wrap(
+            f"Best agent: {res.best_agent}; overall {score(res.overall_score)}; lift {signed(res.overall_lift)}", width
+        )
     lines.append(f"Overall verdict: {res.verdict.upper()}")
     if gate:
         lines += wrap(gate, width)
@@ -294,9 +336,17 @@ def _footer(res: AggregateResult, width: int, results_path: str | None, report_p
     return lines + wrap(f"Next: {next_step(res, report_path)}", width)
 
 
-def render_summary(aggregate: AggregateResult, results_path: str | None, width: int = MIN_WIDTH, *,
-                   report_path: str | None = None, card_path: str | None = None, report_error: str | None = None,
-                   block_on_agent_eval: bool = False, pytest_status: int | None = None) -> list[str]:
+def render_summary(
+    aggregate: AggregateResult,
+    results_path: str | None,
+    width: int = MIN_WIDTH,
+    *,
+    report_path: str | None = None,
+    card_path: str | None = None,
+    report_error: str | None = None,
+    block_on_agent_eval: bool = False,
+    pytest_status: int | None = None,
+) -> list[str]:
     """The session summary as lines (no trailing newlines).
 
     `width` is the terminal's (pytest's terminalreporter); below 80 the tables still take 80. Every line fits

@@ -30,8 +30,14 @@ def signed(value: float | None) -> str:
 
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """Wrap prose at spaces only: a hyphenated name (a score policy, a path) is never split inside."""
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=False) or [indent]
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_on_hyphens=False,
+        break_long_words=False,
+    ) or [indent]
 
 
 class Columns:

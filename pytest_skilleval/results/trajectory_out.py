@@ -37,10 +37,12 @@ def as_replay(trajectory: Any) -> Any:
 
 def run_trajectory_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skilleval trajectory", description=__doc__.split("\n\n")[0])
-    parser.add_argument("trial_file", metavar="TRIAL_FILE", help="a trial's file: <run>/<agent>/<arm>/trials/"
-                                                                 "<case>.<attempt>.json")
-    parser.add_argument("--replay", action="store_true",
-                        help="write skills-folder paths as {skills_dir}, as a replay file needs")
+    parser.add_argument(
+        "trial_file", metavar="TRIAL_FILE", help="a trial's file: <run>/<agent>/<arm>/trials/<case>.<attempt>.json"
+    )
+    parser.add_argument(
+        "--replay", action="store_true", help="write skills-folder paths as {skills_dir}, as a replay file needs"
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
     args = parser.parse_args(argv)
     path = Path(args.trial_file)
@@ -51,8 +53,11 @@ def run_trajectory_command(argv: list[str]) -> int:
     trajectory = document.get("trajectory")
     if not isinstance(trajectory, dict):
         where = document.get("trial_dir") or "the trial's folder"
-        print(f"skilleval trajectory: {path} holds no trajectory (none was written, or it was over the size limit; "
-              f"look for agent/trajectory.json in {where})", file=sys.stderr)
+        print(
+            f"skilleval trajectory: {path} holds no trajectory (none was written, or it was over the size limit; "
+            f"look for agent/trajectory.json in {where})",
+            file=sys.stderr,
+        )
         return 1
     text = json.dumps(as_replay(trajectory) if args.replay else trajectory, indent=2, ensure_ascii=False) + "\n"
     if args.output:

@@ -67,11 +67,13 @@ def _step(raw: Mapping[str, Any], index: int) -> StepView:
         if not isinstance(call, Mapping):
             continue
         call_id = call.get("tool_call_id")
-        calls.append(ToolCallView(
-            name=_clean(str(call.get("function_name") or "tool")),
-            arguments=_arguments(call.get("arguments")),
-            output=outputs.pop(call_id, None) if isinstance(call_id, str) else None,
-        ))
+        calls.append(
+            ToolCallView(
+                name=_clean(str(call.get("function_name") or "tool")),
+                arguments=_arguments(call.get("arguments")),
+                output=outputs.pop(call_id, None) if isinstance(call_id, str) else None,
+            )
+        )
     return StepView(
         step_id=str(raw.get("step_id", index + 1)),
         source=_clean(str(raw.get("source") or "?")),

@@ -24,13 +24,13 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
-from importlib import metadata, resources
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialRecord
+from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
 from pytest_skilleval.results.trial_file import (
     GRADER_OUTPUT_SOURCE,
     LEGACY_PARTS,
@@ -85,7 +85,6 @@ MARKER_FILE = ".skilleval-generated-output"
 RUN_CONFIG_FILE = "run_config.json"
 DATASET_DIGEST_FILE = "dataset_digest.json"
 LATEST = "latest"
-SCHEMA_ID = "https://pytest-skilleval.dev/schemas/result.schema.json"
 RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
 
 
@@ -307,81 +306,6 @@ def _publish_latest(results_root: Path, run_id: str) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------------------------- schema
-
-
-def result_schema() -> dict[str, Any]:
-    """The JSON Schema for result.json, generated from `ResultDocument`."""
-    schema = ResultDocument.model_json_schema(mode="serialization")
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
-
-
-def render_result_schema() -> str:
-    """The text shipped as `schemas/result.schema.json` (a unit test keeps the file in sync)."""
-    return json.dumps(result_schema(), indent=2, sort_keys=True) + "\n"
-
-
-@lru_cache(maxsize=1)
-def _shipped_schema() -> dict[str, Any]:
-    text = resources.files("pytest_skilleval").joinpath("schemas/result.schema.json").read_text("utf-8")
-    return json.loads(text)
-
-
-def validate_result(document: Mapping[str, Any], *, every_trial: bool = True) -> None:
-    """Raise jsonschema.ValidationError unless `document` matches the shipped result.json schema.
-
-    With `every_trial=False` the trial entries, and each arm's per-case pass@k entries, are checked once per
-    distinct shape (which keys hold which JSON types) rather than one by one: the entries are dumps of one pydantic
-    model, so entries of the same shape pass or fail together, and the check stays linear with a small constant
-    at 20,000 trials.
-    """
-    import jsonschema  # ~27 ms, imported when a run is written (or warmed up), not at pytest's start
-
-    if not every_trial:
-        document = _one_of_each_shape(document)
-    jsonschema.Draft202012Validator(_shipped_schema()).validate(document)
-
-
-def _one_of_each_shape(document: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of the document whose repeated entries (trials, per-case pass@k) keep one per shape."""
-    reduced = dict(document)
-    if isinstance(document.get("trials"), list):
-        reduced["trials"] = _one_per_shape(document["trials"])
-    agents = document.get("agents")
-    if isinstance(agents, dict):
-        reduced["agents"] = {name: _agent_one_of_each_shape(agent) for name, agent in agents.items()}
-    return reduced
-
-
-def _agent_one_of_each_shape(agent: Any) -> Any:
-    if not isinstance(agent, dict):
-        return agent
-    reduced = dict(agent)
-    for arm, summary in agent.items():
-        pass_at_k = summary.get("pass_at_k") if isinstance(summary, dict) else None
-        if isinstance(pass_at_k, dict) and isinstance(pass_at_k.get("cases"), dict):
-            shapes: dict[Any, tuple[str, Any]] = {}
-            for case, entry in pass_at_k["cases"].items():
-                shapes.setdefault(_shape(entry), (case, entry))
-            reduced[arm] = {**summary, "pass_at_k": {**pass_at_k, "cases": dict(shapes.values())}}
-    return reduced
-
-
-def _shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _shape(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return ("list", tuple(sorted({_shape(v) for v in value}, key=repr)))
-    return type(value).__name__
-
-
-def _one_per_shape(trials: list[Any]) -> list[Any]:
-    shapes: dict[Any, Any] = {}
-    for trial in trials:
-        shapes.setdefault(_shape(trial), trial)
-    return list(shapes.values())
-
-
 def harbor_version() -> str | None:
     try:
         return metadata.version("harbor")
@@ -421,8 +345,14 @@ class EarlyTrialFiles:
     so a run folder is still complete only once result.json is there. `start` is written, durably, first.
     """
 
-    def __init__(self, results_root: Path, run_id: str, redactor: Redactor,
-                 max_artifact_bytes: int = MAX_ARTIFACT_BYTES, start: RunStart | None = None) -> None:
+    def __init__(
+        self,
+        results_root: Path,
+        run_id: str,
+        redactor: Redactor,
+        max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
+        start: RunStart | None = None,
+    ) -> None:
         self.results_root = Path(os.path.abspath(results_root))
         self.run_id = run_id
         self.redactor = redactor
@@ -446,8 +376,7 @@ class EarlyTrialFiles:
         self.written.add(trial_key(record))
 
 
-def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor,
-                 stored: bool = False) -> None:
+def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor, stored: bool = False) -> None:
     """One trial's file; `stored`: the run folder already holds it (resumed, or written early) and only the record
     in it is replaced (the trial's own folder may be gone)."""
     args = (record.agent, record.arm, record.case, record.attempt)
@@ -500,9 +429,18 @@ def write_results_tree(
     redactor = redactor or Redactor.from_environment(os.environ)
     results_root = Path(os.path.abspath(results_root))
     with _write_batch(results_root) as batch:
-        return _write_tree(aggregate, records, results_root, run_id, batch, redactor,
-                           dataset_snapshot=dataset_snapshot, max_artifact_bytes=max_artifact_bytes,
-                           early=early, altered=altered)
+        return _write_tree(
+            aggregate,
+            records,
+            results_root,
+            run_id,
+            batch,
+            redactor,
+            dataset_snapshot=dataset_snapshot,
+            max_artifact_bytes=max_artifact_bytes,
+            early=early,
+            altered=altered,
+        )
 
 
 def _write_durable_json(path: Path, data: Any, root: Path) -> None:

@@ -104,8 +104,9 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
     """
     sources = dict(parts)
     output = sources["grader_output"]
-    raw = safe_io.read_files(folder, list(sources.values()), max_bytes=max_bytes,
-                             tail_bytes={output: MAX_GRADER_OUTPUT_CHARS * 4})
+    raw = safe_io.read_files(
+        folder, list(sources.values()), max_bytes=max_bytes, tail_bytes={output: MAX_GRADER_OUTPUT_CHARS * 4}
+    )
     found: dict[str, tuple[Any, str]] = {}
     for key, rel in parts:
         if rel not in raw:

@@ -6,9 +6,6 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from verifier.evidence import STANDARD_METRICS
-from verifier.scoring import clean_score, dimension_scores, overall_from_dimensions
-
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
     DIMENSIONS,
@@ -19,6 +16,8 @@ from pytest_skilleval.results.models import (
     TrialEntry,
 )
 from pytest_skilleval.results.records import Arm, TrialRecord
+from verifier.evidence import STANDARD_METRICS
+from verifier.scoring import clean_score, dimension_scores, overall_from_dimensions
 
 OUTCOME_DIMENSIONS: tuple[str, str] = ("correctness", "effectiveness")
 
@@ -130,7 +129,8 @@ def trial_entry(t: ScoredTrial) -> TrialEntry:
         metrics={k: r4(v) for k, v in t.metrics.items()},
         dimensions=Dimensions(**{k: r4(v) for k, v in t.dims.items()}),
         custom_metrics={k: r4(v) for k, v in t.custom.items()},  # type: ignore[misc]
-        overall_basis=None if t.overall is None or rec.grading_mode == CUSTOM_ONLY
+        overall_basis=None
+        if t.overall is None or rec.grading_mode == CUSTOM_ONLY
         else [d for d, v in t.dims.items() if v is not None],
         activation=r4(clean_score(rec.activation)),
         negative_control=rec.negative_control,
@@ -228,5 +228,3 @@ def build_condition(agent: str, arm: Arm, ran: Sequence[ScoredTrial], scope: lis
         errors.append("no cases in scope")
     status = "failed" if errors else "succeeded"
     return Condition(agent, arm, status, errors, scope, mine, expected, withheld=bool(judge_failed))
-
-

@@ -5,9 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
-from verifier.scoring import DIMENSION_SOURCES
-
 from pytest_skilleval.results.models import (
     DIMENSIONS,
     AgentResult,
@@ -19,6 +16,8 @@ from pytest_skilleval.results.models import (
     Verdict,
 )
 from pytest_skilleval.results.trials import CUSTOM_ONLY
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.scoring import DIMENSION_SOURCES
 
 # The dimensions only the LLM judges score (correctness, effectiveness): no judge model, no score.
 JUDGE_DIMENSIONS = frozenset(d for d, sources in DIMENSION_SOURCES.items() if set(sources) <= set(JUDGE_METRICS))

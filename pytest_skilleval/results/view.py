@@ -19,9 +19,13 @@ __all__ = ["run_view_command"]
 
 def run_view_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skilleval view", description=__doc__.split("\n\n")[0])
-    parser.add_argument("run", nargs="?", metavar="RUN",
-                        help="a run folder, its result.json, a results root or a skill folder (their latest run); "
-                             "default: the current folder")
+    parser.add_argument(
+        "run",
+        nargs="?",
+        metavar="RUN",
+        help="a run folder, its result.json, a results root or a skill folder (their latest run); "
+        "default: the current folder",
+    )
     parser.add_argument("--render", action="store_true", help="re-render report.html and BENCHMARK.md first")
     args = parser.parse_args(argv)
     try:
@@ -32,6 +36,15 @@ def run_view_command(argv: list[str]) -> int:
     if args.render or not run.report_path.is_file() or not run.card_path.is_file():
         write_run_reports(run.path)
     width = shutil.get_terminal_size((80, 24)).columns
-    print("\n".join(render_summary(run.document, str(run.path / RESULT_FILE), width=width,
-                                   report_path=str(run.report_path), card_path=str(run.card_path))))
+    print(
+        "\n".join(
+            render_summary(
+                run.document,
+                str(run.path / RESULT_FILE),
+                width=width,
+                report_path=str(run.report_path),
+                card_path=str(run.card_path),
+            )
+        )
+    )
     return 0

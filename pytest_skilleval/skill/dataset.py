@@ -328,8 +328,14 @@ def parse_dataset(path: Path, text: str) -> Dataset:
             raise outcome
         cases.append(outcome)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return Dataset(path=path, skill_name=skill_name, shape=shape, cases=cases, digest=digest,
-                   key_typos=entry_key_typos(raw_entries))
+    return Dataset(
+        path=path,
+        skill_name=skill_name,
+        shape=shape,
+        cases=cases,
+        digest=digest,
+        key_typos=entry_key_typos(raw_entries),
+    )
 
 
 def read_text(path: Path) -> str:

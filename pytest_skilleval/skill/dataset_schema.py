@@ -28,8 +28,9 @@ def _entry_schema() -> dict[str, Any]:
             {"type": "integer"},
         ],
     }
-    properties["files"] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}},
-                                     {"type": "null"}]}
+    properties["files"] = {
+        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, {"type": "null"}]
+    }
     properties["acceptable_skills"] = {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "null"}]}
     for alias, target in FIELD_ALIASES.items():
         properties[alias] = {**properties[target], "description": f"Alias of {target}."}

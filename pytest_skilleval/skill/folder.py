@@ -60,8 +60,9 @@ class SkillFolder:
         credentials never reach a file."""
         config = self.settings.model_dump(mode="json")
         config["env_kwargs"] = redacted_kwargs(config.get("env_kwargs", {}))
-        config["agent_kwargs"] = {agent: redacted_kwargs(kwargs)
-                                  for agent, kwargs in config.get("agent_kwargs", {}).items()}
+        config["agent_kwargs"] = {
+            agent: redacted_kwargs(kwargs) for agent, kwargs in config.get("agent_kwargs", {}).items()
+        }
         config["skill_digest"] = self.digest
         config["judge"] = judge_run_config(self.settings)
         if self.settings.local_sandbox is not None:
@@ -158,6 +159,8 @@ def content_digest(skill_dir: Path) -> str:
             digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
             digest.update(b"\0")
     return digest.hexdigest()
+
+
 def _skill_md_misspelt(folder: Path) -> str | None:
     """A file named like SKILL.md in another letter case (or with .markdown), which the plugin does not read."""
     try:

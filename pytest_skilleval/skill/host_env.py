@@ -17,9 +17,30 @@ from verifier.redact import is_credential_variable
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Model providers and clouds: their variables configure accounts even when the name does not say "key".
 _PROVIDER_CLOUD_PREFIXES = (
-    "ANTHROPIC_", "OPENAI_", "AZURE_", "AWS_", "GOOGLE_", "GCP_", "GCLOUD_", "CLOUDSDK_", "GEMINI_", "MISTRAL_",
-    "COHERE_", "GROQ_", "DEEPSEEK_", "OPENROUTER_", "TOGETHER_", "NVIDIA_", "XAI_", "HUGGINGFACE_", "DAYTONA_",
-    "E2B_", "MODAL_", "RUNLOOP_", "DIGITALOCEAN_", "KUBECONFIG",
+    "ANTHROPIC_",
+    "OPENAI_",
+    "AZURE_",
+    "AWS_",
+    "GOOGLE_",
+    "GCP_",
+    "GCLOUD_",
+    "CLOUDSDK_",
+    "GEMINI_",
+    "MISTRAL_",
+    "COHERE_",
+    "GROQ_",
+    "DEEPSEEK_",
+    "OPENROUTER_",
+    "TOGETHER_",
+    "NVIDIA_",
+    "XAI_",
+    "HUGGINGFACE_",
+    "DAYTONA_",
+    "E2B_",
+    "MODAL_",
+    "RUNLOOP_",
+    "DIGITALOCEAN_",
+    "KUBECONFIG",
 )
 
 

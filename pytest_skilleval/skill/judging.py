@@ -30,16 +30,20 @@ __all__ = [
 
 def verifier_judge_kwargs(settings: RunSettings, results_root: Path) -> dict[str, Any]:
     """The `judge` kwarg of the host verifier: model override, cache mode and the cache folder."""
-    return {"model": settings.judge_model, "cache": settings.judge_cache,
-            "cache_dir": str(results_root / CACHE_DIR_NAME)}
+    return {
+        "model": settings.judge_model,
+        "cache": settings.judge_cache,
+        "cache_dir": str(results_root / CACHE_DIR_NAME),
+    }
 
 
 def judge_run_config(settings: RunSettings, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """run_config.json -> judge: the configured provider and model (no secrets), or why there is none."""
     if settings.grading_mode == "custom_only":
         return {"enabled": False, "reason": "custom_only grading runs no judges"}
-    config = load_config(env if env is not None else os.environ, model=settings.judge_model,
-                         cache_mode=settings.judge_cache)
+    config = load_config(
+        env if env is not None else os.environ, model=settings.judge_model, cache_mode=settings.judge_cache
+    )
     if config is None:
         return {"enabled": False, "reason": NOT_CONFIGURED}
     return config.provenance()
@@ -51,8 +55,10 @@ def judge_banner(settings: RunSettings, env: Mapping[str, str] | None = None) ->
     load_config(env, model=settings.judge_model, cache_mode=settings.judge_cache)  # validate early
     if judge_model_from(settings.judge_model, env) is not None or settings.grading_mode == "custom_only":
         return None
-    return ("skilleval: " + NOT_CONFIGURED + "; accuracy, goal_accuracy and behavior_check are not scored, "
-            "Correctness and Effectiveness show NO SCORE and overall scores are partial")
+    return (
+        "skilleval: " + NOT_CONFIGURED + "; accuracy, goal_accuracy and behavior_check are not scored, "
+        "Correctness and Effectiveness show NO SCORE and overall scores are partial"
+    )
 
 
 def judge_models_of(rich: Mapping[str, Any]) -> dict[str, str | None]:

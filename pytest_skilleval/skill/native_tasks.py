@@ -26,9 +26,9 @@ from harbor.models.task.verifier_mode import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
-from pytest_skilleval.skill.native_shipped import shipped_skills
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 from pytest_skilleval.skill.host_env import unpassed_reference_message
+from pytest_skilleval.skill.native_shipped import shipped_skills
 from pytest_skilleval.skill.task_durations import duration_problems
 
 HARBOR_DIR_NAME = "harbor"
@@ -216,8 +216,11 @@ def _env_findings(task: NativeTask, standard: bool, passed: frozenset[str]) -> l
                 if standard:
                     add("task-env-control", "error", f"{label} {name} references {ref}, a host {ref_category} variable")
                 elif ref_category == "provider-credential":
-                    add("task-env-credential", "warning",
-                        f"{label} {name} forwards the operator credential {ref} into the task")
+                    add(
+                        "task-env-credential",
+                        "warning",
+                        f"{label} {name} forwards the operator credential {ref} into the task",
+                    )
     return findings
 
 

@@ -28,9 +28,11 @@ class TrialSpec(BaseModel):
     # Not validated (so not copied): built from an already validated dataset entry, shared read-only by the case's
     # items (a copy per item was most of an item's memory and garbage-collector work at 20,000 items).
     entry: Annotated[dict[str, Any], SkipValidation] = Field(
-        default_factory=dict, description="The dataset entry as entry.json carries it.")
+        default_factory=dict, description="The dataset entry as entry.json carries it."
+    )
     files: Annotated[list[str] | None, SkipValidation] = Field(
-        default=None, description="Inputs relative to evals/; None = all evals/files/.")
+        default=None, description="Inputs relative to evals/; None = all evals/files/."
+    )
     native_task_dir: Path | None = None
     agent: str
     arm: Arm
@@ -88,12 +90,22 @@ def case_plan(skill: SkillFolder) -> CasePlan:
         if dataset is not None:
             entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]
-            plan.negative_cases = [case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False]
-            plan.summary.update(dataset=path.name, shape=dataset.shape, n_dataset_cases=len(plan.cases),
-                                n_negative_cases=len(plan.negative_cases))
+            plan.negative_cases = [
+                case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False
+            ]
+            plan.summary.update(
+                dataset=path.name,
+                shape=dataset.shape,
+                n_dataset_cases=len(plan.cases),
+                n_negative_cases=len(plan.negative_cases),
+            )
             plan.digest = dataset.digest
-            plan.snapshot = {"dataset": path.name, "shape": dataset.shape, "skill_name": dataset.skill_name,
-                             "entries": list(entries)}
+            plan.snapshot = {
+                "dataset": path.name,
+                "shape": dataset.shape,
+                "skill_name": dataset.skill_name,
+                "entries": list(entries),
+            }
     try:
         source = skill.settings.task_source
     except Exception:  # a bad config.yml: collection reports it

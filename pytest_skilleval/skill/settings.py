@@ -13,8 +13,11 @@ from pytest_skilleval.skill.host_env import pass_env_names
 
 AGENT_ALIASES = {"claude": "claude-code"}
 # How `--env-mode` names our own `local` environment (the name, or either import path).
-LOCAL_ENV_MODES = ("local", "pytest_skilleval.harbor.local_env:LocalEnvironment",
-                   "pytest_skilleval.harbor_ext.local_env:LocalEnvironment")
+LOCAL_ENV_MODES = (
+    "local",
+    "pytest_skilleval.harbor.local_env:LocalEnvironment",
+    "pytest_skilleval.harbor_ext.local_env:LocalEnvironment",
+)
 
 
 def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:

@@ -12,7 +12,6 @@ from pytest_skilleval.testing.script import ScriptError
 from pytest_skilleval.testing.scripted_model import LoggedRequest, ScriptedModelServer
 
 
-
 def _echo_line(entry: LoggedRequest) -> None:
     detail = f" model={entry.model}" if entry.model else ""
     detail += " stream" if entry.stream else ""
@@ -35,15 +34,23 @@ def run_scripted_model_command(argv: list[str]) -> int:
     parser.add_argument("--quiet", action="store_true", help="do not print one line per request on stderr")
     args = parser.parse_args(argv)
     try:
-        server = ScriptedModelServer(args.script, tls=args.tls, port=args.port, host=args.host, log_path=args.log,
-                                     echo=None if args.quiet else _echo_line)
+        server = ScriptedModelServer(
+            args.script,
+            tls=args.tls,
+            port=args.port,
+            host=args.host,
+            log_path=args.log,
+            echo=None if args.quiet else _echo_line,
+        )
         server.start()
     except ScriptError as error:
         print(f"skilleval scripted-model: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"skilleval scripted-model: cannot listen on {args.host}:{args.port}: {error.strerror or error}",
-              file=sys.stderr)
+        print(
+            f"skilleval scripted-model: cannot listen on {args.host}:{args.port}: {error.strerror or error}",
+            file=sys.stderr,
+        )
         return 2
     stop = threading.Event()
     # Own handlers, not KeyboardInterrupt: a shell starts background jobs with SIGINT ignored, which Python inherits.
@@ -61,6 +68,8 @@ def run_scripted_model_command(argv: list[str]) -> int:
             signal.signal(number, handler)
         left = server.pending()
         server.stop()
-    print(f"stopped after {len(server.requests)} request(s)"
-          + (f"; replies never used: {left}" if left else ""), flush=True)
+    print(
+        f"stopped after {len(server.requests)} request(s)" + (f"; replies never used: {left}" if left else ""),
+        flush=True,
+    )
     return 0

@@ -104,8 +104,13 @@ def chat_body(turn: Turn) -> dict[str, Any]:
 
 
 def chat_frames(turn: Turn, include_usage: bool) -> list[Frame]:
-    base = {"id": f"chatcmpl-scripted-{turn.seq}", "object": "chat.completion.chunk", "created": turn.created,
-            "model": turn.model, "system_fingerprint": None}
+    base = {
+        "id": f"chatcmpl-scripted-{turn.seq}",
+        "object": "chat.completion.chunk",
+        "created": turn.created,
+        "model": turn.model,
+        "system_fingerprint": None,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> Frame:
         data = {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]}
@@ -119,8 +124,12 @@ def chat_frames(turn: Turn, include_usage: bool) -> list[Frame]:
     for piece in pieces(turn.refusal) if turn.refusal else []:
         frames.append(chunk({"refusal": piece}))
     for index, call in enumerate(_chat_tool_calls(turn)):
-        head = {"index": index, "id": call["id"], "type": "function",
-                "function": {"name": call["function"]["name"], "arguments": ""}}
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
         frames.append(chunk({"tool_calls": [head]}))
         for piece in _split(call["function"]["arguments"]):
             frames.append(chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
@@ -132,7 +141,7 @@ def chat_frames(turn: Turn, include_usage: bool) -> list[Frame]:
 
 
 def _split(text: str, size: int = 24) -> list[str]:
-    return [text[start:start + size] for start in range(0, len(text), size)]
+    return [text[start : start + size] for start in range(0, len(text), size)]
 
 
 # ---------------------------------------------------------------- OpenAI Responses API
@@ -141,18 +150,44 @@ def _split(text: str, size: int = 24) -> list[str]:
 def _responses_items(turn: Turn) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if turn.text is not None or turn.refusal is not None:
-        part = ({"type": "refusal", "refusal": turn.refusal} if turn.refusal is not None
-                else {"type": "output_text", "text": turn.text, "annotations": [], "logprobs": []})
-        items.append({"id": f"msg_scripted_{turn.seq}", "type": "message", "status": "completed",
-                      "role": "assistant", "content": [part]})
+        part = (
+            {"type": "refusal", "refusal": turn.refusal}
+            if turn.refusal is not None
+            else {"type": "output_text", "text": turn.text, "annotations": [], "logprobs": []}
+        )
+        items.append(
+            {
+                "id": f"msg_scripted_{turn.seq}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            }
+        )
     for index, call in enumerate(turn.tool_calls):
         call_id = _call_id(turn, index, call, "call")
         if call.custom:
-            items.append({"id": f"ctc_scripted_{turn.seq}_{index}", "type": "custom_tool_call", "status": "completed",
-                          "call_id": call_id, "name": call.name, "input": arguments_text(call)})
+            items.append(
+                {
+                    "id": f"ctc_scripted_{turn.seq}_{index}",
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "name": call.name,
+                    "input": arguments_text(call),
+                }
+            )
         else:
-            items.append({"id": f"fc_scripted_{turn.seq}_{index}", "type": "function_call", "status": "completed",
-                          "call_id": call_id, "name": call.name, "arguments": arguments_text(call)})
+            items.append(
+                {
+                    "id": f"fc_scripted_{turn.seq}_{index}",
+                    "type": "function_call",
+                    "status": "completed",
+                    "call_id": call_id,
+                    "name": call.name,
+                    "arguments": arguments_text(call),
+                }
+            )
     return items
 
 
@@ -199,10 +234,12 @@ def _item_frames(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
     """The events one output item streams as, between its output_item.added and output_item.done."""
     at = {"item_id": item["id"], "output_index": index}
     if item["type"] == "function_call":
-        events = [("response.function_call_arguments.delta", {**at, "delta": piece})
-                  for piece in _split(item["arguments"])]
-        return events + [("response.function_call_arguments.done",
-                          {**at, "name": item["name"], "arguments": item["arguments"]})]
+        events = [
+            ("response.function_call_arguments.delta", {**at, "delta": piece}) for piece in _split(item["arguments"])
+        ]
+        return events + [
+            ("response.function_call_arguments.done", {**at, "name": item["name"], "arguments": item["arguments"]})
+        ]
     if item["type"] == "custom_tool_call":
         events = [("response.custom_tool_call_input.delta", {**at, "delta": piece}) for piece in _split(item["input"])]
         return events + [("response.custom_tool_call_input.done", {**at, "input": item["input"]})]
@@ -214,11 +251,16 @@ def _item_frames(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
         done = [("response.refusal.done", {**at, "refusal": part["refusal"]})]
     else:
         empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        deltas = [("response.output_text.delta", {**at, "delta": piece, "logprobs": []})
-                  for piece in pieces(part["text"])]
+        deltas = [
+            ("response.output_text.delta", {**at, "delta": piece, "logprobs": []}) for piece in pieces(part["text"])
+        ]
         done = [("response.output_text.done", {**at, "text": part["text"], "logprobs": []})]
-    return [("response.content_part.added", {**at, "part": empty}), *deltas, *done,
-            ("response.content_part.done", {**at, "part": part})]
+    return [
+        ("response.content_part.added", {**at, "part": empty}),
+        *deltas,
+        *done,
+        ("response.content_part.done", {**at, "part": part}),
+    ]
 
 
 def responses_frames(turn: Turn) -> list[Frame]:
@@ -275,14 +317,24 @@ def _anthropic_blocks(turn: Turn) -> list[dict[str, Any]]:
     if said is not None:
         blocks.append({"type": "text", "text": said})
     for index, call in enumerate(turn.tool_calls):
-        blocks.append({"type": "tool_use", "id": _call_id(turn, index, call, "toolu"), "name": call.name,
-                       "input": _tool_input(call)})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": _call_id(turn, index, call, "toolu"),
+                "name": call.name,
+                "input": _tool_input(call),
+            }
+        )
     return blocks
 
 
 def _anthropic_usage(turn: Turn, output_tokens: int) -> dict[str, Any]:
-    return {"input_tokens": turn.input_tokens, "output_tokens": output_tokens,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": turn.cached_tokens}
+    return {
+        "input_tokens": turn.input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": turn.cached_tokens,
+    }
 
 
 def messages_body(turn: Turn) -> dict[str, Any]:
@@ -308,13 +360,21 @@ def messages_frames(turn: Turn) -> list[Frame]:
             deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]
         else:
             opening = {**block, "input": {}}
-            deltas = [{"type": "input_json_delta", "partial_json": piece}
-                      for piece in _split(json.dumps(block["input"]))]
+            deltas = [
+                {"type": "input_json_delta", "partial_json": piece} for piece in _split(json.dumps(block["input"]))
+            ]
         events.append(("content_block_start", {"index": index, "content_block": opening}))
         events.extend(("content_block_delta", {"index": index, "delta": delta}) for delta in deltas)
         events.append(("content_block_stop", {"index": index}))
-    events.append(("message_delta", {"delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None},
-                                     "usage": {"output_tokens": turn.output_tokens}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "delta": {"stop_reason": _anthropic_stop(turn), "stop_sequence": None},
+                "usage": {"output_tokens": turn.output_tokens},
+            },
+        )
+    )
     events.append(("message_stop", {}))
     return [(name, {"type": name, **data}) for name, data in events]
 
@@ -322,8 +382,15 @@ def messages_frames(turn: Turn) -> list[Frame]:
 # ---------------------------------------------------------------- shared
 
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
 
 
 def error_body(dialect: Dialect | None, status: int, message: str, kind: str | None = None) -> dict[str, Any]:

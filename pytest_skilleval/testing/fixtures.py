@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.testing.scripted_model import ScriptedModelServer
 from pytest_skilleval.testing.script import Script
+from pytest_skilleval.testing.scripted_model import ScriptedModelServer
 
 StartServer = Callable[..., ScriptedModelServer]
 

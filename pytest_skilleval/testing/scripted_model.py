@@ -186,8 +186,9 @@ class _Queues:
 
     def _order(self, model: str) -> list[str]:
         names = [model] if model in self._queues else []
-        names += [name for name in self._queues
-                  if name not in {model, DEFAULT_QUEUE} and fnmatch.fnmatchcase(model, name)]
+        names += [
+            name for name in self._queues if name not in {model, DEFAULT_QUEUE} and fnmatch.fnmatchcase(model, name)
+        ]
         return names + ([DEFAULT_QUEUE] if DEFAULT_QUEUE in self._queues and model != DEFAULT_QUEUE else [])
 
     def take(self, model: str, text: str) -> tuple[Reply, str] | None:
@@ -208,14 +209,14 @@ class _Queues:
     def pending(self) -> dict[str, int]:
         """Replies still queued that were meant to be used up (``forever`` ones are not counted)."""
         with self._lock:
-            counts = {name: sum(item.left for item in queue if item.left is not None)
-                      for name, queue in self._queues.items()}
+            counts = {
+                name: sum(item.left for item in queue if item.left is not None) for name, queue in self._queues.items()
+            }
         return {name: count for name, count in counts.items() if count}
 
     def names(self) -> list[str]:
         with self._lock:
             return [name for name in self._queues if not any(char in name for char in "*?[")]
-
 
 
 class ScriptedModelServer:
@@ -272,8 +273,9 @@ class ScriptedModelServer:
             self._log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_path.write_text("")
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name=f"scripted-model:{self.port}", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name=f"scripted-model:{self.port}", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -367,8 +369,13 @@ class ScriptedModelServer:
 
     def _answer(self, method: str, path: str, query: str, headers: Iterable[tuple[str, str]], raw: bytes) -> Answer:
         headers = list(headers)
-        entry: dict[str, Any] = {"time": time.time(), "method": method, "path": path, "query": query,
-                                 "headers": redact_headers(headers)}
+        entry: dict[str, Any] = {
+            "time": time.time(),
+            "method": method,
+            "path": path,
+            "query": query,
+            "headers": redact_headers(headers),
+        }
         header_map = {name.lower(): value for name, value in headers}
         route = ROUTES.get(path)
         body: Any = None
@@ -400,8 +407,10 @@ class ScriptedModelServer:
         if taken is None and self._on_empty is not None:
             taken = (self._on_empty, "on_empty")
         if taken is None:
-            message = (f"scripted model server: the script ran out of replies for model {model!r} "
-                       f"({method} {path}); add replies for {model!r} or {DEFAULT_QUEUE!r}, or set on_empty")
+            message = (
+                f"scripted model server: the script ran out of replies for model {model!r} "
+                f"({method} {path}); add replies for {model!r} or {DEFAULT_QUEUE!r}, or set on_empty"
+            )
             return self._logged(entry, error_answer(dialect, 500, message, "script_exhausted"))
         reply, queue = taken
         entry["answered_by"] = queue
@@ -431,8 +440,11 @@ class ScriptedModelServer:
     def _render(self, reply: Reply, dialect: Dialect, model: str, body: dict[str, Any], text: str) -> Answer:
         if reply.is_raw:
             return _raw_answer(reply, dialect)
-        said = (reply.text or "") + (reply.refusal or "") + "".join(
-            call.name + dialects.arguments_text(call) for call in reply.tool_calls)
+        said = (
+            (reply.text or "")
+            + (reply.refusal or "")
+            + "".join(call.name + dialects.arguments_text(call) for call in reply.tool_calls)
+        )
         usage = reply.usage
         turn = Turn(
             model=model or "scripted-model",

@@ -20,7 +20,11 @@ ARMS = ("with_skill", "without_skill")
 # Text only an agent that was given the skill can have seen: its description (what a skill listing shows), its
 # SKILL.md body and its path. (Not bare "SKILL.md" or an `<available_skills>` tag: codex and opencode list skills of
 # their own in every arm.)
-SKILL_ONLY_TEXT = ("Writes a welcome greeting file", "Writes the team's standard welcome greeting", "hello-skill/SKILL.md")
+SKILL_ONLY_TEXT = (
+    "Writes a welcome greeting file",
+    "Writes the team's standard welcome greeting",
+    "hello-skill/SKILL.md",
+)
 POSITIVE_CASE = "explicit-greeting"
 NEGATIVE_CASE = "negative-arithmetic"
 CASES = (POSITIVE_CASE, NEGATIVE_CASE)
@@ -59,8 +63,11 @@ class TrialView:
         return Trajectory.model_validate(self.document["trajectory"])
 
     def tool_calls(self) -> list[tuple[str, dict[str, Any]]]:
-        return [(call.function_name, dict(call.arguments)) for step in self.trajectory().steps
-                for call in step.tool_calls or []]
+        return [
+            (call.function_name, dict(call.arguments))
+            for step in self.trajectory().steps
+            for call in step.tool_calls or []
+        ]
 
     def text(self) -> str:
         """Everything the trajectory holds, as JSON text."""
@@ -116,8 +123,13 @@ def assert_arms_scored_as_scripted(views: dict[tuple[str, str], TrialView]) -> T
     return used
 
 
-def assert_baseline_never_saw_the_skill(views: dict[tuple[str, str], TrialView], requests: list[LoggedRequest],
-                                        marker: str, needles: tuple[str, ...], model: str | None = None) -> None:
+def assert_baseline_never_saw_the_skill(
+    views: dict[tuple[str, str], TrialView],
+    requests: list[LoggedRequest],
+    marker: str,
+    needles: tuple[str, ...],
+    model: str | None = None,
+) -> None:
     """Both arms asked the model about each case (told apart by `marker`, which only the with-skill arm's requests
     hold), and nothing the baseline sent or wrote holds the skill."""
     for needle in needles:

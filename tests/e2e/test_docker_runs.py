@@ -3,7 +3,6 @@ same per-case scores as the local environment; Ctrl+C leaves no container, netwo
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -11,7 +10,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -52,15 +50,14 @@ def test_demo_skill_scores_the_same_in_docker_as_locally(
     assert len(docker) == 8 and None not in docker.values()
     assert docker == local
     # The skill's image was built once for the run, then removed with the trial folders (base_image_mode disabled).
-    images = subprocess.run([docker_available, "image", "ls", "--format", "{{.Repository}}"],
-                            capture_output=True, text=True, timeout=60).stdout.split()
+    images = subprocess.run(
+        [docker_available, "image", "ls", "--format", "{{.Repository}}"], capture_output=True, text=True, timeout=60
+    ).stdout.split()
     assert "skilleval/hello-skill" not in images
     assert not list(skill_project.root.glob("**/trials/skilleval-*"))
 
 
-def test_native_task_scores_the_same_in_docker_as_locally(
-    skill_project: SkillProject, test_base_image: str
-) -> None:
+def test_native_task_scores_the_same_in_docker_as_locally(skill_project: SkillProject, test_base_image: str) -> None:
     skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
     task = skill / "evals" / "harbor" / "t1"
     (task / "tests").mkdir(parents=True)
@@ -80,12 +77,34 @@ def test_ctrl_c_leaves_no_container_network_or_volume(
 ) -> None:
     case = f"ctrlc-{uuid.uuid4().hex[:8]}"
     skill_project.make_skill("demo", simple_entries(case, f"{case}-b"))
-    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--skill-eval", "skills/demo", "--agents",
-            "replay", "--env-mode", "docker", "--base-image", test_base_image, "--results-dir", "results"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--skill-eval",
+        "skills/demo",
+        "--agents",
+        "replay",
+        "--env-mode",
+        "docker",
+        "--base-image",
+        test_base_image,
+        "--results-dir",
+        "results",
+    ]
     # A terminal's Ctrl+C reaches the whole foreground process group (docker compose included): do the same.
-    proc = subprocess.Popen(argv, cwd=skill_project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            preexec_fn=default_ctrl_c)
+    proc = subprocess.Popen(
+        argv,
+        cwd=skill_project.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=default_ctrl_c,
+    )
     try:
         deadline = time.monotonic() + 180
         while not _ours(docker_available, "container", case):

@@ -65,7 +65,8 @@ def test_trial_keeps_sandbox_when_delete_is_false(tmp_path: Path, kit, sandbox_m
 
 def test_bwrap_container_paths_are_real_and_host_is_hidden(tmp_path: Path, kit) -> None:
     kit.skip_without_bwrap("bwrap")
-    script = """
+    script = (
+        """
         fail() { echo "FAIL $1"; echo 0 > /logs/verifier/reward.txt; exit 0; }
         [ "$(pwd)" = /workspace ] || fail cwd
         for d in /workspace/input /workspace/output /logs/agent /logs/verifier /tests /solution /tmp; do
@@ -77,7 +78,9 @@ def test_bwrap_container_paths_are_real_and_host_is_hidden(tmp_path: Path, kit) 
         [ -e "%s" ] && fail "host tree visible"
         touch /usr/should-fail 2>/dev/null && fail "usr writable"
         echo 1 > /logs/verifier/reward.txt
-    """ % tmp_path
+    """
+        % tmp_path
+    )
     task = kit.make_task(tmp_path, script)
     trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox="bwrap"))
     stdout = (trial.paths.verifier_dir / "test-stdout.txt").read_text()
@@ -85,7 +88,9 @@ def test_bwrap_container_paths_are_real_and_host_is_hidden(tmp_path: Path, kit) 
 
 
 def test_none_mode_rejects_no_network_task(tmp_path: Path, kit) -> None:
-    task = kit.make_task(tmp_path, "echo 1 > $HARBOR_REWARD_TXT\n", toml_extra='[environment]\nnetwork_mode = "no-network"\n')
+    task = kit.make_task(
+        tmp_path, "echo 1 > $HARBOR_REWARD_TXT\n", toml_extra='[environment]\nnetwork_mode = "no-network"\n'
+    )
     with pytest.raises(ValueError, match="no-network"):
         kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox="none"))
 
@@ -93,7 +98,9 @@ def test_none_mode_rejects_no_network_task(tmp_path: Path, kit) -> None:
 def test_bwrap_unshares_network_unless_task_is_public(tmp_path: Path, kit) -> None:
     kit.skip_without_bwrap("bwrap")
     count_ifaces = "awk 'NR>2' /proc/net/dev | wc -l > \"$HARBOR_WORKSPACE_DIR/output/n\"; cp \"$HARBOR_WORKSPACE_DIR/output/n\" $HARBOR_REWARD_TXT\n"
-    offline = kit.make_task(tmp_path, count_ifaces, name="offline", toml_extra='[environment]\nnetwork_mode = "no-network"\n')
+    offline = kit.make_task(
+        tmp_path, count_ifaces, name="offline", toml_extra='[environment]\nnetwork_mode = "no-network"\n'
+    )
     _, result = kit.run_trial(kit.trial_config(offline, tmp_path / "trials", sandbox="bwrap"))
     assert result.exception_info is None, result.exception_info
     assert result.verifier_result.rewards == {"reward": 1.0}  # only loopback
@@ -121,7 +128,9 @@ def test_exec_cwd_env_and_exit_code(tmp_path: Path, sandbox_mode: str) -> None:
     res = run(env.exec("pwd", cwd="/workspace/output"))
     assert res.stdout.strip() == f"{workspace}/output"
     res = run(env.exec('echo "$GREETING/$HARBOR_ATIF_PATH"; echo oops >&2; exit 7', env={"GREETING": "hi"}))
-    atif = "/logs/agent/trajectory.json" if sandbox_mode == "bwrap" else str(env.host_path("/logs/agent/trajectory.json"))
+    atif = (
+        "/logs/agent/trajectory.json" if sandbox_mode == "bwrap" else str(env.host_path("/logs/agent/trajectory.json"))
+    )
     assert res.stdout.strip() == f"hi/{atif}"
     assert res.stderr.strip() == "oops"
     assert res.return_code == 7
@@ -189,7 +198,9 @@ def test_upload_download_and_stop(tmp_path: Path, sandbox_mode: str) -> None:
         run(env.upload_file(tmp_path / "one.txt", "/etc/evil"))
     with pytest.raises(FileNotFoundError):
         run(env.download_file("/workspace/missing", tmp_path / "x"))
-    run(env.exec("mkdir -p /workspace/ro/sub && touch /workspace/ro/sub/f && chmod 555 /workspace/ro/sub /workspace/ro"))
+    run(
+        env.exec("mkdir -p /workspace/ro/sub && touch /workspace/ro/sub/f && chmod 555 /workspace/ro/sub /workspace/ro")
+    )
     run(env.stop(delete=True))
     assert not env.sandbox_dir.exists()
     assert env.sandbox_dir.parent == Path(env.trial_paths.trial_dir).resolve()
@@ -236,8 +247,11 @@ def test_none_mode_rewrites_each_path_once(tmp_path: Path) -> None:
         once = env.rewrite_paths(command)
         assert env.rewrite_paths(once) == once
         assert once == f"echo hi > {target} && cat {target}"
-        res = run(env.exec(f"echo hi > {target} && cat /workspace/output/a.txt && echo \"$WHERE\"",
-                           env={"WHERE": str(target)}))
+        res = run(
+            env.exec(
+                f"echo hi > {target} && cat /workspace/output/a.txt && echo \"$WHERE\"", env={"WHERE": str(target)}
+            )
+        )
         assert res.return_code == 0, res
         assert res.stdout == f"hi\n{target}\n"
     finally:

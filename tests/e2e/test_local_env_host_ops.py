@@ -103,8 +103,12 @@ def test_empty_dirs_matches_harbor_shell_version_without_an_exec(env: LocalEnvir
     assert env.commands == []
     assert env.host_path("/logs/host").stat().st_ino == inode  # the root kept, as Harbor documents
     assert tree(env.host_path("/logs/host")) == tree(env.host_path("/logs/shell")) == {}
-    for ours, harbors in (("/logs/host", "/logs/shell"), ("/logs/host-file", "/logs/shell-file"),
-                          ("/workspace/made/a/b", "/workspace/new/a/b"), ("/workspace/made/a", "/workspace/new/a")):
+    for ours, harbors in (
+        ("/logs/host", "/logs/shell"),
+        ("/logs/host-file", "/logs/shell-file"),
+        ("/workspace/made/a/b", "/workspace/new/a/b"),
+        ("/workspace/made/a", "/workspace/new/a"),
+    ):
         assert env.host_path(ours).is_dir()
         assert oct(env.host_path(ours).stat().st_mode & 0o7777) == oct(env.host_path(harbors).stat().st_mode & 0o7777)
     assert env.host_path("/workspace/made/a/b").stat().st_mode & 0o777 == 0o777
@@ -146,20 +150,24 @@ def test_empty_dirs_refuses_a_linked_parent_with_a_non_zero_result(env: LocalEnv
     assert env.commands == []
 
 
-def test_is_dir_and_is_file_answer_on_the_host_and_never_through_a_link(env: LocalEnvironment,
-                                                                        outside: Path) -> None:
+def test_is_dir_and_is_file_answer_on_the_host_and_never_through_a_link(env: LocalEnvironment, outside: Path) -> None:
     env.may_exec = False
     env.host_path("/workspace/output/f.txt").write_text("x")
     env.host_path("/workspace/to_dir").symlink_to(outside)
     env.host_path("/workspace/to_file").symlink_to(outside / "keep.txt")
     env.host_path("/linked").symlink_to(env.host_path("/workspace"))
     checks = {
-        ("/logs/artifacts", "dir"): True, ("/workspace/output/f.txt", "file"): True,
+        ("/logs/artifacts", "dir"): True,
+        ("/workspace/output/f.txt", "file"): True,
         ("output", "dir"): True,  # relative to the default cwd, /workspace, as exec would take it
-        ("/workspace/output/f.txt", "dir"): False, ("/logs/artifacts", "file"): False,
-        ("/workspace/missing", "dir"): False, ("/workspace/output/f.txt/x", "file"): False,
-        ("/workspace/to_dir", "dir"): False, ("/workspace/to_file", "file"): False,
-        ("/workspace/to_dir/keep.txt", "file"): False, ("/linked/output", "dir"): False,
+        ("/workspace/output/f.txt", "dir"): False,
+        ("/logs/artifacts", "file"): False,
+        ("/workspace/missing", "dir"): False,
+        ("/workspace/output/f.txt/x", "file"): False,
+        ("/workspace/to_dir", "dir"): False,
+        ("/workspace/to_file", "file"): False,
+        ("/workspace/to_dir/keep.txt", "file"): False,
+        ("/linked/output", "dir"): False,
     }
     answers = {key: run(env.is_dir(key[0]) if key[1] == "dir" else env.is_file(key[0])) for key in checks}
     assert answers == checks
@@ -170,8 +178,9 @@ def test_is_dir_and_is_file_answer_on_the_host_and_never_through_a_link(env: Loc
     assert len(env.commands) == 2 and all(c.startswith("test -") for c in env.commands)
 
 
-def test_a_trial_execs_only_what_the_host_cannot_answer(tmp_path: Path, kit, sandbox_mode: str,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_trial_execs_only_what_the_host_cannot_answer(
+    tmp_path: Path, kit, sandbox_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     commands: list[str] = []
     spawn = local_env_module.run_command
 
@@ -183,8 +192,9 @@ def test_a_trial_execs_only_what_the_host_cannot_answer(tmp_path: Path, kit, san
     task = kit.make_task(tmp_path, 'echo 1 > "$HARBOR_REWARD_TXT"\n')
     # The skill is installed through empty_dirs + upload_dir.
     agent = AgentConfig(import_path=f"{__name__}:SkilledNop", skills=[str(kit.HELLO_SKILL)])
-    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=agent,
-                                                   delete=False))
+    trial, result = kit.run_trial(
+        kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=agent, delete=False)
+    )
     assert result.exception_info is None, result.exception_info
     assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1.0}
     installed = Path(trial.paths.trial_dir).resolve() / SANDBOX_DIRNAME / "rootfs" / "runtime" / "skills"

@@ -18,8 +18,14 @@ CAP = 32 * 1024 * 1024  # the documented per-stream cap
 async def _exec(tmp_path: Path, command: str):  # noqa: ANN202 - Harbor's ExecResult
     paths = TrialPaths(trial_dir=tmp_path / "trial")
     paths.mkdir()
-    env = LocalEnvironment(environment_dir=tmp_path / "environment", environment_name="t", session_id="t__env",
-                           trial_paths=paths, task_env_config=TaskEnvironmentConfig(), sandbox="none")
+    env = LocalEnvironment(
+        environment_dir=tmp_path / "environment",
+        environment_name="t",
+        session_id="t__env",
+        trial_paths=paths,
+        task_env_config=TaskEnvironmentConfig(),
+        sandbox="none",
+    )
     await env.start(force_build=False)
     try:
         return await env.exec(command, timeout_sec=120)

@@ -35,7 +35,9 @@ def shell_step(step_id: int, calls: list[tuple[str, dict[str, Any]]], recorded: 
             {"tool_call_id": f"c{step_id}_{i}", "function_name": name, "arguments": args}
             for i, (name, args) in enumerate(calls)
         ],
-        "observation": {"results": [{"source_call_id": f"c{step_id}_{i}", "content": recorded} for i in range(len(calls))]},
+        "observation": {
+            "results": [{"source_call_id": f"c{step_id}_{i}", "content": recorded} for i in range(len(calls))]
+        },
     }
 
 
@@ -49,7 +51,9 @@ def trajectory(*steps: dict[str, Any], **root: Any) -> dict[str, Any]:
     }
 
 
-def replay_agent(replay_dir: Path, case_id: str = "case", arm: str = "with_skill", skills: list[Path] | None = None) -> AgentConfig:
+def replay_agent(
+    replay_dir: Path, case_id: str = "case", arm: str = "with_skill", skills: list[Path] | None = None
+) -> AgentConfig:
     return AgentConfig(
         import_path=REPLAY_AGENT_IMPORT_PATH,
         kwargs={"replay_dir": str(replay_dir), "case_id": case_id, "arm": arm},
@@ -67,19 +71,45 @@ def results_by_call(traj: Trajectory) -> dict[str, Any]:
 
 def test_replay_reexecutes_shell_calls_and_records_real_output(tmp_path: Path, kit, sandbox_mode: str) -> None:
     replays = tmp_path / "replays"
-    kit.write_json(replays / "case.with-skill.json", trajectory(
-        shell_step(2, [("Bash", {"command": "echo real-out; echo real-err >&2"}),
-                       ("Bash", {"command": "pwd", "workdir": "/workspace/output"})]),
-        shell_step(3, [("exec_command", {"cmd": "echo made > /workspace/output/made.txt; exit 3"}),
-                       ("shell", {"command": ["bash", "-lc", "cat /workspace/output/made.txt"]}),
-                       ("Read", {"file_path": "/workspace/output/made.txt"})]),
-        {"step_id": 4, "source": "agent", "message": "all done",
-         "metrics": {"prompt_tokens": 10, "completion_tokens": 2}},
-        final_metrics={"total_prompt_tokens": 1234, "total_completion_tokens": 56, "total_cached_tokens": 700,
-                       "total_cost_usd": 0.0125},
-    ))
-    task = kit.make_task(tmp_path, 'grep -q "made" "$HARBOR_ATIF_PATH" && echo 1 > "$HARBOR_REWARD_TXT" || echo 0 > "$HARBOR_REWARD_TXT"\n')
-    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays)))
+    kit.write_json(
+        replays / "case.with-skill.json",
+        trajectory(
+            shell_step(
+                2,
+                [
+                    ("Bash", {"command": "echo real-out; echo real-err >&2"}),
+                    ("Bash", {"command": "pwd", "workdir": "/workspace/output"}),
+                ],
+            ),
+            shell_step(
+                3,
+                [
+                    ("exec_command", {"cmd": "echo made > /workspace/output/made.txt; exit 3"}),
+                    ("shell", {"command": ["bash", "-lc", "cat /workspace/output/made.txt"]}),
+                    ("Read", {"file_path": "/workspace/output/made.txt"}),
+                ],
+            ),
+            {
+                "step_id": 4,
+                "source": "agent",
+                "message": "all done",
+                "metrics": {"prompt_tokens": 10, "completion_tokens": 2},
+            },
+            final_metrics={
+                "total_prompt_tokens": 1234,
+                "total_completion_tokens": 56,
+                "total_cached_tokens": 700,
+                "total_cost_usd": 0.0125,
+            },
+        ),
+    )
+    task = kit.make_task(
+        tmp_path,
+        'grep -q "made" "$HARBOR_ATIF_PATH" && echo 1 > "$HARBOR_REWARD_TXT" || echo 0 > "$HARBOR_REWARD_TXT"\n',
+    )
+    trial, result = kit.run_trial(
+        kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays))
+    )
     assert result.exception_info is None, result.exception_info
     # The verifier saw the written trajectory inside the sandbox (Harbor uploads <trial>/agent to /logs/agent).
     assert result.verifier_result.rewards == {"reward": 1.0}
@@ -101,7 +131,12 @@ def test_tokens_fall_back_to_summed_step_metrics(tmp_path: Path, kit) -> None:
     replays = tmp_path / "replays"
     step = shell_step(2, [("Bash", {"command": "true"})])
     step["metrics"] = {"prompt_tokens": 100, "completion_tokens": 5, "cost_usd": 0.001}
-    last = {"step_id": 3, "source": "agent", "message": "ok", "metrics": {"prompt_tokens": 150, "completion_tokens": 7, "cost_usd": 0.002}}
+    last = {
+        "step_id": 3,
+        "source": "agent",
+        "message": "ok",
+        "metrics": {"prompt_tokens": 150, "completion_tokens": 7, "cost_usd": 0.002},
+    }
     kit.write_json(replays / "case.json", trajectory(step, last))
     task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
     _, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox="none", agent=replay_agent(replays)))
@@ -113,13 +148,21 @@ def test_tokens_fall_back_to_summed_step_metrics(tmp_path: Path, kit) -> None:
 
 def test_execute_false_writes_trajectory_as_is_and_runs_nothing(tmp_path: Path, kit, sandbox_mode: str) -> None:
     replays = tmp_path / "replays"
-    kit.write_json(replays / "case.without-skill.json", trajectory(
-        shell_step(2, [("Bash", {"command": "touch /workspace/output/ran"})], recorded="as recorded"),
-        extra={"replay": {"execute": False}, "origin": "test"},
-    ))
-    task = kit.make_task(tmp_path, 'if [ -e "$HARBOR_WORKSPACE_DIR/output/ran" ]; then echo 0; else echo 1; fi > "$HARBOR_REWARD_TXT"\n')
-    trial, result = kit.run_trial(kit.trial_config(
-        task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays, arm="without_skill")))
+    kit.write_json(
+        replays / "case.without-skill.json",
+        trajectory(
+            shell_step(2, [("Bash", {"command": "touch /workspace/output/ran"})], recorded="as recorded"),
+            extra={"replay": {"execute": False}, "origin": "test"},
+        ),
+    )
+    task = kit.make_task(
+        tmp_path, 'if [ -e "$HARBOR_WORKSPACE_DIR/output/ran" ]; then echo 0; else echo 1; fi > "$HARBOR_REWARD_TXT"\n'
+    )
+    trial, result = kit.run_trial(
+        kit.trial_config(
+            task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays, arm="without_skill")
+        )
+    )
     assert result.exception_info is None, result.exception_info
     assert result.verifier_result.rewards == {"reward": 1.0}
     traj = written_trajectory(trial)
@@ -132,8 +175,11 @@ def test_missing_replay_names_every_path(tmp_path: Path, kit) -> None:
     replays = tmp_path / "replays"
     replays.mkdir()
     task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
-    _, result = kit.run_trial(kit.trial_config(
-        task, tmp_path / "trials", sandbox="none", agent=replay_agent(replays, case_id="nope", arm="without_skill")))
+    _, result = kit.run_trial(
+        kit.trial_config(
+            task, tmp_path / "trials", sandbox="none", agent=replay_agent(replays, case_id="nope", arm="without_skill")
+        )
+    )
     assert result.exception_info is not None
     message = result.exception_info.exception_message
     assert str(replays / "nope.without-skill.json") in message
@@ -144,27 +190,41 @@ def test_missing_replay_names_every_path(tmp_path: Path, kit) -> None:
 def test_arm_specific_file_wins_over_generic(tmp_path: Path, kit) -> None:
     replays = tmp_path / "replays"
     kit.write_json(replays / "case.json", trajectory(shell_step(2, [("Bash", {"command": "echo generic"})])))
-    kit.write_json(replays / "case.with-skill.json", trajectory(shell_step(2, [("Bash", {"command": "echo specific"})])))
+    kit.write_json(
+        replays / "case.with-skill.json", trajectory(shell_step(2, [("Bash", {"command": "echo specific"})]))
+    )
     task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
     runs = {}
     for arm in ("with_skill", "without_skill"):
-        trial, result = kit.run_trial(kit.trial_config(
-            task, tmp_path / f"trials-{arm}", sandbox="none", agent=replay_agent(replays, arm=arm)))
+        trial, result = kit.run_trial(
+            kit.trial_config(task, tmp_path / f"trials-{arm}", sandbox="none", agent=replay_agent(replays, arm=arm))
+        )
         runs[arm] = results_by_call(written_trajectory(trial))["c2_0"].content
     assert runs == {"with_skill": "specific\n", "without_skill": "generic\n"}
 
 
 def test_skills_visible_only_in_with_skill_config(tmp_path: Path, kit, sandbox_mode: str) -> None:
     replays = tmp_path / "replays"
-    kit.write_json(replays / "case.json", trajectory(shell_step(2, [
-        ("Bash", {"command": "echo dir={skills_dir}"}),
-        ("Bash", {"command": "cat {skills_dir}/hello-skill/SKILL.md"}),
-    ])))
+    kit.write_json(
+        replays / "case.json",
+        trajectory(
+            shell_step(
+                2,
+                [
+                    ("Bash", {"command": "echo dir={skills_dir}"}),
+                    ("Bash", {"command": "cat {skills_dir}/hello-skill/SKILL.md"}),
+                ],
+            )
+        ),
+    )
     task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
     default_dir = EnvironmentPaths().default_skills_dir.as_posix()
 
-    trial, result = kit.run_trial(kit.trial_config(
-        task, tmp_path / "with", sandbox=sandbox_mode, agent=replay_agent(replays, skills=[kit.HELLO_SKILL])))
+    trial, result = kit.run_trial(
+        kit.trial_config(
+            task, tmp_path / "with", sandbox=sandbox_mode, agent=replay_agent(replays, skills=[kit.HELLO_SKILL])
+        )
+    )
     assert result.exception_info is None, result.exception_info
     by_call = results_by_call(written_trajectory(trial))
     if sandbox_mode == "bwrap":
@@ -174,7 +234,9 @@ def test_skills_visible_only_in_with_skill_config(tmp_path: Path, kit, sandbox_m
     calls = written_trajectory(trial).steps[1].tool_calls
     assert calls[1].arguments["command"] == f"cat {default_dir}/hello-skill/SKILL.md"
 
-    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "without", sandbox=sandbox_mode, agent=replay_agent(replays)))
+    trial, result = kit.run_trial(
+        kit.trial_config(task, tmp_path / "without", sandbox=sandbox_mode, agent=replay_agent(replays))
+    )
     assert result.exception_info is None, result.exception_info
     content = results_by_call(written_trajectory(trial))["c2_1"].content
     assert "No such file" in content and "[exit code: 1]" in content
@@ -198,18 +260,28 @@ def test_helpers() -> None:
 # ---- the demo skill, through a hand-staged task (the plugin's staging is not used) --------
 
 
-HELLO_CASES = json.loads((Path(__file__).resolve().parents[2] / "examples/hello-skill/evals/evals.json").read_text())["evals"]
+HELLO_CASES = json.loads((Path(__file__).resolve().parents[2] / "examples/hello-skill/evals/evals.json").read_text())[
+    "evals"
+]
 
 
 def stage_hello_case(root: Path, kit, case: dict[str, Any], arm: str) -> Path:
     evals = kit.HELLO_SKILL / "evals"
-    entry = {**case, "evaluated_skill": "hello-skill", "has_skill": arm == "with_skill", "arm": arm,
-             "agent": "replay", "attempt": 1}
+    entry = {
+        **case,
+        "evaluated_skill": "hello-skill",
+        "has_skill": arm == "with_skill",
+        "arm": arm,
+        "agent": "replay",
+        "attempt": 1,
+    }
     inputs = {}
     for rel in case.get("files") or []:
         inputs["input/" + Path(rel).relative_to("files").as_posix()] = (evals / rel).read_text()
     return kit.make_task(
-        root, 'python3 "$HARBOR_GRADER"\n', name=f"{case['id']}-{arm}",
+        root,
+        'python3 "$HARBOR_GRADER"\n',
+        name=f"{case['id']}-{arm}",
         instruction=case["prompt"],
         tests_files={"grader.py": (evals / "grader.py").read_text(), "entry.json": json.dumps(entry)},
         workspace_files=inputs,
@@ -223,7 +295,9 @@ def test_hello_skill_cases(tmp_path: Path, kit, case: dict[str, Any], sandbox_mo
         task = stage_hello_case(tmp_path / arm, kit, case, arm)
         skills = [kit.HELLO_SKILL] if arm == "with_skill" else []
         agent = replay_agent(kit.HELLO_SKILL / "evals" / "replays", case_id=case["id"], arm=arm, skills=skills)
-        trial, result = kit.run_trial(kit.trial_config(task, tmp_path / arm / "trials", sandbox=sandbox_mode, agent=agent))
+        trial, result = kit.run_trial(
+            kit.trial_config(task, tmp_path / arm / "trials", sandbox=sandbox_mode, agent=agent)
+        )
         assert result.exception_info is None, result.exception_info
         rewards[arm] = result.verifier_result.rewards
         assert 0.0 <= rewards[arm]["overall"] <= 1.0
@@ -247,15 +321,32 @@ def test_hello_grader_copes_without_trajectory_and_with_content_parts(tmp_path: 
     (ws / "output" / "greeting.txt").write_text("Hello, Ada Lovelace!\nWelcome aboard. We are glad you are here.\n")
     entry = tmp_path / "entry.json"
     entry.write_text(json.dumps({"id": "x", "greeting_name": "Ada Lovelace", "expected_skill": "hello-skill"}))
-    env = {"HARBOR_ENTRY_JSON": str(entry), "HARBOR_WORKSPACE_DIR": str(ws), "HARBOR_VERIFIER_DIR": str(tmp_path / "v"),
-           "HARBOR_ATIF_PATH": str(tmp_path / "missing.json"), "PATH": "/usr/bin:/bin"}
+    env = {
+        "HARBOR_ENTRY_JSON": str(entry),
+        "HARBOR_WORKSPACE_DIR": str(ws),
+        "HARBOR_VERIFIER_DIR": str(tmp_path / "v"),
+        "HARBOR_ATIF_PATH": str(tmp_path / "missing.json"),
+        "PATH": "/usr/bin:/bin",
+    }
     subprocess.run([sys.executable, str(grader)], env=env, check=True, capture_output=True)
     reward = json.loads((tmp_path / "v" / "reward.json").read_text())
     assert reward == {"greeting_present": 1.0, "greeting_correct": 1.0, "overall": 1.0}
     assert (tmp_path / "v" / "reward.txt").read_text().strip() == "1.0"
-    traj = {"steps": [{"step_id": 1, "source": "agent", "message": [{"type": "text", "text": "done"}],
-                       "tool_calls": [{"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "python3 x/greet.py"}}],
-                       "observation": {"results": [{"source_call_id": "a", "content": [{"type": "text", "text": "wrote greeting.txt"}]}]}}]}
+    traj = {
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "agent",
+                "message": [{"type": "text", "text": "done"}],
+                "tool_calls": [
+                    {"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "python3 x/greet.py"}}
+                ],
+                "observation": {
+                    "results": [{"source_call_id": "a", "content": [{"type": "text", "text": "wrote greeting.txt"}]}]
+                },
+            }
+        ]
+    }
     (tmp_path / "t.json").write_text(json.dumps(traj))
     env["HARBOR_ATIF_PATH"] = str(tmp_path / "t.json")
     subprocess.run([sys.executable, str(grader)], env=env, check=True, capture_output=True)
@@ -266,16 +357,23 @@ def test_hello_grader_copes_without_trajectory_and_with_content_parts(tmp_path: 
     assert json.loads((tmp_path / "v" / "reward.json").read_text())["overall"] == 0.0
 
 
-def test_agent_timeout_kills_the_call_keeps_partial_trajectory_and_still_verifies(tmp_path: Path, kit, sandbox_mode: str) -> None:
+def test_agent_timeout_kills_the_call_keeps_partial_trajectory_and_still_verifies(
+    tmp_path: Path, kit, sandbox_mode: str
+) -> None:
     replays = tmp_path / "replays"
-    kit.write_json(replays / "case.json", trajectory(
-        shell_step(2, [("Bash", {"command": "echo first > /workspace/output/first.txt"})]),
-        shell_step(3, [("Bash", {"command": "(sleep 3; touch /workspace/output/late) & sleep 60"})]),
-    ))
+    kit.write_json(
+        replays / "case.json",
+        trajectory(
+            shell_step(2, [("Bash", {"command": "echo first > /workspace/output/first.txt"})]),
+            shell_step(3, [("Bash", {"command": "(sleep 3; touch /workspace/output/late) & sleep 60"})]),
+        ),
+    )
     task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
     task_toml = task / "task.toml"
     task_toml.write_text(task_toml.read_text().replace("[agent]\ntimeout_sec = 60.0", "[agent]\ntimeout_sec = 1.0"))
-    trial, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays), delete=False))
+    trial, result = kit.run_trial(
+        kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays), delete=False)
+    )
     assert result.exception_info is not None and result.exception_info.exception_type == "AgentTimeoutError"
     assert result.verifier_result.rewards == {"reward": 1.0}  # verification still ran and saw the trajectory
     traj = written_trajectory(trial)

@@ -54,9 +54,9 @@ def test_demo_report_renders_in_chromium(demo_report: Path, tmp_path: Path) -> N
             "(() => { const c = document.querySelector('details.case-trials'); c.open = true;"
             " const t = c.querySelector('details.trial'); t.open = true;"
             " t.querySelectorAll('details').forEach(d => d.open = true);"
-            " t.scrollIntoView(); return t.querySelectorAll('.step').length; })()")
-        resources = browser.evaluate(
-            "performance.getEntriesByType('resource').map(e => e.name)")
+            " t.scrollIntoView(); return t.querySelectorAll('.step').length; })()"
+        )
+        resources = browser.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
         shot = tmp_path / "report.png"
         browser.screenshot(shot)
     finally:

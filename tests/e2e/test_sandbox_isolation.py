@@ -117,7 +117,7 @@ def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: 
 
 def _parent(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_bytes()
-    return int(stat[stat.rfind(b")") + 2:].split()[1])
+    return int(stat[stat.rfind(b")") + 2 :].split()[1])
 
 
 def test_a_command_holds_no_descriptor_but_its_own_stdio(tmp_path: Path, sandbox_mode: str) -> None:
@@ -127,8 +127,11 @@ def test_a_command_holds_no_descriptor_but_its_own_stdio(tmp_path: Path, sandbox
     try:
         listed = run(env.exec("ls -l /proc/$$/fd; true"))  # `; true`: bash forks ls, so ls lists bash's descriptors
         assert listed.return_code == 0, listed
-        fds = {line.split(" -> ")[0].split()[-1]: line.split(" -> ")[1] for line in listed.stdout.splitlines()
-               if " -> " in line}
+        fds = {
+            line.split(" -> ")[0].split()[-1]: line.split(" -> ")[1]
+            for line in listed.stdout.splitlines()
+            if " -> " in line
+        }
         assert sorted(fds) == ["0", "1", "2"], listed.stdout
         assert not any(target.startswith(("socket:", "pipe:")) for target in fds.values()), listed.stdout
     finally:
@@ -315,9 +318,14 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
     repo = Path(__file__).resolve().parents[2]
     marker = f"skilleval-unpriv-{uuid.uuid4().hex[:10]}"
     script = UNPRIVILEGED_SCRIPT.replace("MARKER", marker)
-    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-                          capture_output=True, text=True, timeout=120, cwd="/tmp",
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp"})
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/tmp",
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp"},
+    )
     if "No module named" in done.stderr or "Permission denied" in done.stderr:
         pytest.skip(f"the repository is not readable by an unprivileged user here: {done.stderr.strip()[-200:]}")
     assert done.returncode == 0, done.stderr
@@ -390,8 +398,12 @@ def test_nothing_outlives_a_host_process_that_is_killed(tmp_path: Path, sandbox_
     """pytest itself SIGKILLed mid-trial: the keeper sees its socket close and ends everything the trial started."""
     marker = f"skilleval-leak-{uuid.uuid4().hex[:10]}"
     repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", HOST_DIES_SCRIPT.replace("MARKER", marker), str(tmp_path),
-                           sandbox_mode, str(repo)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", HOST_DIES_SCRIPT.replace("MARKER", marker), str(tmp_path), sandbox_mode, str(repo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == -9 and "started" in done.stdout, done.stderr
     assert wait_until_none(marker, seconds=5.0) == []
 

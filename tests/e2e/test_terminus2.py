@@ -37,32 +37,51 @@ ARITHMETIC = "17 multiplied by 23"
 
 def episode(*keystrokes: str, done: bool = False) -> str:
     """One terminus-2 reply: its JSON response format, with the commands it should type."""
-    return json.dumps({
-        "analysis": "Scripted.", "plan": "Follow the script.",
-        "commands": [{"keystrokes": keys + "\n", "duration": 0.5} for keys in keystrokes],
-        "task_complete": done,
-    })
+    return json.dumps(
+        {
+            "analysis": "Scripted.",
+            "plan": "Follow the script.",
+            "commands": [{"keystrokes": keys + "\n", "duration": 0.5} for keys in keystrokes],
+            "task_complete": done,
+        }
+    )
 
 
 def script() -> dict:
     """Replies per arm and case, told apart by guards on what each request's conversation holds."""
+
     def arm_case(needle: str, with_skill: bool, *steps: str) -> list[dict]:
         guard = regex_all(LISTING, needle) if with_skill else regex_all(needle, absent=(LISTING,))
         # terminus-2 asks once more before it accepts task_complete, so the last reply answers forever.
-        return [{"match_regex": guard, "text": episode(*steps)},
-                {"match_regex": guard, "text": episode(done=True), "repeat": "forever"}]
+        return [
+            {"match_regex": guard, "text": episode(*steps)},
+            {"match_regex": guard, "text": episode(done=True), "repeat": "forever"},
+        ]
 
-    return {"models": {MODEL: [
-        *arm_case(ADA, True, f"cat {SKILL_MD}", GREET),
-        *arm_case(ADA, False, "mkdir -p /workspace/output && printf 'Hello Ada Lovelace\\n' > /workspace/output/greeting.txt"),
-        *arm_case(ARITHMETIC, True, "mkdir -p /workspace/output && echo 391 > /workspace/output/answer.txt"),
-        *arm_case(ARITHMETIC, False, "mkdir -p /workspace/output && echo 391 > /workspace/output/answer.txt"),
-    ]}}
+    return {
+        "models": {
+            MODEL: [
+                *arm_case(ADA, True, f"cat {SKILL_MD}", GREET),
+                *arm_case(
+                    ADA,
+                    False,
+                    "mkdir -p /workspace/output && printf 'Hello Ada Lovelace\\n' > /workspace/output/greeting.txt",
+                ),
+                *arm_case(ARITHMETIC, True, "mkdir -p /workspace/output && echo 391 > /workspace/output/answer.txt"),
+                *arm_case(ARITHMETIC, False, "mkdir -p /workspace/output && echo 391 > /workspace/output/answer.txt"),
+            ]
+        }
+    }
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "none", pytest.param("docker", marks=pytest.mark.docker)])
-def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model, monkeypatch: pytest.MonkeyPatch,
-                                    request: pytest.FixtureRequest, sandbox: str) -> None:
+def test_terminus2_on_the_demo_skill(
+    skill_project: SkillProject,
+    scripted_model,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    sandbox: str,
+) -> None:
     """In the local environment under each sandbox mode, and in Docker (terminus-2 itself runs in this process and
     calls the model from here; it types into a tmux session inside the container, which the test image has)."""
     if sandbox == "bwrap":
@@ -83,9 +102,15 @@ def test_terminus2_on_the_demo_skill(skill_project: SkillProject, scripted_model
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
     skill_project.run(
-        "--agents", "terminus-2", "--agent-model", f"terminus-2=openai/{MODEL}", *environment,
-        "--agent-kwarg", "terminus-2:record_terminal_session=false",
-        "-k", f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
+        "--agents",
+        "terminus-2",
+        "--agent-model",
+        f"terminus-2=openai/{MODEL}",
+        *environment,
+        "--agent-kwarg",
+        "terminus-2:record_terminal_session=false",
+        "-k",
+        f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )
     views = trials(skill_project.root / "results")
 

@@ -23,9 +23,21 @@ def test_kwargs_reach_the_agent_and_a_secret_is_written_nowhere(skill_project: S
     plain = "http://127.0.0.1:9/v1"
     basetemp = skill_project.root / "basetemp"
     result = skill_project.run(
-        *LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--basetemp", str(basetemp), "--harbor-keep-jobs",
-        "--agent-kwarg", f"replay:api_key={secret}", "--agent-kwarg", "replay:record_terminal_session=false",
-        "--agent-kwarg", f"replay:api_base={plain}", "--agent-kwarg", f'replay:llm_kwargs={{"api_key": "{secret}"}}',
+        *LOCAL_REPLAY,
+        "--ek",
+        "sandbox=none",
+        "--skip-baseline",
+        "--basetemp",
+        str(basetemp),
+        "--harbor-keep-jobs",
+        "--agent-kwarg",
+        f"replay:api_key={secret}",
+        "--agent-kwarg",
+        "replay:record_terminal_session=false",
+        "--agent-kwarg",
+        f"replay:api_base={plain}",
+        "--agent-kwarg",
+        f'replay:llm_kwargs={{"api_key": "{secret}"}}',
     )
     result.assert_outcomes(passed=1)
     kwargs = _run_config(skill_project.root, "demo")["agent_kwargs"]["replay"]
@@ -44,7 +56,9 @@ def test_kwargs_reach_the_agent_and_a_secret_is_written_nowhere(skill_project: S
 
 def test_config_yml_cannot_set_agent_kwargs(skill_project: SkillProject) -> None:
     skill = skill_project.make_skill("demo", simple_entries("c1"))
-    (skill / "evals" / "config.yml").write_text("harbor:\n  agents:\n    replay:\n      model: m\n      api_base: http://x\n")
+    (skill / "evals" / "config.yml").write_text(
+        "harbor:\n  agents:\n    replay:\n      model: m\n      api_base: http://x\n"
+    )
     result = skill_project.run(*LOCAL_REPLAY, "--collect-only", subprocess=False)
     out = result.stdout.str()
     assert "harbor.agents.replay.api_base: unknown key; a skill's config cannot set agent constructor settings" in out
@@ -56,7 +70,10 @@ def test_config_yml_cannot_set_agent_kwargs(skill_project: SkillProject) -> None
     [
         (["--agent-kwarg", "replay=1"], "--agent-kwarg expects AGENT:KEY=VALUE"),
         (["--agent-kwarg", "codex:api_base=http://x"], "names agent(s) codex that this run does not use"),
-        (["--agent-kwarg", "replay:model_name=x"], "'model_name' is set by Harbor or the plugin and cannot be passed (use --agent-model)"),
+        (
+            ["--agent-kwarg", "replay:model_name=x"],
+            "'model_name' is set by Harbor or the plugin and cannot be passed (use --agent-model)",
+        ),
         (["--agent-kwarg", "replay:skills_dir=/x"], "'skills_dir' is set by Harbor or the plugin"),
     ],
 )

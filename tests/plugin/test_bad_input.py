@@ -18,16 +18,30 @@ def _entry(**fields: object) -> dict:
 BROKEN = {
     "invalid-json": ("evals.json", '{"skill_name": "x", "evals": [', ["invalid JSON at line 1"]),
     "invalid-yaml": ("evals.yaml", "skill_name: x\nevals: [\n  - id: a\n    prompt: [unclosed\n", ["invalid YAML"]),
-    "missing-field": ("evals.json", {"skill_name": "b", "evals": [{"id": "c1", "prompt": "p"}]},
-                      ["entry 0 (id 'c1')", "field 'expected_output'"]),
+    "missing-field": (
+        "evals.json",
+        {"skill_name": "b", "evals": [{"id": "c1", "prompt": "p"}]},
+        ["entry 0 (id 'c1')", "field 'expected_output'"],
+    ),
     "bad-id": ("evals.json", _entry(id="has space"), ["entry 0 (id 'has space')", "field 'id'", "must start with"]),
     "long-id": ("evals.json", _entry(id="a" * 129), ["field 'id'", "at most 128 characters"]),
-    "duplicate-id": ("evals.json", {"skill_name": "b", "evals": [
-        {"id": "Same", "prompt": "p", "expected_output": "e"}, {"id": "same", "prompt": "p", "expected_output": "e"}]},
-        ["entry 1 (id 'same')", "field 'id'", "duplicate id"]),
+    "duplicate-id": (
+        "evals.json",
+        {
+            "skill_name": "b",
+            "evals": [
+                {"id": "Same", "prompt": "p", "expected_output": "e"},
+                {"id": "same", "prompt": "p", "expected_output": "e"},
+            ],
+        },
+        ["entry 1 (id 'same')", "field 'id'", "duplicate id"],
+    ),
     "wrong-type": ("evals.json", _entry(assertions=5), ["entry 0 (id 'case-1')", "field 'assertions'"]),
-    "bool-id": ("evals.json", {"skill_name": "b", "evals": [{"id": True, "prompt": "p", "expected_output": "e"}]},
-                ["entry 0", "field 'id'", "not a boolean"]),
+    "bool-id": (
+        "evals.json",
+        {"skill_name": "b", "evals": [{"id": True, "prompt": "p", "expected_output": "e"}]},
+        ["entry 0", "field 'id'", "not a boolean"],
+    ),
     "unknown-shape": ("evals.json", {"questions": []}, ["unknown dataset shape"]),
     "empty-dataset": ("evals.json", {"skill_name": "b", "evals": []}, ["no eval entries"]),
     "entry-not-object": ("evals.json", ["just a string"], ["entry 0", "must be an object"]),

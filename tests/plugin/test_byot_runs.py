@@ -69,12 +69,15 @@ def test_windows_task_is_refused_naming_the_rule(skill_project: SkillProject) ->
 
 def test_nested_reward_from_own_test_sh_surfaces_harbors_error(skill_project: SkillProject) -> None:
     skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
-    nested = '#!/bin/bash\nout="${HARBOR_VERIFIER_DIR:-/logs/verifier}"\nmkdir -p "$out"\n' \
-             'echo \'{"overall": 1, "details": {"a": 1}}\' > "$out/reward.json"\n'
+    nested = (
+        '#!/bin/bash\nout="${HARBOR_VERIFIER_DIR:-/logs/verifier}"\nmkdir -p "$out"\n'
+        'echo \'{"overall": 1, "details": {"a": 1}}\' > "$out/reward.json"\n'
+    )
     _native_task(skill, "t1", test_sh=nested)
     (skill / "evals" / "replays" / "t1.json").write_bytes((skill / "evals" / "replays" / "other.json").read_bytes())
-    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--ek", "sandbox=none",
-                               "--skip-baseline", "-k", "task.toml")
+    result = skill_project.run(
+        *LOCAL_REPLAY, "--grading-mode", "custom_only", "--ek", "sandbox=none", "--skip-baseline", "-k", "task.toml"
+    )
     result.assert_outcomes(errors=1)
     output = result.stdout.str()
     assert "VerifierOutputParseError" in output and "Non-numeric reward" in output
@@ -95,8 +98,10 @@ def test_native_task_replaces_the_generated_task_for_its_entry(skill_project: Sk
     ("toml", "why"),
     [
         ('schema_version = "1.4"\n[task]\nname = "no-slash"\n', "task.toml field"),  # refused by Harbor's model
-        ('schema_version = "1.4"\n[task]\nname = "demo/t1"\n[environment]\nskills_dir = "/skills"\n',
-         "paired-shipped-skills"),  # refused by a plugin rule
+        (
+            'schema_version = "1.4"\n[task]\nname = "demo/t1"\n[environment]\nskills_dir = "/skills"\n',
+            "paired-shipped-skills",
+        ),  # refused by a plugin rule
     ],
 )
 def test_a_refused_native_task_never_falls_back_to_its_dataset_entry(

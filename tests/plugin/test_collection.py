@@ -27,7 +27,9 @@ def test_plain_pytest_run_is_unchanged(skill_project: SkillProject) -> None:
 
 @pytest.mark.parametrize("dataset_name", ["evals.json", "evals.jsonl", "evals.yaml", "evals.yml"])
 def test_every_dataset_format_collects(skill_project: SkillProject, dataset_name: str) -> None:
-    data = simple_entries("alpha", "beta") if dataset_name != "evals.jsonl" else simple_entries("alpha", "beta")["evals"]
+    data = (
+        simple_entries("alpha", "beta") if dataset_name != "evals.jsonl" else simple_entries("alpha", "beta")["evals"]
+    )
     skill_project.make_skill("demo", data, dataset_name=dataset_name)
     result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
     path = f"skills/demo/evals/{dataset_name}"
@@ -50,24 +52,34 @@ def test_legacy_flat_list_and_integer_ids(skill_project: SkillProject) -> None:
 
 def test_agents_arms_and_attempts_multiply_in_a_fixed_order(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    result = skill_project.run("--collect-only", "-q", "--agents", "replay,codex", "--n-attempts", "2",
-                               "--env-mode", "local", subprocess=False)
+    result = skill_project.run(
+        "--collect-only", "-q", "--agents", "replay,codex", "--n-attempts", "2", "--env-mode", "local", subprocess=False
+    )
     names = [item.split("::")[1] for item in _ids(result)]
     assert names == [
-        "c1[replay-with_skill-1]", "c1[replay-with_skill-2]", "c1[replay-without_skill-1]",
-        "c1[replay-without_skill-2]", "c1[codex-with_skill-1]", "c1[codex-with_skill-2]",
-        "c1[codex-without_skill-1]", "c1[codex-without_skill-2]",
+        "c1[replay-with_skill-1]",
+        "c1[replay-with_skill-2]",
+        "c1[replay-without_skill-1]",
+        "c1[replay-without_skill-2]",
+        "c1[codex-with_skill-1]",
+        "c1[codex-with_skill-2]",
+        "c1[codex-without_skill-1]",
+        "c1[codex-without_skill-2]",
     ]
 
 
 def test_skip_flags_and_max_cases(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
-    only_baseline = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "--skip-with-skill", "--max-cases", "2",
-                                      subprocess=False)
-    assert [i.split("::")[1] for i in _ids(only_baseline)] == ["c1[replay-without_skill-1]",
-                                                               "c2[replay-without_skill-1]"]
-    both = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "--skip-with-skill", "--skip-baseline",
-                             subprocess=False)
+    only_baseline = skill_project.run(
+        "--collect-only", "-q", *LOCAL_REPLAY, "--skip-with-skill", "--max-cases", "2", subprocess=False
+    )
+    assert [i.split("::")[1] for i in _ids(only_baseline)] == [
+        "c1[replay-without_skill-1]",
+        "c2[replay-without_skill-1]",
+    ]
+    both = skill_project.run(
+        "--collect-only", "-q", *LOCAL_REPLAY, "--skip-with-skill", "--skip-baseline", subprocess=False
+    )
     assert both.ret == pytest.ExitCode.USAGE_ERROR
     assert "leave nothing to run" in both.stderr.str()
 
@@ -108,7 +120,9 @@ def test_judge_options_are_checked_at_start(skill_project: SkillProject, monkeyp
 
 def test_ini_options_apply_and_cli_wins(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    skill_project.pytester.makeini("[pytest]\nskilleval_agents = replay\nskilleval_n_attempts = 3\nskilleval_env_mode = local\n")
+    skill_project.pytester.makeini(
+        "[pytest]\nskilleval_agents = replay\nskilleval_n_attempts = 3\nskilleval_env_mode = local\n"
+    )
     from_ini = skill_project.run("--collect-only", "-q", subprocess=False)
     assert len(_ids(from_ini)) == 6
     cli_wins = skill_project.run("--collect-only", "-q", "--n-attempts", "1", subprocess=False)

@@ -61,8 +61,18 @@ def test_passed_host_variable_reaches_the_verifier(
     refused = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "-k", "t1")
     assert refused.ret == pytest.ExitCode.INTERRUPTED
     assert "references the host variable APP_URL" in refused.stdout.str()
-    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "-k", "t1",
-                               "--ek", "sandbox=none", "--pass-env", "APP_URL")
+    result = skill_project.run(
+        *LOCAL_REPLAY,
+        "--grading-mode",
+        "custom_only",
+        "--skip-baseline",
+        "-k",
+        "t1",
+        "--ek",
+        "sandbox=none",
+        "--pass-env",
+        "APP_URL",
+    )
     result.assert_outcomes(passed=1)
     (trial,) = skill_project.result_json("native")["trials"]
     assert trial["overall"] == 1.0
@@ -84,8 +94,11 @@ BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
 )
 ENTRY = json.dumps({"id": "c", "prompt": "p", "expected_output": "e"})
 BOMBS = {
-    "alias-bomb": ("evals.yaml", "skill_name: b\nevals:\n  - {id: c, prompt: p, expected_output: e}\n" + BOMB,
-                   "the YAML has more than 250,000 nodes"),
+    "alias-bomb": (
+        "evals.yaml",
+        "skill_name: b\nevals:\n  - {id: c, prompt: p, expected_output: e}\n" + BOMB,
+        "the YAML has more than 250,000 nodes",
+    ),
     "deep-json": ("evals.json", "[" * 200_000 + "]" * 200_000, "nested deeper than 64 levels"),
     "entry-flood": ("evals.jsonl", (ENTRY + "\n") * 300_000, "has more than 10,000 entries"),
 }
@@ -187,8 +200,9 @@ def test_skill_folder_without_the_flag_gets_a_hint_and_nothing_else(skill_projec
     skill = skill_project.make_skill("demo", GOOD)
     result = skill_project.pytester.runpytest("-p", "no:cacheprovider", str(skill))
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    result.stdout.fnmatch_lines([f"skilleval: {skill}: skill evals run only with --skill-eval (try: pytest "
-                                 f"--skill-eval {skill})"])
+    result.stdout.fnmatch_lines(
+        [f"skilleval: {skill}: skill evals run only with --skill-eval (try: pytest --skill-eval {skill})"]
+    )
     assert not (skill_project.root / "results").exists()
     parent = skill_project.pytester.runpytest("-p", "no:cacheprovider", "skills")
     assert "run only with --skill-eval" in parent.stdout.str()
@@ -209,9 +223,19 @@ def test_near_miss_key_is_a_collection_warning(skill_project: SkillProject) -> N
 
 
 def test_yaml_error_points_at_the_line_where_the_problem_starts(skill_project: SkillProject) -> None:
-    lines = ["skill_name: b", "evals:", "  - id: a", "    prompt: p", "    expected_output: e", "  - id: b",
-             "    prompt: q", '    expected_output: "never closed', "  - id: c", "    prompt: r",
-             "    expected_output: s"]
+    lines = [
+        "skill_name: b",
+        "evals:",
+        "  - id: a",
+        "    prompt: p",
+        "    expected_output: e",
+        "  - id: b",
+        "    prompt: q",
+        '    expected_output: "never closed',
+        "  - id: c",
+        "    prompt: r",
+        "    expected_output: s",
+    ]
     skill_project.make_skill("badyaml", raw="\n".join(lines) + "\n", dataset_name="evals.yaml")
     _, output = collect(skill_project)
     assert "invalid YAML at line 8 column 22: while scanning a quoted scalar" in output

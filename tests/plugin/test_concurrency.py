@@ -14,7 +14,6 @@ import pytest
 from tests.support import FIXTURES, LOCAL_REPLAY, LOGGING_AGENT, SkillProject, simple_entries
 
 
-
 @pytest.fixture
 def agent_log(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> Path:
     skill_project.pytester.makepyfile(logging_agent=LOGGING_AGENT)
@@ -26,8 +25,6 @@ def agent_log(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> P
 
 def _events(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
 
 
 def _open_at_once(events: list[dict]) -> int:
@@ -51,8 +48,9 @@ RUN = ("--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_
 
 
 @pytest.mark.parametrize("n_concurrent, expected", [(1, 1), (4, 4)])
-def test_n_concurrent_bounds_the_trials_in_flight(skill_project: SkillProject, agent_log: Path,
-                                                  n_concurrent: int, expected: int) -> None:
+def test_n_concurrent_bounds_the_trials_in_flight(
+    skill_project: SkillProject, agent_log: Path, n_concurrent: int, expected: int
+) -> None:
     skill_project.make_skill("demo", simple_entries(*[f"c{i}" for i in range(8)]))
     result = skill_project.run("--agents", "logging_agent:LoggingAgent", *RUN, "--n-concurrent", str(n_concurrent))
     result.assert_outcomes(passed=8)
@@ -72,8 +70,10 @@ def test_concurrent_results_equal_serial_results(skill_project: SkillProject) ->
     concurrent_result = skill_project.result_json("hello-skill")
     outcome_lines = lambda r: sorted(l for l in r.stdout.lines if "PASSED" in l or "FAILED" in l or "ERROR" in l)  # noqa: E731
     assert outcome_lines(serial) == outcome_lines(concurrent)
-    scores = lambda res: sorted((t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))  # noqa: E731
-                                for t in res["trials"])
+    scores = lambda res: sorted(
+        (t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))  # noqa: E731
+        for t in res["trials"]
+    )
     assert scores(serial_result) == scores(concurrent_result)
 
 
@@ -87,8 +87,15 @@ def test_concurrency_composes_with_xdist(skill_project: SkillProject, agent_log:
 
 def test_max_agents_limits_agents_at_once(skill_project: SkillProject, agent_log: Path) -> None:
     skill_project.make_skill("demo", simple_entries(*[f"c{i}" for i in range(4)]))
-    result = skill_project.run("--agents", "logging_agent:LoggingAgent,logging_agent:OtherAgent", *RUN,
-                               "--n-concurrent", "4", "--max-agents", "1")
+    result = skill_project.run(
+        "--agents",
+        "logging_agent:LoggingAgent,logging_agent:OtherAgent",
+        *RUN,
+        "--n-concurrent",
+        "4",
+        "--max-agents",
+        "1",
+    )
     result.assert_outcomes(passed=8)
     events = _events(agent_log)
     assert len(events) == 16
@@ -107,8 +114,17 @@ def test_exitfirst_stops_launching_trials(skill_project: SkillProject, agent_log
 
 def test_stop_on_pass_skips_remaining_attempts(skill_project: SkillProject, agent_log: Path) -> None:
     skill_project.make_skill("demo", simple_entries("c1", "c2"))
-    result = skill_project.run("--agents", "logging_agent:LoggingAgent", *RUN, "--n-attempts", "3",
-                               "--stop-on-pass", "--n-concurrent", "1", "-rs")
+    result = skill_project.run(
+        "--agents",
+        "logging_agent:LoggingAgent",
+        *RUN,
+        "--n-attempts",
+        "3",
+        "--stop-on-pass",
+        "--n-concurrent",
+        "1",
+        "-rs",
+    )
     result.assert_outcomes(passed=2, skipped=4)
     assert "--stop-on-pass: attempt 1 of this case already passed" in result.stdout.str()
     assert len([e for e in _events(agent_log) if e["event"] == "start"]) == 2
@@ -141,7 +157,8 @@ def test_max_cases_counts_native_tasks_in_staged_order(skill_project: SkillProje
         (task / "task.toml").write_text(f'schema_version = "1.4"\n[task]\nname = "demo/{name}"\n')
         (task / "instruction.md").write_text(f"do {name}\n")
         (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
-    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "--max-cases", "3",
-                               "--co", "-q")
+    result = skill_project.run(
+        *LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "--max-cases", "3", "--co", "-q"
+    )
     ids = [line for line in result.stdout.lines if "::" in line]
     assert [line.split("::")[1].split("[")[0] for line in ids] == ["c1", "c2", "n-a"]

@@ -32,8 +32,11 @@ def test_task_source_chooses_the_tasks(skill_project: SkillProject, source: str,
     _native(skill, "t1")
     (skill / "evals" / "config.yml").write_text(f"schema_version: 1\nharbor:\n  task_source: {source}\n")
     result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, "--skip-baseline", subprocess=False)
-    ids = {line.split("/evals/")[1].split("/")[-1].split("[")[0].replace("harbor/t1/", "")
-           for line in result.stdout.lines if "/evals/" in line and "[" in line}
+    ids = {
+        line.split("/evals/")[1].split("/")[-1].split("[")[0].replace("harbor/t1/", "")
+        for line in result.stdout.lines
+        if "/evals/" in line and "[" in line
+    }
     assert ids == expected
 
 
@@ -43,15 +46,18 @@ def _trial_dir(project: SkillProject, skill: str, case: str) -> Path:
     return Path(json.loads(found.read_text())["trial_dir"])
 
 
-def test_workdir_resources_and_runtime_env_reach_the_trial(skill_project: SkillProject,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workdir_resources_and_runtime_env_reach_the_trial(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     skill = skill_project.make_skill("demo", simple_entries("c1"))
     (skill / "evals" / "config.yml").write_text(
         "schema_version: 1\nharbor:\n  agent_workdir: /srv/work\n  resources: {cpus: 1, memory_mb: 1024}\n"
-        "  runtime_env:\n    SERVICE_URL: http://${SVC_HOST}:8080\n    MODE: demo\n")
+        "  runtime_env:\n    SERVICE_URL: http://${SVC_HOST}:8080\n    MODE: demo\n"
+    )
     monkeypatch.setenv("SVC_HOST", "db.internal")
-    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--pass-env", "SVC_HOST",
-                               "--harbor-keep-jobs")
+    result = skill_project.run(
+        *LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", "--pass-env", "SVC_HOST", "--harbor-keep-jobs"
+    )
     result.assert_outcomes(passed=1)
     trial_dir = _trial_dir(skill_project, "demo", "c1")
     table = tomllib.loads((trial_dir.parent.parent / "task" / "task.toml").read_text())["environment"]
@@ -84,14 +90,16 @@ def test_group_workspace_installs_included_skills_in_both_arms(skill_project: Sk
     helper.mkdir()
     (helper / "SKILL.md").write_text("---\nname: helper\ndescription: helps\n---\n# helper\n")
     (skill / "evals" / "config.yml").write_text(
-        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../helper]\n")
+        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../helper]\n"
+    )
     skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--harbor-keep-jobs").assert_outcomes(passed=2)
     for arm in ("with_skill", "without_skill"):
         (found,) = (skill_project.root / "results" / "demo").glob(f"2*/replay/{arm}/trials/c1.1.json")
         trial_dir = Path(json.loads(found.read_text())["trial_dir"])
         config = json.loads((trial_dir / "config.json").read_text())
-        names = sorted(Path(s).name if isinstance(s, str) else Path(s["path"]).name
-                       for s in config["agent"].get("skills", []))
+        names = sorted(
+            Path(s).name if isinstance(s, str) else Path(s["path"]).name for s in config["agent"].get("skills", [])
+        )
         assert names == (["demo", "helper"] if arm == "with_skill" else ["helper"])
         entry = json.loads((trial_dir.parent.parent / "task" / "tests" / "entry.json").read_text())
         assert entry["skill_workspace_mode"] == "group"
@@ -104,7 +112,8 @@ def test_group_workspace_refuses_the_evaluated_skill_under_another_name(skill_pr
     alias.mkdir()
     (alias / "SKILL.md").write_bytes((skill / "SKILL.md").read_bytes())
     (skill / "evals" / "config.yml").write_text(
-        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../alias]\n")
+        "schema_version: 1\nskill_workspace:\n  mode: group\n  include: [../alias]\n"
+    )
     result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-with-skill")
     result.assert_outcomes(errors=1)
     assert "is the evaluated skill itself; the baseline must not see it" in result.stdout.str()

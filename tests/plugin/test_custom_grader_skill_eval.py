@@ -29,16 +29,25 @@ def _grader_details(project: SkillProject, case: str, arm: str) -> dict[str, dic
 
 
 def test_the_skills_own_eval_passes_with_positive_lift_for_the_graders_reasons(skill_project: SkillProject) -> None:
-    shutil.copytree(REPO / "skills" / SKILL, skill_project.root / "skills" / SKILL,
-                    ignore=shutil.ignore_patterns("results", "__pycache__"))
+    shutil.copytree(
+        REPO / "skills" / SKILL,
+        skill_project.root / "skills" / SKILL,
+        ignore=shutil.ignore_patterns("results", "__pycache__"),
+    )
     result = skill_project.run(f"skills/{SKILL}", *LOCAL_REPLAY, "--harbor-keep-jobs")  # the trial folders are read
     result.assert_outcomes(passed=8)
     report = skill_project.result_json(SKILL)
     agent = report["agents"]["replay"]
     assert report["grading_mode"] == "default_plus_custom"
     assert report["overall_lift"] > 0
-    for metric in ("dataset_mapping", "grader_contract", "good_output_passes", "bad_output_fails", "mode_choice",
-                   "proof_stated"):
+    for metric in (
+        "dataset_mapping",
+        "grader_contract",
+        "good_output_passes",
+        "bad_output_fails",
+        "mode_choice",
+        "proof_stated",
+    ):
         assert agent["custom_lift"][metric]["delta"] > 0, metric
 
     trials = {(t["case"], t["arm"]): t for t in report["trials"]}
@@ -49,8 +58,10 @@ def test_the_skills_own_eval_passes_with_positive_lift_for_the_graders_reasons(s
         contract = _grader_details(skill_project, case, "with_skill")["grader_contract"]
         assert contract["reason"] == "reward contract kept on both workspaces"
 
-    reasons = {case: {name: d["reason"] for name, d in _grader_details(skill_project, case, "without_skill").items()}
-               for case in POSITIVE}
+    reasons = {
+        case: {name: d["reason"] for name, d in _grader_details(skill_project, case, "without_skill").items()}
+        for case in POSITIVE
+    }
     assert "'accuracy' is reserved" in reasons["rubric-task-json"]["grader_contract"]
     assert "files is '<omitted>'" in reasons["rubric-task-json"]["dataset_mapping"]
     assert reasons["pytest-check"]["mode_choice"].startswith("grading mode is default, the case calls for custom_only")

@@ -83,8 +83,9 @@ def test_each_trial_file_is_written_when_its_item_is_done(project: SkillProject,
         assert document["harbor_result"]["verifier_result"]["rewards"], document.keys()
 
 
-def test_kept_jobs_stay_when_trial_files_are_written_early(project: SkillProject,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_jobs_stay_when_trial_files_are_written_early(
+    project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SNAPSHOT_KEEPS_JOBS", "1")
     project.run(*RUN, "--harbor-keep-jobs").assert_outcomes(passed=4)
     snapshots = _snapshots(project)
@@ -133,8 +134,14 @@ def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project
     assert all(s["frozen"] > 10_000 for s in _snapshots(project)), _snapshots(project)
     (project.root / "snapshots.jsonl").unlink()
     argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(project.root / "results"), *RUN]
-    done = subprocess.run([sys.executable, "-c", IN_PROCESS_SCRIPT], cwd=project.root, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTEST_ARGS": json.dumps(argv)})
+    done = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS_SCRIPT],
+        cwd=project.root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTEST_ARGS": json.dumps(argv)},
+    )
     assert "exit 0 frozen-before 0 frozen-after 0" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert [s["frozen"] for s in _snapshots(project)] == [0] * 4
 

@@ -32,18 +32,41 @@ ENTRY = {
 }
 EVIDENCE = TrajectoryEvidence(
     source="trajectory.json",
-    tool_calls=[ToolCallRecord(index=0, step_id=2, tool="Bash",
-                               arguments={"command": "python greet.py Ada > /workspace/output/greeting.txt"},
-                               observation="")],
+    tool_calls=[
+        ToolCallRecord(
+            index=0,
+            step_id=2,
+            tool="Bash",
+            arguments={"command": "python greet.py Ada > /workspace/output/greeting.txt"},
+            observation="",
+        )
+    ],
     agent_messages=["Wrote /workspace/output/greeting.txt with Hello, Ada!"],
     user_messages=[ENTRY["question"]],
 )
-GOAL_OK = json.dumps({"user_goal": "greet", "end_state": "file written", "achieved": True, "score": 0.9,
-                      "reason": "done"})
-ACCURACY_OK = json.dumps({"criteria": {"SKILL_IDENTIFIED": True, "ACTION_CORRECT": True, "FACTUALLY_ACCURATE": True,
-                                       "TASK_ADDRESSED": True, "ACTIONABLE": False}, "score": 0.8, "reason": "ok"})
-BEHAVIOR_OK = json.dumps({"results": [{"step": i, "passed": i != 3, "reason": "r"} for i in (1, 2, 3)],
-                          "score": 0.66, "summary": "two of three"})
+GOAL_OK = json.dumps(
+    {"user_goal": "greet", "end_state": "file written", "achieved": True, "score": 0.9, "reason": "done"}
+)
+ACCURACY_OK = json.dumps(
+    {
+        "criteria": {
+            "SKILL_IDENTIFIED": True,
+            "ACTION_CORRECT": True,
+            "FACTUALLY_ACCURATE": True,
+            "TASK_ADDRESSED": True,
+            "ACTIONABLE": False,
+        },
+        "score": 0.8,
+        "reason": "ok",
+    }
+)
+BEHAVIOR_OK = json.dumps(
+    {
+        "results": [{"step": i, "passed": i != 3, "reason": "r"} for i in (1, 2, 3)],
+        "score": 0.66,
+        "summary": "two of three",
+    }
+)
 
 
 @pytest.fixture
@@ -60,13 +83,15 @@ def judge_env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return env
 
 
-def judge(metric: str, server: Any, env: dict[str, str], support: SchemaSupport | None = None,
-          **extra: str) -> tuple[Any, float]:
+def judge(
+    metric: str, server: Any, env: dict[str, str], support: SchemaSupport | None = None, **extra: str
+) -> tuple[Any, float]:
     """Run one judge against `server`; (MetricResult, seconds). litellm's slow first import is kept out of the time."""
     import litellm  # noqa: F401
 
-    config = load_config({**env, "LLM_JUDGE_MODEL": f"openai/{MODEL}",
-                          "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url, **extra})
+    config = load_config(
+        {**env, "LLM_JUDGE_MODEL": f"openai/{MODEL}", "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url, **extra}
+    )
     task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == metric)
     started = time.monotonic()
     result = asyncio.run(run_task(task, config, JudgeCache(None, "off"), support or SchemaSupport()))
@@ -121,9 +146,15 @@ def test_500_forever_stops_after_the_configured_retries(scripted_model, judge_en
 
 def test_500_forever_until_the_judge_budget(scripted_model, judge_env):
     server = scripted_model({"models": {MODEL: [{"status": 500, "repeat": "forever"}]}})
-    result, seconds = judge("goal_accuracy", server, judge_env, SKILL_EVAL_LLM_MAX_RETRIES="1000",
-                            SKILL_EVAL_LLM_RETRY_BASE_DELAY="0.2", SKILL_EVAL_LLM_RETRY_MAX_DELAY="0.4",
-                            SKILL_EVAL_JUDGE_TIME_BUDGET="2")
+    result, seconds = judge(
+        "goal_accuracy",
+        server,
+        judge_env,
+        SKILL_EVAL_LLM_MAX_RETRIES="1000",
+        SKILL_EVAL_LLM_RETRY_BASE_DELAY="0.2",
+        SKILL_EVAL_LLM_RETRY_MAX_DELAY="0.4",
+        SKILL_EVAL_JUDGE_TIME_BUDGET="2",
+    )
     assert seconds < 2.5  # no wait may reach the deadline
     seen = len(server.requests)
     # every request we made reached the server, except possibly the last, when the deadline cut it in flight
@@ -139,8 +170,10 @@ def test_a_slow_request_is_cut_at_the_deadline(scripted_model, judge_env):
 
 
 def test_schema_rejected_with_400_downgrades_and_is_not_sent_again(scripted_model, judge_env):
-    rejection = {"status": 400, "message": "Invalid parameter: 'response_format' of type 'json_schema' is not "
-                                           "supported with this model"}
+    rejection = {
+        "status": 400,
+        "message": "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model",
+    }
     server = scripted_model({"models": {MODEL: [rejection, GOAL_OK, GOAL_OK]}})
     support = SchemaSupport()
     first, _ = judge("goal_accuracy", server, judge_env, support)
@@ -184,8 +217,9 @@ def test_garbage_twice_is_unscored_never_zero(scripted_model, judge_env):
 
 def test_truncated_behavior_reply_is_salvaged(scripted_model, judge_env):
     cut = '{"summary": "s", "results": [{"step": 1, "passed": true, "reason": "ran it"}, {"step": 2, "pass'
-    server = scripted_model({"models": {MODEL: [{"text": cut, "stop_reason": "length"},
-                                                {"text": cut, "stop_reason": "length"}]}})
+    server = scripted_model(
+        {"models": {MODEL: [{"text": cut, "stop_reason": "length"}, {"text": cut, "stop_reason": "length"}]}}
+    )
     result, _ = judge("behavior_check", server, judge_env)
     assert len(server.requests) == 2
     assert result.score == round(1 / 3, 4)  # one passed of three expected; the two never reached count as failed
@@ -194,8 +228,7 @@ def test_truncated_behavior_reply_is_salvaged(scripted_model, judge_env):
 
 
 def test_refusal_then_fallback_model(scripted_model, judge_env):
-    server = scripted_model({"models": {MODEL: [{"refusal": "I can't help with that."}],
-                                        "judge-backup": [GOAL_OK]}})
+    server = scripted_model({"models": {MODEL: [{"refusal": "I can't help with that."}], "judge-backup": [GOAL_OK]}})
     result, _ = judge("goal_accuracy", server, judge_env, LLM_JUDGE_FALLBACK_MODELS="openai/judge-backup")
     assert [r.model for r in server.requests] == [MODEL, "judge-backup"]
     assert result.score == 0.9
@@ -219,26 +252,29 @@ def test_tls_verification_failure_is_terminal(scripted_model, judge_env):
 
 
 def test_the_three_judges_run_concurrently(scripted_model, judge_env):
-    replies = [{"text": ACCURACY_OK, "delay": 1, "match": "USER QUESTION:"},
-               {"text": GOAL_OK, "delay": 1, "match": "Infer the user's goal"},
-               {"text": BEHAVIOR_OK, "delay": 1, "match": "EXPECTED BEHAVIORS"}]
+    replies = [
+        {"text": ACCURACY_OK, "delay": 1, "match": "USER QUESTION:"},
+        {"text": GOAL_OK, "delay": 1, "match": "Infer the user's goal"},
+        {"text": BEHAVIOR_OK, "delay": 1, "match": "EXPECTED BEHAVIORS"},
+    ]
     server = scripted_model({"models": {MODEL: replies}})
-    config = load_config({**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}",
-                          "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url})
+    config = load_config(
+        {**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}", "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url}
+    )
     import litellm  # noqa: F401 - its first import takes seconds; keep it out of the timing
 
     started = time.monotonic()
     results = asyncio.run(run_judges(EVIDENCE, ENTRY, config, SchemaSupport()))
     assert time.monotonic() - started < 2.5  # three 1 s replies, side by side
     assert len(server.requests) == 3
-    assert {m: r.score for m, r in results.items()} == {"accuracy": 0.8, "goal_accuracy": 0.9,
-                                                         "behavior_check": 0.6667}
+    assert {m: r.score for m, r in results.items()} == {"accuracy": 0.8, "goal_accuracy": 0.9, "behavior_check": 0.6667}
 
 
 def test_anthropic_judge_sends_output_config_with_its_effort(scripted_model, judge_env):
     server = scripted_model({"models": {"claude-opus-5-5": [GOAL_OK]}})
-    config = load_config({**judge_env, "LLM_JUDGE_MODEL": "anthropic/claude-opus-5-5",
-                          "SKILL_EVAL_LLM_BASE_URL": server.base_url})
+    config = load_config(
+        {**judge_env, "LLM_JUDGE_MODEL": "anthropic/claude-opus-5-5", "SKILL_EVAL_LLM_BASE_URL": server.base_url}
+    )
     task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")
     result = asyncio.run(run_task(task, config, JudgeCache(None, "off"), SchemaSupport()))
     [request] = server.requests
@@ -255,8 +291,9 @@ def test_the_cache_tells_endpoints_apart(scripted_model, judge_env, tmp_path):
     cache = JudgeCache(tmp_path / ".judge-cache", "on")
 
     def once(server):
-        config = load_config({**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}",
-                              "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url})
+        config = load_config(
+            {**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}", "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url}
+        )
         task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")
         return asyncio.run(run_task(task, config, cache, SchemaSupport()))
 

@@ -12,10 +12,22 @@ import pytest
 from tests.support import LOCAL_REPLAY, SkillProject
 
 MODEL = "judge-demo"
-ACCURACY = json.dumps({"criteria": {"SKILL_IDENTIFIED": True, "ACTION_CORRECT": True, "FACTUALLY_ACCURATE": True,
-                                    "TASK_ADDRESSED": True, "ACTIONABLE": True}, "score": 1.0, "reason": "correct"})
-GOAL = json.dumps({"user_goal": "greet", "end_state": "greeting written", "achieved": True, "score": 1.0,
-                   "reason": "met"})
+ACCURACY = json.dumps(
+    {
+        "criteria": {
+            "SKILL_IDENTIFIED": True,
+            "ACTION_CORRECT": True,
+            "FACTUALLY_ACCURATE": True,
+            "TASK_ADDRESSED": True,
+            "ACTIONABLE": True,
+        },
+        "score": 1.0,
+        "reason": "correct",
+    }
+)
+GOAL = json.dumps(
+    {"user_goal": "greet", "end_state": "greeting written", "achieved": True, "score": 1.0, "reason": "met"}
+)
 
 
 def _behavior_reply(count: int) -> str:
@@ -25,13 +37,19 @@ def _behavior_reply(count: int) -> str:
 
 def _script() -> dict[str, Any]:
     """Every judge prompt of the hello-skill cases answered, for as many trials as come."""
-    behaviors = [{"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
-                 for n in (1, 2, 3, 4)]
-    return {"models": {MODEL: [
-        {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
-        {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
-        *behaviors,
-    ]}}
+    behaviors = [
+        {"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
+        for n in (1, 2, 3, 4)
+    ]
+    return {
+        "models": {
+            MODEL: [
+                {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
+                {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
+                *behaviors,
+            ]
+        }
+    }
 
 
 def _reward_details(project: SkillProject) -> list[dict[str, Any]]:
@@ -61,8 +79,7 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
     result = _latest_result(skill_project)
     for trial in result["trials"]:
         assert all(value is not None for value in trial["dimensions"].values()), trial
-        assert trial["overall_basis"] == ["security", "correctness", "discoverability", "effectiveness",
-                                          "efficiency"]
+        assert trial["overall_basis"] == ["security", "correctness", "discoverability", "effectiveness", "efficiency"]
         assert trial["judge_models"]["accuracy"] == f"openai/{MODEL}"
     judge = result["run_config"]["judge"]
     assert judge["enabled"] and judge["model"] == f"openai/{MODEL}" and judge["source"] == "--judge-model"
@@ -71,8 +88,7 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
     assert calls >= 8 and all(r.status == 200 for r in judge_env.requests)
     assert all(r.model == MODEL for r in judge_env.requests)
     details = _reward_details(skill_project)
-    judged = [d[m] for d in details for m in ("accuracy", "goal_accuracy", "behavior_check")
-              if not d[m].get("skipped")]
+    judged = [d[m] for d in details for m in ("accuracy", "goal_accuracy", "behavior_check") if not d[m].get("skipped")]
     fresh = [d for d in judged if not d["cached"]]
     # one request per fresh verdict (nothing retried); identical prompts (arms that did the same) share a verdict
     assert len(fresh) == calls and sum(d["judge_requests"] for d in judged) == calls
@@ -82,8 +98,12 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
     second = skill_project.run(*LOCAL_REPLAY, "--judge-model", f"openai/{MODEL}")
     second.assert_outcomes(passed=8)
     assert len(judge_env.requests) == calls  # the rerun made 0 judge requests
-    rerun = [d[m] for d in _reward_details(skill_project)[len(details):]
-             for m in ("accuracy", "goal_accuracy", "behavior_check") if not d[m].get("skipped")]
+    rerun = [
+        d[m]
+        for d in _reward_details(skill_project)[len(details) :]
+        for m in ("accuracy", "goal_accuracy", "behavior_check")
+        if not d[m].get("skipped")
+    ]
     assert len(rerun) == len(judged) and all(d["cached"] is True for d in rerun)
     assert {t["overall"] for t in _latest_result(skill_project)["trials"]} == {t["overall"] for t in result["trials"]}
 
@@ -104,14 +124,16 @@ def test_without_a_judge_model_the_overall_is_partial_and_said_once(skill_projec
         assert trial["metrics"]["accuracy"] is None and trial["dimensions"]["correctness"] is None
         assert trial["overall_basis"] == ["security", "discoverability", "efficiency"]
     assert "Overall is partial: mean of 3 of 5 dimensions (NO SCORE: correctness, effectiveness)" in " ".join(
-        line.strip() for line in out.splitlines())
+        line.strip() for line in out.splitlines()
+    )
     assert result["verdict"] != "pass"
     details = _reward_details(skill_project)[0]
     assert details["accuracy"]["status"] == "not_configured"
 
 
-def test_a_failing_judge_leaves_the_trial_unscored(skill_project: SkillProject, scripted_model: Any,
-                                                   monkeypatch: pytest.MonkeyPatch):
+def test_a_failing_judge_leaves_the_trial_unscored(
+    skill_project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch
+):
     server = scripted_model({"models": {MODEL: [{"status": 500, "repeat": "forever"}]}})
     monkeypatch.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
     monkeypatch.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0000")
@@ -141,14 +163,34 @@ def test_skilleval_grade_judges_and_regrades_from_the_cache(tmp_path, capsys, ju
     from verifier.grade import run_grade_command
 
     case = tmp_path / "case.json"
-    case.write_text(json.dumps({"id": "c", "prompt": "add 1 and 1", "expected_output": "`2`",
-                                "assertions": ["runs calc.py"], "expected_skill": "calc"}))
-    argv = ["--trajectory", str(FIXTURES / "trajectories" / "codex" / "trajectory.json"), "--case", str(case),
-            "--judge-model", f"openai/{MODEL}", "--judge-cache-dir", str(tmp_path / "cache")]
+    case.write_text(
+        json.dumps(
+            {
+                "id": "c",
+                "prompt": "add 1 and 1",
+                "expected_output": "`2`",
+                "assertions": ["runs calc.py"],
+                "expected_skill": "calc",
+            }
+        )
+    )
+    argv = [
+        "--trajectory",
+        str(FIXTURES / "trajectories" / "codex" / "trajectory.json"),
+        "--case",
+        str(case),
+        "--judge-model",
+        f"openai/{MODEL}",
+        "--judge-cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert run_grade_command(argv) == 0
     graded = json.loads(capsys.readouterr().out)
     assert {m: graded["metrics"][m] for m in ("accuracy", "goal_accuracy", "behavior_check")} == {
-        "accuracy": 1.0, "goal_accuracy": 1.0, "behavior_check": 1.0}
+        "accuracy": 1.0,
+        "goal_accuracy": 1.0,
+        "behavior_check": 1.0,
+    }
     assert len(judge_env.requests) == 3
     assert run_grade_command(argv) == 0
     regraded = json.loads(capsys.readouterr().out)

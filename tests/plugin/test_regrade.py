@@ -45,7 +45,9 @@ def test_regrade_sees_a_changed_expectation(skill_project: SkillProject) -> None
     [first] = _runs(skill_project, "hello-skill")
     dataset = skill / "evals" / "evals.json"
     data = json.loads(dataset.read_text())
-    negative = next(e for e in data["evals"] if e.get("expected_skill", "x") is None or e.get("should_trigger") is False)
+    negative = next(
+        e for e in data["evals"] if e.get("expected_skill", "x") is None or e.get("should_trigger") is False
+    )
     negative.pop("should_trigger", None)
     negative["expected_skill"] = "hello-skill"
     dataset.write_text(json.dumps(data))
@@ -96,9 +98,12 @@ def test_regrade_reruns_a_changed_grader_on_the_workspace_a_kept_run_recorded(sk
     for key, trial in after.items():
         assert trial["custom_metrics"]["regraded"] == 1.0, key  # today's grader ran, in a sandbox
         assert "greeting_present" not in trial["custom_metrics"]  # yesterday's metrics are gone
-        record = json.loads((second / trial["agent"] / trial["arm"] / "trials" / f"{trial['case']}.1.json")
-                            .read_text())["record"]
+        record = json.loads(
+            (second / trial["agent"] / trial["arm"] / "trials" / f"{trial['case']}.1.json").read_text()
+        )["record"]
         assert "re-run on the trial's recorded workspace" in record["details"]["regrade"]["custom_grader"]
         assert record["metrics"]["security"] == before[key]["metrics"]["security"]  # same trajectory, same checks
     # What the agent left in /workspace reached the grader: the with-skill arm wrote the greeting there.
-    assert any(t["custom_metrics"]["workspace_has_files"] == 1.0 for (_case, arm), t in after.items() if arm == "with_skill")
+    assert any(
+        t["custom_metrics"]["workspace_has_files"] == 1.0 for (_case, arm), t in after.items() if arm == "with_skill"
+    )

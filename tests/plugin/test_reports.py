@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 
-
 from tests.support import LOCAL_REPLAY, SkillProject
 
 
@@ -35,9 +34,18 @@ def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillP
     (run_dir / "report.html").unlink()
     # As a user runs it, in a process of its own: run in this one, it left later in-process pytest runs of this
     # worker without the plugin's options.
-    view = subprocess.run([sys.executable, "-m", "pytest_skilleval.authoring.cli", "view",
-                           str(skill_project.root / "results" / "hello-skill")], capture_output=True, text=True,
-                          timeout=120)
+    view = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_skilleval.authoring.cli",
+            "view",
+            str(skill_project.root / "results" / "hello-skill"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert view.returncode == 0, view.stderr
     out = view.stdout
     assert "skilleval: hello-skill" in out and f"Report: {run_dir / 'report.html'}" in out

@@ -40,8 +40,20 @@ def pytest_runtest_logfinish(nodeid, location):
     os.kill(os.getpid(), signal.SIGKILL)
 '''
 
-RUN = ("--agents", "logging_agent:LoggingAgent", "--env-mode", "local", "--ek", "sandbox=none",
-       "--grading-mode", "custom_only", "--n-attempts", "2", "--n-concurrent", "1")
+RUN = (
+    "--agents",
+    "logging_agent:LoggingAgent",
+    "--env-mode",
+    "local",
+    "--ek",
+    "sandbox=none",
+    "--grading-mode",
+    "custom_only",
+    "--n-attempts",
+    "2",
+    "--n-concurrent",
+    "1",
+)
 
 
 @pytest.fixture
@@ -66,15 +78,16 @@ def _comparable(result: dict) -> dict:
 
 def _strip_times(value):
     if isinstance(value, dict):
-        return {k: _strip_times(v) for k, v in value.items() if "seconds" not in k and k not in ("run_dir", "trial_dir")}
+        return {
+            k: _strip_times(v) for k, v in value.items() if "seconds" not in k and k not in ("run_dir", "trial_dir")
+        }
     if isinstance(value, list):
         return [_strip_times(v) for v in value]
     return value
 
 
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigkill"])
-def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch,
-                                            stop: str) -> None:
+def test_resume_finishes_an_interrupted_run(project: SkillProject, monkeypatch: pytest.MonkeyPatch, stop: str) -> None:
     """Ctrl+C ends the session (result.json says interrupted); SIGKILL leaves only what was written as trials
     finished. Either way `--resume latest` runs the rest, in the same folder."""
     monkeypatch.setenv("INTERRUPT_AFTER" if stop == "ctrl-c" else "KILL_AFTER", "5")

@@ -71,8 +71,9 @@ def test_pass_threshold_option(skill_project: SkillProject) -> None:
     ("grader", "message"),
     [("crashes.py", "grader.py exited with code 1"), ("writes_nothing.py", "wrote neither reward.json nor reward.txt")],
 )
-def test_grader_problems_are_item_errors_naming_the_logs(skill_project: SkillProject, grader: str,
-                                                          message: str) -> None:
+def test_grader_problems_are_item_errors_naming_the_logs(
+    skill_project: SkillProject, grader: str, message: str
+) -> None:
     skill = skill_project.make_skill("demo", simple_entries("c1"))
     shutil.copy2(FIXTURES / "graders" / grader, skill / "evals" / "grader.py")
     result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline")
@@ -101,8 +102,9 @@ def test_inputs_are_staged_into_workspace_input(skill_project: SkillProject) -> 
         "ok = Path('/workspace/input/data.txt').read_text() == 'payload\\n'\n"
         "Path(os.environ['HARBOR_REWARD_JSON']).write_text(json.dumps({'overall': 1.0 if ok else 0.0}))\n"
     )
-    result = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--ek", "sandbox=bwrap"
-                               if shutil.which("bwrap") else "sandbox=none")
+    result = skill_project.run(
+        *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--ek", "sandbox=bwrap" if shutil.which("bwrap") else "sandbox=none"
+    )
     result.assert_outcomes(passed=1)
 
 

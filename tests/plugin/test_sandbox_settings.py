@@ -13,11 +13,14 @@ def _error_lines(result: pytest.RunResult) -> list[str]:
     return [line for line in result.stderr.lines + result.stdout.lines if line.startswith("ERROR")]
 
 
-@pytest.mark.parametrize(("ek", "says"), [
-    ("sandbox=bogus", "ERROR: --ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
-    ("tools=/no/such/dir", "ERROR: --ek tools must be a directory (got '/no/such/dir')"),
-    ("sandbx=none", "ERROR: --ek sandbx is not a setting of the local environment (known: sandbox, tools)"),
-])
+@pytest.mark.parametrize(
+    ("ek", "says"),
+    [
+        ("sandbox=bogus", "ERROR: --ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
+        ("tools=/no/such/dir", "ERROR: --ek tools must be a directory (got '/no/such/dir')"),
+        ("sandbx=none", "ERROR: --ek sandbx is not a setting of the local environment (known: sandbox, tools)"),
+    ],
+)
 def test_bad_ek_is_a_usage_error_at_start(skill_project: SkillProject, ek: str, says: str) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
     result = skill_project.run(*LOCAL_REPLAY, "--ek", ek)

@@ -44,12 +44,17 @@ if entry["id"] == "crasher":
 
 
 def _replay(*commands: str) -> dict:
-    calls = [{"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": command}}
-             for i, command in enumerate(commands)]
+    calls = [
+        {"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": command}}
+        for i, command in enumerate(commands)
+    ]
     return {
-        "schema_version": "ATIF-v1.6", "agent": {"name": "recorded", "version": "1"},
-        "steps": [{"step_id": 1, "source": "user", "message": "do it"},
-                  {"step_id": 2, "source": "agent", "message": "printing", "tool_calls": calls}],
+        "schema_version": "ATIF-v1.6",
+        "agent": {"name": "recorded", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "do it"},
+            {"step_id": 2, "source": "agent", "message": "printing", "tool_calls": calls},
+        ],
     }
 
 
@@ -65,8 +70,7 @@ def planted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return values
 
 
-def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillProject,
-                                                         planted: dict[str, str]) -> None:
+def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillProject, planted: dict[str, str]) -> None:
     ek_secret = "ekval-" + secrets.token_hex(12)
     skill = skill_project.root / "skills" / "demo"
     (skill / "evals" / "replays").mkdir(parents=True)
@@ -74,15 +78,28 @@ def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillPro
     entries = [{"id": case, "prompt": f"do {case}", "expected_output": "done"} for case in ("printer", "crasher")]
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
     (skill / "evals" / "grader.py").write_text(GRADER)
-    replay = _replay("env", "echo \"$OPENAI_API_KEY\" >&2; echo \"token=$MY_SERVICE_TOKEN\"",
-                     "echo " + " ".join(f"'{v}'" for v in LITERALS.values()),
-                     "python3 -c 'import os; raise SystemExit(os.environ[\"MY_DB_PASSWORD\"])'")
+    replay = _replay(
+        "env",
+        "echo \"$OPENAI_API_KEY\" >&2; echo \"token=$MY_SERVICE_TOKEN\"",
+        "echo " + " ".join(f"'{v}'" for v in LITERALS.values()),
+        "python3 -c 'import os; raise SystemExit(os.environ[\"MY_DB_PASSWORD\"])'",
+    )
     for case in ("printer", "crasher"):
         (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(replay))
 
     junit = skill_project.root / "junit.xml"
-    result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "default_plus_custom", "--ek", "sandbox=none",
-                               "--agent-kwarg", f"replay:api_key={ek_secret}", f"--junitxml={junit}", "-rA", "-vv")
+    result = skill_project.run(
+        *LOCAL_REPLAY,
+        "--grading-mode",
+        "default_plus_custom",
+        "--ek",
+        "sandbox=none",
+        "--agent-kwarg",
+        f"replay:api_key={ek_secret}",
+        f"--junitxml={junit}",
+        "-rA",
+        "-vv",
+    )
     assert result.parseoutcomes().get("errors") == 2  # the crasher, in both arms
 
     written = [result.stdout.str(), result.stderr.str(), junit.read_text(errors="replace")]
@@ -100,14 +117,25 @@ def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillPro
 
 def test_redactor_units() -> None:
     redactor = Redactor.from_environment(
-        {"OPENAI_API_KEY": "sk-abc123def456ghi789", "AUTH_MODE": "default", "PATH": "/usr/bin",
-         "PGPASSWORD": "s3cr3t-pass", "MAX_TOKENS": "4096000000000000"},
-        [{"api_key": "kw-secret-1", "sandbox": "none"}])
+        {
+            "OPENAI_API_KEY": "sk-abc123def456ghi789",
+            "AUTH_MODE": "default",
+            "PATH": "/usr/bin",
+            "PGPASSWORD": "s3cr3t-pass",
+            "MAX_TOKENS": "4096000000000000",
+        },
+        [{"api_key": "kw-secret-1", "sandbox": "none"}],
+    )
     text = "sk-abc123def456ghi789 default /usr/bin s3cr3t-pass kw-secret-1 none 4096000000000000"
     assert redactor.text(text) == f"{REDACTED} default /usr/bin {REDACTED} {REDACTED} none 4096000000000000"
     assert redactor.text("postgres://user:hunter2x@db/x") == f"postgres://user:{REDACTED}@db/x"
     assert redactor.value({"api_key": "short", "grading_mode": "default", "n": 1.5}) == {
-        "api_key": REDACTED, "grading_mode": "default", "n": 1.5}
+        "api_key": REDACTED,
+        "grading_mode": "default",
+        "n": 1.5,
+    }
     quoted = Redactor(['pa"ss\\word1'])
-    assert quoted.json_bytes(json.dumps({"x": 'pa"ss\\word1'}).encode()) == (
-        json.dumps({"x": REDACTED}, indent=2) + "\n").encode()
+    assert (
+        quoted.json_bytes(json.dumps({"x": 'pa"ss\\word1'}).encode())
+        == (json.dumps({"x": REDACTED}, indent=2) + "\n").encode()
+    )

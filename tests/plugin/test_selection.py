@@ -34,14 +34,14 @@ def test_keyword_selection(project: SkillProject, expression: str, expected: lis
 
 def test_without_skill_keyword_does_not_match_with_skill(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("alpha"))
-    result = skill_project.run("--collect-only", "-q", "--agents", "replay", "--env-mode", "local", "-k",
-                               "without_skill", subprocess=False)
+    result = skill_project.run(
+        "--collect-only", "-q", "--agents", "replay", "--env-mode", "local", "-k", "without_skill", subprocess=False
+    )
     assert _selected(result) == ["alpha[replay-without_skill-1]"]
 
 
 def test_marker_selection_with_keyword_arguments(project: SkillProject) -> None:
-    result = project.run("--collect-only", "-q", *ARGS, "-m", "skilleval(agent='codex', case='beta')",
-                         subprocess=False)
+    result = project.run("--collect-only", "-q", *ARGS, "-m", "skilleval(agent='codex', case='beta')", subprocess=False)
     assert _selected(result) == ["beta[codex-with_skill-1]"]
     everything = project.run("--collect-only", "-q", *ARGS, "-m", "skilleval", subprocess=False)
     assert len(_selected(everything)) == 4

@@ -15,8 +15,18 @@ from pytest_skilleval.results.tree import result_schema
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 # Fields that legitimately differ between two runs of the same evaluation.
-VOLATILE = {"run_id", "evaluated_at", "run_dir", "trial_dir", "agent_seconds", "seconds", "duration_seconds",
-            "started_at", "finished_at", "evaluator_version_details"}
+VOLATILE = {
+    "run_id",
+    "evaluated_at",
+    "run_dir",
+    "trial_dir",
+    "agent_seconds",
+    "seconds",
+    "duration_seconds",
+    "started_at",
+    "finished_at",
+    "evaluator_version_details",
+}
 
 
 def _stable(value: Any) -> Any:
@@ -75,13 +85,23 @@ class KillerAgent(BaseAgent):
 '''
 
 
-def test_a_killed_worker_loses_only_its_own_trial(skill_project: SkillProject,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_worker_loses_only_its_own_trial(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
     skill_project.make_skill("demo", simple_entries("die", "live1", "live2", "live3"))
     skill_project.pytester.makepyfile(killer_agent=KILLER_AGENT)
     monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
-    result = skill_project.run("--agents", "killer_agent:KillerAgent", "--env-mode", "local", "--ek", "sandbox=none",
-                               "--grading-mode", "custom_only", "--skip-baseline", "-n", "2")
+    result = skill_project.run(
+        "--agents",
+        "killer_agent:KillerAgent",
+        "--env-mode",
+        "local",
+        "--ek",
+        "sandbox=none",
+        "--grading-mode",
+        "custom_only",
+        "--skip-baseline",
+        "-n",
+        "2",
+    )
     output = result.stdout.str()
     assert "crashed" in output
     result.assert_outcomes(passed=3, failed=1)
@@ -101,8 +121,11 @@ def test_junit_xml_carries_item_and_run_properties(skill_project: SkillProject) 
     assert props["skilleval.attempt"] == "1"
     assert props["skilleval.overall"] == "1.0"
     assert props["skilleval.metric.custom.saw_entry"] == "1.0"
-    suite_props = {p.get("name"): p.get("value") for p in tree.getroot().iter("property")
-                   if p.get("name", "").startswith("skilleval.demo")}
+    suite_props = {
+        p.get("name"): p.get("value")
+        for p in tree.getroot().iter("property")
+        if p.get("name", "").startswith("skilleval.demo")
+    }
     assert suite_props["skilleval.demo.verdict"] in {"pass", "neutral", "fail", "inconclusive"}
     assert "skilleval.demo.replay.lift" in suite_props
 

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support import SkillProject, default_ctrl_c, simple_entries
 
+
 def _unique_sleep() -> str:
     """A sleep length no other process on the machine has in its command line (not even this test's other
     parameters, which xdist runs at the same time), to count what the trial left behind."""
@@ -33,9 +34,25 @@ def _skill(project: SkillProject, sleep: str) -> Path:
 
 
 def _argv(project: SkillProject, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "--skill-eval", "-p", "no:cacheprovider", "--agents", "replay",
-            "--env-mode", "local", "--ek", "sandbox=none", "--skip-baseline",
-            "--results-dir", str(project.root / "results"), str(project.root / "skills"), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--skill-eval",
+        "-p",
+        "no:cacheprovider",
+        "--agents",
+        "replay",
+        "--env-mode",
+        "local",
+        "--ek",
+        "sandbox=none",
+        "--skip-baseline",
+        "--results-dir",
+        str(project.root / "results"),
+        str(project.root / "skills"),
+        *extra,
+    ]
 
 
 def _leftovers(sleep: str) -> list[str]:
@@ -59,31 +76,55 @@ def _runs(project: SkillProject) -> dict[str, str | None]:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="counts processes through /proc (Linux only)")
-@pytest.mark.parametrize(("signals", "gap", "extra"), [
-    ((signal.SIGINT, signal.SIGINT), 0.05, ()),
-    ((signal.SIGINT, signal.SIGINT), 0.7, ()),
-    ((signal.SIGTERM,), 0.0, ()),
-    ((signal.SIGTERM, signal.SIGINT), 0.05, ()),
-    ((signal.SIGTERM, signal.SIGINT), 0.7, ()),
-    ((signal.SIGTERM,), 0.0, ("-n", "2")),
-], ids=["ctrl-c-twice-at-once", "ctrl-c-twice-while-exiting", "sigterm", "sigterm-then-ctrl-c-at-once",
-        "sigterm-then-ctrl-c-while-exiting", "sigterm-xdist"])
-def test_signals_end_the_run_like_one_ctrl_c(skill_project: SkillProject, signals: tuple[int, ...], gap: float,
-                                             extra: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("signals", "gap", "extra"),
+    [
+        ((signal.SIGINT, signal.SIGINT), 0.05, ()),
+        ((signal.SIGINT, signal.SIGINT), 0.7, ()),
+        ((signal.SIGTERM,), 0.0, ()),
+        ((signal.SIGTERM, signal.SIGINT), 0.05, ()),
+        ((signal.SIGTERM, signal.SIGINT), 0.7, ()),
+        ((signal.SIGTERM,), 0.0, ("-n", "2")),
+    ],
+    ids=[
+        "ctrl-c-twice-at-once",
+        "ctrl-c-twice-while-exiting",
+        "sigterm",
+        "sigterm-then-ctrl-c-at-once",
+        "sigterm-then-ctrl-c-while-exiting",
+        "sigterm-xdist",
+    ],
+)
+def test_signals_end_the_run_like_one_ctrl_c(
+    skill_project: SkillProject, signals: tuple[int, ...], gap: float, extra: tuple[str, ...]
+) -> None:
     """The second signal lands either while the first is still being handled, or (0.7 s later) once results are
     written and the process is exiting, where the interpreter would otherwise die of it."""
     sleep = _unique_sleep()
     _skill(skill_project, sleep)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    previous = subprocess.run(_argv(skill_project, "-k", "quick"), cwd=skill_project.root, env=env,
-                              capture_output=True, text=True, timeout=300)
+    previous = subprocess.run(
+        _argv(skill_project, "-k", "quick"),
+        cwd=skill_project.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert previous.returncode == 0, previous.stdout + previous.stderr
     latest = skill_project.root / "results" / "demo" / "latest"
     previous_run = os.readlink(latest)
     previous_bytes = (latest.parent / previous_run / "result.json").read_bytes()
 
-    proc = subprocess.Popen(_argv(skill_project, *extra), cwd=skill_project.root, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=default_ctrl_c)
+    proc = subprocess.Popen(
+        _argv(skill_project, *extra),
+        cwd=skill_project.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_ctrl_c,
+    )
     try:
         deadline = time.monotonic() + 240
         while not _leftovers(sleep):  # the slow trial's command is running

@@ -10,8 +10,10 @@ import pytest
 
 from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
 
-STANDARD_ROWS = re.compile(r"^  (security|skill_execution|skill_efficiency|accuracy|goal_accuracy|behavior_check|"
-                           r"Security|Correctness|Discoverability|Effectiveness|Efficiency|Outcome\*)\s{2,}")
+STANDARD_ROWS = re.compile(
+    r"^  (security|skill_execution|skill_efficiency|accuracy|goal_accuracy|behavior_check|"
+    r"Security|Correctness|Discoverability|Effectiveness|Efficiency|Outcome\*)\s{2,}"
+)
 
 
 def summary_of(stdout: str) -> list[str]:
@@ -66,8 +68,9 @@ def test_a_failing_items_output_has_no_harbor_debug_lines(low_scores: SkillProje
     assert "does not declare an options_model" in loud.stdout.str()
 
 
-def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(skill_project: SkillProject,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "150")
     skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
     result = skill_project.run(*LOCAL_REPLAY, "-k", "c1", "--block-on-agent-eval")
@@ -77,9 +80,13 @@ def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(skill_project: SkillP
     assert len(lines[0]) == 150 and all(len(line) <= 150 for line in lines if "/results/demo/" not in line)
     text = flat(lines)
     # (the no-op replay never reads the skill: INCONCLUSIVE; what matters is that the reason leads with the selection)
-    assert "Verdict: INCONCLUSIVE -- publication-incomplete (partial selection: 2 case(s) not run); skill never " \
-           "activated for any agent" in text
-    assert ("--block-on-agent-eval: exit status 13: the run was incomplete (partial selection: 2 case(s) not run); "
-            "the gate needs every planned case and attempt") in text
+    assert (
+        "Verdict: INCONCLUSIVE -- publication-incomplete (partial selection: 2 case(s) not run); skill never "
+        "activated for any agent" in text
+    )
+    assert (
+        "--block-on-agent-eval: exit status 13: the run was incomplete (partial selection: 2 case(s) not run); "
+        "the gate needs every planned case and attempt"
+    ) in text
     assert "(verdict neutral)" not in text
     assert lines[-1].startswith("Next: run every case for a publishable verdict: drop -k/-m/--max-cases")

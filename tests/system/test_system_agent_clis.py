@@ -41,8 +41,12 @@ def test_concurrent_installs_of_one_set_install_once(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "install-agent-clis.sh"
     env = {**os.environ, "SKILLEVAL_AGENT_CLI_CACHE": str(tmp_path / "cache")}
     # A tiny package stands in for the CLIs: the lock, not the download, is under test.
-    runs = [subprocess.Popen([str(script), "is-number@7.0.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env) for _ in range(2)]
+    runs = [
+        subprocess.Popen(
+            [str(script), "is-number@7.0.0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
     outputs = [run.communicate(timeout=300) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     prefixes = {Path(out.strip()) for out, _ in outputs}

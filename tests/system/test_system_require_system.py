@@ -17,8 +17,9 @@ def test_needs_the_frobnicator():
 """
 
 
-def test_a_missing_system_part_skips_with_how_to_install(pytester: pytest.Pytester,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_missing_system_part_skips_with_how_to_install(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
     pytester.makepyfile(NEEDS_MISSING_PART)
     result = pytester.runpytest("-rs")
@@ -27,8 +28,9 @@ def test_a_missing_system_part_skips_with_how_to_install(pytester: pytest.Pytest
 
 
 @pytest.mark.parametrize("value", ["1", "true"])
-def test_under_ci_a_missing_system_part_fails(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
-                                              value: str) -> None:
+def test_under_ci_a_missing_system_part_fails(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     monkeypatch.setenv(REQUIRE_SYSTEM_ENV, value)
     pytester.makepyfile(NEEDS_MISSING_PART)
     result = pytester.runpytest()
@@ -36,8 +38,9 @@ def test_under_ci_a_missing_system_part_fails(pytester: pytest.Pytester, monkeyp
     result.stdout.fnmatch_lines([f"*apt-get install frobnicator ({REQUIRE_SYSTEM_ENV} is set*"])
 
 
-def test_a_fixture_for_a_missing_part_skips_and_marks_the_test(pytester: pytest.Pytester,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fixture_for_a_missing_part_skips_and_marks_the_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
     monkeypatch.setenv("PATH", str(pytester.path / "empty-bin"))
     pytester.makepyfile("def test_browser(chromium_path):\n    raise AssertionError('must not run')\n")
@@ -48,9 +51,9 @@ def test_a_fixture_for_a_missing_part_skips_and_marks_the_test(pytester: pytest.
     deselected.assert_outcomes(deselected=1)
 
 
-def test_without_debootstrap_the_image_fixture_skips_saying_so(pytester: pytest.Pytester,
-                                                               monkeypatch: pytest.MonkeyPatch,
-                                                               docker_available: str) -> None:
+def test_without_debootstrap_the_image_fixture_skips_saying_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, docker_available: str
+) -> None:
     # A PATH with docker and what the build script runs, but no debootstrap; an image name that does not exist.
     bin_dir = pytester.mkdir("bin")
     for tool in ("bash", "dirname", "flock"):

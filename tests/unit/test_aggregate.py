@@ -22,8 +22,8 @@ from pytest_skilleval.results.aggregate import (
     lift_band,
     overall_from_dimensions,
 )
-from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
 
 SIX = ("security", "skill_execution", "skill_efficiency", "accuracy", "goal_accuracy", "behavior_check")
 
@@ -325,10 +325,21 @@ def test_a_case_judged_by_two_models_across_its_attempts_is_mixed() -> None:
     for i in range(5):
         for attempt in (1, 2):
             model = "judge-b" if i == 0 and attempt == 2 else "judge-a"
-            records.append(rec(f"c{i}", "with_skill", attempt, sec=0.8, metrics={"accuracy": 0.9},
-                               judge_models={"accuracy": model}))
-            records.append(rec(f"c{i}", "without_skill", attempt, sec=0.5, metrics={"accuracy": 0.4},
-                               judge_models={"accuracy": model}))
+            records.append(
+                rec(
+                    f"c{i}", "with_skill", attempt, sec=0.8, metrics={"accuracy": 0.9}, judge_models={"accuracy": model}
+                )
+            )
+            records.append(
+                rec(
+                    f"c{i}",
+                    "without_skill",
+                    attempt,
+                    sec=0.5,
+                    metrics={"accuracy": 0.4},
+                    judge_models={"accuracy": model},
+                )
+            )
     lift = aggregate(records, plan([f"c{i}" for i in range(5)], n_attempts=2)).agents["codex"].lift
     assert lift is not None
     assert lift.judge_mixed_cases["accuracy"] == 1 and lift.judge_mixed_case_ids == ["c0"]
@@ -573,8 +584,13 @@ def test_a_failed_judge_withholds_that_arms_scores_and_the_lift() -> None:
     for i in range(5):
         records.append(rec(f"c{i}", "with_skill", all6=0.9))
         records.append(rec(f"c{i}", "without_skill", all6=0.5))
-    records[0] = rec("c0", "with_skill", status="unscored",
-                     metrics={"accuracy": None, "security": 1.0}, judge_failures={"accuracy": "gave up"})
+    records[0] = rec(
+        "c0",
+        "with_skill",
+        status="unscored",
+        metrics={"accuracy": None, "security": 1.0},
+        judge_failures={"accuracy": "gave up"},
+    )
     agent = aggregate(records, plan([f"c{i}" for i in range(5)])).agents["codex"]
     ws, wos = agent.with_skill, agent.without_skill
     assert ws.execution_status == "failed" and ws.overall is None and ws.metrics["security"] is None

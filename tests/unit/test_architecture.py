@@ -60,7 +60,7 @@ def _cycle() -> list[str] | None:
         stack.append(node)
         for target in sorted(GRAPH[node]):
             if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
+                return stack[stack.index(target) :] + [target]
             if target not in state and (found := visit(target)):
                 return found
         stack.pop()
@@ -86,8 +86,10 @@ def test_no_import_cycles() -> None:
 def _offending(prefix: str, rule) -> list[str]:
     return sorted(
         f"{name} imports {target}"
-        for name, targets in ALL_IMPORTS.items() if name == prefix or name.startswith(prefix + ".")
-        for target in targets if rule(target)
+        for name, targets in ALL_IMPORTS.items()
+        if name == prefix or name.startswith(prefix + ".")
+        for target in targets
+        if rule(target)
     )
 
 
@@ -115,8 +117,14 @@ def test_results_import_neither_pytest_nor_harbor(package: str) -> None:
     assert _offending(package, lambda t: ours(t) and t != "pytest_skilleval.__version__") == []
 
 
-LAYERS = ["pytest_skilleval.testing", "verifier", "pytest_skilleval.results", "pytest_skilleval.skill", "pytest_skilleval.harbor",
-          "pytest_skilleval.authoring"]
+LAYERS = [
+    "pytest_skilleval.testing",
+    "verifier",
+    "pytest_skilleval.results",
+    "pytest_skilleval.skill",
+    "pytest_skilleval.harbor",
+    "pytest_skilleval.authoring",
+]
 
 
 def _layer(name: str) -> int | None:
@@ -132,7 +140,8 @@ def test_imports_point_down_the_layers() -> None:
         f"{name} -> {target}"
         for name, targets in GRAPH.items()
         for target in targets
-        if _layer(name) is not None and (_layer(target) is None or _layer(target) > _layer(name))
+        if _layer(name) is not None
+        and (_layer(target) is None or _layer(target) > _layer(name))
         and target not in ("pytest_skilleval",)
     )
     assert upward == []

@@ -85,7 +85,9 @@ def test_yaml_benchmark_list_with_negative_case_and_no_fixtures(tmp_path: Path) 
     )
     dataset, _ = b2e.convert(bench, skill)
     assert [(e["id"], e["expected_skill"], e["files"]) for e in dataset["evals"]] == [
-        ("t1", "demo", []), ("t2", None, [])]
+        ("t1", "demo", []),
+        ("t2", None, []),
+    ]
     assert [case.is_negative for case in load_dataset(skill / "evals" / "evals.json").cases] == [False, True]
 
 
@@ -167,8 +169,9 @@ def _replay_grader(case: str, arm: str) -> tuple[str, str]:
     replay = json.loads((REPLAYS / f"{case}.{arm}.json").read_text())
     for step in replay["steps"]:
         for call in step.get("tool_calls") or []:
-            found = re.search(r"/evals/(grader\.(?:py|sh)) <<'GRADER'\n(.*?)GRADER", call["arguments"].get(
-                "command", ""), re.S)
+            found = re.search(
+                r"/evals/(grader\.(?:py|sh)) <<'GRADER'\n(.*?)GRADER", call["arguments"].get("command", ""), re.S
+            )
             if found:
                 return found.group(1), found.group(2)
     raise AssertionError(f"{case}.{arm}: no grader written")
@@ -208,21 +211,22 @@ def test_with_skill_graders_pass_good_fail_bad_and_validate_strict(
 
 
 def test_baseline_graders_break_the_contract_or_do_not_discriminate(tmp_path: Path) -> None:
-    rubric = _with_replay_outputs(tmp_path / "a", "rubric-task-json", "word-count", "default_plus_custom",
-                                  "without-skill")
+    rubric = _with_replay_outputs(
+        tmp_path / "a", "rubric-task-json", "word-count", "default_plus_custom", "without-skill"
+    )
     report = checker.check(rubric, tmp_path / "a" / "rubric-task-json" / "checks" / "good", "short-poem")
     assert not report["ok"] and any("'accuracy'" in p for p in report["problems"])
     slug = _with_replay_outputs(tmp_path / "b", "pytest-check", "slugify", "custom_only", "without-skill")
     report = checker.check(slug, tmp_path / "b" / "pytest-check" / "checks" / "bad", "title-slug", expect="fail")
     assert not report["ok"] and "expected the grader to fail" in report["problems"][0]
-    shell = _with_replay_outputs(tmp_path / "c", "shell-verifier", "release-notes", "default_plus_custom",
-                                 "without-skill")
+    shell = _with_replay_outputs(
+        tmp_path / "c", "shell-verifier", "release-notes", "default_plus_custom", "without-skill"
+    )
     report = checker.check(shell, tmp_path / "c" / "shell-verifier" / "checks" / "good", "notes-1-2")
     assert not report["ok"] and any("neither" in p for p in report["problems"])
 
 
-def test_check_reports_crashes_missing_graders_and_symlinks(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_reports_crashes_missing_graders_and_symlinks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     skill = tmp_path / "demo"
     (skill / "evals").mkdir(parents=True)
     workspace = tmp_path / "ws"
@@ -236,12 +240,14 @@ def test_check_reports_crashes_missing_graders_and_symlinks(tmp_path: Path,
     assert "not a symlink" in checker.check(skill, workspace)["problems"][0]
     (skill / "evals" / "grader.py").unlink()
     (skill / "evals" / "grader.py").write_text(
-        "import json, os\nopen(os.environ['HARBOR_REWARD_JSON'], 'w').write(json.dumps({'custom_metrics': {}}))\n")
+        "import json, os\nopen(os.environ['HARBOR_REWARD_JSON'], 'w').write(json.dumps({'custom_metrics': {}}))\n"
+    )
     (skill / "evals" / "config.yml").write_text("schema_version: 1\ngrading:\n  mode: custom_only  # owner\n")
     assert checker.main([str(skill), "--workspace", str(workspace)]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report["problems"] == ["no usable overall (reward.json 'overall' or reward.txt); custom_only would "
-                                  "leave the trial unscored"]
+    assert report["problems"] == [
+        "no usable overall (reward.json 'overall' or reward.txt); custom_only would leave the trial unscored"
+    ]
 
 
 def test_replays_match_their_generator_and_the_current_skill_md(tmp_path: Path) -> None:

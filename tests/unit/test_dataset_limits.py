@@ -59,8 +59,11 @@ def entry(case_id: str) -> dict[str, str]:
 
 
 def test_yaml_alias_bomb_in_a_dataset_is_refused_in_little_memory(tmp_path: Path) -> None:
-    path = write(tmp_path, "evals.yaml", "skill_name: x\nevals:\n  - id: a\n    prompt: p\n    expected_output: e\n"
-                 + alias_bomb())
+    path = write(
+        tmp_path,
+        "evals.yaml",
+        "skill_name: x\nevals:\n  - id: a\n    prompt: p\n    expected_output: e\n" + alias_bomb(),
+    )
     raised, peak = peak_mib(lambda: load_dataset(path))
     assert isinstance(raised, DatasetError)
     assert str(raised).startswith(f"{path}: ")

@@ -13,7 +13,8 @@ from pytest_skilleval.harbor.docker_cleanup import active_projects, compose_proj
 
 def test_project_name_is_harbors_for_the_trial() -> None:
     assert compose_project("skilleval-Case.1__replay-with-skill-1__abc123") == (
-        "skilleval-case-1__replay-with-skill-1__abc123__env")
+        "skilleval-case-1__replay-with-skill-1__abc123__env"
+    )
 
 
 def test_a_running_trial_is_known_and_a_cancelled_one_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,11 +60,14 @@ def test_leftovers_message_says_how_to_find_them() -> None:
 
 
 def test_a_second_ctrl_c_names_the_docker_resources_still_being_removed(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pytest_skilleval.signals import SignalGuard
 
     monkeypatch.setattr(docker_cleanup, "_ACTIVE", {"skilleval-c1__replay-with-skill-1__abc123__env"})
     SignalGuard()._on_repeat(2, None)
     err = capsys.readouterr().err
     assert "already stopping" in err and "if you stop now, containers, networks or volumes of 1 trial(s)" in err
-    assert "docker ps -a --filter label=com.docker.compose.project=skilleval-c1__replay-with-skill-1__abc123__env" in err
+    assert (
+        "docker ps -a --filter label=com.docker.compose.project=skilleval-c1__replay-with-skill-1__abc123__env" in err
+    )

@@ -13,8 +13,9 @@ def test_all_pass_for_local_and_replay(capsys: pytest.CaptureFixture[str]) -> No
     assert "PASS  agent replay (needs no credential)" in out and out.rstrip().endswith("2 passed, 0 failed")
 
 
-def test_missing_key_unknown_kwarg_and_unreachable_daemon_fail(capsys: pytest.CaptureFixture[str],
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_key_unknown_kwarg_and_unreachable_daemon_fail(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("OPENAI_API_KEY", "CODEX_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")

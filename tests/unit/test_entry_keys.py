@@ -50,8 +50,11 @@ def test_edit_distance_counts_an_adjacent_swap_once() -> None:
 
 
 def test_typos_are_grouped_per_key_with_their_entries() -> None:
-    entries = [("entry 0 (id 'a')", {"expected_skil": None}), ("entry 1 (id 'b')", {"expected_skil": None}),
-               ("entry 2 (id 'c')", {"greeting_name": "x"})]
+    entries = [
+        ("entry 0 (id 'a')", {"expected_skil": None}),
+        ("entry 1 (id 'b')", {"expected_skil": None}),
+        ("entry 2 (id 'c')", {"greeting_name": "x"}),
+    ]
     typos = near_miss_keys(entries)
     assert [(t.key, t.resembles, t.entries) for t in typos] == [
         ("expected_skil", "expected_skill", ["entry 0 (id 'a')", "entry 1 (id 'b')"])
@@ -62,8 +65,16 @@ def test_typos_are_grouped_per_key_with_their_entries() -> None:
 
 def test_dataset_keeps_the_key_and_reports_it(tmp_path: Path) -> None:
     path = tmp_path / "evals.json"
-    path.write_text(json.dumps({"skill_name": "demo", "evals": [
-        {"id": "neg", "prompt": "p", "expected_output": "e", "expected_skil": None, "greeting_name": "Ada"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "skill_name": "demo",
+                "evals": [
+                    {"id": "neg", "prompt": "p", "expected_output": "e", "expected_skil": None, "greeting_name": "Ada"}
+                ],
+            }
+        )
+    )
     dataset = load_dataset(path)
     case = dataset.cases[0]
     # The typo does not make the case negative (that is the silent change the warning is for) ...

@@ -57,9 +57,11 @@ def test_docker_takes_no_kwargs_and_lifecycle_keys_are_ours() -> None:
     docker = resolve_mode("docker")
     assert kwarg_problems(docker, {}) == []
     assert kwarg_problems(docker, {"bogus": "1"}) == [
-        "--ek bogus: unknown to the docker environment (it accepts: none)"]
+        "--ek bogus: unknown to the docker environment (it accepts: none)"
+    ]
     assert kwarg_problems(docker, {"keep_containers": "1"}) == [
-        "--ek keep_containers: set by pytest-skilleval itself, not through --ek"]
+        "--ek keep_containers: set by pytest-skilleval itself, not through --ek"
+    ]
     assert kwarg_problems(docker, {"override_cpus": "4"})[0].endswith("not through --ek")
 
 

@@ -10,8 +10,20 @@ from pytest_skilleval.skill.settings import RunSettings
 
 @pytest.mark.parametrize(
     "name",
-    ["GITHUB_TOKEN", "STRIPE_KEY", "OPENAI_API_KEY", "CLIENT_SECRET", "MY_DB_PASSWORD", "db_password", "AWS_REGION",
-     "AZURE_TENANT_ID", "GOOGLE_APPLICATION_CREDENTIALS", "ANTHROPIC_BASE_URL", "MODAL_TOKEN_ID", "KUBECONFIG"],
+    [
+        "GITHUB_TOKEN",
+        "STRIPE_KEY",
+        "OPENAI_API_KEY",
+        "CLIENT_SECRET",
+        "MY_DB_PASSWORD",
+        "db_password",
+        "AWS_REGION",
+        "AZURE_TENANT_ID",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "ANTHROPIC_BASE_URL",
+        "MODAL_TOKEN_ID",
+        "KUBECONFIG",
+    ],
 )
 def test_credential_looking_names(name: str) -> None:
     assert looks_like_credential(name)
@@ -55,4 +67,6 @@ def test_ordinary_names_are_not_credentials(name: str) -> None:
     from verifier.redact import Redactor
 
     assert not looks_like_credential(name)
-    assert Redactor.from_environment({name: "Zq81mXo2Lk5bN7rTy3Vw"}).text("Zq81mXo2Lk5bN7rTy3Vw") == "Zq81mXo2Lk5bN7rTy3Vw"
+    assert (
+        Redactor.from_environment({name: "Zq81mXo2Lk5bN7rTy3Vw"}).text("Zq81mXo2Lk5bN7rTy3Vw") == "Zq81mXo2Lk5bN7rTy3Vw"
+    )

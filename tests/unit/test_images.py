@@ -30,8 +30,11 @@ def _skill(tmp_path: Path, name: str = "demo") -> Path:
 
 
 def _instructions(dockerfile: str) -> list[str]:
-    return [line.split()[0].upper() for line in dockerfile.splitlines() if line.strip() and not line.startswith("#")
-            and not line.startswith(" ")]
+    return [
+        line.split()[0].upper()
+        for line in dockerfile.splitlines()
+        if line.strip() and not line.startswith("#") and not line.startswith(" ")
+    ]
 
 
 def test_default_image_is_python_slim_with_the_seed_tools(tmp_path: Path) -> None:
@@ -120,8 +123,16 @@ def test_native_task_dockerfile_is_rebased_and_gets_our_layers(tmp_path: Path) -
 
 
 def _spec(skill: Path, arm: str = "without_skill") -> TrialSpec:
-    return TrialSpec(skill_dir=skill, skill_name=skill.name, case_id="c1", source="dataset",
-                     entry={"id": "c1", "prompt": "do it"}, agent="replay", arm=arm, attempt=1)
+    return TrialSpec(
+        skill_dir=skill,
+        skill_name=skill.name,
+        case_id="c1",
+        source="dataset",
+        entry={"id": "c1", "prompt": "do it"},
+        agent="replay",
+        arm=arm,
+        attempt=1,
+    )
 
 
 def test_generated_task_names_the_prebuilt_image_and_applies_config(tmp_path: Path) -> None:
@@ -129,9 +140,13 @@ def test_generated_task_names_the_prebuilt_image_and_applies_config(tmp_path: Pa
     inputs = tmp_path / "in"
     inputs.mkdir()
     (inputs / "name.txt").write_text("Ada\n")
-    environment = TaskEnvironment(plan=image_plan(skill, "offline:1"), image="skilleval/demo:abc",
-                                  workdir="/srv/work", resources={"cpus": 1, "memory_mb": 512},
-                                  pre_agent_setup=("echo ready", "test -d /srv/work"))
+    environment = TaskEnvironment(
+        plan=image_plan(skill, "offline:1"),
+        image="skilleval/demo:abc",
+        workdir="/srv/work",
+        resources={"cpus": 1, "memory_mb": 512},
+        pre_agent_setup=("echo ready", "test -d /srv/work"),
+    )
     task = stage_dataset_task(_spec(skill), tmp_path / "task", "default", None, environment, inputs)
     table = tomllib.loads((task / "task.toml").read_text())["environment"]
     assert table["docker_image"] == "skilleval/demo:abc"

@@ -41,9 +41,12 @@ def test_package_data_globs_put_every_skill_file_in_a_wheel() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     patterns = config["package-data"]["pytest_skilleval.authoring"]
     base = REPO / "pytest_skilleval" / "authoring"
-    packaged = {p.relative_to(base / "skills" / "create-custom-grader").as_posix()
-                for pattern in patterns for p in base.glob(pattern)
-                if p.is_relative_to(base / "skills" / "create-custom-grader")}
+    packaged = {
+        p.relative_to(base / "skills" / "create-custom-grader").as_posix()
+        for pattern in patterns
+        for p in base.glob(pattern)
+        if p.is_relative_to(base / "skills" / "create-custom-grader")
+    }
     assert packaged == set(_skill_files(REPO_SKILL))
     assert any(e.startswith("pytest_skilleval.authoring.skills") for e in config["packages"]["find"]["exclude"])
 

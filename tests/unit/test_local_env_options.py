@@ -32,12 +32,15 @@ def test_defaults_and_spelling() -> None:
     assert local_env_options({}).tools is None
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"sandbox": "bogus"}, "--ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
-    ({"sandbox": "docker"}, "--ek sandbox must be one of auto, bwrap, none (got 'docker')"),
-    ({"sandbx": "none"}, "--ek sandbx is not a setting of the local environment (known: sandbox, tools)"),
-    ({"tools": "/no/such/dir"}, "--ek tools must be a directory (got '/no/such/dir')"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"sandbox": "bogus"}, "--ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
+        ({"sandbox": "docker"}, "--ek sandbox must be one of auto, bwrap, none (got 'docker')"),
+        ({"sandbx": "none"}, "--ek sandbx is not a setting of the local environment (known: sandbox, tools)"),
+        ({"tools": "/no/such/dir"}, "--ek tools must be a directory (got '/no/such/dir')"),
+    ],
+)
 def test_bad_settings_are_one_line_errors(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError) as error:
         check_local_env(kwargs)

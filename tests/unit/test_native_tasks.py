@@ -333,8 +333,9 @@ def test_task_env_reference_to_credential(evals: Path) -> None:
         assert "--pass-env ANTHROPIC_API_KEY" in findings[0].message
     # Passed: the standard modes still keep a credential out of the agent's environment; custom_only warns.
     assert rules(task, mode="default", staged_env={"ANTHROPIC_API_KEY"}) == {"task-env-control"}
-    findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None,
-                                 staged_env={"ANTHROPIC_API_KEY"})
+    findings = check_native_task(
+        task, grading_mode="custom_only", paired=False, dataset_ids=None, staged_env={"ANTHROPIC_API_KEY"}
+    )
     assert [(f.rule, f.severity) for f in findings] == [("task-env-credential", "warning")]
 
 
@@ -377,8 +378,9 @@ def test_step_tables_need_pass_env_too(evals: Path) -> None:
     findings = check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None)
     assert [f.rule for f in findings] == ["task-env-host-variable"]
     assert "[[steps]] 'one' verifier.env X references the host variable HOST_X" in findings[0].message
-    assert check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None,
-                             staged_env={"HOST_X"}) == []
+    assert (
+        check_native_task(task, grading_mode="custom_only", paired=False, dataset_ids=None, staged_env={"HOST_X"}) == []
+    )
 
 
 def test_exact_forward_of_staged_judge_control_in_verifier_env(evals: Path) -> None:
@@ -387,17 +389,13 @@ def test_exact_forward_of_staged_judge_control_in_verifier_env(evals: Path) -> N
     # Not passed by the operator: one error that says how to pass it.
     assert rules(task, mode="default") == {"task-env-host-variable"}
     other = loaded(evals, case="case-2", extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "gpt-x"\n')
-    assert rules(other, mode="default", dataset_ids={"case-2"}, staged_env={"LLM_JUDGE_MODEL"}) == {
-        "task-env-control"
-    }
+    assert rules(other, mode="default", dataset_ids={"case-2"}, staged_env={"LLM_JUDGE_MODEL"}) == {"task-env-control"}
     agent_side = loaded(evals, case="case-3", extra='\n[environment.env]\nOPENAI_API_KEY = "${OPENAI_API_KEY}"\n')
     assert rules(agent_side, mode="default", dataset_ids={"case-3"}, staged_env={"OPENAI_API_KEY"}) == {
         "task-env-control"
     }
     renamed = loaded(evals, case="case-4", extra='\n[verifier.env]\nLLM_JUDGE_MODEL = "${OTHER_MODEL}"\n')
-    assert rules(renamed, mode="default", dataset_ids={"case-4"}, staged_env={"OTHER_MODEL"}) == {
-        "task-env-control"
-    }
+    assert rules(renamed, mode="default", dataset_ids={"case-4"}, staged_env={"OTHER_MODEL"}) == {"task-env-control"}
 
 
 # --- paired runs -------------------------------------------------------------------------------------------------
@@ -565,14 +563,21 @@ def test_staged_copy_loads_in_harbor(evals: Path, tmp_path: Path) -> None:
         ("\n[verifier]\ntimeout_sec = nan\n", "verifier.timeout_sec", "nan"),
         ("\n[agent]\ntimeout_sec = inf\n", "agent.timeout_sec", "inf"),
         ("\n[environment]\nbuild_timeout_sec = -1\n", "environment.build_timeout_sec", "-1"),
-        ('\n[environment.healthcheck]\ncommand = "true"\ninterval_sec = 0\n', "environment.healthcheck.interval_sec",
-         "0"),
+        (
+            '\n[environment.healthcheck]\ncommand = "true"\ninterval_sec = 0\n',
+            "environment.healthcheck.interval_sec",
+            "0",
+        ),
         ('\n[[verifier.collect]]\ncommand = "true"\ntimeout_sec = -3\n', "verifier.collect[0].timeout_sec", "-3"),
     ],
 )
 def test_bad_durations_are_refused_naming_the_field(evals: Path, extra: str, field: str, got: str) -> None:
-    toml = BASE_TOML.format(case="case-1").replace("[agent]\ntimeout_sec = 300.0\n", "").replace(
-        "[verifier]\ntimeout_sec = 180.0\n", "") + extra
+    toml = (
+        BASE_TOML.format(case="case-1")
+        .replace("[agent]\ntimeout_sec = 300.0\n", "")
+        .replace("[verifier]\ntimeout_sec = 180.0\n", "")
+        + extra
+    )
     with pytest.raises(NativeTaskError) as caught:
         load_native_task(make_task(evals, toml=toml))
     message = str(caught.value)
@@ -587,8 +592,9 @@ def test_step_durations_name_the_step(evals: Path) -> None:
 
 
 def test_zero_grace_period_and_positive_durations_are_fine(evals: Path) -> None:
-    extra = ('\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\n'
-             "start_period_sec = 0\n")
+    extra = (
+        '\n[environment]\nbuild_timeout_sec = 30\n[environment.healthcheck]\ncommand = "true"\nstart_period_sec = 0\n'
+    )
     task = load_native_task(make_task(evals, extra=extra))
     assert task.config.environment.healthcheck.start_period_sec == 0
 

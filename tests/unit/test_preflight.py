@@ -31,8 +31,10 @@ def test_missing_agent_credentials_name_the_variable() -> None:
 
 def test_agent_gets_only_its_own_credentials_as_templates() -> None:
     environ = {"OPENAI_API_KEY": "sk-secret", "ANTHROPIC_API_KEY": "a", "OPENAI_BASE_URL": "http://x", "HOME": "/r"}
-    assert agent_env("codex", None, environ) == {"OPENAI_API_KEY": "${OPENAI_API_KEY}",
-                                                 "OPENAI_BASE_URL": "${OPENAI_BASE_URL}"}
+    assert agent_env("codex", None, environ) == {
+        "OPENAI_API_KEY": "${OPENAI_API_KEY}",
+        "OPENAI_BASE_URL": "${OPENAI_BASE_URL}",
+    }
     assert agent_env("claude-code", None, environ) == {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY}"}
     assert agent_env("replay", None, environ) == {}
 

@@ -18,8 +18,11 @@ def _demo_recipe() -> list[str]:
     makefile = (REPO / "Makefile").read_text()
     recipe = re.search(r"^demo:.*\n\t(.+)$", makefile, re.M)
     assert recipe, "Makefile has no demo recipe"
-    return [word for word in shlex.split(recipe.group(1).replace("$(VENV)", ".venv")) if word != "-p"
-            and word != "no:cacheprovider"]
+    return [
+        word
+        for word in shlex.split(recipe.group(1).replace("$(VENV)", ".venv"))
+        if word != "-p" and word != "no:cacheprovider"
+    ]
 
 
 def test_the_walkthrough_runs_what_make_demo_runs() -> None:
@@ -32,7 +35,8 @@ def test_the_walkthrough_counts_the_demo_items() -> None:
     cases = len(json.loads((HELLO_SKILL / "evals" / "evals.json").read_text())["evals"])
     attempts = int(_demo_recipe()[_demo_recipe().index("--n-attempts") + 1])
     assert f"You see {cases * 2 * attempts} items ({cases} cases x 2 arms x {attempts} attempts)" in " ".join(
-        README.split())
+        README.split()
+    )
 
 
 def test_the_venv_note_names_the_error_and_the_way_out() -> None:

@@ -43,8 +43,10 @@ def test_every_token_pattern_has_a_sample() -> None:
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_a_document_holding_any_token_is_redacted(sample: str) -> None:
     redactor = Redactor()
-    document = {"record": {"case": "c1", "details": {"reason": f"the agent printed {sample} and went on"}},
-                "trajectory": {"steps": [{"message": "ok"}, {"message": f"x\n{sample}\n"}]}}
+    document = {
+        "record": {"case": "c1", "details": {"reason": f"the agent printed {sample} and went on"}},
+        "trajectory": {"steps": [{"message": "ok"}, {"message": f"x\n{sample}\n"}]},
+    }
     assert redactor.may_hold_secret(sample)
     scrubbed = redactor.scrub(document)
     text = json.dumps(scrubbed)
@@ -54,16 +56,23 @@ def test_a_document_holding_any_token_is_redacted(sample: str) -> None:
 
 def test_a_clean_document_is_returned_as_it_is() -> None:
     redactor = Redactor(["s3cr3t-Value-0123456789"])
-    document: dict[str, Any] = {"case": "task-00001", "tokens": {"prompt": 10}, "steps": [{"message": "x" * 500}],
-                                "details": {"security": {"reason": "no secret here", "score": 0.5}}}
+    document: dict[str, Any] = {
+        "case": "task-00001",
+        "tokens": {"prompt": 10},
+        "steps": [{"message": "x" * 500}],
+        "details": {"security": {"reason": "no secret here", "score": 0.5}},
+    }
     assert redactor.scrub(document) is document
 
 
-@pytest.mark.parametrize("document", [
-    {"details": {"api_key": "plainvalue"}},  # a credential-named key over a string
-    {"env": ["KEY s3cr3t-Value-0123456789 end"]},  # a known secret value
-    {"s3cr3t-Value-0123456789": 1},  # ... as a key
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"details": {"api_key": "plainvalue"}},  # a credential-named key over a string
+        {"env": ["KEY s3cr3t-Value-0123456789 end"]},  # a known secret value
+        {"s3cr3t-Value-0123456789": 1},  # ... as a key
+    ],
+)
 def test_keys_and_known_values_still_force_the_full_pass(document: dict[str, Any]) -> None:
     redactor = Redactor(["s3cr3t-Value-0123456789"])
     scrubbed = redactor.scrub(document)
@@ -90,8 +99,19 @@ def test_read_files_opens_each_folder_once_and_follows_no_link(tmp_path: Path) -
     (outside / "trajectory.json").write_text("stolen")
     os.symlink(outside, trial / "agent")
     os.symlink(outside / "trajectory.json", trial / "linked.json")
-    found = safe_io.read_files(trial, ["verifier/reward.json", "verifier/big.txt", "verifier/out.txt",
-                                       "agent/trajectory.json", "linked.json", "result.json", "missing/x.json"],
-                               max_bytes=60, tail_bytes={"verifier/out.txt": 4})
+    found = safe_io.read_files(
+        trial,
+        [
+            "verifier/reward.json",
+            "verifier/big.txt",
+            "verifier/out.txt",
+            "agent/trajectory.json",
+            "linked.json",
+            "result.json",
+            "missing/x.json",
+        ],
+        max_bytes=60,
+        tail_bytes={"verifier/out.txt": 4},
+    )
     assert found == {"verifier/reward.json": b'{"r": 1}', "verifier/out.txt": b"TAIL", "result.json": b"{}"}
     assert safe_io.read_files(tmp_path / "absent", ["result.json"]) == {}

@@ -23,7 +23,10 @@ def test_cached_short_strings_are_redacted_every_time() -> None:
 def test_cached_key_decisions_match_the_rules() -> None:
     redactor = Redactor()
     data = [{"api_key": "plainvalue", "reason": "fine"}, {"api_key": "other", "reason": "also fine"}]
-    assert redactor.value(data) == [{"api_key": REDACTED, "reason": "fine"}, {"api_key": REDACTED, "reason": "also fine"}]
+    assert redactor.value(data) == [
+        {"api_key": REDACTED, "reason": "fine"},
+        {"api_key": REDACTED, "reason": "also fine"},
+    ]
     assert redactor._credential_keys == {"api_key": True, "reason": False}
 
 

@@ -33,17 +33,40 @@ def _trial_dir(root: Path, case: str, arm: str, attempt: int) -> Path:
     tdir = root / f"{case}-{arm}-{attempt}"
     (tdir / "agent").mkdir(parents=True)
     (tdir / "verifier").mkdir()
-    trajectory = {"steps": [
-        {"step_id": 1, "source": "user", "message": "do it"},
-        {"step_id": 2, "source": "agent", "message": f"running {HOSTILE}",
-         "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": f"echo {SECRET}"}}],
-         "observation": {"results": [{"source_call_id": "c1", "content": f"{SECRET}\n"}]}},
-    ]}
+    trajectory = {
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "do it"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": f"running {HOSTILE}",
+                "tool_calls": [
+                    {"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": f"echo {SECRET}"}}
+                ],
+                "observation": {"results": [{"source_call_id": "c1", "content": f"{SECRET}\n"}]},
+            },
+        ]
+    }
     (tdir / "agent" / "trajectory.json").write_text(json.dumps(trajectory))
-    rich = {"metrics": {"security": 0.0}, "overall": 0.5, "details": {"security": {
-        "passed": False, "reason": "Agent response contains a secret",
-        "findings": [{"type": "secret_leak", "severity": "critical", "source": "agent_response",
-                      "message": f"leaked {HOSTILE}", "evidence": f"token={SECRET}"}]}}}
+    rich = {
+        "metrics": {"security": 0.0},
+        "overall": 0.5,
+        "details": {
+            "security": {
+                "passed": False,
+                "reason": "Agent response contains a secret",
+                "findings": [
+                    {
+                        "type": "secret_leak",
+                        "severity": "critical",
+                        "source": "agent_response",
+                        "message": f"leaked {HOSTILE}",
+                        "evidence": f"token={SECRET}",
+                    }
+                ],
+            }
+        },
+    }
     (tdir / "verifier" / "skilleval_reward.json").write_text(json.dumps(rich))
     (tdir / "verifier" / "grader-output.txt").write_text(f"grader says {HOSTILE} OPENAI_API_KEY={SECRET}\n")
     return tdir
@@ -55,21 +78,43 @@ def _records(root: Path | None, agent: str = "codex", shift: float = 0.0, attemp
         for arm, base in (("with_skill", 0.8), ("without_skill", 0.4)):
             for attempt in range(1, attempts + 1):
                 score = min(1.0, base + shift + 0.02 * i - 0.01 * attempt)
-                records.append(TrialRecord(
-                    skill="s", case=case, agent=agent, arm=arm, attempt=attempt, status="scored",  # type: ignore[arg-type]
-                    overall=score, passed=score >= 0.5,
-                    metrics={"security": 1.0, "skill_execution": score, "skill_efficiency": score},
-                    custom_metrics={"greeting_correct": score}, activation=1.0 if arm == "with_skill" else None,
-                    tokens=TokenUsage(prompt=100, completion=10), agent_seconds=1.5,
-                    trial_dir=str(_trial_dir(root, case, arm, attempt)) if root else None,
-                ))
+                records.append(
+                    TrialRecord(
+                        skill="s",
+                        case=case,
+                        agent=agent,
+                        arm=arm,
+                        attempt=attempt,
+                        status="scored",  # type: ignore[arg-type]
+                        overall=score,
+                        passed=score >= 0.5,
+                        metrics={"security": 1.0, "skill_execution": score, "skill_efficiency": score},
+                        custom_metrics={"greeting_correct": score},
+                        activation=1.0 if arm == "with_skill" else None,
+                        tokens=TokenUsage(prompt=100, completion=10),
+                        agent_seconds=1.5,
+                        trial_dir=str(_trial_dir(root, case, arm, attempt)) if root else None,
+                    )
+                )
     return records
 
 
-def _run(tmp: Path, records: list[TrialRecord], run_id: str, agents: tuple[str, ...] = ("codex",),
-         cases: tuple[str, ...] = CASES, interrupted: bool = False) -> Path:
-    plan = RunPlan(skill="s", cases=list(cases), agents=list(agents), n_attempts=2,
-                   evaluated_at="2026-01-02T03:04:05Z", interrupted=interrupted)
+def _run(
+    tmp: Path,
+    records: list[TrialRecord],
+    run_id: str,
+    agents: tuple[str, ...] = ("codex",),
+    cases: tuple[str, ...] = CASES,
+    interrupted: bool = False,
+) -> Path:
+    plan = RunPlan(
+        skill="s",
+        cases=list(cases),
+        agents=list(agents),
+        n_attempts=2,
+        evaluated_at="2026-01-02T03:04:05Z",
+        interrupted=interrupted,
+    )
     return write_results_tree(aggregate(records, plan), records, tmp / "results", run_id)
 
 
@@ -115,8 +160,15 @@ def test_report_puts_the_verdict_first_and_has_every_section(run_dir: Path) -> N
     assert verdict < html.index("<h3>Dimensions</h3>")
     assert html.count('class="case-row"') == len(CASES)
     assert html.count('<details class="trial"') == len(CASES) * 2 * 2
-    for section in ("With vs without the skill, per case", "Skill Lift with its 95% interval", "pass@k and pass^k",
-                    "Resources per arm", "Evaluators and custom metrics", "Security findings", "Grader details"):
+    for section in (
+        "With vs without the skill, per case",
+        "Skill Lift with its 95% interval",
+        "pass@k and pass^k",
+        "Resources per arm",
+        "Evaluators and custom metrics",
+        "Security findings",
+        "Grader details",
+    ):
         assert section in html
     assert html.count("<svg") == 3  # cases, forest, pass@k
     assert "custom: greeting_correct" in html and "secret_leak" in html
@@ -172,10 +224,16 @@ def test_redact_text_masks_tokens_and_credential_values() -> None:
 
 
 def test_trajectory_steps_are_capped_and_tool_outputs_paired() -> None:
-    steps = [{"step_id": i, "source": "agent", "message": "m",
-              "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": "ls"}}],
-              "observation": {"results": [{"source_call_id": f"c{i}", "content": "out"}]}}
-             for i in range(MAX_STEPS + 5)]
+    steps = [
+        {
+            "step_id": i,
+            "source": "agent",
+            "message": "m",
+            "tool_calls": [{"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": "ls"}}],
+            "observation": {"results": [{"source_call_id": f"c{i}", "content": "out"}]},
+        }
+        for i in range(MAX_STEPS + 5)
+    ]
     shown, omitted = trajectory_steps({"steps": steps})
     assert len(shown) == MAX_STEPS and omitted == 5
     assert shown[0].tool_calls[0].arguments == "ls" and shown[0].tool_calls[0].output == "out"
@@ -194,8 +252,9 @@ def test_find_run_accepts_run_result_root_and_skill(run_dir: Path, tmp_path: Pat
 # ----------------------------------------------------------------------------------------------- view
 
 
-def test_view_prints_summary_and_report_path_and_renders_a_missing_report(run_dir: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_view_prints_summary_and_report_path_and_renders_a_missing_report(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (run_dir / "report.html").unlink()
     assert skilleval(["view", str(run_dir.parent)]) == 0
     out = capsys.readouterr().out
@@ -217,8 +276,9 @@ def _two_runs(tmp_path: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def test_compare_two_runs_gives_per_dimension_and_per_case_deltas(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_two_runs_gives_per_dimension_and_per_case_deltas(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _two_runs(tmp_path)
     assert skilleval(["compare", str(a), str(b), "--json"]) == 0
     [pair] = json.loads(capsys.readouterr().out)
@@ -232,8 +292,9 @@ def test_compare_two_runs_gives_per_dimension_and_per_case_deltas(tmp_path: Path
     assert correctness["delta"] is None and correctness["n"] == 0  # unscored is never 0
 
 
-def test_compare_a_results_root_uses_the_two_newest_succeeded_runs(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_a_results_root_uses_the_two_newest_succeeded_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _two_runs(tmp_path)
     _run(tmp_path, _records(None, shift=0.2)[:4], "20260102_030407_1_0123456789cc", interrupted=True)
     assert skilleval(["compare", str(a.parent)]) == 0
@@ -252,8 +313,9 @@ def test_compare_refuses_a_run_that_did_not_succeed(tmp_path: Path, capsys: pyte
 def test_compare_two_agents_of_one_run(tmp_path: Path) -> None:
     records = _records(None, agent="one") + _records(None, agent="two", shift=-0.1)
     run = load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", agents=("one", "two")))
-    sides: list[Any] = [Side(n, tuple(t for t in run.document.trials if t.agent == n and t.arm == "with_skill"))
-                        for n in ("one", "two")]
+    sides: list[Any] = [
+        Side(n, tuple(t for t in run.document.trials if t.agent == n and t.arm == "with_skill")) for n in ("one", "two")
+    ]
     result = compare_sides(*sides)
     overall = next(d for d in result["measures"] if d.name == "overall")
     assert overall.delta == pytest.approx(-0.2 / 3, abs=1e-3)  # overall = mean(security 1.0, two metrics - 0.1)
@@ -265,12 +327,20 @@ def test_compare_two_agents_of_one_run(tmp_path: Path) -> None:
 
 def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path: Path) -> None:
     records = [r for r in _records(None) if r.arm == "with_skill"]
-    records[0] = records[0].model_copy(update={"status": "error", "overall": None, "passed": None, "metrics": {},
-                                               "error": f"grader crashed: {SECRET}"})
-    plan = RunPlan(skill="s", cases=list(CASES), agents=["codex"], arms=["with_skill"], n_attempts=2,
-                   evaluated_at="2026-01-02T03:04:05Z")
-    run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "results",
-                                 "20260102_030405_1_0123456789ab")
+    records[0] = records[0].model_copy(
+        update={"status": "error", "overall": None, "passed": None, "metrics": {}, "error": f"grader crashed: {SECRET}"}
+    )
+    plan = RunPlan(
+        skill="s",
+        cases=list(CASES),
+        agents=["codex"],
+        arms=["with_skill"],
+        n_attempts=2,
+        evaluated_at="2026-01-02T03:04:05Z",
+    )
+    run_dir = write_results_tree(
+        aggregate(records, plan), records, tmp_path / "results", "20260102_030405_1_0123456789ab"
+    )
     run = load_run(run_dir)
     html, card = render_report(run), render_card(run)
     assert "Skill Lift omitted" in html and "No lift to plot" in html
@@ -280,12 +350,31 @@ def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path:
     assert "NO SCORE → " in card  # the baseline that never ran is not a zero
 
 
-@pytest.mark.parametrize("sample", [
-    "-----BEGIN RSA PRIVATE KEY-----", "Authorization: x", "bearer abcdefghijk", "eyJhbGci.eyJzdWIi.sig",
-    "AKIA0123456789ABCDEF", "ASIA0123456789ABCDEF", "sk-abcdefghij", "nvapi-abcdefghij", "crsr_abcdefghij",
-    "sha256~abcdefghij", "ghp_" + "a" * 20, "github_pat_" + "a" * 20, "xoxb-0123456789", "AIza" + "a" * 30,
-    "api_key=1", "TOKEN: 1", "secret=1", "password=1", "passwd=1", "auth: 1",
-])
+@pytest.mark.parametrize(
+    "sample",
+    [
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "Authorization: x",
+        "bearer abcdefghijk",
+        "eyJhbGci.eyJzdWIi.sig",
+        "AKIA0123456789ABCDEF",
+        "ASIA0123456789ABCDEF",
+        "sk-abcdefghij",
+        "nvapi-abcdefghij",
+        "crsr_abcdefghij",
+        "sha256~abcdefghij",
+        "ghp_" + "a" * 20,
+        "github_pat_" + "a" * 20,
+        "xoxb-0123456789",
+        "AIza" + "a" * 30,
+        "api_key=1",
+        "TOKEN: 1",
+        "secret=1",
+        "password=1",
+        "passwd=1",
+        "auth: 1",
+    ],
+)
 def test_every_credential_pattern_passes_the_quick_hint(sample: str) -> None:
     from verifier.custom import _CREDENTIAL_VALUE_PATTERNS, credential_spans
 

@@ -26,12 +26,23 @@ RUN_ID = "20250102_030405_42_0123456789ab"
 
 def _records(n_cases: int = 3) -> tuple[Any, list[TrialRecord]]:
     records = [
-        TrialRecord(skill="s", case=f"c{i}", agent="codex", arm=arm, attempt=1, status="scored",  # type: ignore[arg-type]
-                    overall=0.7, metrics={"security": 1.0}, details={"security": {"reason": "ok"}})
-        for i in range(n_cases) for arm in ("with_skill", "without_skill")
+        TrialRecord(
+            skill="s",
+            case=f"c{i}",
+            agent="codex",
+            arm=arm,
+            attempt=1,
+            status="scored",  # type: ignore[arg-type]
+            overall=0.7,
+            metrics={"security": 1.0},
+            details={"security": {"reason": "ok"}},
+        )
+        for i in range(n_cases)
+        for arm in ("with_skill", "without_skill")
     ]
-    plan = RunPlan(skill="s", cases=[f"c{i}" for i in range(n_cases)], agents=["codex"],
-                   evaluated_at="2025-01-02T03:04:05Z")
+    plan = RunPlan(
+        skill="s", cases=[f"c{i}" for i in range(n_cases)], agents=["codex"], evaluated_at="2025-01-02T03:04:05Z"
+    )
     return aggregate(records, plan), records
 
 
@@ -72,8 +83,9 @@ def test_one_sync_pass_then_result_json_last(tmp_path: Path, monkeypatch: pytest
     assert sum(e.startswith("replace c") and e.endswith(".1.json") for e in renamed) == len(records)  # trial files
 
 
-def test_without_syncfs_every_file_is_fsynced_before_result_json(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_syncfs_every_file_is_fsynced_before_result_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agg, records = _records()
     events = _trace(monkeypatch, syncfs_works=False)
     write_results_tree(agg, records, tmp_path, RUN_ID)
@@ -84,8 +96,9 @@ def test_without_syncfs_every_file_is_fsynced_before_result_json(tmp_path: Path,
     assert all(not e.startswith("replace ") for e in before_result[first_fsync:])  # all after the writes
 
 
-def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Files written as trials finish wait for the session end's sync pass; the batch keeps their paths as plain
     strings (a Path keeps its parsed parts too: memory per trial) and the fallback fsyncs each by that path."""
     agg, records = _records()
@@ -111,7 +124,8 @@ def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(tmp_path: 
 
 
 def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_trial_file(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A run killed outright (no session end) can still be resumed: run_config.json and dataset_digest.json are each
     fsynced (the file, then its folder) before the first trial file, which is left to the end's one sync pass."""
     events = _trace(monkeypatch, syncfs_works=True)
@@ -120,14 +134,23 @@ def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_tr
     _, records = _records()
     early.write(records[0])
     config, digest = f"replace {results.RUN_CONFIG_FILE}", f"replace {results.DATASET_DIGEST_FILE}"
-    assert events == [f"replace {results.MARKER_FILE}", "fsync", config, "fsync", "fsync", digest, "fsync",
-                      "replace c0.1.json"]
+    assert events == [
+        f"replace {results.MARKER_FILE}",
+        "fsync",
+        config,
+        "fsync",
+        "fsync",
+        digest,
+        "fsync",
+        "replace c0.1.json",
+    ]
     early.write(records[1])
     assert events.count(config) == 1 and len(events) == 9  # once per run folder, not per trial
 
 
-def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agg, records = _records()
     complete = write_results_tree(agg, records, tmp_path, "20240101_000000_1_aaaaaaaaaaaa")
     real = results.atomic_write_json

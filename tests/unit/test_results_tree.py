@@ -14,8 +14,8 @@ import pytest
 
 from pytest_skilleval.results import tree as results
 from pytest_skilleval.results.aggregate import aggregate
-from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.results.tree import (
     MARKER_FILE,
     UnsafeResultsPath,
@@ -124,8 +124,18 @@ def test_result_json_minimum_shape_and_schema(tmp_path: Path) -> None:
     jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text())).validate(doc)
     assert doc["schema_version"] == "2.0" and doc["run_id"] == RUN_ID
     for key in (
-        "execution_status", "verdict", "score_policy", "verdict_policy", "attempt_policy", "evaluated_at",
-        "evaluator_version", "dataset_summary", "dataset_digest", "trials", "agents", "harbor_version",
+        "execution_status",
+        "verdict",
+        "score_policy",
+        "verdict_policy",
+        "attempt_policy",
+        "evaluated_at",
+        "evaluator_version",
+        "dataset_summary",
+        "dataset_digest",
+        "trials",
+        "agents",
+        "harbor_version",
     ):
         assert key in doc, key
     trial = doc["trials"][0]
@@ -136,7 +146,12 @@ def test_result_json_minimum_shape_and_schema(tmp_path: Path) -> None:
     assert set(arm["dimensions"]) == {"security", "correctness", "discoverability", "effectiveness", "efficiency"}
     assert arm["dimensions"]["correctness"] is None  # unscored is null
     assert set(arm["metrics"]) == {
-        "security", "skill_execution", "skill_efficiency", "accuracy", "goal_accuracy", "behavior_check"
+        "security",
+        "skill_execution",
+        "skill_efficiency",
+        "accuracy",
+        "goal_accuracy",
+        "behavior_check",
     }
     assert set(arm["pass_at_k"]) >= {"k", "rate", "unbiased", "pass_hat_k"}
     assert set(arm) >= {"overall", "custom_metrics", "n_trials", "n_scored", "resources"}
@@ -203,8 +218,14 @@ def test_reward_json_from_record_when_harbor_left_none(tmp_path: Path) -> None:
 def test_trial_folder_keeps_rich_reward_and_grader_output_redacted(tmp_path: Path) -> None:
     trial_dir = tmp_path / "harbor-trial"
     (trial_dir / "verifier").mkdir(parents=True)
-    rich = {"metrics": {"security": 0.0}, "overall": 0.0, "details": {"security": {"findings": [
-        {"type": "secret_leak", "evidence": "echo sk-abcdefghijklmnop"}]}, "custom": {"api_key": "hunter2"}}}
+    rich = {
+        "metrics": {"security": 0.0},
+        "overall": 0.0,
+        "details": {
+            "security": {"findings": [{"type": "secret_leak", "evidence": "echo sk-abcdefghijklmnop"}]},
+            "custom": {"api_key": "hunter2"},
+        },
+    }
     (trial_dir / "verifier" / "skilleval_reward.json").write_text(json.dumps(rich))
     noise = "x" * (results.MAX_GRADER_OUTPUT_CHARS + 100)
     (trial_dir / "verifier" / "grader-output.txt").write_text(noise + "\nOPENAI_API_KEY=sk-abcdefghijklmnop done\n")

@@ -20,8 +20,16 @@ CONFIG = {"agents": ["codex"], "n_attempts": 2, "n_concurrent": 4, "skill_digest
 
 
 def _record(case: str = "c0") -> TrialRecord:
-    return TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=1, status="scored",
-                       overall=0.7, metrics={"security": 1.0})
+    return TrialRecord(
+        skill="s",
+        case=case,
+        agent="codex",
+        arm="with_skill",
+        attempt=1,
+        status="scored",
+        overall=0.7,
+        metrics={"security": 1.0},
+    )
 
 
 def _killed_run(root: Path) -> Path:
@@ -46,8 +54,15 @@ def test_a_killed_run_is_still_unfinished_to_every_reader(tmp_path: Path) -> Non
 
 def test_the_end_writes_the_same_files_the_early_writer_did(tmp_path: Path) -> None:
     records = [_record("c0"), _record("c1")]
-    plan = RunPlan(skill="s", cases=["c0", "c1"], agents=["codex"], arms=["with_skill"], run_config=dict(CONFIG),
-                   dataset_digest="data-1", evaluated_at="2025-01-02T03:04:05Z")
+    plan = RunPlan(
+        skill="s",
+        cases=["c0", "c1"],
+        agents=["codex"],
+        arms=["with_skill"],
+        run_config=dict(CONFIG),
+        dataset_digest="data-1",
+        evaluated_at="2025-01-02T03:04:05Z",
+    )
     early = tree.EarlyTrialFiles(tmp_path, RUN_ID, Redactor.from_environment({}), start=tree.RunStart(CONFIG, "data-1"))
     early.write(records[0])
     run_dir = tmp_path / RUN_ID
@@ -74,9 +89,11 @@ def test_a_killed_run_compares_like_a_finished_one(tmp_path: Path) -> None:
     assert resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1") is None
     assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
     assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1") == (
-        "the skill's files changed since that run (its digest differs)")
+        "the skill's files changed since that run (its digest differs)"
+    )
     assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1") == (
-        "settings changed since that run: n_attempts")
+        "settings changed since that run: n_attempts"
+    )
 
 
 def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_path: Path) -> None:
@@ -94,9 +111,12 @@ def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> Non
     (run_dir / tree.RUN_CONFIG_FILE).unlink()
     (run_dir / tree.DATASET_DIGEST_FILE).unlink()
     problem = resume_problem(run_dir, CONFIG, "data-1")
-    assert problem == (f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
-                       "not a run folder this plugin can resume")
+    assert problem == (
+        f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
+        "not a run folder this plugin can resume"
+    )
     (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
     (run_dir / tree.DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
     assert resume_problem(run_dir, CONFIG, "data-1") == (
-        f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume")
+        f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume"
+    )

@@ -6,22 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.skill.plan import TrialSpec
-from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.harbor.environments import LOCAL_ENV_IMPORT_PATH
 from pytest_skilleval.harbor.runner import (
     REPLAY_AGENT_IMPORT_PATH,
     agent_config,
     environment_config,
 )
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings
 
 SKILL = Path("/skills/demo")
 STAGED = Path("/run/_skills/demo")
 
 
 def _spec(agent: str, arm: str = "with_skill") -> TrialSpec:
-    return TrialSpec(skill_dir=SKILL, skill_name="demo", case_id="c1", source="dataset", agent=agent, arm=arm,
-                     attempt=1)
+    return TrialSpec(
+        skill_dir=SKILL, skill_name="demo", case_id="c1", source="dataset", agent=agent, arm=arm, attempt=1
+    )
 
 
 @pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode"])
@@ -73,16 +74,21 @@ def test_environment_configs() -> None:
 
 
 def test_agent_kwargs_reach_only_their_agent() -> None:
-    settings = RunSettings(agents=["terminus-2", "codex"],
-                           agent_kwargs={"terminus-2": {"record_terminal_session": False, "api_base": "http://h/v1"}})
+    settings = RunSettings(
+        agents=["terminus-2", "codex"],
+        agent_kwargs={"terminus-2": {"record_terminal_session": False, "api_base": "http://h/v1"}},
+    )
     assert agent_config(_spec("terminus-2"), settings, STAGED).kwargs == {
-        "record_terminal_session": False, "api_base": "http://h/v1"}
+        "record_terminal_session": False,
+        "api_base": "http://h/v1",
+    }
     assert agent_config(_spec("codex"), settings, STAGED).kwargs == {}
 
 
 def test_agent_kwargs_for_import_path_agents_and_aliases() -> None:
-    settings = RunSettings(agents=["pkg.mod:Agent", "claude"], agent_kwargs={"pkg.mod:Agent": {"x": 1},
-                                                                           "claude": {"y": "z"}})
+    settings = RunSettings(
+        agents=["pkg.mod:Agent", "claude"], agent_kwargs={"pkg.mod:Agent": {"x": 1}, "claude": {"y": "z"}}
+    )
     assert agent_config(_spec("pkg.mod:Agent"), settings, STAGED).kwargs == {"x": 1}
     assert agent_config(_spec("claude-code"), settings, STAGED).kwargs == {"y": "z"}
 
@@ -96,10 +102,24 @@ def test_replay_keeps_its_own_kwargs_beside_agent_kwargs() -> None:
 def test_agent_kwarg_values_are_json_when_they_parse() -> None:
     from pytest_skilleval.options import _agent_kwargs
 
-    parsed = _agent_kwargs(["terminus-2:record_terminal_session=false", "terminus-2:api_base=http://127.0.0.1:1/v1",
-                            "pkg.mod:Agent:n=3", 'terminus-2:llm_kwargs={"temperature": 0}', 'a:s="123"'])
-    assert parsed == {"terminus-2": {"record_terminal_session": False, "api_base": "http://127.0.0.1:1/v1",
-                                     "llm_kwargs": {"temperature": 0}}, "pkg.mod:Agent": {"n": 3}, "a": {"s": "123"}}
+    parsed = _agent_kwargs(
+        [
+            "terminus-2:record_terminal_session=false",
+            "terminus-2:api_base=http://127.0.0.1:1/v1",
+            "pkg.mod:Agent:n=3",
+            'terminus-2:llm_kwargs={"temperature": 0}',
+            'a:s="123"',
+        ]
+    )
+    assert parsed == {
+        "terminus-2": {
+            "record_terminal_session": False,
+            "api_base": "http://127.0.0.1:1/v1",
+            "llm_kwargs": {"temperature": 0},
+        },
+        "pkg.mod:Agent": {"n": 3},
+        "a": {"s": "123"},
+    }
 
 
 def test_trials_starting_at_once_build_a_skills_image_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -13,9 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilleval.skill.config_file import load_config
-from pytest_skilleval.harbor.native_staging import stage_native_task
-from pytest_skilleval.skill.native_tasks import check_native_task, discover_native_tasks
 from pytest_skilleval.authoring.scaffold import (
     ScaffoldError,
     add_init_commands,
@@ -24,6 +21,9 @@ from pytest_skilleval.authoring.scaffold import (
     run_init_custom_grader,
     run_init_harbor_task,
 )
+from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.skill.config_file import load_config
+from pytest_skilleval.skill.native_tasks import check_native_task, discover_native_tasks
 from verifier.custom import read_grader_reward
 
 BASH = shutil.which("bash")

@@ -21,19 +21,38 @@ SKILL = Path("/skills/demo")
 
 
 def _spec(case: str) -> TrialSpec:
-    return TrialSpec(skill_dir=SKILL, skill_name="demo", case_id=case, source="dataset", agent="a",
-                     arm="with_skill", attempt=1, nodeid=f"demo::{case}")
+    return TrialSpec(
+        skill_dir=SKILL,
+        skill_name="demo",
+        case_id=case,
+        source="dataset",
+        agent="a",
+        arm="with_skill",
+        attempt=1,
+        nodeid=f"demo::{case}",
+    )
 
 
 def _record(spec: TrialSpec) -> TrialRecord:
-    return TrialRecord(skill="demo", skill_dir=str(SKILL), case=spec.case_id, agent=spec.agent, arm=spec.arm,
-                       attempt=spec.attempt, nodeid=spec.nodeid, status="scored", overall=1.0, passed=True)
+    return TrialRecord(
+        skill="demo",
+        skill_dir=str(SKILL),
+        case=spec.case_id,
+        agent=spec.agent,
+        arm=spec.arm,
+        attempt=spec.attempt,
+        nodeid=spec.nodeid,
+        status="scored",
+        overall=1.0,
+        passed=True,
+    )
 
 
 NEEDS_CTRL_C = pytest.mark.skipif(
     threading.current_thread() is not threading.main_thread()
     or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-    reason="needs the main thread with Python's own Ctrl+C handler")
+    reason="needs the main thread with Python's own Ctrl+C handler",
+)
 
 
 async def _until_cancelled(started: threading.Event) -> None:

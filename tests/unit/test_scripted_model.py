@@ -54,12 +54,18 @@ def litellm() -> Any:
 
 
 def test_chat_text_and_tool_calls_plain_and_streamed_through_openai_sdk(scripted_model) -> None:
-    server = scripted_model({"models": {"gpt-test": [
-        {"text": "Here are the files.", "usage": {"input_tokens": 11, "output_tokens": 4}},
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "ls -la"}, "id": "call_1"}]},
-        {"text": "Streaming works fine."},
-        {"text": "Let me look.", "tool_calls": [{"name": "bash", "arguments": {"command": "cat a.txt"}}]},
-    ]}})
+    server = scripted_model(
+        {
+            "models": {
+                "gpt-test": [
+                    {"text": "Here are the files.", "usage": {"input_tokens": 11, "output_tokens": 4}},
+                    {"tool_calls": [{"name": "bash", "arguments": {"command": "ls -la"}, "id": "call_1"}]},
+                    {"text": "Streaming works fine."},
+                    {"text": "Let me look.", "tool_calls": [{"name": "bash", "arguments": {"command": "cat a.txt"}}]},
+                ]
+            }
+        }
+    )
     api = client(server)
 
     first = api.chat.completions.create(model="gpt-test", messages=USER)
@@ -73,10 +79,14 @@ def test_chat_text_and_tool_calls_plain_and_streamed_through_openai_sdk(scripted
     assert (call.id, call.function.name) == ("call_1", "bash")
     assert json.loads(call.function.arguments) == {"command": "ls -la"}
 
-    chunks = list(api.chat.completions.create(model="gpt-test", messages=USER, stream=True,
-                                              stream_options={"include_usage": True}))
-    text_deltas = [chunk.choices[0].delta.content for chunk in chunks
-                   if chunk.choices and chunk.choices[0].delta.content]
+    chunks = list(
+        api.chat.completions.create(
+            model="gpt-test", messages=USER, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    text_deltas = [
+        chunk.choices[0].delta.content for chunk in chunks if chunk.choices and chunk.choices[0].delta.content
+    ]
     assert len(text_deltas) > 1 and "".join(text_deltas) == "Streaming works fine."
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens > 0
 
@@ -93,8 +103,9 @@ def test_chat_text_and_tool_calls_plain_and_streamed_through_openai_sdk(scripted
 
 def test_chat_stream_ends_with_done_over_raw_http(scripted_model) -> None:
     server = scripted_model({"replies": ["one two"]})
-    response = httpx.post(f"{server.openai_base_url}/chat/completions",
-                          json={"model": "m", "messages": USER, "stream": True})
+    response = httpx.post(
+        f"{server.openai_base_url}/chat/completions", json={"model": "m", "messages": USER, "stream": True}
+    )
     assert response.headers["content-type"].startswith("text/event-stream")
     events = sse_events(response.text)
     assert events[-1] == (None, "[DONE]")
@@ -118,13 +129,24 @@ def test_client_env_points_the_openai_sdk_here(scripted_model, monkeypatch: pyte
 
 
 def test_litellm_openai_provider_plain_and_streamed(scripted_model, litellm) -> None:
-    server = scripted_model({"models": {"judge": [
-        '{"score": 1}',
-        {"tool_calls": [{"name": "grade", "arguments": {"score": 0.5}}]},
-        "streamed through litellm",
-    ]}})
-    options = {"model": "openai/judge", "api_base": server.openai_base_url, "api_key": "x", "max_retries": 0,
-               "messages": USER}
+    server = scripted_model(
+        {
+            "models": {
+                "judge": [
+                    '{"score": 1}',
+                    {"tool_calls": [{"name": "grade", "arguments": {"score": 0.5}}]},
+                    "streamed through litellm",
+                ]
+            }
+        }
+    )
+    options = {
+        "model": "openai/judge",
+        "api_base": server.openai_base_url,
+        "api_key": "x",
+        "max_retries": 0,
+        "messages": USER,
+    }
     plain = litellm.completion(**options, response_format={"type": "json_object"})
     assert json.loads(plain.choices[0].message.content) == {"score": 1}
     assert server.requests[-1].body["response_format"] == {"type": "json_object"}
@@ -139,12 +161,22 @@ def test_litellm_openai_provider_plain_and_streamed(scripted_model, litellm) -> 
 
 
 def test_responses_plain_and_streamed_through_openai_sdk(scripted_model) -> None:
-    server = scripted_model({"models": {"codex-test": [
-        {"text": "Done.", "usage": {"input_tokens": 20, "output_tokens": 2, "cached_tokens": 5}},
-        {"tool_calls": [{"name": "shell", "arguments": {"command": ["ls"]}}]},
-        {"text": "I will patch it.",
-         "tool_calls": [{"name": "apply_patch", "arguments": "*** Begin Patch\n*** End Patch", "custom": True}]},
-    ]}})
+    server = scripted_model(
+        {
+            "models": {
+                "codex-test": [
+                    {"text": "Done.", "usage": {"input_tokens": 20, "output_tokens": 2, "cached_tokens": 5}},
+                    {"tool_calls": [{"name": "shell", "arguments": {"command": ["ls"]}}]},
+                    {
+                        "text": "I will patch it.",
+                        "tool_calls": [
+                            {"name": "apply_patch", "arguments": "*** Begin Patch\n*** End Patch", "custom": True}
+                        ],
+                    },
+                ]
+            }
+        }
+    )
     api = client(server)
 
     plain = api.responses.create(model="codex-test", input="hi", instructions="be brief")
@@ -156,9 +188,15 @@ def test_responses_plain_and_streamed_through_openai_sdk(scripted_model) -> None
     with api.responses.stream(model="codex-test", input="hi") as stream:
         types = [event.type for event in stream]
         final = stream.get_final_response()
-    assert types == ["response.created", "response.in_progress", "response.output_item.added",
-                     "response.function_call_arguments.delta", "response.function_call_arguments.done",
-                     "response.output_item.done", "response.completed"]
+    assert types == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
     call = final.output[0]
     assert (call.type, call.name, json.loads(call.arguments)) == ("function_call", "shell", {"command": ["ls"]})
 
@@ -176,18 +214,26 @@ def test_responses_plain_and_streamed_through_openai_sdk(scripted_model) -> None
 
 
 def test_anthropic_messages_plain_and_streamed_over_http(scripted_model) -> None:
-    server = scripted_model({"models": {"claude-*": [
-        {"text": "Hello.", "usage": {"input_tokens": 9, "output_tokens": 2}},
-        {"text": "Running it.", "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}, "id": "toolu_1"}]},
-    ]}})
+    server = scripted_model(
+        {
+            "models": {
+                "claude-*": [
+                    {"text": "Hello.", "usage": {"input_tokens": 9, "output_tokens": 2}},
+                    {
+                        "text": "Running it.",
+                        "tool_calls": [{"name": "Bash", "arguments": {"command": "ls"}, "id": "toolu_1"}],
+                    },
+                ]
+            }
+        }
+    )
     request = {"model": "claude-sonnet-test", "max_tokens": 100, "system": "sys prompt", "messages": USER}
 
     plain = httpx.post(f"{server.base_url}/v1/messages?beta=true", headers=ANTHROPIC_HEADERS, json=request).json()
     assert plain["type"] == "message" and plain["content"] == [{"type": "text", "text": "Hello."}]
     assert plain["stop_reason"] == "end_turn" and plain["usage"]["input_tokens"] == 9
 
-    streamed = httpx.post(f"{server.base_url}/v1/messages", headers=ANTHROPIC_HEADERS,
-                          json={**request, "stream": True})
+    streamed = httpx.post(f"{server.base_url}/v1/messages", headers=ANTHROPIC_HEADERS, json={**request, "stream": True})
     events = sse_events(streamed.text)
     names = [name for name, _ in events]
     assert names[0] == "message_start" and names[-2:] == ["message_delta", "message_stop"]
@@ -204,12 +250,24 @@ def test_anthropic_messages_plain_and_streamed_over_http(scripted_model) -> None
 
 
 def test_anthropic_messages_through_litellm_plain_and_streamed(scripted_model, litellm) -> None:
-    server = scripted_model({"replies": [
-        "plain anthropic",
-        {"text": "streamed anthropic", "tool_calls": [{"name": "Read", "arguments": {"file_path": "SKILL.md"}}]},
-    ]})
-    options = {"model": "anthropic/claude-test", "api_base": server.base_url, "api_key": "x", "max_retries": 0,
-               "messages": USER}
+    server = scripted_model(
+        {
+            "replies": [
+                "plain anthropic",
+                {
+                    "text": "streamed anthropic",
+                    "tool_calls": [{"name": "Read", "arguments": {"file_path": "SKILL.md"}}],
+                },
+            ]
+        }
+    )
+    options = {
+        "model": "anthropic/claude-test",
+        "api_base": server.base_url,
+        "api_key": "x",
+        "max_retries": 0,
+        "messages": USER,
+    }
     assert litellm.completion(**options).choices[0].message.content == "plain anthropic"
     message = litellm.stream_chunk_builder(list(litellm.completion(**options, stream=True))).choices[0].message
     assert message.content == "streamed anthropic"
@@ -219,8 +277,11 @@ def test_anthropic_messages_through_litellm_plain_and_streamed(scripted_model, l
 
 def test_count_tokens_and_models_do_not_use_the_script(scripted_model) -> None:
     server = scripted_model({"models": {"claude-test": ["kept"], "gpt-*": ["also kept"]}})
-    counted = httpx.post(f"{server.base_url}/v1/messages/count_tokens", headers=ANTHROPIC_HEADERS,
-                         json={"model": "claude-test", "messages": USER}).json()
+    counted = httpx.post(
+        f"{server.base_url}/v1/messages/count_tokens",
+        headers=ANTHROPIC_HEADERS,
+        json={"model": "claude-test", "messages": USER},
+    ).json()
     assert counted["input_tokens"] > 0
     openai_models = client(server).models.list()
     assert [model.id for model in openai_models] == ["claude-test"]
@@ -236,19 +297,28 @@ def test_count_tokens_and_models_do_not_use_the_script(scripted_model) -> None:
 
 def test_error_replies_with_retry_after_reach_openai_sdk_and_litellm(scripted_model, litellm) -> None:
     http_date = "Wed, 21 Oct 2026 07:28:00 GMT"
-    server = scripted_model({"replies": [
-        {"status": 429, "headers": {"Retry-After": "2"}, "message": "slow down"},
-        {"status": 429, "headers": {"Retry-After": http_date}},
-        {"status": 503, "repeat": 2},
-        "recovered",
-    ]})
+    server = scripted_model(
+        {
+            "replies": [
+                {"status": 429, "headers": {"Retry-After": "2"}, "message": "slow down"},
+                {"status": 429, "headers": {"Retry-After": http_date}},
+                {"status": 503, "repeat": 2},
+                "recovered",
+            ]
+        }
+    )
     with pytest.raises(openai.RateLimitError) as caught:
         client(server).chat.completions.create(model="m", messages=USER)
     assert caught.value.response.headers["retry-after"] == "2"
     assert caught.value.body["message"] == "slow down"
 
-    options = {"model": "openai/m", "api_base": server.openai_base_url, "api_key": "x", "max_retries": 0,
-               "messages": USER}
+    options = {
+        "model": "openai/m",
+        "api_base": server.openai_base_url,
+        "api_key": "x",
+        "max_retries": 0,
+        "messages": USER,
+    }
     with pytest.raises(litellm.RateLimitError) as limited:
         litellm.completion(**options)
     assert limited.value.status_code == 429
@@ -261,14 +331,21 @@ def test_error_replies_with_retry_after_reach_openai_sdk_and_litellm(scripted_mo
 
 
 def test_error_bodies_follow_the_dialect_and_raw_bodies_go_as_is(scripted_model) -> None:
-    server = scripted_model({"replies": [
-        {"status": 529, "message": "overloaded"},
-        {"status": 200, "body": "this is not json", "content_type": "application/json"},
-        {"status": 400, "body": {"error": {"message": "response_format is not supported"}}},
-        "valid at last",
-    ]})
-    anthropic = httpx.post(f"{server.base_url}/v1/messages", headers=ANTHROPIC_HEADERS,
-                           json={"model": "c", "max_tokens": 5, "messages": USER})
+    server = scripted_model(
+        {
+            "replies": [
+                {"status": 529, "message": "overloaded"},
+                {"status": 200, "body": "this is not json", "content_type": "application/json"},
+                {"status": 400, "body": {"error": {"message": "response_format is not supported"}}},
+                "valid at last",
+            ]
+        }
+    )
+    anthropic = httpx.post(
+        f"{server.base_url}/v1/messages",
+        headers=ANTHROPIC_HEADERS,
+        json={"model": "c", "max_tokens": 5, "messages": USER},
+    )
     assert anthropic.status_code == 529
     assert anthropic.json() == {"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}}
     api = client(server)
@@ -280,13 +357,17 @@ def test_error_bodies_follow_the_dialect_and_raw_bodies_go_as_is(scripted_model)
 
 
 def test_guards_answer_side_requests_and_unmatched_ones_stay_queued(scripted_model) -> None:
-    server = scripted_model({"replies": [
-        {"match": "Generate a title", "text": "Listing files"},
-        {"match_regex": r"exit code \d+", "text": "The command failed."},
-        {"match": "never sent", "text": "unused"},
-        "first main answer",
-        "second main answer",
-    ]})
+    server = scripted_model(
+        {
+            "replies": [
+                {"match": "Generate a title", "text": "Listing files"},
+                {"match_regex": r"exit code \d+", "text": "The command failed."},
+                {"match": "never sent", "text": "unused"},
+                "first main answer",
+                "second main answer",
+            ]
+        }
+    )
     api = client(server)
 
     def ask(text: str) -> str:
@@ -303,11 +384,16 @@ def test_guards_answer_side_requests_and_unmatched_ones_stay_queued(scripted_mod
 
 
 def test_queues_by_model_repeat_forever_and_on_empty(scripted_model) -> None:
-    server = scripted_model({
-        "models": {"main-model": [{"text": "main", "repeat": 2}], "small-*": [{"text": "small", "repeat": "forever"}]},
-        "replies": ["default"],
-        "on_empty": {"status": 418, "message": "script over"},
-    })
+    server = scripted_model(
+        {
+            "models": {
+                "main-model": [{"text": "main", "repeat": 2}],
+                "small-*": [{"text": "small", "repeat": "forever"}],
+            },
+            "replies": ["default"],
+            "on_empty": {"status": 418, "message": "script over"},
+        }
+    )
     api = client(server)
 
     def ask(model: str) -> str:
@@ -361,8 +447,11 @@ def test_request_log_in_memory_and_jsonl_redacts_secrets(scripted_model, tmp_pat
     log = tmp_path / "requests.jsonl"
     server = scripted_model({"replies": ["a", "b"]}, log_path=log)
     client(server).chat.completions.create(model="m", messages=USER, temperature=0)
-    httpx.post(f"{server.base_url}/v1/messages", headers={**ANTHROPIC_HEADERS, "X-Custom-Token": "tok-secret"},
-               json={"model": "c", "max_tokens": 5, "messages": USER, "stream": True})
+    httpx.post(
+        f"{server.base_url}/v1/messages",
+        headers={**ANTHROPIC_HEADERS, "X-Custom-Token": "tok-secret"},
+        json={"model": "c", "max_tokens": 5, "messages": USER, "stream": True},
+    )
 
     first, second = server.requests
     assert (first.method, first.path, first.dialect, first.model) == ("POST", "/v1/chat/completions", "chat", "m")
@@ -414,7 +503,10 @@ def test_cli_serves_one_request_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     log = tmp_path / "log.jsonl"
     process = subprocess.Popen(
         [sys.executable, "-m", "pytest_skilleval.authoring.cli", "scripted-model", str(script), "--log", str(log)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
@@ -439,7 +531,12 @@ def test_cli_serves_one_request_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 def test_cli_refuses_a_bad_script_naming_the_field(tmp_path: Path) -> None:
     script = tmp_path / "bad.json"
     script.write_text(json.dumps({"models": {"m": ["ok", {"txt": "typo"}]}}))
-    result = subprocess.run([sys.executable, "-m", "pytest_skilleval.authoring.cli", "scripted-model", str(script)],
-                            capture_output=True, text=True, cwd=REPO, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_skilleval.authoring.cli", "scripted-model", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert f"{script}: models.m[1].txt: Extra inputs are not permitted" in result.stderr

@@ -21,8 +21,10 @@ def test_string_reply_is_text_and_replies_fill_the_default_queue() -> None:
     [
         ({"models": {"m": [{"txt": "x"}]}}, "models.m[0].txt: Extra inputs are not permitted"),
         ({"models": {"m": [{}]}}, "models.m[0]: a reply needs text, tool_calls or refusal"),
-        ({"replies": [{"text": "x", "status": 500}]},
-         "replies[0]: a reply with status is an HTTP response sent as is; it cannot also have text"),
+        (
+            {"replies": [{"text": "x", "status": 500}]},
+            "replies[0]: a reply with status is an HTTP response sent as is; it cannot also have text",
+        ),
         ({"replies": [{"message": "x"}]}, "replies[0]: an HTTP reply needs a status"),
         ({"replies": [{"text": "x", "repeat": 0}]}, "replies[0].repeat"),
         ({"replies": [{"text": "x", "match_regex": "("}]}, "replies[0].match_regex: not a valid regular expression"),

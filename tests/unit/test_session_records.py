@@ -21,9 +21,18 @@ def _state() -> SkillEvalSession:
 
 
 def _record(case: str, skill_dir: str, overall: float) -> TrialRecord:
-    return TrialRecord(skill="s", skill_dir=skill_dir, case=case, agent="replay", arm="with_skill", attempt=1,
-                       status="scored", overall=overall, nodeid=f"evals.json::{case}[replay-with_skill-1]",
-                       details={"security": {"reason": "fine"}})
+    return TrialRecord(
+        skill="s",
+        skill_dir=skill_dir,
+        case=case,
+        agent="replay",
+        arm="with_skill",
+        attempt=1,
+        status="scored",
+        overall=overall,
+        nodeid=f"evals.json::{case}[replay-with_skill-1]",
+        details={"security": {"reason": "fine"}},
+    )
 
 
 def test_records_are_kept_as_shared_json_and_parsed_on_demand() -> None:

@@ -26,7 +26,14 @@ def rec(case: str, arm: str, score: float, agent: str = "codex", **kw: Any) -> T
     kw.setdefault("agent_seconds", 61.25)
     attempt = kw.pop("attempt", 1)
     return TrialRecord(
-        skill="s", case=case, agent=agent, arm=arm, attempt=attempt, status="scored", metrics=metrics, **kw  # type: ignore[arg-type]
+        skill="s",
+        case=case,
+        agent=agent,
+        arm=arm,
+        attempt=attempt,
+        status="scored",
+        metrics=metrics,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -43,12 +50,26 @@ def custom_only(n: int = 5) -> AggregateResult:
     records = []
     for i in range(n):
         for arm, value in (("with_skill", 0.9), ("without_skill", 0.3)):
-            records.append(rec(f"c{i}", arm, value, metrics={}, grading_mode="custom_only", overall=value,
-                               custom_metrics={"cc": value}))
+            records.append(
+                rec(
+                    f"c{i}",
+                    arm,
+                    value,
+                    metrics={},
+                    grading_mode="custom_only",
+                    overall=value,
+                    custom_metrics={"cc": value},
+                )
+            )
     for r in records:
         r.metrics = {}
-    plan = RunPlan(skill="s", cases=[f"c{i}" for i in range(n)], agents=["codex"], grading_mode="custom_only",
-                   run_config={"judge": {"enabled": False, "reason": "custom_only grading runs no judges"}})
+    plan = RunPlan(
+        skill="s",
+        cases=[f"c{i}" for i in range(n)],
+        agents=["codex"],
+        grading_mode="custom_only",
+        run_config={"judge": {"enabled": False, "reason": "custom_only grading runs no judges"}},
+    )
     return aggregate(records, plan)
 
 
@@ -97,8 +118,10 @@ def test_a_long_metric_name_is_never_cut() -> None:
 
 def test_a_long_case_id_is_never_cut() -> None:
     case = "a-case-whose-id-is-long-enough-to-overflow-its-column"
-    res = aggregate([rec(case, "with_skill", 0.9), rec(case, "without_skill", 0.5)],
-                    RunPlan(skill="s", cases=[case], agents=["codex"]))
+    res = aggregate(
+        [rec(case, "with_skill", 0.9), rec(case, "without_skill", 0.5)],
+        RunPlan(skill="s", cases=[case], agents=["codex"]),
+    )
     lines = render_summary(res, RESULT, 80)
     assert any(line.strip() == case for line in lines)
     assert not too_wide(lines, 80)
@@ -158,8 +181,20 @@ def test_judge_rows_fold_into_one_line_without_a_judge() -> None:
 def test_custom_only_hides_rows_that_cannot_score() -> None:
     lines = render_summary(custom_only(), RESULT, 80)
     out = flat(lines)
-    standard = ("security", "skill_execution", "skill_efficiency", "accuracy", "goal_accuracy", "behavior_check",
-                "Security", "Correctness", "Discoverability", "Effectiveness", "Efficiency", "Outcome*")
+    standard = (
+        "security",
+        "skill_execution",
+        "skill_efficiency",
+        "accuracy",
+        "goal_accuracy",
+        "behavior_check",
+        "Security",
+        "Correctness",
+        "Discoverability",
+        "Effectiveness",
+        "Efficiency",
+        "Outcome*",
+    )
     rows = [line.split("  ")[1] for line in lines if line.startswith("  ") and "  " in line[2:]]
     assert not [row for row in rows if row in standard]  # no table row for anything that cannot score
     assert sum("NO SCORE" in line for line in lines) == 2  # the evaluators' line and the dimensions' line
@@ -229,8 +264,12 @@ def test_partial_selection_is_flagged_in_the_verdict() -> None:
 
 
 def test_baseline_rows_use_pytests_outcome_words() -> None:
-    records = [rec("a", "with_skill", 0.3), rec("a", "without_skill", 0.2), rec("b", "with_skill", 0.9),
-               rec("b", "without_skill", 0.2)]
+    records = [
+        rec("a", "with_skill", 0.3),
+        rec("a", "without_skill", 0.2),
+        rec("b", "with_skill", 0.9),
+        rec("b", "without_skill", 0.2),
+    ]
     lines = render_summary(aggregate(records, RunPlan(skill="s", cases=["a", "b"], agents=["codex"])), RESULT)
     header = line_with(lines, "case")
     assert header.split() == ["case", "arm", "mean", ">=0.50", "pytest"]
@@ -246,15 +285,18 @@ def test_baseline_rows_use_pytests_outcome_words() -> None:
 
 def partial() -> AggregateResult:
     records = [rec("a", "with_skill", 0.9), rec("a", "without_skill", 0.5)]
-    return aggregate(records, RunPlan(skill="s", cases=["a", "b"], agents=["codex"], selection_complete=False,
-                                      skipped_cases=["b"]))
+    return aggregate(
+        records, RunPlan(skill="s", cases=["a", "b"], agents=["codex"], selection_complete=False, skipped_cases=["b"])
+    )
 
 
 def test_gate_on_a_partial_run_says_incomplete() -> None:
     out = flat(render_summary(partial(), RESULT, block_on_agent_eval=True, pytest_status=0))
-    gate = out[out.index("--block-on-agent-eval"):].split("\n")[0]
-    assert gate == ("--block-on-agent-eval: exit status 13: the run was incomplete (partial selection: 1 case(s) "
-                    "not run); the gate needs every planned case and attempt")
+    gate = out[out.index("--block-on-agent-eval") :].split("\n")[0]
+    assert gate == (
+        "--block-on-agent-eval: exit status 13: the run was incomplete (partial selection: 1 case(s) "
+        "not run); the gate needs every planned case and attempt"
+    )
 
 
 def test_gate_keeps_pytests_own_failure_status() -> None:
@@ -285,37 +327,57 @@ def test_a_report_that_failed_to_render_says_so() -> None:
 
 def judged(n: int, attempts: int = 1, **plan_kw: Any) -> AggregateResult:
     judges = {"accuracy": 0.9, "goal_accuracy": 0.9, "behavior_check": 0.9}
-    records = [rec(f"c{i}", arm, 0.9, metrics=judges, attempt=a) for i in range(n) for a in range(1, attempts + 1)
-               for arm in ("with_skill", "without_skill")]
-    return aggregate(records, RunPlan(skill="s", cases=[f"c{i}" for i in range(n)], agents=["codex"],
-                                      n_attempts=attempts, **plan_kw))
+    records = [
+        rec(f"c{i}", arm, 0.9, metrics=judges, attempt=a)
+        for i in range(n)
+        for a in range(1, attempts + 1)
+        for arm in ("with_skill", "without_skill")
+    ]
+    return aggregate(
+        records, RunPlan(skill="s", cases=[f"c{i}" for i in range(n)], agents=["codex"], n_attempts=attempts, **plan_kw)
+    )
 
 
-@pytest.mark.parametrize(("result", "step"), [
-    (lambda: partial(), "run every case for a publishable verdict: drop -k/-m/--max-cases"),
-    (lambda: judged(5, interrupted=True), "--resume latest"),
-    (lambda: aggregate([rec("a", "without_skill", 0.7)],
-                       RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["without_skill"])),
-     "drop --skip-with-skill"),
-    (lambda: aggregate([rec("a", "with_skill", 0.9, activation=0.0), rec("a", "without_skill", 0.5)],
-                       RunPlan(skill="s", cases=["a"], agents=["codex"])), "SKILL.md's description"),
-    (lambda: full(arms=["with_skill"]), "drop --skip-baseline"),
-    (lambda: full(run_config=NO_JUDGE), "set a judge model"),
-    (lambda: judged(3), "add cases"),
-    (lambda: judged(5), "add attempts (--n-attempts 3)"),
-    (lambda: judged(5, attempts=2), f"open the report in a browser: {REPORT}"),
-])
+@pytest.mark.parametrize(
+    ("result", "step"),
+    [
+        (lambda: partial(), "run every case for a publishable verdict: drop -k/-m/--max-cases"),
+        (lambda: judged(5, interrupted=True), "--resume latest"),
+        (
+            lambda: aggregate(
+                [rec("a", "without_skill", 0.7)],
+                RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["without_skill"]),
+            ),
+            "drop --skip-with-skill",
+        ),
+        (
+            lambda: aggregate(
+                [rec("a", "with_skill", 0.9, activation=0.0), rec("a", "without_skill", 0.5)],
+                RunPlan(skill="s", cases=["a"], agents=["codex"]),
+            ),
+            "SKILL.md's description",
+        ),
+        (lambda: full(arms=["with_skill"]), "drop --skip-baseline"),
+        (lambda: full(run_config=NO_JUDGE), "set a judge model"),
+        (lambda: judged(3), "add cases"),
+        (lambda: judged(5), "add attempts (--n-attempts 3)"),
+        (lambda: judged(5, attempts=2), f"open the report in a browser: {REPORT}"),
+    ],
+)
 def test_next_step_is_the_most_useful_one(result: Any, step: str) -> None:
     lines = render_summary(result(), RESULT, report_path=REPORT)
-    nxt = flat(lines[next(i for i, line in enumerate(lines) if line.startswith("Next:")):])
+    nxt = flat(lines[next(i for i, line in enumerate(lines) if line.startswith("Next:")) :])
     assert step in nxt, nxt
 
 
 def test_mixed_outcomes_are_spelled_out_and_still_fit() -> None:
     case = "contextual-greeting"
-    records = [rec(case, "with_skill", 0.9, attempt=1), rec(case, "with_skill", 0.2, attempt=2),
-               TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=3, status="error",
-                           error="boom"), rec(case, "without_skill", 0.2)]
+    records = [
+        rec(case, "with_skill", 0.9, attempt=1),
+        rec(case, "with_skill", 0.2, attempt=2),
+        TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=3, status="error", error="boom"),
+        rec(case, "without_skill", 0.2),
+    ]
     res = aggregate(records, RunPlan(skill="s", cases=[case], agents=["codex"], n_attempts=3))
     lines = render_summary(res, RESULT, 80)
     assert any(line.endswith("1/3     1 failed, 1 passed, 1 error") for line in lines)

@@ -6,21 +6,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_skilleval.resume import stored_records
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import load_run
-from pytest_skilleval.results.trial_file import TRIAL_FORMAT, trial_file, trial_folder
 from pytest_skilleval.results.tree import write_results_tree
+from pytest_skilleval.results.trial_file import TRIAL_FORMAT, trial_file, trial_folder
+from pytest_skilleval.resume import stored_records
 
 RUN_ID = "20250102_030405_42_0123456789ab"
 TRAJECTORY = {"steps": [{"step_id": 1, "source": "agent", "message": "said hello"}]}
 
 
 def _record(case: str, **extra: object) -> TrialRecord:
-    return TrialRecord(skill="s", case=case, agent="codex", arm="with_skill", attempt=1, status="scored",
-                       overall=0.7, metrics={"security": 1.0}, details={"security": {"reason": "ok"}}, **extra)  # type: ignore[arg-type]
+    return TrialRecord(
+        skill="s",
+        case=case,
+        agent="codex",
+        arm="with_skill",
+        attempt=1,
+        status="scored",
+        overall=0.7,
+        metrics={"security": 1.0},
+        details={"security": {"reason": "ok"}},
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 def _legacy_run(root: Path, records: list[TrialRecord]) -> Path:

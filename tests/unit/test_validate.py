@@ -137,8 +137,13 @@ def test_runtime_env_value_referencing_a_credential_is_refused(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "config",
-    ["schema_version: 2\n", "schema_version: 1\ngrading:\n  mode: fancy\n", "schema_version: 1\nharbor: [1]\n",
-     "schema_version: 1\nharbor:\n  pass_threshold: 2\n", "schema_version: [\n"],
+    [
+        "schema_version: 2\n",
+        "schema_version: 1\ngrading:\n  mode: fancy\n",
+        "schema_version: 1\nharbor: [1]\n",
+        "schema_version: 1\nharbor:\n  pass_threshold: 2\n",
+        "schema_version: [\n",
+    ],
 )
 def test_bad_config_values(tmp_path: Path, config: str) -> None:
     assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"config-invalid"}
@@ -505,8 +510,11 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(document) >= {"skill", "ok", "errors", "warnings"}
     assert document["skill"] == "legacy-warnings" and document["ok"] is False
     assert document["errors"] == []
-    assert {w["rule"] for w in document["warnings"]} == {"legacy-dataset-shape", "expected-script-missing",
-                                                        "grader-ignored"}
+    assert {w["rule"] for w in document["warnings"]} == {
+        "legacy-dataset-shape",
+        "expected-script-missing",
+        "grader-ignored",
+    }
     for finding in document["warnings"] + document["info"]:
         assert set(finding) == {"rule", "severity", "message", "path"}
     grader = next(w for w in document["warnings"] if w["rule"] == "grader-ignored")
@@ -517,8 +525,14 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
 def test_json_output_when_ok(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, str(HELLO), "--json")
     assert code == 0
-    assert json.loads(out) == {"skill": "hello-skill", "ok": True, "strict": False, "errors": [], "warnings": [],
-                               "info": []}
+    assert json.loads(out) == {
+        "skill": "hello-skill",
+        "ok": True,
+        "strict": False,
+        "errors": [],
+        "warnings": [],
+        "info": [],
+    }
 
 
 def test_paths_are_shown_as_the_user_spelled_the_skill(
@@ -610,7 +624,8 @@ def test_resource_bombs_are_errors_not_crashes(tmp_path: Path) -> None:
     assert [f.message for f in report.errors] == ["nested deeper than 64 levels"]
     (skill / "evals" / "evals.json").unlink()
     bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi")
+    )
     (skill / "evals" / "evals.yaml").write_text("skill_name: demo\nevals: []\n" + bomb)
     (skill / "evals" / "config.yml").write_text("schema_version: 1\n" + bomb)
     report = validate_skill(skill)
@@ -645,8 +660,19 @@ def test_near_miss_key_is_reported_even_when_an_entry_is_broken(tmp_path: Path) 
 
 def test_yaml_error_line_is_where_the_problem_starts(tmp_path: Path) -> None:
     skill = make_skill(tmp_path)
-    lines = ["skill_name: demo", "evals:", "  - id: a", "    prompt: p", "    expected_output: e", "  - id: b",
-             "    prompt: q", '    expected_output: "open', "  - id: c", "    prompt: r", "    expected_output: s"]
+    lines = [
+        "skill_name: demo",
+        "evals:",
+        "  - id: a",
+        "    prompt: p",
+        "    expected_output: e",
+        "  - id: b",
+        "    prompt: q",
+        '    expected_output: "open',
+        "  - id: c",
+        "    prompt: r",
+        "    expected_output: s",
+    ]
     (skill / "evals" / "evals.yaml").write_text("\n".join(lines) + "\n")
     (message,) = [f.message for f in validate_skill(skill).errors]
     assert message.startswith("invalid YAML at line 8 column 22: while scanning a quoted scalar")

@@ -23,8 +23,10 @@ def test_an_unscored_dimension_without_a_known_cause_says_only_no_score() -> Non
 
 
 def test_custom_only_is_the_cause_not_the_dimensions() -> None:
-    records = [rec("a", arm, grading_mode="custom_only", overall=0.9, metrics=dict.fromkeys(SIX))
-               for arm in ("with_skill", "without_skill")]
+    records = [
+        rec("a", arm, grading_mode="custom_only", overall=0.9, metrics=dict.fromkeys(SIX))
+        for arm in ("with_skill", "without_skill")
+    ]
     res = aggregate(records, plan(["a"], grading_mode="custom_only"))
     assert res.verdict == "neutral"
     assert res.verdict_reason == "custom_only grading scores no dimensions, so the verdict cannot be PASS"
@@ -32,23 +34,29 @@ def test_custom_only_is_the_cause_not_the_dimensions() -> None:
 
 
 def test_several_agents_each_name_their_cause() -> None:
-    records = [rec("a", all6=0.9, agent="codex", metrics=NO_JUDGES),
-               rec("a", all6=0.9, agent="claude-code", metrics={"skill_efficiency": 0.45})]
+    records = [
+        rec("a", all6=0.9, agent="codex", metrics=NO_JUDGES),
+        rec("a", all6=0.9, agent="claude-code", metrics={"skill_efficiency": 0.45}),
+    ]
     res = aggregate(records, plan(["a"], agents=["codex", "claude-code"], arms=["with_skill"], run_config=NO_JUDGE))
     assert res.verdict_reason == (
         "no agent passes every dimension (codex: NO SCORE for correctness, effectiveness (LLM judge not configured);"
-        " claude-code: dimension(s) below 0.50: efficiency)")
+        " claude-code: dimension(s) below 0.50: efficiency)"
+    )
 
 
 def test_a_partial_selection_is_publication_incomplete_whatever_the_verdict() -> None:
     selected = {"selection_complete": False, "skipped_cases": ["b", "c"]}
-    neutral = aggregate([rec("a", all6=0.9, metrics=NO_JUDGES)],
-                        plan(["a", "b", "c"], arms=["with_skill"], run_config=NO_JUDGE, **selected))
+    neutral = aggregate(
+        [rec("a", all6=0.9, metrics=NO_JUDGES)],
+        plan(["a", "b", "c"], arms=["with_skill"], run_config=NO_JUDGE, **selected),
+    )
     assert neutral.verdict_reason.startswith("publication-incomplete (partial selection: 2 case(s) not run); NO SCORE")
     passing = aggregate([rec("a", all6=0.9)], plan(["a", "b", "c"], arms=["with_skill"], **selected))
     assert passing.verdict == "pass"
-    assert passing.verdict_reason == ("publication-incomplete (partial selection: 2 case(s) not run); at least one "
-                                      "agent passes every dimension")
+    assert passing.verdict_reason == (
+        "publication-incomplete (partial selection: 2 case(s) not run); at least one agent passes every dimension"
+    )
 
 
 def test_missing_attempts_and_interruptions_are_named() -> None:

@@ -65,7 +65,8 @@ def _harness_activation(accepted: list[str], loads: list[HarnessLoad]) -> dict[s
     best: tuple[tuple[str, float], HarnessLoad] | None = None
     for load in loads:
         matched = match_accepted(load.skill, accepted, exact=True) or match_accepted(
-            load.skill.rsplit(":", 1)[-1], accepted, exact=True)
+            load.skill.rsplit(":", 1)[-1], accepted, exact=True
+        )
         if matched and (best is None or matched[1] > best[0][1]):
             best = (matched, load)
     if best is None:

@@ -22,7 +22,9 @@ _CLAUDE_BASE_DIR = re.compile(r"Base directory for this skill:\s*(\S+)")
 _CLAUDE_COMMAND = re.compile(r"<command-name>\s*/(" + _NAME + r")\s*</command-name>")
 _SLASH_AT_START = re.compile(r"\A\s*/(" + _NAME + r")(?=\s|\Z)")
 _DOLLAR_MENTION = re.compile(r"(?:^|(?<=[\s(\[\"'`]))\$(" + _NAME + r")(?=[\s,.;:!?)\]\"'`]|\Z)")
-_FRONTMATTER_NAME = re.compile(r"(?:\A|\n)---[ \t]*\n(?:[^\n]*\n){0,20}?name:[ \t]*[\"']?(" + _NAME + r")[\"']?[ \t]*\n")
+_FRONTMATTER_NAME = re.compile(
+    r"(?:\A|\n)---[ \t]*\n(?:[^\n]*\n){0,20}?name:[ \t]*[\"']?(" + _NAME + r")[\"']?[ \t]*\n"
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,9 @@ def _loads_in(text: str, source: str) -> Iterable[HarnessLoad]:
     for match in _CLAUDE_BASE_DIR.finditer(text):
         name = _last_component(match.group(1))
         if name:
-            yield HarnessLoad(name, "claude-code loaded the skill (Base directory for this skill)", source,
-                              match.group(0)[:200])
+            yield HarnessLoad(
+                name, "claude-code loaded the skill (Base directory for this skill)", source, match.group(0)[:200]
+            )
     for match in _CLAUDE_COMMAND.finditer(text):
         yield HarnessLoad(match.group(1), "claude-code slash command invoked the skill", source, match.group(0)[:200])
     if source == "user":
@@ -56,8 +59,9 @@ def _loads_in(text: str, source: str) -> Iterable[HarnessLoad]:
         for match in _DOLLAR_MENTION.finditer(text):
             yield HarnessLoad(match.group(1), "codex $skill mention", source, match.group(0)[:200])
     for match in _FRONTMATTER_NAME.finditer(text):
-        yield HarnessLoad(match.group(1), f"SKILL.md injected into the {source} message", source,
-                          match.group(0).strip()[:200])
+        yield HarnessLoad(
+            match.group(1), f"SKILL.md injected into the {source} message", source, match.group(0).strip()[:200]
+        )
 
 
 def harness_loads(evidence: TrajectoryEvidence) -> list[HarnessLoad]:
@@ -74,8 +78,9 @@ def loads_of(loads: list[HarnessLoad], skill: str) -> list[HarnessLoad]:
     wanted = skill.strip().casefold()
     if not wanted:
         return []
-    return [load for load in loads if load.skill.casefold() == wanted
-            or load.skill.casefold().rsplit(":", 1)[-1] == wanted]
+    return [
+        load for load in loads if load.skill.casefold() == wanted or load.skill.casefold().rsplit(":", 1)[-1] == wanted
+    ]
 
 
 def load_evidence(load: HarnessLoad) -> dict[str, str]:

@@ -15,7 +15,6 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from verifier.checks._harness_skills import HarnessLoad, load_evidence, loads_of
-from verifier.checks._skill_reads import read_arguments
 from verifier.checks._shell_words import (
     ASSIGNMENT_RE,
     ShellSyntaxError,
@@ -26,6 +25,7 @@ from verifier.checks._shell_words import (
     shell_text,
     simple_commands,
 )
+from verifier.checks._skill_reads import read_arguments
 from verifier.evidence import ToolCallRecord
 from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
 

@@ -38,6 +38,8 @@ def read_arguments(verb: str, args: list[str]) -> list[str] | None:
             return args
         return args[1:] if args[:1] == [sub] else None
     return None
+
+
 SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
 _OUTPUT_REDIRECTS = (">", ">>", ">|", "&>", "&>>")
 _MAX_SHELL_DEPTH = 3

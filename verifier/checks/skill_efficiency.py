@@ -45,14 +45,19 @@ def check_routing(calls: list[ToolCallRecord], entry: Mapping[str, Any]) -> dict
         if read.name:
             record["skill"] = read.name
         if read.kind == "native_read":
-            matched = match_accepted(read.name, accepted, exact=True) if read.name else match_accepted(
-                read.path, accepted, exact=False)
+            matched = (
+                match_accepted(read.name, accepted, exact=True)
+                if read.name
+                else match_accepted(read.path, accepted, exact=False)
+            )
             is_wrong = not matched and bool(read.name) and read.name not in allowed
         elif read.kind == "shell_read":
             call = by_index[read.call_index]
-            matched = (match_accepted(read.name, accepted, exact=True) if read.name else None) or match_accepted(
-                shell_text(call.arguments), accepted, exact=False) or match_accepted(
-                call.observation, accepted, exact=False)
+            matched = (
+                (match_accepted(read.name, accepted, exact=True) if read.name else None)
+                or match_accepted(shell_text(call.arguments), accepted, exact=False)
+                or match_accepted(call.observation, accepted, exact=False)
+            )
             is_wrong = not matched and bool(read.name) and read.name not in allowed
         else:
             matched = match_accepted(read.name, accepted, exact=False)
@@ -68,11 +73,14 @@ def check_routing(calls: list[ToolCallRecord], entry: Mapping[str, Any]) -> dict
         return {"score": 0.0, "passed": False, "message": "Agent did not read any SKILL.md", **base}
     if wrong:
         names = ", ".join(sorted({w.get("skill") or w.get("path", "?") for w in wrong}))
-        return {"score": 0.0, "passed": False, "message": f"Read wrong skill(s): {names}", "wrong_reads": wrong,
-                **base}
+        return {"score": 0.0, "passed": False, "message": f"Read wrong skill(s): {names}", "wrong_reads": wrong, **base}
     if matched_scores and max(matched_scores) < 1.0:
-        return {"score": ACCEPTABLE_ALTERNATE_SCORE, "passed": True,
-                "message": "Routed to an acceptable alternate, never the expected skill", **base}
+        return {
+            "score": ACCEPTABLE_ALTERNATE_SCORE,
+            "passed": True,
+            "message": "Routed to an acceptable alternate, never the expected skill",
+            **base,
+        }
     if mode == "group" and not matched_scores:
         return {"score": 1.0, "passed": True, "message": "Read only allowed workspace skills", **base}
     return {"score": 1.0, "passed": True, "message": "Agent correctly routed to the expected skill", **base}
@@ -129,8 +137,7 @@ def check_skill_efficiency(evidence: TrajectoryEvidence, entry: Mapping[str, Any
     if not trigger or not expected_skill(entry):
         return MetricResult(
             score=1.0,
-            details={"skipped": True, "should_trigger": trigger,
-                     "message": "Skipped (negative or no expected_skill)"},
+            details={"skipped": True, "should_trigger": trigger, "message": "Skipped (negative or no expected_skill)"},
         )
     calls = evidence.tool_calls
     if not calls:
@@ -140,6 +147,9 @@ def check_skill_efficiency(evidence: TrajectoryEvidence, entry: Mapping[str, Any
     score = round((routing["score"] + tool_efficiency["score"]) / 2, 4)
     return MetricResult(
         score=score,
-        details={"routing": routing, "tool_efficiency": tool_efficiency,
-                 "message": f"routing={routing['score']}, tool_efficiency={tool_efficiency['score']}"},
+        details={
+            "routing": routing,
+            "tool_efficiency": tool_efficiency,
+            "message": f"routing={routing['score']}, tool_efficiency={tool_efficiency['score']}",
+        },
     )

@@ -53,14 +53,26 @@ def _invocation_detail(result: InvocationResult, target: str, trigger: bool | No
         reason = f"Skill '{target}' was {'used' if used else 'not used'} (the case does not say whether it should be)"
     elif trigger:
         passed = used
-        reason = (f"Skill '{target}' was used, as the case expects" if used
-                  else f"Skill '{target}' was not used, though the case expects it")
+        reason = (
+            f"Skill '{target}' was used, as the case expects"
+            if used
+            else f"Skill '{target}' was not used, though the case expects it"
+        )
     else:
         passed = not used
-        reason = (f"Skill '{target}' was used, though this negative control expects it unused" if used
-                  else f"Skill '{target}' was not used, as this negative control expects")
-    return {"target": target, "used": used, "expected": trigger, "passed": passed, "reason": reason,
-            "evidence": result.evidence[:10]}
+        reason = (
+            f"Skill '{target}' was used, though this negative control expects it unused"
+            if used
+            else f"Skill '{target}' was not used, as this negative control expects"
+        )
+    return {
+        "target": target,
+        "used": used,
+        "expected": trigger,
+        "passed": passed,
+        "reason": reason,
+        "evidence": result.evidence[:10],
+    }
 
 
 def _skill_invoked(
@@ -81,8 +93,12 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     if not evidence.usable:
         return MetricResult(
             score=0.0,
-            details={**base, "error": NO_TRAJECTORY, "trajectory_detail": evidence.detail,
-                     "activation": _no_activation(NO_TRAJECTORY)},
+            details={
+                **base,
+                "error": NO_TRAJECTORY,
+                "trajectory_detail": evidence.detail,
+                "activation": _no_activation(NO_TRAJECTORY),
+            },
         )
     loads = harness_loads(evidence)
     invoked, invocation = _skill_invoked(evidence, entry, loads, trigger)
@@ -91,8 +107,12 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     if trigger is None:
         return MetricResult(
             score=1.0,
-            details={**base, "skipped": True, "message": "No expected_skill -- skipped",
-                     "activation": _no_activation("unlabeled case (no should_trigger or expected_skill)")},
+            details={
+                **base,
+                "skipped": True,
+                "message": "No expected_skill -- skipped",
+                "activation": _no_activation("unlabeled case (no should_trigger or expected_skill)"),
+            },
         )
     if trigger is False:
         return _negative(evidence, entry, base, loads)
@@ -101,8 +121,12 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     if not expected:
         return MetricResult(
             score=1.0,
-            details={**base, "skipped": True, "message": "Positive case without expected_skill -- skipped",
-                     "activation": _no_activation("no expected_skill to look for")},
+            details={
+                **base,
+                "skipped": True,
+                "message": "Positive case without expected_skill -- skipped",
+                "activation": _no_activation("no expected_skill to look for"),
+            },
         )
     calls = evidence.tool_calls
     accepted = acceptable_skills(entry)
@@ -110,8 +134,11 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     if not calls and not preloaded:
         return MetricResult(
             score=0.0,
-            details={**base, "message": "No tool calls",
-                     "activation": {"score": 0.0, "passed": False, "message": "No tool calls"}},
+            details={
+                **base,
+                "message": "No tool calls",
+                "activation": {"score": 0.0, "passed": False, "message": "No tool calls"},
+            },
         )
     parts = {
         "activation": check_activation(calls, accepted, loads),
@@ -125,8 +152,13 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
         # Seed 003: a positive case whose skill never activated scores zero, however well unrelated commands went.
         return MetricResult(
             score=0.0,
-            details={**base, **parts, "sub_score_mean": mean, "activation_gate": True,
-                     "message": f"Expected skill not activated, so skill_execution is 0.0 ({summary})"},
+            details={
+                **base,
+                **parts,
+                "sub_score_mean": mean,
+                "activation_gate": True,
+                "message": f"Expected skill not activated, so skill_execution is 0.0 ({summary})",
+            },
         )
     return MetricResult(score=mean, details={**base, **parts, "sub_score_mean": mean, "message": summary})
 
@@ -142,18 +174,29 @@ def _negative(
         # agent's behaviour, so the case is unscored rather than failed (it can never pass either way).
         return MetricResult(
             score=None,
-            details={**base, "activation": activation,
-                     "message": "Negative control needs the trusted evaluated_skill (skill folder name); unscored"},
+            details={
+                **base,
+                "activation": activation,
+                "message": "Negative control needs the trusted evaluated_skill (skill folder name); unscored",
+            },
         )
     if not evidence.tool_calls and not loads_of(loads, target):
         return MetricResult(
             score=1.0,
-            details={**base, "activation": activation, "message": "No tool calls: skill not triggered",
-                     "negative_check": {"passed": True, "target": target}},
+            details={
+                **base,
+                "activation": activation,
+                "message": "No tool calls: skill not triggered",
+                "negative_check": {"passed": True, "target": target},
+            },
         )
     result = check_invocation(evidence.tool_calls, target, loads)
-    negative_check = {"passed": result.passed, "target": target, "reason": result.reason,
-                      "evidence": result.evidence[:10]}
+    negative_check = {
+        "passed": result.passed,
+        "target": target,
+        "reason": result.reason,
+        "evidence": result.evidence[:10],
+    }
     return MetricResult(
         score=1.0 if result.passed else 0.0,
         details={**base, "activation": activation, "message": result.reason, "negative_check": negative_check},

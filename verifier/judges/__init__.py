@@ -23,8 +23,9 @@ async def judge_trial(
     (on|off|read|write) and `cache_dir`; everything else comes from the host environment.
     """
     settings = settings or {}
-    config = load_config(model=settings.get("model"), cache_mode=settings.get("cache") or "on",
-                         cache_dir=settings.get("cache_dir"))
+    config = load_config(
+        model=settings.get("model"), cache_mode=settings.get("cache") or "on", cache_dir=settings.get("cache_dir")
+    )
     if config is None or not evidence.usable:
         return {}
     # Imported here: the engine (litellm's client, the prompts) is only needed when a judge runs, and the package

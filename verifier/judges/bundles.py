@@ -62,7 +62,7 @@ def middle_truncate(text: str, limit: int) -> str:
         return text
     room = max(0, limit - len(TRUNCATION_MARK))
     head = room * 2 // 3
-    return text[:head] + TRUNCATION_MARK + (text[len(text) - (room - head):] if room - head else "")
+    return text[:head] + TRUNCATION_MARK + (text[len(text) - (room - head) :] if room - head else "")
 
 
 def _tool_leaf(name: str) -> str:
@@ -80,7 +80,9 @@ def _command(call: ToolCallRecord) -> str:
 
 
 def _write_body(call: ToolCallRecord) -> str:
-    parts = [call.arguments[k] for k in ("content", "new_string", "patch", "code") if isinstance(call.arguments.get(k), str)]
+    parts = [
+        call.arguments[k] for k in ("content", "new_string", "patch", "code") if isinstance(call.arguments.get(k), str)
+    ]
     edits = call.arguments.get("edits")
     if isinstance(edits, list):
         for edit in edits[:5]:
@@ -141,8 +143,12 @@ def verified_facts(evidence: TrajectoryEvidence, texts: Sequence[str]) -> list[V
         for call in evidence.tool_calls:
             for haystack in (_command(call), _path(call), _write_body(call)):
                 if haystack and needle in (haystack if sensitive else haystack.lower()):
-                    fact = VerifiedFact(claim=token, observed=True, step_id=call.step_id,
-                                        evidence=clip(haystack.strip(), FACT_EVIDENCE_LIMIT))
+                    fact = VerifiedFact(
+                        claim=token,
+                        observed=True,
+                        step_id=call.step_id,
+                        evidence=clip(haystack.strip(), FACT_EVIDENCE_LIMIT),
+                    )
                     break
             if fact.observed:
                 break
@@ -182,12 +188,15 @@ def _assemble(header: str, sections: Sequence[tuple[str, str]], budget: int, fal
             dropped.append(title)
     if not parts and not dropped and fallback:
         clipped = clip(fallback, max(0, remaining))
-        omitted = Omitted(truncated=clipped != fallback, reason="no sections; agent text clipped to the budget"
-                          if clipped != fallback else None)
+        omitted = Omitted(
+            truncated=clipped != fallback,
+            reason="no sections; agent text clipped to the budget" if clipped != fallback else None,
+        )
         return Bundle(text=header + clipped, omitted=omitted)
     reason = f"over the {budget}-character budget: {', '.join(dropped)}" if dropped else None
-    return Bundle(text=header + "\n".join(parts), omitted=Omitted(count=len(dropped), truncated=bool(dropped),
-                                                                  reason=reason))
+    return Bundle(
+        text=header + "\n".join(parts), omitted=Omitted(count=len(dropped), truncated=bool(dropped), reason=reason)
+    )
 
 
 def _observations(evidence: TrajectoryEvidence, newest: int, limit: int) -> str:
@@ -210,13 +219,17 @@ def behaviors_of(entry: Mapping[str, Any]) -> list[str]:
     if isinstance(raw, str):
         return [raw] if raw.strip() else []
     if isinstance(raw, list):
-        return [str(item) if not isinstance(item, Mapping) else str(item.get("text") or json.dumps(item))
-                for item in raw if item not in (None, "")]
+        return [
+            str(item) if not isinstance(item, Mapping) else str(item.get("text") or json.dumps(item))
+            for item in raw
+            if item not in (None, "")
+        ]
     return []
 
 
-def _with_facts(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int,
-                sections: Sequence[tuple[str, str]]) -> Bundle:
+def _with_facts(
+    evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, sections: Sequence[tuple[str, str]]
+) -> Bundle:
     """The sections under the verified-facts header, the facts kept on the bundle."""
     facts = verified_facts(evidence, expectation_texts(entry))
     bundle = _assemble(facts_header(facts), sections, budget, evidence.agent_text)
@@ -224,19 +237,29 @@ def _with_facts(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: 
 
 
 def accuracy_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, obs_limit: int) -> Bundle:
-    return _with_facts(evidence, entry, budget, [
-        ("FINAL RESPONSE", evidence.final_response),
-        ("PRODUCED FILES / WRITES", _changes(evidence)),
-        ("KEY OBSERVATIONS", _observations(evidence, 6, obs_limit)),
-    ])
+    return _with_facts(
+        evidence,
+        entry,
+        budget,
+        [
+            ("FINAL RESPONSE", evidence.final_response),
+            ("PRODUCED FILES / WRITES", _changes(evidence)),
+            ("KEY OBSERVATIONS", _observations(evidence, 6, obs_limit)),
+        ],
+    )
 
 
 def goal_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, obs_limit: int) -> Bundle:
-    return _with_facts(evidence, entry, budget, [
-        ("FINAL RESPONSE", evidence.final_response),
-        ("END-STATE FILE CHANGES", _changes(evidence)),
-        ("RECENT TOOL RESULTS (newest first)", _observations(evidence, 12, obs_limit)),
-    ])
+    return _with_facts(
+        evidence,
+        entry,
+        budget,
+        [
+            ("FINAL RESPONSE", evidence.final_response),
+            ("END-STATE FILE CHANGES", _changes(evidence)),
+            ("RECENT TOOL RESULTS (newest first)", _observations(evidence, 12, obs_limit)),
+        ],
+    )
 
 
 def compact_history(evidence: TrajectoryEvidence, question: str) -> str:
@@ -251,8 +274,7 @@ def compact_history(evidence: TrajectoryEvidence, question: str) -> str:
     return "\n".join(lines)
 
 
-def behavior_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int,
-                    final_limit: int) -> Bundle:
+def behavior_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budget: int, final_limit: int) -> Bundle:
     """FILE CHANGES, FINAL RESPONSE, USER REQUEST, then the compact tool history in whatever room is left;
     each section is middle-truncated rather than dropped, and `truncated` says whether anything was cut."""
     facts = verified_facts(evidence, expectation_texts(entry))
@@ -281,6 +303,9 @@ def behavior_bundle(evidence: TrajectoryEvidence, entry: Mapping[str, Any], budg
         block = f"{title}:\n{text}\n"
         parts.append(block)
         remaining -= len(block) + 1
-    omitted = Omitted(count=len(cut), truncated=bool(cut),
-                      reason=f"clipped to the {budget}-character budget: {', '.join(cut)}" if cut else None)
+    omitted = Omitted(
+        count=len(cut),
+        truncated=bool(cut),
+        reason=f"clipped to the {budget}-character budget: {', '.join(cut)}" if cut else None,
+    )
     return Bundle(text=header + "\n".join(parts), omitted=omitted, verified=facts)

@@ -115,8 +115,12 @@ class JudgeCache:
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 assert self.secret is not None
-                json.dump({"key": key, "verdict": verdict, "mac": _mac(self.secret, key, verdict)}, out,
-                          ensure_ascii=False, default=str)
+                json.dump(
+                    {"key": key, "verdict": verdict, "mac": _mac(self.secret, key, verdict)},
+                    out,
+                    ensure_ascii=False,
+                    default=str,
+                )
             os.replace(tmp, path)
         except OSError:
             Path(tmp).unlink(missing_ok=True)

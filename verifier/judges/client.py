@@ -28,8 +28,11 @@ _SCHEMA_REJECTION = re.compile(
     r"response_format|json_schema|output_config|output_format|structured output|tool_choice", re.I
 )
 _MODEL_ACCESS = re.compile(r"key_model_access_denied|not allowed to access model|invalid model|model not found", re.I)
-_TLS = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|SSLCertVerificationError|self[- ]signed "
-                  r"certificate", re.I)
+_TLS = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|SSLCertVerificationError|self[- ]signed "
+    r"certificate",
+    re.I,
+)
 NOT_RETRIED_5XX = {501, 505}
 
 
@@ -65,8 +68,12 @@ class SchemaSupport:
     def reject(self, key: tuple[str, str, str]) -> None:
         if key not in self.rejected:
             self.rejected.add(key)
-            log.warning("judge endpoint %s rejected the structured-output schema for model %s; "
-                        "using prompt-only JSON for the rest of this run", key[1] or key[0], key[2])
+            log.warning(
+                "judge endpoint %s rejected the structured-output schema for model %s; "
+                "using prompt-only JSON for the rest of this run",
+                key[1] or key[0],
+                key[2],
+            )
 
 
 SCHEMA_SUPPORT = SchemaSupport()
@@ -124,8 +131,9 @@ def schema_option(mode: str, name: str, schema: dict[str, Any], effort: str | No
     """The request fields that ask for `schema`. Anthropic's `output_config` also carries the reasoning effort
     (litellm puts the effort there too; ours replaces its object, so it must keep the effort)."""
     if mode == "json_schema":
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": name, "strict": True, "schema": schema}}}
+        return {
+            "response_format": {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
+        }
     if mode == "output_config":
         config: dict[str, Any] = {"format": {"type": "json_schema", "schema": schema}}
         return {"output_config": {**config, "effort": effort} if effort else config}
@@ -222,16 +230,27 @@ def _backoff(config: JudgeConfig, retry: int) -> float:
     return ceiling * random.uniform(0.5, 1.0)
 
 
-async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, schema: dict[str, Any],
-                       deadline: float, support: SchemaSupport = SCHEMA_SUPPORT) -> Reply:
+async def request_once(
+    config: JudgeConfig,
+    model: str,
+    prompt: str,
+    name: str,
+    schema: dict[str, Any],
+    deadline: float,
+    support: SchemaSupport = SCHEMA_SUPPORT,
+) -> Reply:
     """Send one judge prompt to `model`, retrying transient failures until the retries or the deadline run out."""
     litellm = _litellm()
 
     routed = litellm_model(model, config.provider)
     key = (config.provider, config.base_url or "", routed)
     mode = structured_mode(config.provider)
-    base: dict[str, Any] = {"model": routed, "messages": [{"role": "user", "content": prompt}], "max_retries": 0,
-                            **request_params(model, config.provider)}
+    base: dict[str, Any] = {
+        "model": routed,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_retries": 0,
+        **request_params(model, config.provider),
+    }
     if config.base_url:
         base["api_base"] = config.base_url
     if config.api_key_var:
@@ -243,8 +262,7 @@ async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, 
             raise JudgeRequestError("budget", "judge time budget exhausted", requests)
         use_schema = mode != "prompt" and support.allows(key)
         option = schema_option(mode, name, schema, base.get("reasoning_effort")) if use_schema else {}
-        kwargs = {**base, **option,
-                  "timeout": min(config.request_timeout, remaining)}
+        kwargs = {**base, **option, "timeout": min(config.request_timeout, remaining)}
         requests += 1
         try:
             response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=remaining)
@@ -263,8 +281,7 @@ async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, 
         if is_tls_failure(error):
             raise JudgeRequestError("tls", "TLS certificate verification failed: " + error_text(error), requests)
         if isinstance(error, litellm.ContentPolicyViolationError):
-            raise JudgeRequestError("refused", "the provider's content filter refused: " + error_text(error),
-                                    requests)
+            raise JudgeRequestError("refused", "the provider's content filter refused: " + error_text(error), requests)
         if _MODEL_ACCESS.search(str(error)) and _status(error) in (400, 401, 403, 404):
             raise JudgeRequestError("model_access", error_text(error), requests)
         if not is_transient(error):
@@ -274,12 +291,16 @@ async def request_once(config: JudgeConfig, model: str, prompt: str, name: str, 
         wait = retry_after(_headers(error))
         if wait is not None and wait > config.retry_max_delay:
             raise JudgeRequestError(
-                "retries", f"Retry-After {wait:.0f}s exceeds the maximum retry delay "
-                f"{config.retry_max_delay:.0f}s: {error_text(error)}", requests)
+                "retries",
+                f"Retry-After {wait:.0f}s exceeds the maximum retry delay "
+                f"{config.retry_max_delay:.0f}s: {error_text(error)}",
+                requests,
+            )
         if wait is None:
             wait = _backoff(config, retries)
         if time.monotonic() + wait >= deadline:
-            raise JudgeRequestError("budget", f"no time left in the judge budget for a retry: {error_text(error)}",
-                                    requests)
+            raise JudgeRequestError(
+                "budget", f"no time left in the judge budget for a retry: {error_text(error)}", requests
+            )
         retries += 1
         await asyncio.sleep(wait)

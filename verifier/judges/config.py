@@ -157,8 +157,14 @@ def load_config(
         raise JudgeConfigError(f"{BASE_URL_VAR}={base_url!r}: only http and https URLs are allowed")
     numbers = {field: _number(env, var, default) for var, (field, default) in NUMERIC_VARS.items()}
     fallbacks = [m.strip() for m in env.get(FALLBACK_VAR, "").split(",") if m.strip()]
-    ints = {"max_retries", "accuracy_budget", "goal_budget", "behavior_budget", "final_response_limit",
-            "observation_limit"}
+    ints = {
+        "max_retries",
+        "accuracy_budget",
+        "goal_budget",
+        "behavior_budget",
+        "final_response_limit",
+        "observation_limit",
+    }
     values = {k: int(v) if k in ints else v for k, v in numbers.items()}
     return JudgeConfig(
         model=name,

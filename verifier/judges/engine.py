@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import verifier.judges.bundles as bundles
 from verifier.checks._skill_entry import should_trigger
 from verifier.evidence import JUDGE_METRICS, MetricResult, TrajectoryEvidence
-import verifier.judges.bundles as bundles
 from verifier.judges.cache import JudgeCache, cache_key
 from verifier.judges.characters import character_facts
 from verifier.judges.client import (
@@ -76,16 +76,24 @@ def build_tasks(evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: 
     if expected.strip():
         acc = bundles.accuracy_bundle(evidence, entry, config.accuracy_budget, config.observation_limit)
         goal = bundles.goal_bundle(evidence, entry, config.goal_budget, config.observation_limit)
-        tasks.append(JudgeTask(
-            "accuracy",
-            accuracy_prompt(question, expected, acc.text, negative)
-            + facts({"question": question, "expected": expected, "evidence": acc.text}),
-            lambda reply: parse_accuracy(reply, negative), bundle=acc))
-        tasks.append(JudgeTask(
-            "goal_accuracy",
-            goal_prompt(question, expected, goal.text)
-            + facts({"question": question, "expected": expected, "evidence": goal.text}),
-            parse_goal, bundle=goal))
+        tasks.append(
+            JudgeTask(
+                "accuracy",
+                accuracy_prompt(question, expected, acc.text, negative)
+                + facts({"question": question, "expected": expected, "evidence": acc.text}),
+                lambda reply: parse_accuracy(reply, negative),
+                bundle=acc,
+            )
+        )
+        tasks.append(
+            JudgeTask(
+                "goal_accuracy",
+                goal_prompt(question, expected, goal.text)
+                + facts({"question": question, "expected": expected, "evidence": goal.text}),
+                parse_goal,
+                bundle=goal,
+            )
+        )
     else:
         tasks.append(JudgeTask("accuracy", "", skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
         tasks.append(JudgeTask("goal_accuracy", "", skipped={"score": 1.0, "reason": NO_GROUND_TRUTH}))
@@ -101,11 +109,16 @@ def build_tasks(evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: 
             except InvalidReply:
                 return None
 
-        tasks.append(JudgeTask(
-            "behavior_check",
-            behavior_prompt(beh.text, behaviors)
-            + facts({"evidence": beh.text, **{f"behavior {i}": b for i, b in enumerate(behaviors, 1)}}),
-            lambda reply: parse_behavior(reply, behaviors), salvage=salvage, bundle=beh))
+        tasks.append(
+            JudgeTask(
+                "behavior_check",
+                behavior_prompt(beh.text, behaviors)
+                + facts({"evidence": beh.text, **{f"behavior {i}": b for i, b in enumerate(behaviors, 1)}}),
+                lambda reply: parse_behavior(reply, behaviors),
+                salvage=salvage,
+                bundle=beh,
+            )
+        )
     else:
         tasks.append(JudgeTask("behavior_check", "", skipped={"score": 1.0, "reason": NO_BEHAVIORS, "results": []}))
     return tasks
@@ -132,12 +145,15 @@ def _provenance(config: JudgeConfig, model: str | None) -> dict[str, Any]:
 def _bundle_details(task: JudgeTask) -> dict[str, Any]:
     if task.bundle is None:
         return {}
-    return {"omitted": task.bundle.omitted.model_dump(),
-            "verified": [fact.model_dump() for fact in task.bundle.verified]}
+    return {
+        "omitted": task.bundle.omitted.model_dump(),
+        "verified": [fact.model_dump() for fact in task.bundle.verified],
+    }
 
 
-async def _judge_with(task: JudgeTask, config: JudgeConfig, model: str, deadline: float,
-                      support: SchemaSupport, log: list[str]) -> tuple[dict[str, Any] | None, int, str | None]:
+async def _judge_with(
+    task: JudgeTask, config: JudgeConfig, model: str, deadline: float, support: SchemaSupport, log: list[str]
+) -> tuple[dict[str, Any] | None, int, str | None]:
     """(verdict, requests, why this model gave none). `why` starting with 'next:' moves on to the next model."""
     texts: list[str] = []
     requests = 0
@@ -174,15 +190,24 @@ async def _judge_with(task: JudgeTask, config: JudgeConfig, model: str, deadline
     return None, requests, f"{model}: unparseable or invalid after retry ({problem})"
 
 
-async def run_task(task: JudgeTask, config: JudgeConfig, cache: JudgeCache,
-                   support: SchemaSupport = SCHEMA_SUPPORT) -> MetricResult:
+async def run_task(
+    task: JudgeTask, config: JudgeConfig, cache: JudgeCache, support: SchemaSupport = SCHEMA_SUPPORT
+) -> MetricResult:
     if task.skipped is not None:
         return MetricResult(score=task.skipped["score"], details={**task.skipped, "skipped": True})
     models = candidates(config)
     # The endpoint too: the same model name behind another gateway is another judge.
-    key = cache_key({"metric": task.metric, "prompt": task.prompt, "models": models, "provider": config.provider,
-                     "endpoint": config.base_url or "", "params": request_params(config.model, config.provider),
-                     "schema": SCHEMAS[task.metric]})
+    key = cache_key(
+        {
+            "metric": task.metric,
+            "prompt": task.prompt,
+            "models": models,
+            "provider": config.provider,
+            "endpoint": config.base_url or "",
+            "params": request_params(config.model, config.provider),
+            "schema": SCHEMAS[task.metric],
+        }
+    )
     hit = cache.get(key)
     if hit is not None and isinstance(hit.get("details"), dict):
         return MetricResult(score=hit.get("score"), details={**hit["details"], "cached": True, "judge_requests": 0})
@@ -194,8 +219,13 @@ async def run_task(task: JudgeTask, config: JudgeConfig, cache: JudgeCache,
         verdict, requests, why_not = await _judge_with(task, config, model, deadline, support, log)
         total += requests
         if verdict is not None:
-            details = {**verdict, **_provenance(config, model), **_bundle_details(task),
-                       "judge_requests": total, "cached": False}
+            details = {
+                **verdict,
+                **_provenance(config, model),
+                **_bundle_details(task),
+                "judge_requests": total,
+                "cached": False,
+            }
             if log:
                 details["judge_problems"] = [bounded_reason(item) for item in log[-5:]]
             cache.put(key, {"score": verdict["score"], "details": details})
@@ -204,8 +234,15 @@ async def run_task(task: JudgeTask, config: JudgeConfig, cache: JudgeCache,
         if not why.startswith("next:"):
             break
     reason = bounded_reason(why.removeprefix("next:"))
-    details = {"status": "error", "error": reason, **_provenance(config, None), **_bundle_details(task),
-               "judge_requests": total, "cached": False, "judge_models_tried": models}
+    details = {
+        "status": "error",
+        "error": reason,
+        **_provenance(config, None),
+        **_bundle_details(task),
+        "judge_requests": total,
+        "cached": False,
+        "judge_models_tried": models,
+    }
     return MetricResult(score=None, details=details)
 
 
@@ -213,13 +250,13 @@ def not_configured(reason: str) -> dict[str, MetricResult]:
     return {m: MetricResult(score=None, details={"status": "not_configured", "reason": reason}) for m in JUDGE_METRICS}
 
 
-async def run_judges(evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: JudgeConfig,
-                     support: SchemaSupport = SCHEMA_SUPPORT) -> dict[str, MetricResult]:
+async def run_judges(
+    evidence: TrajectoryEvidence, entry: Mapping[str, Any], config: JudgeConfig, support: SchemaSupport = SCHEMA_SUPPORT
+) -> dict[str, MetricResult]:
     """The three judges of one trial, concurrently."""
     cache = JudgeCache(config.cache_dir, config.cache_mode)
     tasks = build_tasks(evidence, entry, config)
-    results = await asyncio.gather(*(run_task(task, config, cache, support) for task in tasks),
-                                   return_exceptions=True)
+    results = await asyncio.gather(*(run_task(task, config, cache, support) for task in tasks), return_exceptions=True)
     out: dict[str, MetricResult] = {}
     for task, result in zip(tasks, results, strict=True):
         if isinstance(result, BaseException):
@@ -229,4 +266,3 @@ async def run_judges(evidence: TrajectoryEvidence, entry: Mapping[str, Any], con
             result = MetricResult(score=None, details={"status": "error", "error": why, **_provenance(config, None)})
         out[task.metric] = result
     return out
-

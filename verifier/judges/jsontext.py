@@ -42,8 +42,9 @@ class _Malformed(Exception):
     """A closer that does not match, or nesting past the allowed depth."""
 
 
-def _walk(text: str, start: int = 0, *, stop_when_closed: bool = False,
-          max_depth: int | None = None) -> tuple[list[str], bool, int | None]:
+def _walk(
+    text: str, start: int = 0, *, stop_when_closed: bool = False, max_depth: int | None = None
+) -> tuple[list[str], bool, int | None]:
     """Walk JSON text from `start`, outside and inside strings: (closers still owed, whether it ends inside a string,
     and with `stop_when_closed` the index just past the first container to close). Raises _Malformed."""
     stack: list[str] = []
@@ -128,8 +129,8 @@ def is_json_prefix(text: str) -> bool:
     stem = text.rstrip()
     heads = ['"'] if in_string else [""]
     if not in_string:
-        tail = stem[len(stem.rstrip("abcdefghijklmnopqrstuvwxyz")):]
-        heads += [word[len(tail):] for word in ("true", "false", "null") if tail and word.startswith(tail)]
+        tail = stem[len(stem.rstrip("abcdefghijklmnopqrstuvwxyz")) :]
+        heads += [word[len(tail) :] for word in ("true", "false", "null") if tail and word.startswith(tail)]
         heads += ["0", "null", '"":null', ":null"]
     candidates = [head + mid + closers for head in heads for mid in ("", ":null", "0", '":null')]
     if in_string:
@@ -165,8 +166,9 @@ def salvage_results(text: str, expected: int) -> tuple[dict[str, Any], list[dict
             if key == "results":
                 break
             value, index = _DECODER.raw_decode(text, index)
-            if key == "score" and (isinstance(value, bool) or not isinstance(value, int | float)
-                                   or not math.isfinite(value)):
+            if key == "score" and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            ):
                 return None
             fields[key] = value
             index = _skip_ws(text, index)

@@ -20,7 +20,9 @@ def accuracy_prompt(question: str, expected: str, evidence: str, negative: bool)
     criteria = "\n".join(f"- {key}: {text}" for key, text in ACCURACY_CRITERIA.items())
     note = (
         f"\nThis is a negative case (the skill should not be used): {EXCLUDED_FOR_NEGATIVE} does not count; "
-        "answer it anyway.\n" if negative else ""
+        "answer it anyway.\n"
+        if negative
+        else ""
     )
     shape = json.dumps({"criteria": dict.fromkeys(ACCURACY_CRITERIA, True), "score": 0.0, "reason": "<summary>"})
     return (

@@ -30,25 +30,38 @@ def _strict_object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "accuracy": _strict_object({
-        "criteria": _strict_object({key: {"type": "boolean"} for key in ACCURACY_CRITERIA}),
-        "score": {"type": "number"},
-        "reason": {"type": "string"},
-    }),
-    "goal_accuracy": _strict_object({
-        "user_goal": {"type": "string"},
-        "end_state": {"type": "string"},
-        "achieved": {"type": "boolean"},
-        "score": {"type": "number"},
-        "reason": {"type": "string"},
-    }),
-    "behavior_check": _strict_object({
-        "results": {"type": "array", "items": _strict_object({
-            "step": {"type": "integer"}, "passed": {"type": "boolean"}, "reason": {"type": "string"},
-        })},
-        "score": {"type": "number"},
-        "summary": {"type": "string"},
-    }),
+    "accuracy": _strict_object(
+        {
+            "criteria": _strict_object({key: {"type": "boolean"} for key in ACCURACY_CRITERIA}),
+            "score": {"type": "number"},
+            "reason": {"type": "string"},
+        }
+    ),
+    "goal_accuracy": _strict_object(
+        {
+            "user_goal": {"type": "string"},
+            "end_state": {"type": "string"},
+            "achieved": {"type": "boolean"},
+            "score": {"type": "number"},
+            "reason": {"type": "string"},
+        }
+    ),
+    "behavior_check": _strict_object(
+        {
+            "results": {
+                "type": "array",
+                "items": _strict_object(
+                    {
+                        "step": {"type": "integer"},
+                        "passed": {"type": "boolean"},
+                        "reason": {"type": "string"},
+                    }
+                ),
+            },
+            "score": {"type": "number"},
+            "summary": {"type": "string"},
+        }
+    ),
 }
 
 
@@ -101,8 +114,14 @@ def parse_accuracy(reply: Any, negative: bool) -> dict[str, Any]:
         raise InvalidReply("every criterion must be true or false")
     passing = sum(1 for k in applicable if criteria[k])
     score = passing / len(applicable)
-    return {**details, "score": round(score, 4), "criteria": dict(criteria), "score_source": "criteria",
-            "applicable": len(applicable), "passing": passing}
+    return {
+        **details,
+        "score": round(score, 4),
+        "criteria": dict(criteria),
+        "score_source": "criteria",
+        "applicable": len(applicable),
+        "passing": passing,
+    }
 
 
 def parse_goal(reply: Any) -> dict[str, Any]:
@@ -117,8 +136,14 @@ def parse_goal(reply: Any) -> dict[str, Any]:
         if given is None:
             raise InvalidReply("score is not a finite number")
         score = given
-    return {"score": round(score, 4), "reason": _text(data.get("reason")), "achieved": achieved,
-            "user_goal": _text(data.get("user_goal")), "end_state": _text(data.get("end_state")), "method": "prompt"}
+    return {
+        "score": round(score, 4),
+        "reason": _text(data.get("reason")),
+        "achieved": achieved,
+        "user_goal": _text(data.get("user_goal")),
+        "end_state": _text(data.get("end_state")),
+        "method": "prompt",
+    }
 
 
 def _valid_results(results: Any) -> list[dict[str, Any]]:

@@ -17,7 +17,15 @@ BWRAP_ENV = "SKILLEVAL_BWRAP"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Host folders shown read-only inside the sandbox; also the paths no upload may target.
 SYSTEM_DIRS: tuple[str, ...] = (
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/opt",
 )
 # Where `--ek tools=DIR` appears inside the sandbox.
 TOOLS_MOUNT = "/tools"
@@ -55,14 +63,35 @@ def candidates() -> list[str]:
 
 
 def _namespace_flags() -> list[str]:
-    return ["--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc",
-            "--unshare-uts", "--unshare-net", "--unshare-cgroup-try", "--cap-drop", "ALL"]
+    return [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-net",
+        "--unshare-cgroup-try",
+        "--cap-drop",
+        "ALL",
+    ]
 
 
 def _probe(exe: str) -> str | None:
     """Why this bwrap cannot build a sandbox like ours here, or None when it can."""
-    argv = [exe, *_namespace_flags(), *system_dir_args(), "--proc", "/proc", "--dev", "/dev",
-            "--", "/bin/sh", "-c", "true"]
+    argv = [
+        exe,
+        *_namespace_flags(),
+        *system_dir_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--",
+        "/bin/sh",
+        "-c",
+        "true",
+    ]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": CONTAINER_PATH})
     except (OSError, subprocess.SubprocessError) as error:
@@ -93,8 +122,20 @@ def sandbox_options(exe: str, rootfs: Path, tools: Path | None) -> list[str]:
     """One trial's long-lived sandbox (the keeper adds `--info-fd` and the command that holds it open): the
     trial's rootfs as `/`, host system folders read-only on top, fresh /proc and /dev, every namespace new
     (the network's too: an exec joins it only while the network is off), all capabilities dropped."""
-    argv = [exe, *_namespace_flags(), "--hostname", "sandbox", "--bind", str(rootfs), "/", *system_dir_args(),
-            "--proc", "/proc", "--dev", "/dev"]
+    argv = [
+        exe,
+        *_namespace_flags(),
+        "--hostname",
+        "sandbox",
+        "--bind",
+        str(rootfs),
+        "/",
+        *system_dir_args(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+    ]
     if tools is not None:
         argv += ["--ro-bind", str(tools), TOOLS_MOUNT]
     return [*argv, "--chdir", "/"]

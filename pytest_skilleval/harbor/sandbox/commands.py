@@ -15,8 +15,8 @@ from typing import Any
 
 from harbor.environments.base import ExecResult
 
-from verifier import safe_io
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, Spawned
+from verifier import safe_io
 
 TIMEOUT_EXIT_CODE = 124
 MAX_STREAM_BYTES = 32 * 1024 * 1024
@@ -43,8 +43,15 @@ async def _started(spawned: Spawned) -> int:
         raise
 
 
-async def run_command(keeper: ProcessKeeper, argv: list[str], *, cwd: str, env: dict[str, str],
-                      timeout_sec: float | None, join_net: bool = False) -> ExecResult:
+async def run_command(
+    keeper: ProcessKeeper,
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout_sec: float | None,
+    join_net: bool = False,
+) -> ExecResult:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         spawned = keeper.spawn(argv, cwd, env, out.fileno(), err.fileno(), join_net=join_net)
         pid = await _started(spawned)

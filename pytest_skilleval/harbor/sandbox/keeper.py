@@ -127,8 +127,9 @@ class Sandbox:
         argv = [*options, "--info-fd", str(info_w), "--", *HOLDER]
         # bwrap's stderr goes to a file, not a pipe: a late warning must never meet a closed pipe (SIGPIPE).
         errors = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=errors, cwd="/")
+        self.proc = subprocess.Popen(
+            argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, cwd="/"
+        )
         os.close(info_w)
         deadline = time.monotonic() + START_TIMEOUT
         try:
@@ -190,7 +191,7 @@ def _children_map() -> dict[int, list[int]]:
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         children.setdefault(int(fields[1]), []).append(int(name))
     return children
 
@@ -235,8 +236,13 @@ def _take_signals(wake_w: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _serve(sock: socket.socket, wake_r: int, selector: selectors.BaseSelector,
-           on_message: Callable[[dict, list[int]], bool], on_child_exit: Callable[[], None]) -> None:
+def _serve(
+    sock: socket.socket,
+    wake_r: int,
+    selector: selectors.BaseSelector,
+    on_message: Callable[[dict, list[int]], bool],
+    on_child_exit: Callable[[], None],
+) -> None:
     """The loop of a keeper and of the launcher: a message from the host (with descriptors attached), or SIGCHLD
     through the wake-up pipe. Returns when the host hangs up or `on_message` says to stop."""
     selector.register(sock, selectors.EVENT_READ, "sock")

@@ -60,8 +60,12 @@ class _Launcher:
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(KEEPER_SCRIPT), "--launcher", str(theirs.fileno())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, cwd="/", env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
             )
             host.settimeout(LAUNCH_TIMEOUT)
         except OSError as error:
@@ -190,8 +194,9 @@ class ProcessKeeper:
         self._sock = host
         # The reader holds the keeper only weakly: an environment dropped without stop() (a test, a crash) closes
         # the socket when collected, and the keeper then ends everything the trial started.
-        self._reader = threading.Thread(target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper",
-                                        daemon=True)
+        self._reader = threading.Thread(
+            target=_read_replies, args=(host, weakref.ref(self)), name="skilleval-keeper", daemon=True
+        )
         self._reader.start()
         weakref.finalize(self, _hang_up, host)
         try:
@@ -266,8 +271,9 @@ class ProcessKeeper:
         else:
             spawned.exited.set_result(int(message["status"]))
 
-    def spawn(self, argv: list[str], cwd: str, env: dict[str, str], stdout: int, stderr: int,
-              join_net: bool = False) -> Spawned:
+    def spawn(
+        self, argv: list[str], cwd: str, env: dict[str, str], stdout: int, stderr: int, join_net: bool = False
+    ) -> Spawned:
         """Start a command (cwd is a sandbox path in bwrap mode, a host path otherwise); returns at once."""
         if not self.running or self._sock is None:
             if self._gone.done() and not self._stopping:  # it ended without being asked to
@@ -285,8 +291,9 @@ class ProcessKeeper:
                 request_id = self._next_id
                 self._pending[request_id] = spawned
                 try:
-                    socket.send_fds(self._sock, [json.dumps({"op": "spawn", "id": request_id}).encode()],
-                                    [body, stdout, stderr])
+                    socket.send_fds(
+                        self._sock, [json.dumps({"op": "spawn", "id": request_id}).encode()], [body, stdout, stderr]
+                    )
                 except OSError as error:
                     del self._pending[request_id]
                     raise KeeperError(f"the trial's process keeper is gone: {error}") from None

@@ -87,8 +87,9 @@ def authored_grader(evals: Path, language: str) -> tuple[Path | None, str]:
     except (SyntaxError, ValueError) as exc:
         return None, f"grader.py does not parse: {exc}"
     modules = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    modules |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-                and not n.level}
+    modules |= {
+        n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level
+    }
     foreign = sorted(modules - set(sys.stdlib_module_names) - {"__future__"})
     if foreign:
         return None, f"grader.py imports {foreign}, which a bare sandbox image does not have"
@@ -128,8 +129,10 @@ def mapping_score(evals: Path, target: str, fixtures: dict[str, list[str]]) -> t
             problems.append(f"{case_id}: expected skill is {row.get('expected_skill', skill_name)!r}, not {target!r}")
         files = row.get("files", "<omitted>")
         if files not in ([f"files/{case_id}"], [f"evals/files/{case_id}"]):
-            problems.append(f"{case_id}: files is {files!r}, not ['files/{case_id}'] (an omitted files key stages "
-                            "every case's inputs)")
+            problems.append(
+                f"{case_id}: files is {files!r}, not ['files/{case_id}'] (an omitted files key stages "
+                "every case's inputs)"
+            )
         missing = [n for n in names if not (evals / "files" / case_id / n).is_file()]
         if missing:
             problems.append(f"{case_id}: fixtures {missing} not copied to evals/files/{case_id}/")
@@ -170,15 +173,23 @@ def run_on(grader: Path, fixture: Path, entry: dict[str, Any]) -> tuple[float | 
         tests.mkdir()
         verifier.mkdir(parents=True)
         (tests / "entry.json").write_text(json.dumps(entry), encoding="utf-8")
-        env = dict(os.environ, HARBOR_WORKSPACE_DIR=str(workspace), HARBOR_TESTS_DIR=str(tests),
-                   HARBOR_ENTRY_JSON=str(tests / "entry.json"), HARBOR_LOGS_DIR=str(root / "logs"),
-                   HARBOR_AGENT_LOGS_DIR=str(root / "logs" / "agent"), HARBOR_VERIFIER_DIR=str(verifier),
-                   HARBOR_ATIF_PATH=str(root / "logs" / "agent" / "trajectory.json"),
-                   HARBOR_REWARD_JSON=str(verifier / "reward.json"), HARBOR_REWARD_TXT=str(verifier / "reward.txt"))
+        env = dict(
+            os.environ,
+            HARBOR_WORKSPACE_DIR=str(workspace),
+            HARBOR_TESTS_DIR=str(tests),
+            HARBOR_ENTRY_JSON=str(tests / "entry.json"),
+            HARBOR_LOGS_DIR=str(root / "logs"),
+            HARBOR_AGENT_LOGS_DIR=str(root / "logs" / "agent"),
+            HARBOR_VERIFIER_DIR=str(verifier),
+            HARBOR_ATIF_PATH=str(root / "logs" / "agent" / "trajectory.json"),
+            HARBOR_REWARD_JSON=str(verifier / "reward.json"),
+            HARBOR_REWARD_TXT=str(verifier / "reward.txt"),
+        )
         command = [sys.executable if grader.suffix == ".py" else "bash", str(grader)]
         try:
-            done = subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=60,
-                                  check=False)
+            done = subprocess.run(
+                command, cwd=workspace, env=env, capture_output=True, text=True, timeout=60, check=False
+            )
         except subprocess.TimeoutExpired:
             return None, ["the grader ran longer than 60 s"]
         if done.returncode != 0:
@@ -197,9 +208,13 @@ def grade_positive(entry: dict[str, Any], workspace: Path, scores: Scores) -> No
     grader, why = authored_grader(evals, entry.get("grader_language", "python"))
     scores.add("grader_authored", 1.0 if grader else 0.0, why)
     expected_mode, mode = entry["expected_mode"], configured_mode(evals)
-    scores.add("mode_choice", 1.0 if mode == expected_mode else 0.0,
-               f"grading mode is {mode}" + ("" if mode == expected_mode else f", the case calls for {expected_mode}")
-               + (" (default ignores the grader)" if mode == "default" else ""))
+    scores.add(
+        "mode_choice",
+        1.0 if mode == expected_mode else 0.0,
+        f"grading mode is {mode}"
+        + ("" if mode == expected_mode else f", the case calls for {expected_mode}")
+        + (" (default ignores the grader)" if mode == "default" else ""),
+    )
     scores.add("dataset_mapping", *mapping_score(evals, target, entry.get("benchmark_fixtures", {})))
     runs = {}
     if grader is not None:
@@ -207,38 +222,55 @@ def grade_positive(entry: dict[str, Any], workspace: Path, scores: Scores) -> No
         rows, skill_name = dataset_rows(evals)
         authored = next((dict(r) for r in rows if str(r.get("id")) == case_id), {"id": case_id})
         authored.setdefault("expected_skill", skill_name or target)
-        authored.update(evaluated_skill=target, has_skill=True, arm="with_skill", grading_mode=expected_mode,
-                        custom_grader=True)
+        authored.update(
+            evaluated_skill=target, has_skill=True, arm="with_skill", grading_mode=expected_mode, custom_grader=True
+        )
         for label in ("good", "bad"):
             runs[label] = run_on(grader, workspace / entry[f"{label}_workspace"], authored)
     kept = [label for label, (overall, problems) in runs.items() if overall is not None and not problems]
     problems = [f"{label}: {p}" for label, (_, found) in runs.items() for p in found]
-    scores.add("grader_contract", len(kept) / 2, "; ".join(problems) if problems else
-               ("reward contract kept on both workspaces" if kept else "no grader to run"))
+    scores.add(
+        "grader_contract",
+        len(kept) / 2,
+        "; ".join(problems)
+        if problems
+        else ("reward contract kept on both workspaces" if kept else "no grader to run"),
+    )
     for label, metric, should_pass in (("good", "good_output_passes", True), ("bad", "bad_output_fails", False)):
         overall, found = runs.get(label, (None, ["no grader to run"]))
         if overall is None or found:
             scores.add(metric, 0.0, f"no usable verdict on the {label} workspace")
         else:
             right = (overall >= PASS_AT) == should_pass
-            scores.add(metric, 1.0 if right else 0.0, f"the {label} workspace scored {overall}"
-                       + ("" if right else f" (expected {'>=' if should_pass else '<'} {PASS_AT})"))
+            scores.add(
+                metric,
+                1.0 if right else 0.0,
+                f"the {label} workspace scored {overall}"
+                + ("" if right else f" (expected {'>=' if should_pass else '<'} {PASS_AT})"),
+            )
 
 
 def grade_negative(entry: dict[str, Any], workspace: Path, scores: Scores) -> None:
     evals = workspace / entry["target_skill_dir"] / "evals"
     rows, _ = dataset_rows(evals)
     row = next((r for r in rows if str(r.get("id")) == entry["new_entry_id"]), None)
-    negative = row is not None and (row.get("should_trigger") is False or
-                                    ("expected_skill" in row and row["expected_skill"] in (None, "")))
+    negative = row is not None and (
+        row.get("should_trigger") is False or ("expected_skill" in row and row["expected_skill"] in (None, ""))
+    )
     kept = any(str(r.get("id")) == "summarise-notes" for r in rows)
-    scores.add("dataset_entry_added", 1.0 if negative and kept else 0.0,
-               f"entry {entry['new_entry_id']!r} " + ("added as a negative case" if negative else
-                                                      "missing or not marked negative")
-               + ("" if kept else "; the existing entry was lost"))
+    scores.add(
+        "dataset_entry_added",
+        1.0 if negative and kept else 0.0,
+        f"entry {entry['new_entry_id']!r} "
+        + ("added as a negative case" if negative else "missing or not marked negative")
+        + ("" if kept else "; the existing entry was lost"),
+    )
     written = [p.name for p in (evals / "grader.py", evals / "grader.sh", evals / "config.yml") if p.exists()]
-    scores.add("no_grader_written", 0.0 if written else 1.0,
-               f"wrote {written} for a dataset-only request" if written else "no grader or config written")
+    scores.add(
+        "no_grader_written",
+        0.0 if written else 1.0,
+        f"wrote {written} for a dataset-only request" if written else "no grader or config written",
+    )
 
 
 def main() -> int:
@@ -255,8 +287,13 @@ def main() -> int:
         grade_positive(entry, workspace, scores)
         final = last_agent_message(trajectory)
         stated = "not validated" in final.lower()
-        scores.add("proof_stated", 1.0 if stated else 0.0, "the final message says what was not validated"
-                   if stated else "the final message does not say what was left unvalidated")
+        scores.add(
+            "proof_stated",
+            1.0 if stated else 0.0,
+            "the final message says what was not validated"
+            if stated
+            else "the final message does not say what was left unvalidated",
+        )
     verifier = env_path("HARBOR_VERIFIER_DIR", f"{logs}/verifier")
     reward = scores.reward()
     reward_json = env_path("HARBOR_REWARD_JSON", f"{verifier}/reward.json")

@@ -46,8 +46,9 @@ def load_benchmark(path: Path) -> Any:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError as exc:
-            raise BenchmarkError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or convert it to JSON") \
-                from exc
+            raise BenchmarkError(
+                f"{path}: reading YAML needs PyYAML (pip install pyyaml); or convert it to JSON"
+            ) from exc
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -86,8 +87,10 @@ def check_case_id(value: Any, where: str) -> str:
     """A case id as the plugin requires it (letters, digits, . _ -; no device names)."""
     case_id = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     if not CASE_ID.fullmatch(case_id) or case_id.endswith("."):
-        raise BenchmarkError(f"{where}: field 'id': {value!r} is not a valid case id (1-128 of A-Za-z0-9._-, "
-                             "starting with a letter or digit, not ending with '.')")
+        raise BenchmarkError(
+            f"{where}: field 'id': {value!r} is not a valid case id (1-128 of A-Za-z0-9._-, "
+            "starting with a letter or digit, not ending with '.')"
+        )
     if case_id.split(".", 1)[0].casefold() in DEVICE_NAMES:
         raise BenchmarkError(f"{where}: field 'id': {case_id!r} starts with a Windows device name")
     return case_id
@@ -129,8 +132,9 @@ def _fixture_paths(value: Any, base: Path, where: str) -> list[Path]:
     return paths
 
 
-def map_case(case: dict[str, Any], index: int, skill_name: str, source: Path,
-             keep: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[Path], list[str]]:
+def map_case(
+    case: dict[str, Any], index: int, skill_name: str, source: Path, keep: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], list[Path], list[str]]:
     """(entry, fixture paths relative to the benchmark folder, notes) for one benchmark case."""
     where = f"{source}: case {index}"
     _, raw_id = _first(case, ID_KEYS)
@@ -145,18 +149,26 @@ def map_case(case: dict[str, Any], index: int, skill_name: str, source: Path,
     if expected is None and rubric_text:
         expected = "Meets the rubric: " + "; ".join(rubric_text)
     if expected is None:
-        raise BenchmarkError(f"{where}: field 'expected_output': missing (looked for {', '.join(EXPECTED_KEYS)}, "
-                             "or a rubric to derive it from)")
-    entry: dict[str, Any] = {"id": case_id, "prompt": prompt,
-                             "expected_output": expected if isinstance(expected, str) else json.dumps(expected)}
+        raise BenchmarkError(
+            f"{where}: field 'expected_output': missing (looked for {', '.join(EXPECTED_KEYS)}, "
+            "or a rubric to derive it from)"
+        )
+    entry: dict[str, Any] = {
+        "id": case_id,
+        "prompt": prompt,
+        "expected_output": expected if isinstance(expected, str) else json.dumps(expected),
+    }
     used.add(expected_key)
     assertion_key, assertions = _first(case, ASSERTION_KEYS)
     used.add(assertion_key)
     assertions = _strings(assertions) + rubric_text
     if assertions:
         entry["assertions"] = assertions
-    negative = case.get("should_trigger") is False or case.get("negative") is True or (
-        "expected_skill" in case and case["expected_skill"] in (None, ""))
+    negative = (
+        case.get("should_trigger") is False
+        or case.get("negative") is True
+        or ("expected_skill" in case and case["expected_skill"] in (None, ""))
+    )
     entry["expected_skill"] = None if negative else (case.get("expected_skill") or skill_name)
     used.update(LABEL_KEYS)
     file_key, file_value = _first(case, FILE_KEYS)
@@ -167,12 +179,17 @@ def map_case(case: dict[str, Any], index: int, skill_name: str, source: Path,
         if key in case and key not in entry:
             entry[key] = case[key]
             used.add(key)
-    notes = [f"{case_id}: field {key!r} not mapped (pass --keep {key} to keep it for the grader)"
-             for key in case if key not in used]
+    notes = [
+        f"{case_id}: field {key!r} not mapped (pass --keep {key} to keep it for the grader)"
+        for key in case
+        if key not in used
+    ]
     for fixture in fixtures:
         if fixture.as_posix() in prompt and f"/workspace/input/{case_id}/" not in prompt:
-            notes.append(f"{case_id}: the prompt mentions {fixture.as_posix()!r}; in the sandbox it is "
-                         f"/workspace/input/{case_id}/{fixture.as_posix()}")
+            notes.append(
+                f"{case_id}: the prompt mentions {fixture.as_posix()!r}; in the sandbox it is "
+                f"/workspace/input/{case_id}/{fixture.as_posix()}"
+            )
     return entry, fixtures, notes
 
 
@@ -188,13 +205,20 @@ def _existing_dataset(evals_dir: Path, skill_name: str) -> dict[str, Any]:
     except ValueError as exc:
         raise BenchmarkError(f"{path}: not valid JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("evals"), list):
-        raise BenchmarkError(f"{path}: not the agentskills shape ({{'skill_name': ..., 'evals': [...]}}); "
-                             "convert first")
+        raise BenchmarkError(
+            f"{path}: not the agentskills shape ({{'skill_name': ..., 'evals': [...]}}); convert first"
+        )
     return data
 
 
-def convert(benchmark: Path, skill_dir: Path, skill_name: str | None = None, keep: tuple[str, ...] = (),
-            force: bool = False, dry_run: bool = False) -> tuple[dict[str, Any], list[str]]:
+def convert(
+    benchmark: Path,
+    skill_dir: Path,
+    skill_name: str | None = None,
+    keep: tuple[str, ...] = (),
+    force: bool = False,
+    dry_run: bool = False,
+) -> tuple[dict[str, Any], list[str]]:
     """Merge the benchmark into SKILL_DIR/evals/evals.json and copy fixtures; returns (dataset, notes)."""
     if not (skill_dir / "SKILL.md").is_file():
         raise BenchmarkError(f"{skill_dir}: no SKILL.md here; point at the target skill's folder")
@@ -250,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="print the dataset, write nothing")
     args = parser.parse_args(argv)
     try:
-        dataset, notes = convert(args.benchmark, args.skill_dir, args.skill_name, tuple(args.keep),
-                                 args.force, args.dry_run)
+        dataset, notes = convert(
+            args.benchmark, args.skill_dir, args.skill_name, tuple(args.keep), args.force, args.dry_run
+        )
     except BenchmarkError as exc:
         print(f"benchmark_to_evals: {exc}", file=sys.stderr)
         return 1

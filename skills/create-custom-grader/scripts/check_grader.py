@@ -93,16 +93,30 @@ def reward_problems(reward: Any) -> tuple[list[str], dict[str, float], list[str]
         if reserved:
             problems.append(f"reserved name(s) {reserved} inside {block!r}")
         blocks.append((block, reward[block]))
-    blocks.append(("top level", {k: v for k, v in reward.items() if k not in NOT_METRICS | STANDARD_METRICS
-                                 and not str(k).startswith("_") and isinstance(v, (int, float))}))
+    blocks.append(
+        (
+            "top level",
+            {
+                k: v
+                for k, v in reward.items()
+                if k not in NOT_METRICS | STANDARD_METRICS
+                and not str(k).startswith("_")
+                and isinstance(v, (int, float))
+            },
+        )
+    )
     source_of: dict[str, str] = {}
     for source, block in blocks:
         for raw_name, value in block.items():
             name = str(raw_name).strip()
             if name in STANDARD_METRICS | STRUCTURE_KEYS:
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                    or not 0 <= value <= 1:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or not 0 <= value <= 1
+            ):
                 dropped.append(f"{name}={value!r} (not a finite number in [0, 1])")
             elif not name or not name.isprintable() or len(name.encode()) > 256:
                 problems.append(f"metric name {raw_name!r} is empty, unprintable or longer than 256 bytes")
@@ -140,16 +154,25 @@ def run_grader(grader: Path, workspace: Path, entry: dict[str, Any], trajectory:
         shutil.copy2(grader, tests / grader.name)
         if trajectory is not None:
             shutil.copy2(trajectory, agent / "trajectory.json")
-        env = {**os.environ, "HARBOR_LOGS_DIR": str(root / "logs"), "HARBOR_AGENT_LOGS_DIR": str(agent),
-               "HARBOR_ATIF_PATH": str(agent / "trajectory.json"), "HARBOR_VERIFIER_DIR": str(verifier),
-               "HARBOR_REWARD_JSON": str(verifier / "reward.json"), "HARBOR_REWARD_TXT": str(verifier / "reward.txt"),
-               "HARBOR_TESTS_DIR": str(tests), "HARBOR_ENTRY_JSON": str(tests / "entry.json"),
-               "HARBOR_GRADER": str(tests / "grader.py"), "HARBOR_GRADER_SH": str(tests / "grader.sh"),
-               "HARBOR_WORKSPACE_DIR": str(work)}
+        env = {
+            **os.environ,
+            "HARBOR_LOGS_DIR": str(root / "logs"),
+            "HARBOR_AGENT_LOGS_DIR": str(agent),
+            "HARBOR_ATIF_PATH": str(agent / "trajectory.json"),
+            "HARBOR_VERIFIER_DIR": str(verifier),
+            "HARBOR_REWARD_JSON": str(verifier / "reward.json"),
+            "HARBOR_REWARD_TXT": str(verifier / "reward.txt"),
+            "HARBOR_TESTS_DIR": str(tests),
+            "HARBOR_ENTRY_JSON": str(tests / "entry.json"),
+            "HARBOR_GRADER": str(tests / "grader.py"),
+            "HARBOR_GRADER_SH": str(tests / "grader.sh"),
+            "HARBOR_WORKSPACE_DIR": str(work),
+        }
         command = [sys.executable if grader.suffix == ".py" else "bash", str(tests / grader.name)]
         try:
-            done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
-                                  timeout=TIMEOUT_SECONDS, check=False)
+            done = subprocess.run(
+                command, cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False
+            )
         except subprocess.TimeoutExpired:
             return {"problems": [f"the grader ran longer than {TIMEOUT_SECONDS} s"]}
         report: dict[str, Any] = {"exit_code": done.returncode, "output_tail": (done.stdout + done.stderr)[-1500:]}
@@ -167,8 +190,11 @@ def run_grader(grader: Path, workspace: Path, entry: dict[str, Any], trajectory:
             if reward is not None:
                 rejected, kept, dropped = reward_problems(reward)
                 problems += rejected
-                report.update(custom_metrics=kept, dropped=dropped, details=reward.get("details")
-                              if isinstance(reward, dict) else None)
+                report.update(
+                    custom_metrics=kept,
+                    dropped=dropped,
+                    details=reward.get("details") if isinstance(reward, dict) else None,
+                )
         elif not reward_txt.is_file():
             problems.append("the grader wrote neither $HARBOR_REWARD_JSON nor $HARBOR_REWARD_TXT")
         report["overall"] = _overall(reward, reward_txt)
@@ -176,8 +202,15 @@ def run_grader(grader: Path, workspace: Path, entry: dict[str, Any], trajectory:
         return report
 
 
-def check(skill_dir: Path, workspace: Path, case_id: str | None = None, mode: str | None = None,
-          expect: str | None = None, threshold: float = 0.5, trajectory: Path | None = None) -> dict[str, Any]:
+def check(
+    skill_dir: Path,
+    workspace: Path,
+    case_id: str | None = None,
+    mode: str | None = None,
+    expect: str | None = None,
+    threshold: float = 0.5,
+    trajectory: Path | None = None,
+) -> dict[str, Any]:
     """Run the grader of SKILL_DIR on WORKSPACE and judge the result; `ok` is the overall answer."""
     evals_dir = skill_dir / "evals"
     grader = find_grader(evals_dir)
@@ -188,18 +221,27 @@ def check(skill_dir: Path, workspace: Path, case_id: str | None = None, mode: st
     if not workspace.is_dir():
         return {"ok": False, "problems": [f"{workspace}: not a folder"]}
     entry = dataset_entry(evals_dir, case_id)
-    entry.update(evaluated_skill=skill_dir.resolve().name, has_skill=True, arm="with_skill", agent="check",
-                 attempt=1, grading_mode=mode or configured_mode(evals_dir), custom_grader=True)
+    entry.update(
+        evaluated_skill=skill_dir.resolve().name,
+        has_skill=True,
+        arm="with_skill",
+        agent="check",
+        attempt=1,
+        grading_mode=mode or configured_mode(evals_dir),
+        custom_grader=True,
+    )
     report = {"grader": str(grader), "case": entry.get("id"), **run_grader(grader, workspace, entry, trajectory)}
     overall = report.get("overall")
     if overall is None and not report["problems"]:
-        report["problems"].append("no usable overall (reward.json 'overall' or reward.txt); custom_only would "
-                                  "leave the trial unscored")
+        report["problems"].append(
+            "no usable overall (reward.json 'overall' or reward.txt); custom_only would leave the trial unscored"
+        )
     if expect and overall is not None:
         passed = overall >= threshold
         if passed != (expect == "pass"):
-            report["problems"].append(f"expected the grader to {expect} this workspace, but overall is {overall} "
-                                      f"(threshold {threshold})")
+            report["problems"].append(
+                f"expected the grader to {expect} this workspace, but overall is {overall} (threshold {threshold})"
+            )
     report["ok"] = not report["problems"]
     return report
 

@@ -25,7 +25,12 @@ CALC = {"expected_skill": "calc", "expected_script": "calc.py", "evaluated_skill
 
 def test_fallback_order_is_fixed():
     assert [name for name, _ in AGENT_LOGS] == [
-        "claude-code.txt", "cursor-cli.txt", "cline.txt", "opencode.txt", "codex.txt"]
+        "claude-code.txt",
+        "cursor-cli.txt",
+        "cline.txt",
+        "opencode.txt",
+        "codex.txt",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -35,9 +40,19 @@ def test_fallback_order_is_fixed():
         ("cursor-cli", "cursor-cli.txt", ["readToolCall", "shellToolCall"]),
         ("cline", "cline.txt", ["readFile", "execute_command"]),
         ("opencode", "opencode.txt", ["read", "bash", "bash"]),
-        ("codex", "codex.txt",
-         ["exec_command", "exec_command", "exec_command", "apply_patch", "mcp__docs__lookup", "web_search",
-          "spawn_agent"]),
+        (
+            "codex",
+            "codex.txt",
+            [
+                "exec_command",
+                "exec_command",
+                "exec_command",
+                "apply_patch",
+                "mcp__docs__lookup",
+                "web_search",
+                "spawn_agent",
+            ],
+        ),
     ],
 )
 def test_each_log_rebuilds_a_gradable_trajectory(folder, source, tools):
@@ -61,10 +76,14 @@ def test_claude_code_stream():
 
 
 def test_claude_code_user_text_and_result_only():
-    steps = convert_claude_code("\n".join([
-        json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}}),
-        json.dumps({"type": "result", "result": "hi there"}),
-    ]))
+    steps = convert_claude_code(
+        "\n".join(
+            [
+                json.dumps({"type": "user", "message": {"role": "user", "content": "hello"}}),
+                json.dumps({"type": "result", "result": "hi there"}),
+            ]
+        )
+    )
     assert [(s["source"], s["message"]) for s in steps] == [("user", "hello"), ("agent", "hi there")]
 
 
@@ -74,9 +93,17 @@ def test_cursor_tool_results_keep_status():
     assert read.arguments == {"path": "/workspace/skills/calc/SKILL.md"}
     assert shell.observation.startswith("status=completed exit_code=0")
     assert evidence.user_messages and evidence.agent_messages[0] == "Reading the skill."
-    failed = convert_cursor_cli(json.dumps({
-        "type": "tool_call", "subtype": "completed", "call_id": "k", "model_call_id": "m",
-        "tool_call": {"shellToolCall": {"args": {"command": "false"}, "result": {"failure": {"exitCode": 1}}}}}))
+    failed = convert_cursor_cli(
+        json.dumps(
+            {
+                "type": "tool_call",
+                "subtype": "completed",
+                "call_id": "k",
+                "model_call_id": "m",
+                "tool_call": {"shellToolCall": {"args": {"command": "false"}, "result": {"failure": {"exitCode": 1}}}},
+            }
+        )
+    )
     assert failed[0]["observation"]["results"][0]["content"].startswith("status=failed exit_code=1")
 
 
@@ -91,13 +118,23 @@ def test_cline_messages_commands_and_partials():
 
 
 def test_cline_mcp_and_errors():
-    steps = convert_cline("\n".join(json.dumps(e) for e in [
-        {"type": "say", "say": "use_mcp_server", "text": json.dumps(
-            {"serverName": "fs", "toolName": "read_file", "arguments": json.dumps({"path": "/x/SKILL.md"})})},
-        {"type": "say", "say": "mcp_server_response", "text": "content"},
-        {"type": "say", "say": "command", "text": "make"},
-        {"type": "say", "say": "error", "text": "make: *** No rule"},
-    ]))
+    steps = convert_cline(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {
+                    "type": "say",
+                    "say": "use_mcp_server",
+                    "text": json.dumps(
+                        {"serverName": "fs", "toolName": "read_file", "arguments": json.dumps({"path": "/x/SKILL.md"})}
+                    ),
+                },
+                {"type": "say", "say": "mcp_server_response", "text": "content"},
+                {"type": "say", "say": "command", "text": "make"},
+                {"type": "say", "say": "error", "text": "make: *** No rule"},
+            ]
+        )
+    )
     calls = [c for s in steps for c in s.get("tool_calls", [])]
     assert [c["function_name"] for c in calls] == ["mcp__fs__read_file", "execute_command"]
     assert calls[0]["arguments"] == {"path": "/x/SKILL.md"}
@@ -117,9 +154,19 @@ def test_opencode_keeps_status_exit_code_and_error():
 
 
 def test_opencode_events_outside_steps():
-    steps = convert_opencode(json.dumps(
-        {"type": "tool_use", "part": {"type": "tool", "tool": "bash", "callID": "x",
-                                      "state": {"status": "completed", "input": {"command": "ls"}, "output": "a"}}}))
+    steps = convert_opencode(
+        json.dumps(
+            {
+                "type": "tool_use",
+                "part": {
+                    "type": "tool",
+                    "tool": "bash",
+                    "callID": "x",
+                    "state": {"status": "completed", "input": {"command": "ls"}, "output": "a"},
+                },
+            }
+        )
+    )
     assert steps[0]["tool_calls"][0]["function_name"] == "bash"
 
 
@@ -139,17 +186,33 @@ def test_codex_items():
 
 
 def test_codex_legacy_item_type_and_failed_mcp():
-    steps = convert_codex("\n".join(json.dumps(e) for e in [
-        {"type": "item.completed", "item": {"id": "1", "item_type": "assistant_message", "text": "hi"}},
-        {"type": "item.completed", "item": {"id": "2", "type": "mcp_tool_call", "server": "s", "tool": "t",
-                                            "arguments": {}, "error": {"message": "boom"}, "status": "failed"}},
-    ]))
+    steps = convert_codex(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"type": "item.completed", "item": {"id": "1", "item_type": "assistant_message", "text": "hi"}},
+                {
+                    "type": "item.completed",
+                    "item": {
+                        "id": "2",
+                        "type": "mcp_tool_call",
+                        "server": "s",
+                        "tool": "t",
+                        "arguments": {},
+                        "error": {"message": "boom"},
+                        "status": "failed",
+                    },
+                },
+            ]
+        )
+    )
     assert steps[0]["message"] == "hi"
     assert steps[1]["observation"]["results"][0]["content"] == "status=failed\nerror: boom"
 
 
-@pytest.mark.parametrize("convert", [convert_claude_code, convert_cursor_cli, convert_cline, convert_opencode,
-                                     convert_codex])
+@pytest.mark.parametrize(
+    "convert", [convert_claude_code, convert_cursor_cli, convert_cline, convert_opencode, convert_codex]
+)
 def test_converters_ignore_noise(convert):
     assert convert("") == []
     assert convert("plain text\n{broken json\n[1,2]\n") == []

@@ -71,7 +71,9 @@ def test_grade_unscored_negative_is_none_not_zero():
 
 
 def test_entry_for_grading_aliases_and_skill():
-    entry = entry_for_grading({"prompt": "p", "expected_output": "o", "expectations": ["e"], "skill_name": "calc"}, None)
+    entry = entry_for_grading(
+        {"prompt": "p", "expected_output": "o", "expectations": ["e"], "skill_name": "calc"}, None
+    )
     assert entry["question"] == "p" and entry["ground_truth"] == "o" and entry["expected_behavior"] == ["e"]
     assert entry["expected_skill"] == "calc" and entry["evaluated_skill"] == "calc"
     assert entry_for_grading({"expected_skill": None}, "demo")["evaluated_skill"] == "demo"
@@ -80,8 +82,9 @@ def test_entry_for_grading_aliases_and_skill():
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode"])
 def test_cli_grades_agent_shaped_trajectories(capsys, agent):
-    code, out, err = run(capsys, "--trajectory", str(TRAJECTORY_FIXTURES / agent / "trajectory.json"),
-                         "--case", str(CASES / "calc.json"))
+    code, out, err = run(
+        capsys, "--trajectory", str(TRAJECTORY_FIXTURES / agent / "trajectory.json"), "--case", str(CASES / "calc.json")
+    )
     assert code == 0 and err == ""
     graded = json.loads(out)
     assert set(graded) >= {"metrics", "details", "trajectory_source"}
@@ -92,22 +95,42 @@ def test_cli_grades_agent_shaped_trajectories(capsys, agent):
 
 
 def test_cli_folder_uses_log_fallback(capsys):
-    code, out, _ = run(capsys, "--trajectory", str(TRAJECTORY_FIXTURES / "logs" / "codex"),
-                       "--case", str(CASES / "calc.json"), "--metrics", "skill_execution,skill_efficiency")
+    code, out, _ = run(
+        capsys,
+        "--trajectory",
+        str(TRAJECTORY_FIXTURES / "logs" / "codex"),
+        "--case",
+        str(CASES / "calc.json"),
+        "--metrics",
+        "skill_execution,skill_efficiency",
+    )
     graded = json.loads(out)
     assert code == 0 and graded["trajectory_source"] == "codex.txt"
     assert list(graded["metrics"]) == ["skill_execution", "skill_efficiency"]
 
 
 def test_cli_file_without_steps_falls_back_to_logs_beside_it(capsys):
-    code, out, _ = run(capsys, "--trajectory", str(TRAJECTORY_FIXTURES / "logs" / "order" / "trajectory.json"),
-                       "--case", str(CASES / "calc.json"), "--metrics", "skill_execution")
+    code, out, _ = run(
+        capsys,
+        "--trajectory",
+        str(TRAJECTORY_FIXTURES / "logs" / "order" / "trajectory.json"),
+        "--case",
+        str(CASES / "calc.json"),
+        "--metrics",
+        "skill_execution",
+    )
     assert code == 0 and json.loads(out)["trajectory_source"] == "opencode.txt"
 
 
 def test_cli_negative_case_with_skill(capsys):
-    args = ("--trajectory", str(TRAJECTORY_FIXTURES / "negative-triggered"), "--case", str(CASES / "calc-negative.json"),
-            "--metrics", "skill_execution,skill_efficiency")
+    args = (
+        "--trajectory",
+        str(TRAJECTORY_FIXTURES / "negative-triggered"),
+        "--case",
+        str(CASES / "calc-negative.json"),
+        "--metrics",
+        "skill_execution,skill_efficiency",
+    )
     code, out, _ = run(capsys, *args, "--skill", "calc")
     graded = json.loads(out)
     assert code == 0 and graded["metrics"] == {"skill_execution": 0.0, "skill_efficiency": 1.0}
@@ -121,8 +144,14 @@ def test_cli_negative_case_with_skill(capsys):
 
 def test_cli_entry_copied_from_evals_json_expects_the_skill_given(capsys):
     """An evals.json entry has no expected_skill (the file's skill_name supplies it in a run); --skill does here."""
-    args = ("--trajectory", str(TRAJECTORY_FIXTURES / "claude-code" / "trajectory.json"), "--case",
-            str(CASES / "calc-unlabeled.json"), "--metrics", "skill_execution")
+    args = (
+        "--trajectory",
+        str(TRAJECTORY_FIXTURES / "claude-code" / "trajectory.json"),
+        "--case",
+        str(CASES / "calc-unlabeled.json"),
+        "--metrics",
+        "skill_execution",
+    )
     code, out, err = run(capsys, *args, "--skill", "calc")
     graded = json.loads(out)
     assert code == 0 and err == ""
@@ -146,10 +175,22 @@ def test_cli_dataset_needs_the_command_and_both_flags(capsys):
     [
         (["--case", "x.json"], "required: --trajectory"),
         (["--trajectory", "/nonexistent/t.json", "--case", str(CASES / "calc.json")], "trajectory not found"),
-        (["--trajectory", str(TRAJECTORY_FIXTURES / "claude-code"), "--case", "/nonexistent.json"], "case file not found"),
+        (
+            ["--trajectory", str(TRAJECTORY_FIXTURES / "claude-code"), "--case", "/nonexistent.json"],
+            "case file not found",
+        ),
         (["--trajectory", str(TRAJECTORY_FIXTURES / "empty-steps"), "--case", str(CASES / "calc.json")], NO_TRAJECTORY),
-        (["--trajectory", str(TRAJECTORY_FIXTURES / "claude-code"), "--case", str(CASES / "calc.json"),
-          "--metrics", "security,speed"], "unknown metric"),
+        (
+            [
+                "--trajectory",
+                str(TRAJECTORY_FIXTURES / "claude-code"),
+                "--case",
+                str(CASES / "calc.json"),
+                "--metrics",
+                "security,speed",
+            ],
+            "unknown metric",
+        ),
     ],
 )
 def test_cli_unusable_input_exits_2_with_one_line(capsys, argv, reason):
@@ -175,11 +216,16 @@ def test_cli_help_exits_0(capsys):
 @pytest.mark.skipif(not HAS_SECURITY, reason="verifier.checks.security not written yet")
 def test_cli_security_findings_shape(capsys, tmp_path):
     trajectory = {
-        "schema_version": "ATIF-v1.8", "agent": {"name": "claude-code", "version": "1"},
+        "schema_version": "ATIF-v1.8",
+        "agent": {"name": "claude-code", "version": "1"},
         "steps": [
             {"step_id": 1, "source": "user", "message": "clean up"},
-            {"step_id": 2, "source": "agent", "message": "",
-             "tool_calls": [{"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "rm -rf /etc"}}]},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "",
+                "tool_calls": [{"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "rm -rf /etc"}}],
+            },
         ],
     }
     path = tmp_path / "trajectory.json"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -32,10 +31,14 @@ def test_structured_output_per_provider():
     assert structured_mode("openai") == structured_mode("nv_build") == "json_schema"
     assert structured_mode("anthropic") == "output_config" and structured_mode("bedrock") == "prompt"
     option = schema_option("json_schema", "accuracy", {"type": "object"})
-    assert option["response_format"]["json_schema"] == {"name": "accuracy", "strict": True,
-                                                        "schema": {"type": "object"}}
+    assert option["response_format"]["json_schema"] == {
+        "name": "accuracy",
+        "strict": True,
+        "schema": {"type": "object"},
+    }
     assert schema_option("output_config", "a", {"x": 1}) == {
-        "output_config": {"format": {"type": "json_schema", "schema": {"x": 1}}}}
+        "output_config": {"format": {"type": "json_schema", "schema": {"x": 1}}}
+    }
     assert schema_option("output_config", "a", {"x": 1}, "medium")["output_config"]["effort"] == "medium"
     assert schema_option("prompt", "a", {}) == {}
 
@@ -46,8 +49,10 @@ def test_retry_after_seconds_and_http_date():
     now = datetime(2026, 1, 1, tzinfo=UTC)
     date = format_datetime(now + timedelta(seconds=30), usegmt=True)
     assert retry_after({"retry-after": date}, now=now.timestamp()) == pytest.approx(30.0)
-    assert retry_after({"retry-after": format_datetime(now - timedelta(seconds=5), usegmt=True)},
-                       now=now.timestamp()) == 0.0
+    assert (
+        retry_after({"retry-after": format_datetime(now - timedelta(seconds=5), usegmt=True)}, now=now.timestamp())
+        == 0.0
+    )
 
 
 def test_cache_modes(tmp_path):

@@ -64,8 +64,12 @@ def test_behavior_bundle_truncates_in_the_middle_and_flags_it():
     history = [bash(f"step {i}", "z" * 300) for i in range(60)]
     ev = trial(call("Write", "", file_path="/workspace/output/a.txt", content="hello"), *history, final="F" * 2000)
     bundle = bundles.behavior_bundle(ev, ENTRY, budget=4800, final_limit=800)
-    assert bundle.text.index("FILE CHANGES") < bundle.text.index("FINAL RESPONSE") < bundle.text.index(
-        "USER REQUEST") < bundle.text.index("COMPACT TOOL HISTORY")
+    assert (
+        bundle.text.index("FILE CHANGES")
+        < bundle.text.index("FINAL RESPONSE")
+        < bundle.text.index("USER REQUEST")
+        < bundle.text.index("COMPACT TOOL HISTORY")
+    )
     assert bundles.TRUNCATION_MARK in bundle.text and len(bundle.text) <= 4800
     assert bundle.omitted.truncated and "FINAL RESPONSE" in bundle.omitted.reason
     assert "Path: /workspace/output/a.txt" in bundle.text
@@ -105,8 +109,10 @@ def test_character_facts_are_appended_only_when_enabled():
     env = {"LLM_JUDGE_MODEL": "openai/judge"}
     ev = trial(bash("echo hi"), final="Done:\u00a0ok")
     plain = {t.metric: t.prompt for t in build_tasks(ev, ENTRY, load_config(env))}
-    with_facts = {t.metric: t.prompt for t in build_tasks(
-        ev, ENTRY, load_config({**env, "SKILL_EVAL_JUDGE_CHARACTER_FACTS": "1"}))}
+    with_facts = {
+        t.metric: t.prompt
+        for t in build_tasks(ev, ENTRY, load_config({**env, "SKILL_EVAL_JUDGE_CHARACTER_FACTS": "1"}))
+    }
     for metric in ("accuracy", "goal_accuracy", "behavior_check"):
         assert "CHARACTER FACTS" not in plain[metric]
         assert with_facts[metric].startswith(plain[metric]) and "U+00A0" in with_facts[metric]
@@ -114,9 +120,16 @@ def test_character_facts_are_appended_only_when_enabled():
 
 def test_config_needs_an_explicit_model_and_reads_knobs():
     assert load_config({"OPENAI_API_KEY": "sk-agent-key"}) is None
-    config = load_config({"SKILL_EVAL_JUDGE_MODEL": "gpt-4.1", "OPENAI_API_KEY": "k",
-                          "SKILL_EVAL_LLM_MAX_RETRIES": "2", "SKILL_EVAL_JUDGE_TIME_BUDGET": "5",
-                          "SKILL_EVAL_JUDGE_BEHAVIOR_BUDGET": "1000", "LLM_JUDGE_FALLBACK_MODELS": "a, gpt-4.1,a,b"})
+    config = load_config(
+        {
+            "SKILL_EVAL_JUDGE_MODEL": "gpt-4.1",
+            "OPENAI_API_KEY": "k",
+            "SKILL_EVAL_LLM_MAX_RETRIES": "2",
+            "SKILL_EVAL_JUDGE_TIME_BUDGET": "5",
+            "SKILL_EVAL_JUDGE_BEHAVIOR_BUDGET": "1000",
+            "LLM_JUDGE_FALLBACK_MODELS": "a, gpt-4.1,a,b",
+        }
+    )
     assert config.model_source == "SKILL_EVAL_JUDGE_MODEL" and config.provider == "openai"
     assert config.max_retries == 2 and config.time_budget == 5.0
     assert config.effective_behavior_budget == 800 + 4000
@@ -152,8 +165,15 @@ def test_negative_case_and_skipped_judges():
 
 def test_redaction_of_configured_values_and_key_shapes():
     env = {"OPENAI_API_KEY": "super-secret-value", "GITHUB_PAT": "Zq81mXo2Lk5bN7rT"}
-    text = ("key super-secret-value sk-abc123def456ghi nvapi-XYZ123abc456def eyJ" + "a" * 20 + "." + "b" * 20 + "."
-            + "c" * 20 + " pat Zq81mXo2Lk5bN7rT")
+    text = (
+        "key super-secret-value sk-abc123def456ghi nvapi-XYZ123abc456def eyJ"
+        + "a" * 20
+        + "."
+        + "b" * 20
+        + "."
+        + "c" * 20
+        + " pat Zq81mXo2Lk5bN7rT"
+    )
     assert redact(text, env) == "key [REDACTED] [REDACTED] [REDACTED] [REDACTED] pat [REDACTED]"
     reason = bounded_reason("x" * 600, env)
     assert len(reason) == 512 and reason.endswith("...")

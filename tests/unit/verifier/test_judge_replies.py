@@ -39,14 +39,28 @@ def test_extract_rejects_ambiguous_or_invalid_text(text):
 
 def test_extract_tolerates_prose_and_fences_around_one_document():
     assert extract_json('Here you go:\n```json\n{"score": 0.5, "note": "a } in a string"}\n```\nthanks') == {
-        "score": 0.5, "note": "a } in a string"}
+        "score": 0.5,
+        "note": "a } in a string",
+    }
     assert extract_json("prefix [1, 2] suffix") == [1, 2]
 
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(0.0, 0.0), (-2, 0.0), (4.2, 1.0), (3, 1.0), (0.25, 0.25), (10**400, 1.0), (-(10**400), 0.0),
-     (True, None), ("0.5", None), (float("nan"), None), (float("inf"), None), (None, None)],
+    [
+        (0.0, 0.0),
+        (-2, 0.0),
+        (4.2, 1.0),
+        (3, 1.0),
+        (0.25, 0.25),
+        (10**400, 1.0),
+        (-(10**400), 0.0),
+        (True, None),
+        ("0.5", None),
+        (float("nan"), None),
+        (float("inf"), None),
+        (None, None),
+    ],
 )
 def test_finite_score(value, expected):
     assert finite_score(value) == expected
@@ -133,7 +147,8 @@ def test_salvage_recovers_complete_entries_and_counts_missing_as_not_passed():
         '{"results": [{"passed": true}]',  # closed array: not salvaged
         '[ {"results": [{"passed": true}, {"pa',  # structural bracket before the object
         '{"score": NaN, "results": [{"passed": true}, {"pa',  # bad field before results
-        '{"summary": "cut', '{"results": [',  # nothing recovered
+        '{"summary": "cut',
+        '{"results": [',  # nothing recovered
         '{"results": [{"passed": true}, {"passed": true}} ]',  # trailing text is no JSON prefix
     ],
 )

@@ -30,12 +30,25 @@ def atif(*steps: tuple[str, Any], agent: str = "terminus-2") -> TrajectoryEviden
     for source, content in steps:
         step_id = len(built) + 1
         if source == "agent":
-            calls = [ToolCall(tool_call_id=f"call_{step_id}_{k}", function_name=name, arguments=args)
-                     for k, (name, args) in enumerate(content)]
-            built.append(Step(step_id=step_id, source="agent", message="working", tool_calls=calls,
-                              observation=Observation(results=[ObservationResult(
-                                  source_call_id=calls[0].tool_call_id if len(calls) == 1 else None,
-                                  content="ok")])))
+            calls = [
+                ToolCall(tool_call_id=f"call_{step_id}_{k}", function_name=name, arguments=args)
+                for k, (name, args) in enumerate(content)
+            ]
+            built.append(
+                Step(
+                    step_id=step_id,
+                    source="agent",
+                    message="working",
+                    tool_calls=calls,
+                    observation=Observation(
+                        results=[
+                            ObservationResult(
+                                source_call_id=calls[0].tool_call_id if len(calls) == 1 else None, content="ok"
+                            )
+                        ]
+                    ),
+                )
+            )
         else:
             built.append(Step(step_id=step_id, source=source, message=content))
     trajectory = Trajectory(session_id="s", agent=Agent(name=agent, version="1.0"), steps=built)
@@ -99,10 +112,20 @@ def test_terminus2_trial_as_written_scores_like_the_agent_behaved():
     """The demo run from docs/agents.md: read the skill, run its script, finish (two episodes, one task_complete)."""
     evidence = atif(
         ("user", "Write a greeting for Ada Lovelace to greeting.txt."),
-        ("agent", [("bash_command", {"keystrokes": f"cat {SKILL_MD}\n", "duration": 0.1}),
-                   ("bash_command", {"keystrokes": "cd /workspace && python3 "
-                                     f"/runtime/skills/{SKILL}/scripts/greet.py --name 'Ada Lovelace'\n",
-                                     "duration": 0.5})]),
+        (
+            "agent",
+            [
+                ("bash_command", {"keystrokes": f"cat {SKILL_MD}\n", "duration": 0.1}),
+                (
+                    "bash_command",
+                    {
+                        "keystrokes": "cd /workspace && python3 "
+                        f"/runtime/skills/{SKILL}/scripts/greet.py --name 'Ada Lovelace'\n",
+                        "duration": 0.5,
+                    },
+                ),
+            ],
+        ),
         ("agent", [("mark_task_complete", {})]),
     )
     entry = {**POSITIVE, "expected_script": "greet.py"}
@@ -116,8 +139,10 @@ def test_terminus2_trial_as_written_scores_like_the_agent_behaved():
 
 # ---- harness-level activation ------------------------------------------------------------------------------------
 
-CODEX_INJECTION = (f"<skill>\n<name>{SKILL}</name>\n<path>/root/.agents/skills/{SKILL}/SKILL.md</path>\n"
-                   "---\nname: hello-skill\ndescription: Greets people.\n---\n\n# Hello\nRun scripts/greet.py.\n</skill>")
+CODEX_INJECTION = (
+    f"<skill>\n<name>{SKILL}</name>\n<path>/root/.agents/skills/{SKILL}/SKILL.md</path>\n"
+    "---\nname: hello-skill\ndescription: Greets people.\n---\n\n# Hello\nRun scripts/greet.py.\n</skill>"
+)
 CLAUDE_LOAD = f"Base directory for this skill: /root/.claude/skills/{SKILL}\n\n# Hello\nRun scripts/greet.py."
 HARNESS_LOADS = [
     ("codex $skill mention", [("user", f"${SKILL} greet Ada")]),
@@ -125,15 +150,18 @@ HARNESS_LOADS = [
     ("claude-code /skill", [("user", f"/{SKILL} Ada")]),
     ("claude-code command tag", [("user", f"<command-name>/{SKILL}</command-name>\n<command-args>Ada</command-args>")]),
     ("claude-code skill load", [("user", "greet Ada"), ("user", CLAUDE_LOAD)]),
-    ("SKILL.md in the system message", [("system", f"You are helpful.\n---\nname: {SKILL}\ndescription: d\n---\nbody"),
-                                        ("user", "greet Ada")]),
+    (
+        "SKILL.md in the system message",
+        [("system", f"You are helpful.\n---\nname: {SKILL}\ndescription: d\n---\nbody"), ("user", "greet Ada")],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("how", "messages"), HARNESS_LOADS, ids=[h[0] for h in HARNESS_LOADS])
 def test_harness_level_load_is_activation(how, messages):
-    evidence = atif(*messages, ("agent", [("exec_command", {"cmd": "python3 scripts/greet.py --name Ada"})]),
-                    agent="codex")
+    evidence = atif(
+        *messages, ("agent", [("exec_command", {"cmd": "python3 scripts/greet.py --name Ada"})]), agent="codex"
+    )
     result = check_skill_execution(evidence, {**POSITIVE, "expected_script": "greet.py"})
     assert result.details["activation"]["passed"] is True, result.details["activation"]
     assert result.details["activation"]["via"] == "harness"
@@ -149,9 +177,15 @@ def test_harness_load_without_any_tool_call_still_activates():
 
 
 LISTINGS = [
-    ("terminus-2 available_skills", "Task.\n<available_skills><skill><name>hello-skill</name><description>Greets"
-     "</description><location>/runtime/skills/hello-skill/SKILL.md</location></skill></available_skills>"),
-    ("codex skills section", "## Skills\n- hello-skill: Greets people. (file: /root/.agents/skills/hello-skill/SKILL.md)"),
+    (
+        "terminus-2 available_skills",
+        "Task.\n<available_skills><skill><name>hello-skill</name><description>Greets"
+        "</description><location>/runtime/skills/hello-skill/SKILL.md</location></skill></available_skills>",
+    ),
+    (
+        "codex skills section",
+        "## Skills\n- hello-skill: Greets people. (file: /root/.agents/skills/hello-skill/SKILL.md)",
+    ),
     ("a shell variable", "Print $HOME and $hello then stop"),
     ("another skill loaded", "<skill>\n<name>other-skill</name>\n<path>/x/other-skill/SKILL.md</path>\n</skill>"),
 ]
@@ -184,7 +218,10 @@ def test_invocation_detail_on_negative_controls():
     used = check_skill_execution(one_call("Read", {"file_path": SKILL_MD}), NEGATIVE).details["invocation"]
     assert used["passed"] is False and "negative control expects it unused" in used["reason"]
     unused = check_skill_execution(one_call("Bash", {"command": "ls"}), NEGATIVE).details["invocation"]
-    assert unused["passed"] is True and unused["reason"] == f"Skill '{SKILL}' was not used, as this negative control expects"
+    assert (
+        unused["passed"] is True
+        and unused["reason"] == f"Skill '{SKILL}' was not used, as this negative control expects"
+    )
 
 
 def test_invocation_detail_on_an_unlabeled_case_says_nothing_is_expected():

@@ -105,7 +105,7 @@ def test_copy_tree_can_recreate_links_without_reading_them(root: Path, host_file
 
 def test_copy_tree_checks_sizes_before_copying(root: Path, tmp_path: Path) -> None:
     with open(root / "logs" / "huge", "wb") as handle:
-        handle.truncate(1024 ** 3)
+        handle.truncate(1024**3)
     refused = safe_io.copy_tree(root, "logs", tmp_path / "out", max_file_bytes=1024)
     assert not (tmp_path / "out" / "huge").exists()
     assert refused and "is 1073741824 bytes; the limit is 1024 bytes" in refused[0]
@@ -176,8 +176,11 @@ def test_empty_dir_names_what_it_could_not_remove(root: Path, monkeypatch: pytes
         unlink(name, *args, **kwargs)
 
     monkeypatch.setattr(safe_io.os, "unlink", refusing)
-    with pytest.raises(OSError, match=r"/logs/v could not be emptied: /logs/v/sub/stuck: Operation not permitted; "
-                                      r"/logs/v/sub: Directory not empty"):
+    with pytest.raises(
+        OSError,
+        match=r"/logs/v could not be emptied: /logs/v/sub/stuck: Operation not permitted; "
+        r"/logs/v/sub: Directory not empty",
+    ):
         safe_io.empty_dir(root, "logs/v", label="/")
     assert sorted(p.name for p in (root / "logs" / "v").rglob("*")) == ["stuck", "sub"]
 
@@ -216,16 +219,24 @@ def test_make_readable_is_chmod_a_plus_r_capital_x_that_follows_no_link(tmp_path
     (skill / "scripts" / "run.sh").write_text("x")
     outside.mkdir()
     (outside / "secret").write_text("s")
-    for path, mode in [(skill / "SKILL.md", 0o600), (skill / "scripts" / "run.sh", 0o700), (skill / "scripts", 0o700),
-                       (skill, 0o700), (outside / "secret", 0o600), (outside, 0o700)]:
+    for path, mode in [
+        (skill / "SKILL.md", 0o600),
+        (skill / "scripts" / "run.sh", 0o700),
+        (skill / "scripts", 0o700),
+        (skill, 0o700),
+        (outside / "secret", 0o600),
+        (outside, 0o700),
+    ]:
         path.chmod(mode)
     (skill / "planted").symlink_to(outside / "secret")
     (skill / "planted-dir").symlink_to(outside)
 
     safe_io.make_readable(root, "runtime/skills/demo")
 
-    modes = {path.relative_to(skill).as_posix(): stat.S_IMODE(path.lstat().st_mode)
-             for path in [skill, skill / "SKILL.md", skill / "scripts", skill / "scripts" / "run.sh"]}
+    modes = {
+        path.relative_to(skill).as_posix(): stat.S_IMODE(path.lstat().st_mode)
+        for path in [skill, skill / "SKILL.md", skill / "scripts", skill / "scripts" / "run.sh"]
+    }
     assert modes == {".": 0o755, "SKILL.md": 0o644, "scripts": 0o755, "scripts/run.sh": 0o755}
     assert stat.S_IMODE((outside / "secret").stat().st_mode) == 0o600  # behind a link: untouched
     assert stat.S_IMODE(outside.stat().st_mode) == 0o700

@@ -15,8 +15,10 @@ HANG_GUARD_SECONDS = 120
 
 
 def run_guarded(*commands: str) -> MetricResult:
-    ev = TrajectoryEvidence(source="test", tool_calls=[
-        ToolCallRecord(index=i, tool="Bash", arguments={"command": c}) for i, c in enumerate(commands)])
+    ev = TrajectoryEvidence(
+        source="test",
+        tool_calls=[ToolCallRecord(index=i, tool="Bash", arguments={"command": c}) for i, c in enumerate(commands)],
+    )
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -39,32 +41,35 @@ def _junk(n: int) -> str:
     return "".join(chr(rng.randrange(0, 0x3000)) for _ in range(n))
 
 
-@pytest.mark.parametrize("command", [
-    "echo " + "a" * 1_000_000,
-    "echo hi; " * 100_000,
-    "$(" * 10_000 + "echo" + ")" * 10_000,
-    "$(" * 10_000,
-    "`" * 10_001,
-    "$((" * 10_000,
-    "((((((" * 5_000,
-    "{" * 100_000,
-    "echo 'unbalanced",
-    'echo "unbalanced $(rm -rf /',
-    _junk(200_000),
-    "\x00\x01\x02\xff" * 50_000,
-    "rm -f " + "{a,b}" * 40,
-    "rm -f " + "/.*" * 60 + "/x",
-    "cat <<EOF\n" + "line\n" * 100_000,
-    "f() { f; }; f",
-    "f() { g; }; g() { f; }; f",
-    "eval \"" + "eval \\\"" * 200 + "rm -rf /",
-    "bash -c " + "'bash -c " * 50 + "x",
-    "x" * 1_000_000 + " | http URL",
-    "if " * 20_000,
-    "case " * 20_000,
-    "a=(" * 20_000,
-    "${" * 20_000,
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo " + "a" * 1_000_000,
+        "echo hi; " * 100_000,
+        "$(" * 10_000 + "echo" + ")" * 10_000,
+        "$(" * 10_000,
+        "`" * 10_001,
+        "$((" * 10_000,
+        "((((((" * 5_000,
+        "{" * 100_000,
+        "echo 'unbalanced",
+        'echo "unbalanced $(rm -rf /',
+        _junk(200_000),
+        "\x00\x01\x02\xff" * 50_000,
+        "rm -f " + "{a,b}" * 40,
+        "rm -f " + "/.*" * 60 + "/x",
+        "cat <<EOF\n" + "line\n" * 100_000,
+        "f() { f; }; f",
+        "f() { g; }; g() { f; }; f",
+        "eval \"" + "eval \\\"" * 200 + "rm -rf /",
+        "bash -c " + "'bash -c " * 50 + "x",
+        "x" * 1_000_000 + " | http URL",
+        "if " * 20_000,
+        "case " * 20_000,
+        "a=(" * 20_000,
+        "${" * 20_000,
+    ],
+)
 def test_pathological_input_returns(command: str) -> None:
     result = run_guarded(command)
     assert result.score in (0.0, 0.5, 1.0)

@@ -114,8 +114,9 @@ def test_routing_shell_reads_pass(command):
 
 
 def test_routing_shell_read_of_other_skill_is_wrong():
-    result = routing(bash("sed -n '1,50p' /workspace/skills/other-skill/SKILL.md", "name: other-skill"),
-                     entry=SMOKE_ENTRY)
+    result = routing(
+        bash("sed -n '1,50p' /workspace/skills/other-skill/SKILL.md", "name: other-skill"), entry=SMOKE_ENTRY
+    )
     assert result["score"] == 0.0 and "wrong skill" in result["message"]
 
 
@@ -165,9 +166,18 @@ def test_tool_efficiency_codex_shell_read():
 
 def test_tool_efficiency_wasted_calls():
     calls = evidence(
-        bash("pip install numpy"), bash("python --version"), bash("which python"), call("Write", file_path="/x"),
-        call("Glob", pattern="*"), call("Grep", pattern="x"), call("TodoWrite", todos=[]), call("WebFetch", url="u"),
-        bash("apt-get install -y jq"), oc_bash("npm install left-pad"), bash("brew install x"), bash("calc --help"),
+        bash("pip install numpy"),
+        bash("python --version"),
+        bash("which python"),
+        call("Write", file_path="/x"),
+        call("Glob", pattern="*"),
+        call("Grep", pattern="x"),
+        call("TodoWrite", todos=[]),
+        call("WebFetch", url="u"),
+        bash("apt-get install -y jq"),
+        oc_bash("npm install left-pad"),
+        bash("brew install x"),
+        bash("calc --help"),
     )
     result = check_tool_efficiency(calls.tool_calls, API)
     assert result["score"] == 0.0 and result["wasted"] == 12 and len(result["wasted_calls"]) == 5
@@ -194,11 +204,17 @@ CALC = {"expected_skill": "calc", "expected_script": "calc.py", "evaluated_skill
         ([read(f"{SKILLS}/calc/SKILL.md"), bash("python calc.py 1+1")], CALC, 1.0),
         ([bash(f"cat {SKILLS}/calc/SKILL.md"), bash("python calc.py 1+1")], CALC, 1.0),
         ([bash("python calc.py 1+1")], CALC, 0.5),
-        ([read(f"{SKILLS}/calculator/SKILL.md"), bash("python calc.py 1+1")],
-         {**CALC, "acceptable_skills": ["calculator"]}, 0.875),
+        (
+            [read(f"{SKILLS}/calculator/SKILL.md"), bash("python calc.py 1+1")],
+            {**CALC, "acceptable_skills": ["calculator"]},
+            0.875,
+        ),
         ([read(f"{SKILLS}/other/SKILL.md"), bash("python calc.py 1+1")], CALC, 0.5),
-        ([read(f"{SKILLS}/calc/SKILL.md"), bash("pip install numpy"), bash("python calc.py 1+1"), bash("ls")], CALC,
-         0.875),
+        (
+            [read(f"{SKILLS}/calc/SKILL.md"), bash("pip install numpy"), bash("python calc.py 1+1"), bash("ls")],
+            CALC,
+            0.875,
+        ),
     ],
     ids=["read-then-run", "shell-read", "script-only", "alternate", "wrong-skill", "pip-install"],
 )

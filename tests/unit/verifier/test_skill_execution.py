@@ -46,14 +46,18 @@ def test_should_trigger_tri_state(entry, expected):
 
 
 def test_acceptable_skills_expected_first_then_deduplicated_alternates():
-    entry = {"expected_skill": "api-caller", "acceptable_alternates": ["http-client", "api-caller", {"name": "rest-helper"}]}
+    entry = {
+        "expected_skill": "api-caller",
+        "acceptable_alternates": ["http-client", "api-caller", {"name": "rest-helper"}],
+    }
     assert acceptable_skills(entry) == ["api-caller", "http-client", "rest-helper"]
 
 
 def test_acceptable_skills_from_string_and_dict_keys():
     assert acceptable_skills({"expected_skill": "a", "acceptable_skills": "b, c\nB"}) == ["a", "b", "c"]
-    assert acceptable_skills({"expected_skill": "a", "acceptable_skills": [{"skill": "x"}, {"expected_skill": "y"}]}) == [
-        "a", "x", "y"]
+    assert acceptable_skills(
+        {"expected_skill": "a", "acceptable_skills": [{"skill": "x"}, {"expected_skill": "y"}]}
+    ) == ["a", "x", "y"]
 
 
 # ---- 3.3 activation ---------------------------------------------------------------------------------------------
@@ -94,7 +98,7 @@ def test_activation_native_read_under_any_skills_root(root):
 
 def test_activation_read_file_and_opencode_read():
     assert activation(call("read_file", path=f"{SKILLS}/api-caller/SKILL.md"))["score"] == 1.0
-    assert activation(oc_read(f"/runtime/skills/api-caller/SKILL.md"))["score"] == 1.0
+    assert activation(oc_read("/runtime/skills/api-caller/SKILL.md"))["score"] == 1.0
 
 
 def test_activation_native_read_is_case_sensitive_on_skill_md():
@@ -155,7 +159,7 @@ def test_activation_shell_reads(command):
         "cat > /workspace/skills/sandbox-smoke/SKILL.md",
         f"echo sed {SMOKE}",
         f"grep -n 'name:' {SMOKE}",
-        f"find /tmp/agent-home -name SKILL.md",
+        "find /tmp/agent-home -name SKILL.md",
         # malformed quoting: no read, no crash
         "sed -n '/SKILL.md/p /workspace/config.json",
         f"cat '{SMOKE}",
@@ -214,8 +218,10 @@ def test_error_recovery_agent_fault():
 
 
 def test_error_recovery_skill_fault():
-    calls = evidence(bash("python /skills/calc/calc.py", "python: can't open file: No such file or directory"),
-                     bash("python /skills/calc/scripts/calc.py", "3"))
+    calls = evidence(
+        bash("python /skills/calc/calc.py", "python: can't open file: No such file or directory"),
+        bash("python /skills/calc/scripts/calc.py", "3"),
+    )
     result = check_error_recovery(calls.tool_calls)
     assert result["score"] == 0.75 and result["skill_faults"] == 1
 
@@ -252,18 +258,42 @@ CALC_MD = f"{SKILLS}/calc/SKILL.md"
         ([bash(f"cat {CALC_MD}"), bash("python calc.py 2+2", "4")], CALC, 0.9375, {"activation": 0.75}),
         # Facts give the plain mean (0.5 and 0.75) for the next two; seed 003 wins: no activation, score 0.0.
         ([bash("python calc.py 2+2", "4")], CALC, 0.0, {"activation": 0.0, "workflow_order": 0.0}),
-        ([read(f"{SKILLS}/calculator/SKILL.md"), bash("python calc.py 2+2", "4")],
-         {**CALC, "acceptable_skills": ["calculator"]}, 0.9375, {"activation": 0.75}),
+        (
+            [read(f"{SKILLS}/calculator/SKILL.md"), bash("python calc.py 2+2", "4")],
+            {**CALC, "acceptable_skills": ["calculator"]},
+            0.9375,
+            {"activation": 0.75},
+        ),
         ([read(f"{SKILLS}/other/SKILL.md"), bash("python calc.py 2+2", "4")], CALC, 0.0, {"activation": 0.0}),
-        ([read(CALC_MD, "Run scripts/calc.py with an expression"), bash("python3 -c 'print(4)'", "4")], CALC, 0.9375,
-         {"script_execution": 0.75}),
-        ([read(CALC_MD), bash("python calc.py 2+", "Traceback (most recent call last)"), bash("python calc.py 2+2")],
-         CALC, 0.975, {"error_recovery": 0.9}),
-        ([read(CALC_MD), bash("python calc.py 2+2", "bash: no such file or directory"), bash("python calc.py 2+2")],
-         CALC, 0.9375, {"error_recovery": 0.75}),
+        (
+            [read(CALC_MD, "Run scripts/calc.py with an expression"), bash("python3 -c 'print(4)'", "4")],
+            CALC,
+            0.9375,
+            {"script_execution": 0.75},
+        ),
+        (
+            [read(CALC_MD), bash("python calc.py 2+", "Traceback (most recent call last)"), bash("python calc.py 2+2")],
+            CALC,
+            0.975,
+            {"error_recovery": 0.9},
+        ),
+        (
+            [read(CALC_MD), bash("python calc.py 2+2", "bash: no such file or directory"), bash("python calc.py 2+2")],
+            CALC,
+            0.9375,
+            {"error_recovery": 0.75},
+        ),
     ],
-    ids=["read-then-run", "shell-read", "script-only", "alternate", "wrong-skill", "script-in-output",
-         "agent-fault", "skill-fault"],
+    ids=[
+        "read-then-run",
+        "shell-read",
+        "script-only",
+        "alternate",
+        "wrong-skill",
+        "script-in-output",
+        "agent-fault",
+        "skill-fault",
+    ],
 )
 def test_composite_examples(calls, entry, score, sub):
     result = check_skill_execution(evidence(*calls), entry)

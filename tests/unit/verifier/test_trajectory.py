@@ -67,8 +67,14 @@ def test_tool_calls_messages_and_observation_matching():
 
 
 def test_user_step_tool_calls_are_not_agent_actions():
-    data = atif({"step_id": 1, "source": "user", "message": "x",
-                 "tool_calls": [{"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "rm -rf /"}}]})
+    data = atif(
+        {
+            "step_id": 1,
+            "source": "user",
+            "message": "x",
+            "tool_calls": [{"tool_call_id": "a", "function_name": "Bash", "arguments": {"command": "rm -rf /"}}],
+        }
+    )
     evidence = evidence_from_atif(data)
     assert evidence.tool_calls == [] and evidence.problems  # invalid, but read
 
@@ -78,10 +84,20 @@ def test_strictly_invalid_trajectory_is_read_and_problems_recorded():
         "agent": {"name": "codex"},  # no version
         "steps": [
             {"step_id": 1, "source": "user", "message": "go"},
-            {"step_id": 7, "source": "agent", "message": "", "unknown_key": 1,
-             "tool_calls": [{"tool_call_id": "c", "function_name": "exec_command",
-                             "arguments": json.dumps({"cmd": "cat /runtime/skills/calc/SKILL.md"})}],
-             "observation": {"results": [{"source_call_id": "c", "content": "name: calc"}]}},
+            {
+                "step_id": 7,
+                "source": "agent",
+                "message": "",
+                "unknown_key": 1,
+                "tool_calls": [
+                    {
+                        "tool_call_id": "c",
+                        "function_name": "exec_command",
+                        "arguments": json.dumps({"cmd": "cat /runtime/skills/calc/SKILL.md"}),
+                    }
+                ],
+                "observation": {"results": [{"source_call_id": "c", "content": "name: calc"}]},
+            },
         ],
     }
     evidence = evidence_from_atif(json.dumps(data))
@@ -94,7 +110,15 @@ def test_strictly_invalid_trajectory_is_read_and_problems_recorded():
 def test_odd_shapes_do_not_crash():
     data = atif(
         "not a step",
-        agent(2, None, calls=["nope", {"name": "bash", "input": {"command": "ls"}}, {"function_name": "X", "arguments": "raw text"}]),
+        agent(
+            2,
+            None,
+            calls=[
+                "nope",
+                {"name": "bash", "input": {"command": "ls"}},
+                {"function_name": "X", "arguments": "raw text"},
+            ],
+        ),
     )
     evidence = evidence_from_atif(data)
     assert [c.tool for c in evidence.tool_calls] == ["bash", "X"]

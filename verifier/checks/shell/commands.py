@@ -7,22 +7,115 @@ from verifier.checks.shell.ast import Word
 CLIENTS = frozenset({"curl", "wget", "http", "https"})
 MENTION_CLIENTS = frozenset({"curl", "wget", "http"})
 # Start a command in another host, container, root, user or network namespace.
-RUNNERS = frozenset({"ssh", "docker", "docker-compose", "podman", "podman-compose", "kubectl", "apptainer",
-                     "singularity", "chroot", "systemd-nspawn", "bwrap", "nsenter", "unshare", "firejail",
-                     "lxc-attach", "machinectl"})
+RUNNERS = frozenset(
+    {
+        "ssh",
+        "docker",
+        "docker-compose",
+        "podman",
+        "podman-compose",
+        "kubectl",
+        "apptainer",
+        "singularity",
+        "chroot",
+        "systemd-nspawn",
+        "bwrap",
+        "nsenter",
+        "unshare",
+        "firejail",
+        "lxc-attach",
+        "machinectl",
+    }
+)
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "busybox"})
-TEXT_CONSUMERS = frozenset({
-    "grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "nawk", "sed", "jq", "yq", "cut", "sort",
-    "uniq", "head", "tail", "wc", "tr", "tee", "less", "more", "cat", "column", "nl", "fold", "fmt", "paste", "diff",
-    "comm", "join", "base64", "xxd", "od", "hexdump", "strings", "md5sum", "sha1sum", "sha256sum", "sha512sum",
-    "rev", "tac", "read", "mapfile", "readarray", "iconv", "dos2unix", "perl", "python", "python3", "ruby",
-})
+TEXT_CONSUMERS = frozenset(
+    {
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "ag",
+        "ack",
+        "awk",
+        "gawk",
+        "mawk",
+        "nawk",
+        "sed",
+        "jq",
+        "yq",
+        "cut",
+        "sort",
+        "uniq",
+        "head",
+        "tail",
+        "wc",
+        "tr",
+        "tee",
+        "less",
+        "more",
+        "cat",
+        "column",
+        "nl",
+        "fold",
+        "fmt",
+        "paste",
+        "diff",
+        "comm",
+        "join",
+        "base64",
+        "xxd",
+        "od",
+        "hexdump",
+        "strings",
+        "md5sum",
+        "sha1sum",
+        "sha256sum",
+        "sha512sum",
+        "rev",
+        "tac",
+        "read",
+        "mapfile",
+        "readarray",
+        "iconv",
+        "dos2unix",
+        "perl",
+        "python",
+        "python3",
+        "ruby",
+    }
+)
 
 # name -> (options that take a value, number of positional words before the command)
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
-    "sudo": (frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R", "--user", "--group",
-                        "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--close-from",
-                        "--chroot", "--command-timeout"}), 0),
+    "sudo": (
+        frozenset(
+            {
+                "-u",
+                "-g",
+                "-C",
+                "-D",
+                "-h",
+                "-p",
+                "-r",
+                "-t",
+                "-U",
+                "-T",
+                "-R",
+                "--user",
+                "--group",
+                "--chdir",
+                "--host",
+                "--prompt",
+                "--role",
+                "--type",
+                "--other-user",
+                "--close-from",
+                "--chroot",
+                "--command-timeout",
+            }
+        ),
+        0,
+    ),
     "doas": (frozenset({"-u", "-C"}), 0),
     "env": (frozenset({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}), 0),
     "nice": (frozenset({"-n", "--adjustment"}), 0),
@@ -79,7 +172,7 @@ def unwrap(words: list[Word]) -> tuple[list[Word], list[str], str | None]:
         args_with_value, positional = WRAPPERS[name]
         j = i + 1
         if name == "command":
-            flags = [w.lit for w in words[j:j + 2] if w.lit and w.lit.startswith("-")]
+            flags = [w.lit for w in words[j : j + 2] if w.lit and w.lit.startswith("-")]
             if any(f and ("v" in f or "V" in f) for f in flags):
                 break  # `command -v x` names x, it does not run it
         wrappers.append(name)
@@ -103,10 +196,10 @@ def unwrap(words: list[Word]) -> tuple[list[Word], list[str], str | None]:
                 continue
             break
         j += positional
-        if name in ("watch",) and j < n and not any(w.lit in ("-x", "--exec") for w in words[i + 1:j]):
+        if name in ("watch",) and j < n and not any(w.lit in ("-x", "--exec") for w in words[i + 1 : j]):
             return [], wrappers, " ".join(w.text() for w in words[j:])
         if name == "flock" and j < n and words[j].lit in ("-c", "--command"):
-            return [], wrappers, " ".join(w.text() for w in words[j + 1:])
+            return [], wrappers, " ".join(w.text() for w in words[j + 1 :])
         i = j
     return words[i:], wrappers, None
 
@@ -121,6 +214,6 @@ def shell_script_arg(words: list[Word]) -> tuple[Word, list[Word]] | None:
             return None
         if "c" in lit[1:]:
             if k + 1 < len(words):
-                return words[k + 1], words[k + 2:]
+                return words[k + 1], words[k + 2 :]
             return None
     return None

@@ -12,28 +12,113 @@ ALL_METHODS = UPLOAD_METHODS | {"GET", "DELETE", "HEAD", "OPTIONS", "TRACE", "CO
 SECRET_VAR_RE = re.compile(r"\$\{?[#!]?\w*(?:token|key|secret|password)", re.I)
 KEY_VALUE_RE = re.compile(r"^[^\s=:@/-][^\s=]*?(?::=@|=@|:=|=)")
 HTTPIE_ITEM_RE = re.compile(r":=@|=@|:=|==|=|@|:")
-GENERIC_UPLOAD_FLAGS = frozenset({
-    "-d", "--data", "--data-binary", "--data-raw", "--data-urlencode", "--data-ascii", "--json", "-F", "--form",
-    "--form-string", "-T", "--upload-file", "--post-data", "--post-file", "--body-data", "--body-file",
-})
+GENERIC_UPLOAD_FLAGS = frozenset(
+    {
+        "-d",
+        "--data",
+        "--data-binary",
+        "--data-raw",
+        "--data-urlencode",
+        "--data-ascii",
+        "--json",
+        "-F",
+        "--form",
+        "--form-string",
+        "-T",
+        "--upload-file",
+        "--post-data",
+        "--post-file",
+        "--body-data",
+        "--body-file",
+    }
+)
 _MENTION_STRIP = "\"'`;,()[]{}<>|&$"
 
 CURL_SHORT_WITH_VALUE = frozenset("AbcCdDeEFHKmoPQrtTuUwxXyYz")
-CURL_UPLOAD_LONG = frozenset({"--data", "--data-ascii", "--data-binary", "--data-raw", "--data-urlencode", "--json",
-                              "--form", "--form-string", "--upload-file"})
-CURL_LONG_WITH_VALUE = frozenset({
-    "--header", "--output", "--user-agent", "--cookie", "--cookie-jar", "--referer", "--user", "--proxy", "--url",
-    "--max-time", "--connect-timeout", "--retry", "--write-out", "--config", "--cacert", "--cert", "--key",
-    "--resolve", "--range", "--continue-at", "--dump-header", "--output-dir", "--limit-rate", "--interface",
-    "--proxy-user", "--oauth2-bearer", "--aws-sigv4", "--unix-socket", "--request", "--trace", "--trace-ascii",
-})
+CURL_UPLOAD_LONG = frozenset(
+    {
+        "--data",
+        "--data-ascii",
+        "--data-binary",
+        "--data-raw",
+        "--data-urlencode",
+        "--json",
+        "--form",
+        "--form-string",
+        "--upload-file",
+    }
+)
+CURL_LONG_WITH_VALUE = frozenset(
+    {
+        "--header",
+        "--output",
+        "--user-agent",
+        "--cookie",
+        "--cookie-jar",
+        "--referer",
+        "--user",
+        "--proxy",
+        "--url",
+        "--max-time",
+        "--connect-timeout",
+        "--retry",
+        "--write-out",
+        "--config",
+        "--cacert",
+        "--cert",
+        "--key",
+        "--resolve",
+        "--range",
+        "--continue-at",
+        "--dump-header",
+        "--output-dir",
+        "--limit-rate",
+        "--interface",
+        "--proxy-user",
+        "--oauth2-bearer",
+        "--aws-sigv4",
+        "--unix-socket",
+        "--request",
+        "--trace",
+        "--trace-ascii",
+    }
+)
 WGET_UPLOAD = frozenset({"--post-data", "--post-file", "--body-data", "--body-file"})
-HTTPIE_WITH_VALUE = frozenset({
-    "--auth", "-a", "--auth-type", "-A", "--output", "-o", "--session", "--session-read-only", "--verify", "--cert",
-    "--cert-key", "--timeout", "--print", "-p", "--style", "-s", "--pretty", "--proxy", "--format-options",
-    "--max-redirects", "--boundary", "--ssl", "--ciphers", "--response-charset", "--response-mime", "--raw",
-    "--max-headers", "--history-print", "-P", "--unsorted", "--sorted",
-})
+HTTPIE_WITH_VALUE = frozenset(
+    {
+        "--auth",
+        "-a",
+        "--auth-type",
+        "-A",
+        "--output",
+        "-o",
+        "--session",
+        "--session-read-only",
+        "--verify",
+        "--cert",
+        "--cert-key",
+        "--timeout",
+        "--print",
+        "-p",
+        "--style",
+        "-s",
+        "--pretty",
+        "--proxy",
+        "--format-options",
+        "--max-redirects",
+        "--boundary",
+        "--ssl",
+        "--ciphers",
+        "--response-charset",
+        "--response-mime",
+        "--raw",
+        "--max-headers",
+        "--history-print",
+        "-P",
+        "--unsorted",
+        "--sorted",
+    }
+)
 
 
 def client_upload(client: str, args: list[str], stdin: bool) -> str | None:
@@ -68,7 +153,7 @@ def _curl(args: list[str]) -> str | None:
         elif a.startswith("-") and len(a) > 1:
             for k, ch in enumerate(a[1:], start=1):
                 if ch in CURL_SHORT_WITH_VALUE:
-                    value = a[k + 1:] if k + 1 < len(a) else (args[i] if i < n else "")
+                    value = a[k + 1 :] if k + 1 < len(a) else (args[i] if i < n else "")
                     if k + 1 >= len(a):
                         i += 1
                     if ch in "dFT":
@@ -141,7 +226,7 @@ def mention_upload(tokens: list[str], stdin: bool = False) -> str | None:
         name = tok.rsplit("/", 1)[-1].lower()
         if name not in ("curl", "wget", "http"):
             continue
-        rest = tokens[i + 1:]
+        rest = tokens[i + 1 :]
         reason = client_upload(name, rest, stdin)
         if reason:
             return f"{reason} (named in another command's arguments or text)"

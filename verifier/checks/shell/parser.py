@@ -23,8 +23,31 @@ _ASSIGN_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
 _PARAM_NAME_RE = re.compile(r"[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
 _IO_NUMBER_RE = re.compile(r"\d+(?=[<>])")
 _BACKTICK_RE = re.compile(r"\\.|`", re.S)
-_OPS = (";;&", ";;", ";&", ";", "&&", "&>>", "&>", "&", "||", "|&", "|", "<<<", "<<-", "<<", "<&", "<>", "<",
-        ">>", ">&", ">|", ">", "(", ")")
+_OPS = (
+    ";;&",
+    ";;",
+    ";&",
+    ";",
+    "&&",
+    "&>>",
+    "&>",
+    "&",
+    "||",
+    "|&",
+    "|",
+    "<<<",
+    "<<-",
+    "<<",
+    "<&",
+    "<>",
+    "<",
+    ">>",
+    ">&",
+    ">|",
+    ">",
+    "(",
+    ")",
+)
 REDIR_OPS = frozenset({"<<<", "<<-", "<<", "<&", "<>", "<", ">>", ">&", ">|", ">", "&>", "&>>"})
 _CLOSERS = frozenset({"then", "fi", "do", "done", "esac", "}", "elif", "else", "in", ";;"})
 _EOF = ("eof", None)
@@ -106,7 +129,7 @@ class Parser:
             while self.pos < n:
                 j = src.find("\n", self.pos)
                 end = n if j < 0 else j
-                line = src[self.pos:end]
+                line = src[self.pos : end]
                 self.pos = n if j < 0 else j + 1
                 if hd.strip:
                     line = line.lstrip("\t")
@@ -128,8 +151,13 @@ class Parser:
                     parts.append(("proc", self._parse_sub(), False, None))
                     i = self.pos
                     continue
-                if c == "(" and len(parts) == 1 and parts[0][0] == "lit" and not parts[0][2] \
-                        and _ASSIGN_RE.fullmatch(parts[0][1]):
+                if (
+                    c == "("
+                    and len(parts) == 1
+                    and parts[0][0] == "lit"
+                    and not parts[0][2]
+                    and _ASSIGN_RE.fullmatch(parts[0][1])
+                ):
                     self.pos = i + 1
                     self._read_array(parts)
                     i = self.pos
@@ -148,7 +176,7 @@ class Parser:
                 j = src.find("'", i + 1)
                 if j < 0:
                     raise ShellSyntaxError("unterminated single quote")
-                parts.append(("lit", src[i + 1:j], True, None))
+                parts.append(("lit", src[i + 1 : j], True, None))
                 i = j + 1
             elif c == '"':
                 self.pos = i + 1
@@ -168,7 +196,7 @@ class Parser:
                 i = m.end()
         self.pos = i
         if not parts:
-            raise ShellSyntaxError(f"unexpected character {src[i:i + 1]!r}")
+            raise ShellSyntaxError(f"unexpected character {src[i : i + 1]!r}")
         word = Word(_merge(parts))
         first = word.parts[0]
         if first[0] == "lit" and not first[2]:
@@ -207,7 +235,7 @@ class Parser:
                 i += 1
                 break
             if c == "\\":
-                nxt = src[i + 1:i + 2]
+                nxt = src[i + 1 : i + 2]
                 if nxt and nxt in '$`"\\\n':
                     if nxt != "\n":
                         buf.append(nxt)
@@ -245,7 +273,7 @@ class Parser:
                 depth += 1
             elif c == ")":
                 if depth == 0:
-                    return i + 2 if src[i + 1:i + 2] == ")" else None
+                    return i + 2 if src[i + 1 : i + 2] == ")" else None
                 depth -= 1
             i += 1
         return None
@@ -253,12 +281,12 @@ class Parser:
     def _read_dollar(self, parts: list, quoted: bool) -> None:
         src, n = self.src, self.n
         i = self.pos + 1
-        c = src[i:i + 1]
+        c = src[i : i + 1]
         if c == "(":
-            if src[i + 1:i + 2] == "(":
+            if src[i + 1 : i + 2] == "(":
                 end = self._arith_end(i + 2)
                 if end is not None:
-                    parts.append(("arith", src[i + 2:end - 2], quoted, None))
+                    parts.append(("arith", src[i + 2 : end - 2], quoted, None))
                     self.pos = end
                     return
             self.pos = i + 1
@@ -350,11 +378,11 @@ class Parser:
         for m in _BACKTICK_RE.finditer(src, self.pos + 1):
             tok = m.group()
             if tok == "`":
-                out.append(src[last:m.start()])
+                out.append(src[last : m.start()])
                 self.pos = m.end()
                 break
             if tok[1] in "$`\\":
-                out.append(src[last:m.start()])
+                out.append(src[last : m.start()])
                 out.append(tok[1])
                 last = m.end()
         else:
@@ -470,10 +498,10 @@ class Parser:
         if kind == "op":
             if val == "(":
                 self.next_token()
-                if self.src[self.pos:self.pos + 1] == "(" and not self.buf:
+                if self.src[self.pos : self.pos + 1] == "(" and not self.buf:
                     end = self._arith_end(self.pos + 1)
                     if end is not None:
-                        node = Compound("arith", [], [Word.literal(self.src[self.pos + 1:end - 2])])
+                        node = Compound("arith", [], [Word.literal(self.src[self.pos + 1 : end - 2])])
                         self.pos = end
                         self.parse_redirs(node)
                         return node
@@ -580,7 +608,7 @@ class Parser:
         tok = self.peek()
         if tok == ("op", "("):
             self.next_token()
-            end = self._arith_end(self.pos + 1) if self.src[self.pos:self.pos + 1] == "(" and not self.buf else None
+            end = self._arith_end(self.pos + 1) if self.src[self.pos : self.pos + 1] == "(" and not self.buf else None
             if end is None:
                 raise ShellSyntaxError("bad arithmetic for")
             self.pos = end

@@ -10,8 +10,9 @@ from fnmatch import fnmatchcase
 
 GLOB_CHARS = re.compile(r"[*?\[]")
 PROTECTED_NAMES = ("bin", "boot", "etc", "home", "root", "sbin", "usr", "var")
-CACHE_NAMES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis",
-                         ".ipynb_checkpoints"})
+CACHE_NAMES = frozenset(
+    {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints"}
+)
 HOME_CACHES = (("uv",), ("pip",))
 CACHE_ROOTS = ("/workspace/", "/app/")
 MAX_BRACE = 4096
@@ -31,7 +32,7 @@ def expand_braces(text: str, limit: int = MAX_BRACE) -> list[str] | None:
                 nxt.append(item)
                 continue
             changed = True
-            pre, body, post = item[:m.start()], m.group(1), item[m.end():]
+            pre, body, post = item[: m.start()], m.group(1), item[m.end() :]
             for alt in _alternatives(body):
                 nxt.append(pre + alt + post)
             if len(nxt) > limit:
@@ -53,7 +54,7 @@ def _alternatives(body: str) -> list[str]:
     if m:
         a, b = int(m.group(1)), int(m.group(2))
         step = 1 if b >= a else -1
-        return [str(x) for x in range(a, b + step, step)][:MAX_BRACE + 1]
+        return [str(x) for x in range(a, b + step, step)][: MAX_BRACE + 1]
     m = re.fullmatch(r"([A-Za-z])\.\.([A-Za-z])", body)
     if m:
         a, b = ord(m.group(1)), ord(m.group(2))
@@ -156,7 +157,7 @@ def is_cache_operand(text: str) -> bool:
     if text.startswith("~"):
         if comps[:2] != ["~", ".cache"] or len(comps) < 3:
             return False
-        return any(tuple(comps[2:2 + len(c)]) == c for c in HOME_CACHES)
+        return any(tuple(comps[2 : 2 + len(c)]) == c for c in HOME_CACHES)
     if text.startswith("/") and not text.startswith(CACHE_ROOTS):
         return False
     if text.startswith("/"):

@@ -8,8 +8,16 @@ from verifier.checks.shell.paths import is_protected, is_under_tmp
 # Unambiguous prefixes of GNU rm long options that matter here (getopt accepts any unique prefix).
 _LONG_RECURSIVE = "recursive"
 _LONG_FORCE = "force"
-_LONG_OTHERS = ("interactive", "one-file-system", "no-preserve-root", "preserve-root", "dir", "verbose", "help",
-                "version")
+_LONG_OTHERS = (
+    "interactive",
+    "one-file-system",
+    "no-preserve-root",
+    "preserve-root",
+    "dir",
+    "verbose",
+    "help",
+    "version",
+)
 
 SPENT = "spent"  # resolution result once the trace's work budget is gone
 

@@ -8,11 +8,18 @@ from functools import lru_cache
 
 from verifier.checks.shell import network_rules as net
 from verifier.checks.shell.ast import Compound, FuncDef, Pipe, Seq, Simple, Word
-from verifier.checks.shell.commands import (CLIENTS, MENTION_CLIENTS, RUNNERS, SHELLS, TEXT_CONSUMERS, command_name,
-                                            shell_script_arg, unwrap)
+from verifier.checks.shell.commands import (
+    CLIENTS,
+    MENTION_CLIENTS,
+    RUNNERS,
+    SHELLS,
+    TEXT_CONSUMERS,
+    command_name,
+    shell_script_arg,
+    unwrap,
+)
 from verifier.checks.shell.parser import ShellSyntaxError, parse
-from verifier.checks.shell.paths import (dot_glob_variants, expand_braces, is_absolute, is_cache_operand, join,
-                                         normalize)
+from verifier.checks.shell.paths import dot_glob_variants, expand_braces, is_absolute, is_cache_operand, join, normalize
 from verifier.checks.shell.rm_rules import SPENT, parse_rm, verdict
 
 START_DIR = "/workspace"
@@ -75,8 +82,19 @@ class ShellState:
 class Frame:
     """How the current node is reached (input, positional args, find/xargs context, which rules are on)."""
 
-    __slots__ = ("stdin", "positional", "via", "net", "sub_net", "find_starts", "xargs", "deferred", "depth",
-                 "func_depth", "note")
+    __slots__ = (
+        "stdin",
+        "positional",
+        "via",
+        "net",
+        "sub_net",
+        "find_starts",
+        "xargs",
+        "deferred",
+        "depth",
+        "func_depth",
+        "note",
+    )
 
     def __init__(self) -> None:
         self.stdin = False
@@ -294,8 +312,7 @@ class TraceWalker:
                     return [Word.literal(vals[0])]
                 return [Word.literal(v, False) for v in vals[0].split()]
         elif st.vars and all(p[0] == "lit" or (p[0] == "var" and len(st.vars.get(p[1], ())) == 1) for p in parts):
-            return [Word.literal("".join(p[1] if p[0] == "lit" else st.vars[p[1]][0] for p in parts),
-                                 w.quoted)]
+            return [Word.literal("".join(p[1] if p[0] == "lit" else st.vars[p[1]][0] for p in parts), w.quoted)]
         return [w]
 
     def literal_values(self, words: list[Word], st: ShellState) -> list[str] | None:
@@ -424,8 +441,12 @@ class TraceWalker:
             self.find(args, st, fr)
         elif name in SHELLS and (found := shell_script_arg([Word.literal(name)] + args)) is not None:
             script, rest = found
-            self.walk_text(script.lit if script.lit is not None else script.text(), st.copy(),
-                           fr.but(positional=rest or [Word.literal(name)]), "shell -c script")
+            self.walk_text(
+                script.lit if script.lit is not None else script.text(),
+                st.copy(),
+                fr.but(positional=rest or [Word.literal(name)]),
+                "shell -c script",
+            )
         elif name == "eval":
             self.walk_text(" ".join(a.text() for a in args), st, fr, "eval text")
         elif name in st.funcs and fr.func_depth < MAX_FUNC_DEPTH:
@@ -595,8 +616,13 @@ class TraceWalker:
             return
         if not (call.recursive or call.force) or not call.operands:
             return
-        if call.recursive and self.plain_rm and not fr.deferred and fr.find_starts is None \
-                and all(o.lit is not None and is_cache_operand(o.lit) for o in call.operands):
+        if (
+            call.recursive
+            and self.plain_rm
+            and not fr.deferred
+            and fr.find_starts is None
+            and all(o.lit is not None and is_cache_operand(o.lit) for o in call.operands)
+        ):
             return
         for op in call.operands:
             reason = verdict(call, op, self.resolve(op, st, fr))
@@ -605,8 +631,24 @@ class TraceWalker:
                 return
 
     def xargs(self, args: list[Word], st: ShellState, fr: Frame) -> None:
-        with_value = {"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args",
-                      "--max-procs", "--max-chars", "--replace", "--max-lines", "--eof"}
+        with_value = {
+            "-a",
+            "-d",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "-P",
+            "-s",
+            "--arg-file",
+            "--delimiter",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--replace",
+            "--max-lines",
+            "--eof",
+        }
         k = 0
         while k < len(args):
             lit = args[k].lit
@@ -625,8 +667,11 @@ class TraceWalker:
     def find(self, args: list[Word], st: ShellState, fr: Frame) -> None:
         self.mentions("find", args, fr)
         k = 0
-        while k < len(args) and args[k].lit in ("-H", "-L", "-P") or (
-                k < len(args) and args[k].lit is not None and args[k].lit.startswith(("-D", "-O"))):
+        while (
+            k < len(args)
+            and args[k].lit in ("-H", "-L", "-P")
+            or (k < len(args) and args[k].lit is not None and args[k].lit.startswith(("-D", "-O")))
+        ):
             k += 2 if args[k].lit == "-D" else 1
         starts: list[Word] = []
         while k < len(args):
@@ -642,10 +687,13 @@ class TraceWalker:
                 j = k + 1
                 while j < len(args) and args[j].lit not in (";", "+"):
                     j += 1
-                inner = args[k + 1:j]
+                inner = args[k + 1 : j]
                 if inner:
-                    self.simple(Simple([], inner, []), st.copy(),
-                                fr.but(find_starts=starts, via=True, net=False, positional=None))
+                    self.simple(
+                        Simple([], inner, []),
+                        st.copy(),
+                        fr.but(find_starts=starts, via=True, net=False, positional=None),
+                    )
                 k = j
             k += 1
 
@@ -669,7 +717,7 @@ class TraceWalker:
             for i, tok in enumerate(seg):
                 base = tok.rsplit("/", 1)[-1].lower()
                 if base in ("cd", "pushd"):
-                    target = next((t for t in seg[i + 1:i + 4] if t and not t.startswith("-")), "~")
+                    target = next((t for t in seg[i + 1 : i + 4] if t and not t.startswith("-")), "~")
                     new = self.resolve_dir(Word.literal(target, False), st)
                     st.oldpwd, st.cwd = st.cwd, new
                     self.note_dir(new, fr)
@@ -678,7 +726,7 @@ class TraceWalker:
                 elif base == "popd" and st.stack:
                     st.cwd = st.stack.pop(0)
                 elif base == "rm" and not res.destructive:
-                    words = [Word.literal(t, False) for t in seg[i + 1:i + 1 + FALLBACK_ARGS] if t]
+                    words = [Word.literal(t, False) for t in seg[i + 1 : i + 1 + FALLBACK_ARGS] if t]
                     for d in dirs:
                         probe = st.copy()
                         probe.cwd = d
@@ -686,10 +734,10 @@ class TraceWalker:
                         if res.destructive:
                             break
                 elif fr.net and not res.network and base in RUNNERS and not fr.via:
-                    if any(t.rsplit("/", 1)[-1].lower() in MENTION_CLIENTS for t in seg[i + 1:i + 1 + FALLBACK_ARGS]):
+                    if any(t.rsplit("/", 1)[-1].lower() in MENTION_CLIENTS for t in seg[i + 1 : i + 1 + FALLBACK_ARGS]):
                         res.network.append(f"runner {base} names a client{note}")
             if fr.net and not res.network:
-                reason = net.mention_upload(seg[:FALLBACK_ARGS * 4])
+                reason = net.mention_upload(seg[: FALLBACK_ARGS * 4])
                 if reason:
                     res.network.append(reason + note)
         try:
@@ -709,8 +757,13 @@ def _is_plain_rm(seq: Seq) -> bool:
     if len(seq.items) != 1 or not isinstance(seq.items[0], Simple):
         return False
     node = seq.items[0]
-    return (not node.assigns and bool(node.words) and node.words[0].lit is not None
-            and command_name(node.words[0]) == "rm" and all(w.lit is not None for w in node.words))
+    return (
+        not node.assigns
+        and bool(node.words)
+        and node.words[0].lit is not None
+        and command_name(node.words[0]) == "rm"
+        and all(w.lit is not None for w in node.words)
+    )
 
 
 def _names_in(node: object, named: dict[str, list[Word]], depth: int) -> None:
@@ -732,7 +785,7 @@ def _names_in(node: object, named: dict[str, list[Word]], depth: int) -> None:
             nm = command_name(w)
             if nm in CLIENTS or nm in RUNNERS or nm == "rm":
                 if nm not in named:
-                    named[nm] = list(node.words[i + 1:]) if echo else []
+                    named[nm] = list(node.words[i + 1 :]) if echo else []
                 if echo:
                     break
         for w in node.words:
