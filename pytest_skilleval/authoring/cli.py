@@ -100,6 +100,9 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pytest_skilleval.harbor.process_env import default_env
+
+    default_env()  # offline by default, as in the plugin: litellm's price map and Harbor's telemetry stay local
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
         print(USAGE)
