@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_skilleval.harbor.environments import EnvironmentMode, EnvironmentModeError, kwarg_problems, resolve_mode
 from pytest_skilleval.harbor.images import CUSTOM_DOCKERFILE, custom_dockerfile_problems
-from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 # Agents that need no model credential (ours, and Harbor's LLM-free ones).
 NO_CREDENTIAL_AGENTS = frozenset({"replay", "oracle", "nop"})
@@ -119,6 +119,25 @@ def credential_names(agent: str, model: str | None) -> tuple[list[str], list[str
     return list(access.api_key_candidate_names), list(access.base_url_candidate_names)
 
 
+def known_agent_names() -> list[str]:
+    """Every name `--agents` takes, sorted: Harbor's agents, ours (`replay`) and the aliases."""
+    from harbor.models.agent.name import AgentName
+
+    return sorted({str(name.value) for name in AgentName} | {"replay"} | set(AGENT_ALIASES))
+
+
+def unknown_agent_problem(agent: str) -> str | None:
+    """One line for an agent name nobody knows: the nearest names first, then every name in order."""
+    import difflib
+
+    names = known_agent_names()
+    if agent in names:
+        return None
+    near = difflib.get_close_matches(agent, names, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    return f"unknown agent {agent!r}: {hint}known agents: {', '.join(names)} (or a module:Class import path)"
+
+
 def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Check]:
     """Each agent's own provider credential is set on the host (never from the skill)."""
     checks = []
@@ -129,7 +148,7 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
         try:
             keys, _ = credential_names(agent, settings.agent_models.get(agent))
         except ValueError as error:
-            checks.append(Check(f"agent {agent}", str(error).splitlines()[0]))
+            checks.append(Check(f"agent {agent}", unknown_agent_problem(agent) or str(error).splitlines()[0]))
             continue
         if keys and not any(environ.get(name, "").strip() for name in keys):
             also = f" (or {', '.join(keys[1:])})" if keys[1:] else ""

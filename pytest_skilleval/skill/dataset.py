@@ -289,7 +289,7 @@ def _checked_entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]
 def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -> Iterator[EvalCase | DatasetError]:
     """Each entry validated in order: its EvalCase, or the DatasetError naming its problem (ids checked for
     duplicates across the valid ones). The loader stops at the first error; `validate` lists them all."""
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}
     for index, raw in enumerate(raw_entries):
         label = _entry_label(index, raw)
         if not isinstance(raw, Mapping):
@@ -303,10 +303,17 @@ def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -
             continue
         key = duplicate_key(case.id)
         if key in seen:
-            message = f"duplicate id {case.id!r} (entry {seen[key]} has the same id)"
+            first, first_id = seen[key]
+            if first_id == case.id:
+                message = f"duplicate id {case.id!r} (entry {first} has the same id)"
+            else:
+                message = (
+                    f"id {case.id!r} differs only in case from {first_id!r} (entry {first}); ids must differ in "
+                    f"more than letter case, since case-insensitive file systems would mix their results"
+                )
             yield DatasetError(path, message, entry=label, field="id")
             continue
-        seen[key] = index
+        seen[key] = (index, case.id)
         yield case
 
 

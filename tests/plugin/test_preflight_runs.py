@@ -79,3 +79,14 @@ def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: Ski
     assert "harbor.runtime_env: contains operator-owned credential name(s): OPENAI_API_KEY" in output
     assert " passed" not in output and "Traceback" not in output
     assert not (skill_project.root / "results").exists()
+
+
+def test_an_unknown_agent_gets_the_nearest_names_and_a_sorted_list(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    result = skill_project.run("--agents", "codx", "--env-mode", "local")
+    output = _stopped_before_any_trial(skill_project, result)
+    line = next(line for line in output.splitlines() if "agent codx:" in line)
+    assert "unknown agent 'codx': did you mean codex" in line
+    listed = line.split("known agents: ", 1)[1].split(" (or a module:Class", 1)[0].split(", ")
+    assert listed == sorted(listed)
+    assert {"replay", "claude", "claude-code", "terminus-2", "codex"} <= set(listed)
