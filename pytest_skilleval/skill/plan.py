@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, SkipValidation
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.skill_names import name_mismatch
 
 
 class TrialSpec(BaseModel):
@@ -99,6 +100,9 @@ def case_plan(skill: SkillFolder) -> CasePlan:
                 n_dataset_cases=len(plan.cases),
                 n_negative_cases=len(plan.negative_cases),
             )
+            mismatch = name_mismatch(skill.path, dataset.skill_name, path.name)
+            if mismatch:
+                plan.summary["skill_name_mismatch"] = mismatch
             plan.digest = dataset.digest
             plan.snapshot = {
                 "dataset": path.name,

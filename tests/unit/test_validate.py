@@ -292,14 +292,14 @@ def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
 def test_grader_missing_in_custom_only(tmp_path: Path) -> None:
     config = "schema_version: 1\ngrading:\n  mode: custom_only\n"
     assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"grader-missing"}
-    assert validate_skill(make_skill(tmp_path, entries("a"), config=config, grader=True, name="b")).findings == []
+    assert validate_skill(make_skill(tmp_path / "b", entries("a"), config=config, grader=True)).findings == []
 
 
 def test_grader_ignored_in_default_mode(tmp_path: Path) -> None:
     report = validate_skill(make_skill(tmp_path, entries("a"), grader=True))
     assert rules(report, "warning") == {"grader-ignored"}
     plus = "schema_version: 1\ngrading:\n  mode: aces_plus_custom\n"
-    assert validate_skill(make_skill(tmp_path, entries("a"), grader=True, config=plus, name="b")).findings == []
+    assert validate_skill(make_skill(tmp_path / "b", entries("a"), grader=True, config=plus)).findings == []
 
 
 def test_default_plus_custom_without_a_grader_warns(tmp_path: Path) -> None:
