@@ -7,7 +7,7 @@ import os
 
 from pydantic import ValidationError
 
-from pytest_skilleval.harbor.preflight import agent_checks, environment_checks
+from pytest_skilleval.harbor.preflight import agent_checks, default_base_checks, environment_checks
 from pytest_skilleval.skill.settings import RunSettings
 
 
@@ -39,6 +39,8 @@ def run_doctor(argv: list[str]) -> int:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1
     checks = environment_checks(settings) + agent_checks(settings, os.environ)
+    if all(check.ok for check in checks if check.name.startswith("docker")):
+        checks += default_base_checks(settings, None)
     for check in checks:
         print(check.line())
     failed = sum(not check.ok for check in checks)

@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.environments import EnvironmentMode, EnvironmentModeError, kwarg_problems, resolve_mode
-from pytest_skilleval.harbor.images import CUSTOM_DOCKERFILE, custom_dockerfile_problems
+from pytest_skilleval.harbor.images import (
+    CUSTOM_DOCKERFILE,
+    DEFAULT_BASE_IMAGE,
+    custom_dockerfile_problems,
+    image_exists,
+    image_plan,
+)
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 # Agents that need no model credential (ours, and Harbor's LLM-free ones).
@@ -77,6 +83,39 @@ def docker_checks(base_image: str | None = None) -> list[Check]:
         else:
             checks.append(Check("base image", detail=base_image))
     return checks
+
+
+def default_base_checks(settings: RunSettings, skill_dirs: Iterable[Path] | None) -> list[Check]:
+    """Under Docker without --base-image, the default base image is local or the registry has it, unless every
+    skill brings its own Dockerfile or its image is already built (an offline machine otherwise fails mid-run).
+    `skill_dirs=None` (doctor: no skill at hand) checks the base image regardless."""
+    docker = shutil.which("docker")
+    try:
+        is_docker = resolve_mode(settings.env_mode).is_docker
+    except EnvironmentModeError:
+        return []
+    if settings.base_image or docker is None or not is_docker:
+        return []
+    if skill_dirs is not None and not [
+        skill
+        for skill in skill_dirs
+        if not (skill / "evals" / CUSTOM_DOCKERFILE).is_file() and not image_exists(image_plan(skill, None).tag, docker)
+    ]:
+        return []
+    if image_exists(DEFAULT_BASE_IMAGE, docker):
+        return [Check("default base image", detail=f"{DEFAULT_BASE_IMAGE} (local)")]
+    remote = _run([docker, "manifest", "inspect", DEFAULT_BASE_IMAGE], timeout=20)
+    if remote is not None and remote.returncode == 0:
+        return [Check("default base image", detail=f"{DEFAULT_BASE_IMAGE} (pullable)")]
+    said = (remote.stderr.strip().splitlines() or ["no answer"])[-1] if remote is not None else "no answer within 20 s"
+    return [
+        Check(
+            "default base image",
+            f"{DEFAULT_BASE_IMAGE} is not in the local image store and the registry did not answer ({said[:200]}); "
+            f"`docker pull {DEFAULT_BASE_IMAGE}` where a registry is reachable, or pass --base-image IMAGE "
+            "(an image already in the local store)",
+        )
+    ]
 
 
 def environment_checks(settings: RunSettings) -> list[Check]:
@@ -226,6 +265,8 @@ def session_problems(
     """Every problem, one line each: the environment, the agents, then each skill's own settings."""
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
+    if not found:  # the base image is asked about only once the daemon answers
+        found += problems(default_base_checks(settings, list(skills)))
     for skill_dir, skill_settings in skills.items():
         found += problems(skill_checks(skill_dir, skill_settings, environ, pass_env))
     return list(dict.fromkeys(found))
