@@ -177,6 +177,42 @@ def unknown_agent_problem(agent: str) -> str | None:
     return f"unknown agent {agent!r}: {hint}known agents: {', '.join(names)} (or a module:Class import path)"
 
 
+# The npm CLI each Harbor agent drives, and the pinned package that provides it (docs/agents.md).
+AGENT_CLIS = {
+    "codex": ("codex", "@openai/codex@0.171.0"),
+    "claude-code": ("claude", "@anthropic-ai/claude-code@2.1.332"),
+    "opencode": ("opencode", "opencode-ai@1.18.33"),
+}
+# Where the local sandbox finds programs besides `--ek tools=DIR`: the host's system folders, shown read-only.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def local_cli_checks(settings: RunSettings) -> list[Check]:
+    """Under the `local` environment an agent's CLI must already be there (the sandbox cannot apt-get or npm
+    install it); say which is missing and how to provide it, instead of the install script's raw failure."""
+    if settings.local_sandbox is None:
+        return []
+    tools = settings.env_kwargs.get("tools")
+    checks = []
+    for agent in settings.agents:
+        if agent not in AGENT_CLIS:
+            continue
+        command, package = AGENT_CLIS[agent]
+        folders = [Path(tools) / "node_modules" / ".bin", Path(tools) / "bin"] if tools else []
+        if any((folder / command).is_file() for folder in folders) or shutil.which(command, path=SANDBOX_PATH):
+            checks.append(Check(f"agent {agent} CLI", detail=command))
+            continue
+        where = f"--ek tools={tools} has no {command}" if tools else f"no {command} CLI is available"
+        checks.append(
+            Check(
+                f"agent {agent} CLI",
+                f"{where}: the local sandbox cannot install it; run `npm install --prefix DIR {package}` once and "
+                "pass --ek tools=DIR (see docs/agents.md)",
+            )
+        )
+    return checks
+
+
 def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Check]:
     """Each agent's own provider credential is set on the host (never from the skill)."""
     checks = []
@@ -265,6 +301,7 @@ def session_problems(
     """Every problem, one line each: the environment, the agents, then each skill's own settings."""
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
+    found += problems(local_cli_checks(settings))
     if not found:  # the base image is asked about only once the daemon answers
         found += problems(default_base_checks(settings, list(skills)))
     for skill_dir, skill_settings in skills.items():

@@ -33,6 +33,8 @@ def test_missing_agent_credential_is_one_line(skill_project: SkillProject, no_cr
     assert "agent codex: no credential: set OPENAI_API_KEY (or CODEX_API_KEY) in the environment" in output
     assert "agent claude-code: no credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)" in output
     assert "agent replay" not in output
+    # Under `local` the sandbox cannot install a CLI: the line says so and how to provide it (no raw apt-get error).
+    assert "agent codex CLI: no codex CLI is available: the local sandbox cannot install it; run `npm install" in output
 
 
 def test_unreachable_docker_daemon_is_one_line(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:

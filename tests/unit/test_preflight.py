@@ -144,3 +144,23 @@ def test_doctor_checks_the_default_base_image(offline_docker: Path, capsys: pyte
 
     assert run_doctor(["--env-mode", "docker", "--agents", "replay"]) == 1
     assert "FAIL  default base image: python:3.12-slim is not in the local image store" in capsys.readouterr().out
+
+
+def test_a_cli_agent_under_local_without_its_cli_says_how_to_provide_it(tmp_path: Path) -> None:
+    from pytest_skilleval.harbor.preflight import local_cli_checks
+
+    settings = RunSettings(env_mode="local", agents=["codex", "replay", "terminus-2"])
+    (check,) = local_cli_checks(settings)
+    if shutil.which("codex", path="/usr/local/bin:/usr/bin:/bin"):
+        pytest.skip("this machine has a codex on its system PATH, which the sandbox shows")
+    assert check.problem == (
+        "no codex CLI is available: the local sandbox cannot install it; run `npm install --prefix DIR "
+        "@openai/codex@0.171.0` once and pass --ek tools=DIR (see docs/agents.md)"
+    )
+    tools = tmp_path / "clis"
+    given = RunSettings(env_mode="local", agents=["claude"], env_kwargs={"tools": str(tools)})
+    assert local_cli_checks(given)[0].problem.startswith(f"--ek tools={tools} has no claude: ")
+    (tools / "node_modules" / ".bin").mkdir(parents=True)
+    (tools / "node_modules" / ".bin" / "claude").write_text("#!/bin/sh\n")
+    assert local_cli_checks(given)[0].ok
+    assert local_cli_checks(RunSettings(env_mode="docker", agents=["codex"])) == []
