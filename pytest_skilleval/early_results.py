@@ -16,7 +16,7 @@ from __future__ import annotations
 import queue
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
@@ -82,6 +82,31 @@ class EarlyResults:
         self.failed = False
         self.warm_up = False  # set: the report writers are imported in the background when the first item is done
 
+    def open_runs(self, skill_dirs: Iterable[Path]) -> None:
+        """Make each skill's run folder (run_config.json and the dataset digest in it) before any trial starts, so an
+        interrupt at any moment leaves a run that `--resume` continues; a folder that cannot be made is left to the
+        session's end to report."""
+        for skill_dir in skill_dirs:
+            try:
+                self._writer(str(skill_dir)).open()
+            except Exception:  # noqa: BLE001 - the session's end writes the run and reports the problem
+                self.failed = True
+                return
+
+    def opened(self) -> list[str]:
+        """The skill folders whose run folder exists (opened at start, or by a trial file)."""
+        return sorted(skill_dir for skill_dir, writer in self._writers.items() if writer.run_dir is not None)
+
+    def _writer(self, skill_dir: str) -> EarlyTrialFiles:
+        writer = self._writers.get(skill_dir)
+        if writer is None:
+            path = Path(skill_dir)
+            writer = EarlyTrialFiles(
+                self._results_root(path), self._run_id(path), self._redactor, start=self._run_start(path)
+            )
+            self._writers[skill_dir] = writer
+        return writer
+
     def seen(self, nodeid: str, record: TrialRecord) -> None:
         self._done[nodeid] = record
 
@@ -94,16 +119,7 @@ class EarlyResults:
         if record is None or self.failed or record.source_run is not None:
             return
         try:
-            writer = self._writers.get(record.skill_dir)
-            if writer is None:
-                skill_dir = Path(record.skill_dir)
-                writer = EarlyTrialFiles(
-                    self._results_root(skill_dir),
-                    self._run_id(skill_dir),
-                    self._redactor,
-                    start=self._run_start(skill_dir),
-                )
-                self._writers[record.skill_dir] = writer
+            writer = self._writer(record.skill_dir)
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True
             return

@@ -290,7 +290,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     try:
         state.early.finish()  # the trial files handed to the writer thread are on disk before the tree is finished
-        if state.has_records():
+        if state.has_records() or state.early.opened():
             finish_session(state, session, exitstatus)
     finally:
         remove_job_folders(state)
