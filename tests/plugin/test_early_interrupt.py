@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugin.test_signals import _leftovers, _unique_sleep
+from tests.plugin.test_signals import _argv, _leftovers, _unique_sleep
 from tests.support import SkillProject, default_ctrl_c, simple_entries
 
 
@@ -31,28 +31,6 @@ def _skill(project: SkillProject, quick: int, sleep: str, flag: Path) -> list[st
         replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = command
         path.write_text(json.dumps(replay))
     return cases
-
-
-def _argv(project: SkillProject, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--skill-eval",
-        "-p",
-        "no:cacheprovider",
-        "--agents",
-        "replay",
-        "--env-mode",
-        "local",
-        "--ek",
-        "sandbox=none",
-        "--skip-baseline",
-        "--results-dir",
-        str(project.root / "results"),
-        str(project.root / "skills"),
-        *extra,
-    ]
 
 
 def _trial_files(project: SkillProject) -> list[Path]:
