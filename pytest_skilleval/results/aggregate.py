@@ -29,6 +29,7 @@ from pytest_skilleval.results.models import (
     RunPlan,
     VerdictPolicy,
 )
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.records import ARMS, TrialRecord
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
@@ -172,7 +173,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
     trials, warnings = _prepare(records, plan)
     ran = [t for t in trials if t.ran]
     planned = set(plan.cases)  # once, not per trial: this loop runs over every record
-    extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned})
+    extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned}, key=natural_key)
     calibration = "with_skill" not in plan.arms and "without_skill" in plan.arms
 
     agents: dict[str, AgentResult] = {}

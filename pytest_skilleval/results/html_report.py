@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from pytest_skilleval.results import charts
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
@@ -188,7 +189,7 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
 
     def mean(case: str, arm: str) -> float | None:
         values = sums.get((case, arm))
-        return round(sum(values) / len(values), 4) if values else None
+        return sum(values) / len(values) if values else None  # unrounded: the difference rounds once, as the lift
 
     def passes(case: str, arm: str) -> str:
         tally = passed.get((case, arm))
@@ -203,7 +204,7 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
             passes(case, "without_skill"),
             passes(case, "with_skill"),
         )
-        for case in sorted(order)
+        for case in sorted(order, key=natural_key)
     ]
 
 
@@ -306,7 +307,7 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
                 pass_k_svg=_pass_k(agent, chart_id),
                 trials_by_case={
                     case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
-                    for case, trials in sorted(trials_by_agent.get(name, {}).items())
+                    for case, trials in sorted(trials_by_agent.get(name, {}).items(), key=lambda kv: natural_key(kv[0]))
                 },
             )
         )
