@@ -47,6 +47,11 @@ BROKEN = {
         },
         ["entry 1 (id 'same')", "field 'id'", "duplicate id 'same' (entry 0 has the same id)"],
     ),
+    "legacy-alias": (
+        "evals.json",
+        {"skill_name": "b", "evals": [{"id": "c1", "prompt": "p", "expected_behavior": "not a list but a string"}]},
+        ["entry 0 (id 'c1')", "field 'expected_output'", "(this entry's 'expected_behavior' as 'assertions' was read)"],
+    ),
     "wrong-type": ("evals.json", _entry(assertions=5), ["entry 0 (id 'case-1')", "field 'assertions'"]),
     "bool-id": (
         "evals.json",
