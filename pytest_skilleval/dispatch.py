@@ -88,9 +88,16 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         record = runner.run(item.spec)
         tracker.note(item.spec, record)
         return record
+    scheduler.submit(item.spec)  # first: the look-ahead sees it as in flight
     if not (session.shouldstop or session.shouldfail):
-        for upcoming in upcoming_items(item, scheduler.window(item.spec) - 1):
+        window = scheduler.window(item.spec) - 1
+        ordered = state.skill(item.spec.skill_dir).settings.stop_on_pass
+        # Under --stop-on-pass an attempt whose earlier attempt is still in flight would only wait: look further.
+        for upcoming in upcoming_items(item, window * 4 if ordered else window):
+            if ordered and (window <= 0 or scheduler.waits_for_earlier_attempt(upcoming.spec)):
+                continue
             scheduler.submit(upcoming.spec)
+            window -= 1
     return scheduler.result(item.spec)
 
 
