@@ -271,8 +271,8 @@ class LocalEnvironment(BaseEnvironment):
             alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
             pattern = rf"{root}(?=/|$|[^\w.-])|(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])"
             self._rewrite_cache = (tops, re.compile(pattern))
-        pattern, root = self._rewrite_cache[1], str(self.rootfs)
-        return partial(pattern.sub, lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}")
+        compiled, root = self._rewrite_cache[1], str(self.rootfs)
+        return partial(compiled.sub, lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}")
 
     def rewrite_paths(self, text: str) -> str:
         """none mode: ``text`` with container paths pointed at the sandbox folders (see ``_path_rewriter``)."""
@@ -333,7 +333,8 @@ class LocalEnvironment(BaseEnvironment):
                 "TERM": "dumb",
                 **harbor_variables(logs, tests),
             }
-            bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(self.tools)}" for b in _tool_bins(self.tools)]
+            tools = self.tools
+            bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(tools)}" for b in _tool_bins(tools)] if tools else []
             return _with_path_prefix({**base, **merged}, bins)
         defaults = {**harbor_variables(logs, tests), "TMPDIR": "/tmp", "HOME": HOME}
         sandboxed = {key: rewrite(value) for key, value in {**defaults, **merged}.items()}

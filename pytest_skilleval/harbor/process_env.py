@@ -24,7 +24,7 @@ def default_env() -> None:
 def quiet_harbor_logs(level: int = logging.WARNING) -> None:
     """Harbor pins its logger at DEBUG, so pytest's log capture printed every trial's chatter ("does not declare
     an options_model", from any trial in flight) under a failing item; keep its warnings and errors only."""
-    import harbor.utils.logger  # noqa: F401 - importing it sets the DEBUG level lowered here, so import it first
+    import harbor.utils.logger  # importing it sets the DEBUG level lowered here, so import it first
 
     for name in ("harbor", harbor.utils.logger.__name__):
         logger = logging.getLogger(name)
@@ -45,13 +45,13 @@ def forget_logger(name: str) -> None:
     with getattr(logging, "_lock", contextlib.nullcontext()):  # the lock logging.getLogger takes
         registry = manager.loggerDict
         doomed = [key for key in registry if key == name or key.startswith(name + ".")]
-        removed = {registry.pop(key) for key in doomed}
+        removed = {entry for key in doomed if isinstance(entry := registry.pop(key), logging.Logger)}
         head = name.rpartition(".")[0]
         while head:  # the ancestors' placeholders list the top logger (the ones below stop at it)
             above = registry.get(head)
             if isinstance(above, logging.PlaceHolder):
                 for logger in removed:
-                    above.loggerMap.pop(logger, None)  # type: ignore[call-overload]
+                    above.loggerMap.pop(logger, None)  # placeholders list loggers only
             elif above is not None:
                 break  # a real logger: loggers hold no list of their children
             head = head.rpartition(".")[0]

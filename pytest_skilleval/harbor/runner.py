@@ -66,7 +66,7 @@ def agent_config(
     constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
 
-    skills = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
+    skills: list[str | Path] = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
     skills += [str(path) for path in workspace_skills]
     model = settings.agent_models.get(spec.agent)
     kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
@@ -365,6 +365,7 @@ def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path 
     from pytest_skilleval.harbor.native_staging import stage_native_task
     from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
 
+    assert spec.native_task_dir is not None  # set for every spec whose source is "native"
     try:
         staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)
     except NativeTaskError as error:

@@ -166,6 +166,7 @@ class HostVerifier(BaseVerifier):
                 safe_io.remove_file(host_dir, name)
 
     async def _run_grader(self) -> SanitizedReward:
+        assert self.grader is not None  # run only when the skill has a custom grader
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
         # One exec: the verifier folder made (the agent may have removed it) and the grader run. `test` is a shell

@@ -92,7 +92,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]
             plan.negative_cases = [
-                case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False
+                case.id for case, entry in zip(dataset.cases, entries, strict=True) if should_trigger(entry) is False
             ]
             plan.summary.update(
                 dataset=path.name,
@@ -112,7 +112,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             }
     try:
         source = skill.settings.task_source
-    except Exception:  # a bad config.yml: collection reports it
+    except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report
         source = "auto"
     native = [] if source == "evals_json" else native_case_names(skill.evals_dir)
     plan.summary["n_native_tasks"] = len(native)

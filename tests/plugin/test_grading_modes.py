@@ -101,3 +101,29 @@ def test_conftest_can_override_the_runner(skill_project: SkillProject) -> None:
     result = skill_project.run(*LOCAL_REPLAY, "-v")
     result.assert_outcomes(passed=2)
     assert "PASSED (0.90)" in result.stdout.str()
+
+
+def test_an_error_that_is_not_the_trials_is_reported_as_pytest_reports_it(skill_project: SkillProject) -> None:
+    """The item's failure text is its own only for trial failures; anything else (here a plugin's hook raising in
+    the call phase) is pytest's usual traceback, never an INTERNALERROR."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.pytester.makeconftest(
+        "import pytest\n"
+        "from pytest_skilleval.results.records import TrialRecord\n"
+        "class FakeRunner:\n"
+        "    def run(self, spec):\n"
+        "        return TrialRecord(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id,\n"
+        "                           agent=spec.agent, arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid,\n"
+        "                           status='scored', overall=0.9, passed=True)\n"
+        "@pytest.fixture(scope='session')\n"
+        "def skilleval_runner():\n"
+        "    return FakeRunner()\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_runtest_call(item):\n"
+        "    raise RuntimeError('a plugin broke')\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    result.assert_outcomes(failed=1)
+    assert "RuntimeError: a plugin broke" in output

@@ -51,9 +51,12 @@ def _activated(
     }
 
 
-def _best(candidates: list[tuple[tuple[str, float], ToolCallRecord, dict[str, Any]]]):  # type: ignore[no-untyped-def]
+_Candidate = tuple[tuple[str, float], ToolCallRecord, dict[str, Any]]
+
+
+def _best(candidates: list[_Candidate]) -> _Candidate | None:
     """The highest-scoring candidate, earliest first on ties."""
-    best = None
+    best: _Candidate | None = None
     for candidate in candidates:
         if best is None or candidate[0][1] > best[0][1]:
             best = candidate

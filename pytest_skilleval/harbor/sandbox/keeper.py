@@ -103,7 +103,7 @@ def _parses(data: bytes) -> bool:
     return True
 
 
-def _read_until(fd: int, deadline: float, done) -> bytes:  # noqa: ANN001 - predicate on the bytes so far
+def _read_until(fd: int, deadline: float, done: Callable[[bytes], bool]) -> bytes:
     data = b""
     while not done(data):
         left = deadline - time.monotonic()
@@ -131,9 +131,11 @@ class Sandbox:
             argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, cwd="/"
         )
         os.close(info_w)
+        stdout = self.proc.stdout
+        assert stdout is not None  # stdout=PIPE above
         deadline = time.monotonic() + START_TIMEOUT
         try:
-            ready = _read_until(self.proc.stdout.fileno(), deadline, lambda data: READY in data)
+            ready = _read_until(stdout.fileno(), deadline, lambda data: READY in data)
             info = _read_until(info_r, deadline, _parses) if READY in ready else b""
         finally:
             os.close(info_r)
@@ -143,7 +145,7 @@ class Sandbox:
             errors.seek(0)
             lines = errors.read().decode("utf-8", "replace").strip().splitlines()
             raise RuntimeError(f"bwrap could not start the sandbox: {lines[-1] if lines else 'no output'}")
-        self.proc.stdout.close()
+        stdout.close()
         errors.close()
         self.ended = False
         self.last_cap = _last_capability()
