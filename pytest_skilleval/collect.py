@@ -71,7 +71,7 @@ class SkillEvalItem(pytest.Function):
 
     def forget_spec(self) -> None:
         """Once the item has run: nothing needs its spec any more (asked again, it is built again, equal), and kept
-        by every item it was ~1.2 KB a trial for the whole session."""
+        by every item it would hold memory per trial for the whole session."""
         self.__dict__.pop("spec", None)
 
     def _set_structured_id(self, nodeid: str) -> None:

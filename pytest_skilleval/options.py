@@ -332,7 +332,7 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
 
 
 def read_sources(config: pytest.Config) -> SettingsSources:
-    """Parse what the command line and the ini file gave; refuse settings whose issue has not landed yet."""
+    """Parse what the command line and the ini file gave; refuse settings not implemented yet."""
     cli: dict[str, Any] = {}
     ini: dict[str, Any] = {}
     for spec in OPTION_SPECS:

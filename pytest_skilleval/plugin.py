@@ -211,7 +211,7 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
         raise pytest.UsageError("skilleval_trial needs --skill-eval")
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
-    if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them (~1.5 KB a trial otherwise)
+    if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them; else kept for nothing
         item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
         pytest.skip(record.reason or "skipped")

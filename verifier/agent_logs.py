@@ -1,4 +1,4 @@
-"""Rebuilding a trajectory from an agent's own log when `trajectory.json` is missing or empty (facts 1; seed 003).
+"""Rebuilding a trajectory from an agent's own log when `trajectory.json` is missing or empty.
 
 Each converter turns one agent's JSON-lines log into ATIF-shaped step dicts, the same shape `trajectory.json` has, so
 the evidence reader treats both alike. Failed tool runs keep their status, exit code and error text in the
@@ -356,7 +356,7 @@ def convert_codex(text: str) -> list[Step]:
     return steps.done()
 
 
-# Tried in this order (facts 1 and seed 003); the first that yields any step is graded.
+# Tried in this order; the first that yields any step is graded.
 AGENT_LOGS: tuple[tuple[str, Converter], ...] = (
     ("claude-code.txt", convert_claude_code),
     ("cursor-cli.txt", convert_cursor_cli),

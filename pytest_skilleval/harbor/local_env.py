@@ -89,7 +89,7 @@ _warned_unisolated = False
 def harbor_variables(
     logs_dir: str = "/logs", tests_dir: str = "/tests", workspace_dir: str = WORKSPACE
 ) -> dict[str, str]:
-    """The grader-facing ``HARBOR_*`` variables (SPEC section 1) for the given roots.
+    """The grader-facing ``HARBOR_*`` variables (docs/grading.md, Environment variables) for the given roots.
 
     ``HARBOR_WORKSPACE_DIR`` is our addition: graders need it in sandbox=none mode, where
     ``/workspace`` inside a script is not rewritten.
@@ -408,7 +408,7 @@ class LocalEnvironment(BaseEnvironment):
 
     # ---- folder checks and resets, answered on the host ----------------------------------
     # Harbor runs these as shell commands (`test -d`, an `rm -rf`/`mkdir -p` line); each would cost an exec through
-    # the keeper (~5 ms). The same work is done here on rootfs/ through verifier.safe_io, which never follows a link.
+    # the keeper. The same work is done here on rootfs/ through verifier.safe_io, which never follows a link.
 
     def _sandbox_rel(self, container_path: EnvironmentPath) -> str:
         """rootfs-relative path of a container path, relative ones taken from the default cwd as exec would."""

@@ -1,7 +1,7 @@
 """What the process needs before Harbor is imported: its environment defaults and its log level; and, after each
 trial, the loggers Harbor made for it let go.
 
-Kept apart from runner.py (which imports Harbor's trial machinery, ~0.1 s) so `pytest_configure` can apply them
+Kept apart from runner.py (which imports Harbor's trial machinery, slow to import) so `pytest_configure` can apply them
 without paying for that import in a run that never starts a trial (`--co`, a selection that deselects everything).
 """
 
@@ -37,7 +37,7 @@ def forget_logger(name: str) -> None:
 
     Harbor gives each trial a logger of its own (`harbor.utils.logger.harbor.trial.trial.<trial name>`, with its
     agent's, environment's and verifier's loggers under it). `logging` keeps every logger it ever made, and the
-    placeholders of their shared ancestors list each one as a child: ~3 KB kept per trial in a pytest process that
+    placeholders of their shared ancestors list each one as a child: memory kept per trial in a pytest process that
     runs thousands (`harbor run` keeps them too, but exits after its job). A logger asked for again after this is
     made afresh, with the same parent.
     """

@@ -267,7 +267,7 @@ class SkillEvalRunner:
         trial = await Trial.create(config)
 
         async def keep_agent_record(_event: Any) -> None:
-            # The replay agent's own record beats any trajectory.json the sandbox wrote (issue 9, item 12).
+            # The replay agent's own record beats any trajectory.json the sandbox wrote.
             restore = getattr(trial.agent, "restore_record", None)
             if callable(restore):
                 restore()
@@ -283,7 +283,7 @@ class SkillEvalRunner:
             result = await trial.run()
         finally:
             # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
-            # process: ~3 KB a trial. Only a logger named after this trial goes, never a shared one.
+            # process, for every trial. Only a logger named after this trial goes, never a shared one.
             if trial.logger.name.endswith(f".{trial_name}"):
                 forget_logger(trial.logger.name)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)

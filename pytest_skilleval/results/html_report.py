@@ -334,7 +334,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        # Compiling the template costs ~90 ms a run; Jinja's own cache keeps the result in a per-user 0700 folder.
+        # Compiling the template is most of loading it; Jinja's own cache keeps the result in a per-user 0700 folder.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.filters.update(score=score, signed=signed, interval=interval, count=count, usd=usd)

@@ -1,5 +1,5 @@
 """The four sub-scores of skill_execution for a positive case: activation, script execution, workflow order and
-error recovery (facts 3.3-3.7, in-container variant). Each returns a details dict with a `score` key so an author can
+error recovery, read from what ran in the sandbox. Each returns a details dict with a `score` key so an author can
 see which call and which path earned or cost the score.
 """
 

@@ -12,8 +12,8 @@ stops, kills everything the trial started and waits until it is gone.
   command. Every command lives in the sandbox's PID namespace: when the sandbox ends, the kernel kills them all.
 
 Started by `keeper_client` through a *launcher*: one `python -I -S keeper.py --launcher FD` per host process, with
-standard library only (the sandbox sees nothing of our package), that forks a keeper per trial. A fork costs about a
-millisecond where a new interpreter costs 25-35 ms, and every trial pays it. Each keeper talks to the host over its
+standard library only (the sandbox sees nothing of our package), that forks a keeper per trial. A fork costs a small
+fraction of a new interpreter's start, and every trial pays it. Each keeper talks to the host over its
 own SOCK_SEQPACKET socket, handed over at launch: small JSON messages, with file descriptors attached for a spawn
 request (the request body, stdout, stderr). The socket closing (the host process died) is a stop. No socket or
 pipe of the keeper or the launcher is inheritable: a command never holds a channel to the host.

@@ -1,7 +1,7 @@
 """A bounded recursive-descent parser for POSIX/bash command lines.
 
-Why our own parser: bashlex rejects `case`, `coproc`, `$(( ))`, arrays and `[[ ]]`, and costs ~0.4 ms per line,
-which alone would blow the 10,000-call budget. This one reads each character once (substitutions are parsed
+Why our own parser: bashlex rejects `case`, `coproc`, `$(( ))`, arrays and `[[ ]]`, and is too slow for the
+checks' target (benchmarks/bench_checks.py). This one reads each character once (substitutions are parsed
 inline, not re-lexed), never executes anything, and raises `ShellSyntaxError` on what it cannot read or on
 nesting deeper than `MAX_DEPTH`, so callers can fall back to a conservative scan.
 """

@@ -1,5 +1,5 @@
 """Walks parsed command lines of a whole trace, tracking the shell's directory, variables and functions, and
-applies the seed's rm and network rules. Never executes anything; all work is charged to a per-trace budget."""
+applies the rm and network rules. Never executes anything; all work is charged to a per-trace budget."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class BudgetSpent(Exception):
 
 
 class Limits:
-    """Per-trace caps (the seed's: >32 distinct directories in one call; a work budget)."""
+    """Per-trace caps: more than 32 distinct directories in one call, and a work budget."""
 
     __slots__ = ("unresolved", "budget", "spent")
 
@@ -187,7 +187,7 @@ class TraceWalker:
             self.runners_in_definition(node.body, st, fr)
 
     def runners_in_definition(self, body: object, st: ShellState, fr: Frame) -> None:
-        """The seed's runner rule holds after a function header even when the function is never called
+        """The runner rule holds after a function header even when the function is never called
         (`f(){ ssh host curl URL; }`): walk the body on a scratch result and keep only the runner warnings."""
         if not fr.net or fr.via:
             return
