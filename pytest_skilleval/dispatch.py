@@ -8,6 +8,7 @@ worker's own queue (the indices the controller sent it), so a worker never start
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def upcoming_items(item: pytest.Item, count: int) -> list[SkillEvalItem]:
     if count <= 0:
         return []
     session = item.session
-    indices = _worker_queue(session.config)
+    indices: Sequence[int] | None = _worker_queue(session.config)
     if indices is None:
         positions = session.stash.get(POSITIONS_KEY, None)
         if positions is None:

@@ -1,14 +1,13 @@
 """Each trial's file goes to its run folder when its item is done, and the trial's Harbor folders are deleted then.
 
-Why: the session's end used to write every trial file and delete every job folder after the last trial, about 2 ms
-a trial that nothing overlapped (most of the session's end at 20,000 trials). Handed over as each item finishes (its
-teardown report; on the controller under xdist) to one writer thread, the work overlaps the trials still running.
-Not on pytest's main thread, which runs the trials' event loop while it waits for an item: written there, the
-trials' Python side would pause for every write and delete (measured after os.sync(), medians of 8 runs of 96
-trials two at once: 5.41 s there against 4.59 s on the writer thread). The session's end writes what is not there
-yet (resumed trials; a trial whose record it changed), syncs everything once and writes result.json last, as before. The run
-folder's first write also puts there what --resume compares (run_config.json, dataset_digest.json), so a run killed
-outright (SIGKILL), which leaves its finished trials' files but no result.json, can be resumed.
+Why: done at the session's end, writing every trial file and deleting every job folder is time no trial overlaps.
+Handed over as each item finishes (its teardown report; on the controller under xdist) to one writer thread, the
+work overlaps the trials still running. Not on pytest's main thread, which runs the trials' event loop while it
+waits for an item: written there, the trials' Python side would pause for every write and delete (figures in
+docs/performance.md). The session's end writes what is not there yet (resumed trials; a trial whose record it
+changed), syncs everything once and writes result.json last. The run folder's first write also puts there what
+--resume compares (run_config.json, dataset_digest.json), so a run killed outright (SIGKILL), which leaves its
+finished trials' files but no result.json, can be resumed.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from verifier.redact import Redactor
 
 def warm_up_reports() -> threading.Thread:
     """Import the report writers (Jinja, pygal, the schema) and load the report's template in the background while
-    trials run: the session's end otherwise waits ~0.1 s for them after the last trial."""
+    trials run, so the session's end does not wait for them after the last trial."""
 
     def load() -> None:
         try:

@@ -246,7 +246,7 @@ class SkillEvalSession:
             # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run.
             self.early.open_runs(skill_dir for skill_dir, plan in sorted(self.case_plans.items()) if plan.cases)
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
-        # left out of every full collection from now on (pytest forces two at its end: ~50 ms each with Harbor).
+        # left out of every full collection from now on (pytest forces two at its end, each walking all of it).
         gc.freeze()
 
     @pytest.hookimpl(tryfirst=True)

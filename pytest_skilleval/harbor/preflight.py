@@ -140,7 +140,7 @@ def _backend_preflight(mode: EnvironmentMode) -> Check:
         environment_class(mode).preflight()
     except SystemExit as error:
         return Check(f"environment {mode.name}", str(error.code))
-    except Exception as error:  # ImportError for a missing extra, or the backend's own complaint
+    except Exception as error:  # noqa: BLE001 - ImportError for a missing extra, or the backend's own complaint
         return Check(f"environment {mode.name}", str(error).splitlines()[0])
     return Check(f"environment {mode.name}", detail="Harbor preflight passed")
 

@@ -9,8 +9,8 @@ The loop runs on the thread that waits (pytest's main thread), as `harbor run -n
 thread's loop: between two items, while pytest reports one and sets up the next (a few milliseconds), the trials'
 Python side pauses and their commands run on. A loop on a thread of its own runs through those milliseconds but
 competes with pytest's thread for the interpreter lock, and each hand-over between the threads (a trial's result to
-pytest, a worker thread's answer to the loop) can wait for a lock switch: 96 trials two at once took ~5% longer
-that way (medians of 8 interleaved runs, benchmarks/bench_vs_harbor.py's workload).
+pytest, a worker thread's answer to the loop) can wait for a lock switch, which made the trials slower in
+benchmarks/bench_vs_harbor.py (figures in docs/performance.md).
 
 Stop-on-pass is decided when a trial is about to start, not when it is submitted, and under it attempt k of a case
 waits for this process's earlier attempts of that case to end: a pass skips it, whatever the window. The look-ahead

@@ -123,7 +123,7 @@ class _Batch:
 
     root: Path
     checked: set[Path] = field(default_factory=set)
-    # Plain strings: a Path keeps its parsed parts too (~0.3 KB more per file, for as long as the run lasts).
+    # Plain strings: a Path keeps its parsed parts too (more memory per file, for as long as the run lasts).
     unsynced: list[str] = field(default_factory=list)
 
 

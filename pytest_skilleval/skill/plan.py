@@ -92,7 +92,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]
             plan.negative_cases = [
-                case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False
+                case.id for case, entry in zip(dataset.cases, entries, strict=True) if should_trigger(entry) is False
             ]
             plan.summary.update(
                 dataset=path.name,
@@ -112,7 +112,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             }
     try:
         source = skill.settings.task_source
-    except Exception:  # a bad config.yml: collection reports it
+    except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report
         source = "auto"
     native = [] if source == "evals_json" else native_case_names(skill.evals_dir)
     plan.summary["n_native_tasks"] = len(native)
@@ -134,7 +134,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
 def native_claims(evals_dir: Path) -> dict[str, str]:
     """Native tasks, readable or not: task folder name -> the dataset entry id it replaces.
 
-    One rule for every refusal (issue 11): a task refused by Harbor's own model or by a plugin rule claims its entry
+    One rule for every refusal: a task refused by Harbor's own model or by a plugin rule claims its entry
     all the same, so the entry never runs in its place; why it was refused is reported by its own collector.
     """
     from pytest_skilleval.skill.native_claims import claimed_entry_id
@@ -148,7 +148,7 @@ def native_claims(evals_dir: Path) -> dict[str, str]:
 
 
 def staged_order(dataset_ids: list[str], claims: dict[str, str]) -> list[str]:
-    """Case ids in the seed's staged order: dataset order (an entry a native task replaces takes the task's place),
+    """Case ids in staged order: dataset order (an entry a native task replaces takes the task's place),
     then the remaining native tasks by folder name."""
     replaced_by = {entry: name for name, entry in claims.items()}
     order = [replaced_by.get(case_id, case_id) for case_id in dataset_ids]

@@ -23,7 +23,7 @@ from tests.support import require_system
 pytestmark = pytest.mark.e2e
 
 
-def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+def run(coro):  # a tiny sync bridge for async env methods
     return asyncio.run(coro)
 
 

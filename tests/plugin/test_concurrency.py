@@ -68,12 +68,17 @@ def test_concurrent_results_equal_serial_results(skill_project: SkillProject) ->
     shutil.rmtree(skill_project.root / "results")
     concurrent = skill_project.run(*args, "--n-concurrent", "6", "-v")
     concurrent_result = skill_project.result_json("hello-skill")
-    outcome_lines = lambda r: sorted(l for l in r.stdout.lines if "PASSED" in l or "FAILED" in l or "ERROR" in l)  # noqa: E731
+
+    def outcome_lines(run: pytest.RunResult) -> list[str]:
+        return sorted(line for line in run.stdout.lines if "PASSED" in line or "FAILED" in line or "ERROR" in line)
+
+    def scores(result: dict) -> list[tuple]:
+        return sorted(
+            (t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))
+            for t in result["trials"]
+        )
+
     assert outcome_lines(serial) == outcome_lines(concurrent)
-    scores = lambda res: sorted(
-        (t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))  # noqa: E731
-        for t in res["trials"]
-    )
     assert scores(serial_result) == scores(concurrent_result)
 
 

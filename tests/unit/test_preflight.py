@@ -50,8 +50,10 @@ def test_skill_checks(tmp_path: Path) -> None:
     (skill / "evals").mkdir(parents=True)
     settings = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"])
     lines = [check.problem for check in skill_checks(skill, settings, environ={}) if check.problem]
-    assert any("runtime_env DB references the host variable DB_URL; pass it with --pass-env DB_URL" in l for l in lines)
-    assert any("pre_agent_setup" in l and "paired run refuses it" in l for l in lines)
+    assert any(
+        "runtime_env DB references the host variable DB_URL; pass it with --pass-env DB_URL" in ln for ln in lines
+    )
+    assert any("pre_agent_setup" in ln and "paired run refuses it" in ln for ln in lines)
     passed = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"], skip_baseline=True)
     assert [c for c in skill_checks(skill, passed, {"DB_URL": "x"}, pass_env=["DB_URL"]) if c.problem] == []
 

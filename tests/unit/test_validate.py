@@ -233,7 +233,7 @@ def test_files_entries_follow_the_staging_rules(tmp_path: Path) -> None:
     report = validate_skill(skill)
     assert rules(report) == {"files-entry"}
     assert len(report.findings) == len(bad)
-    for item, finding in zip(bad, report.findings):
+    for item, finding in zip(bad, report.findings, strict=True):
         assert repr(item) in finding.message and "case 'a'" in finding.message
 
 
@@ -624,7 +624,7 @@ def test_resource_bombs_are_errors_not_crashes(tmp_path: Path) -> None:
     assert [f.message for f in report.errors] == ["nested deeper than 64 levels"]
     (skill / "evals" / "evals.json").unlink()
     bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi")
+        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
     )
     (skill / "evals" / "evals.yaml").write_text("skill_name: demo\nevals: []\n" + bomb)
     (skill / "evals" / "config.yml").write_text("schema_version: 1\n" + bomb)
