@@ -1,0 +1,70 @@
+"""What of a skill folder pytest itself would run on the host: its `conftest.py` files and a pytest config file.
+
+A skill is untrusted input (docs/security.md): pytest imports the `conftest.py` of every folder it enters and
+applies the config file it chooses (its `addopts`, `pythonpath`, plugins and `skilleval_*` keys). This module only
+finds them; the pytest side refuses the run.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path
+
+from pytest_skilleval.skill.folder import skill_roots_under
+
+CONFTEST = "conftest.py"
+# A pyproject.toml bigger than this is taken to configure pytest without being read.
+MAX_PYPROJECT_BYTES = 1 << 20
+
+
+def enclosing_skill(path: Path) -> Path | None:
+    """The skill folder `path` is or lies in: the nearest folder, itself included, holding SKILL.md and evals/."""
+    for folder in [path, *path.parents] if path.is_dir() else list(path.parents):
+        if (folder / "SKILL.md").is_file() and (folder / "evals").is_dir():
+            return folder
+    return None
+
+
+def skills_reached(paths: Iterable[Path]) -> list[Path]:
+    """Every skill folder a run over `paths` enters: the one each path lies in, else the skills below it."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        path = path.resolve()
+        inside = enclosing_skill(path)
+        for root in [inside] if inside is not None else skill_roots_under(path):
+            found.setdefault(root, None)
+    return list(found)
+
+
+def conftest_files(skill: Path) -> list[Path]:
+    """Every `conftest.py` in the skill folder: anywhere below it (a command-line path can point into any folder,
+    and pytest imports the conftest of each folder on the way), plus the folders collection enters, through a link
+    too (a linked evals/harbor/<case>)."""
+    found: dict[Path, None] = {}
+    for current, dirs, files in os.walk(skill):
+        dirs.sort()
+        for name in sorted(files):
+            if name == CONFTEST:
+                found.setdefault(Path(current, name), None)
+    harbor = skill / "evals" / "harbor"
+    entered = [skill, skill / "evals", harbor, *(sorted(harbor.iterdir()) if harbor.is_dir() else [])]
+    for folder in entered:
+        if (folder / CONFTEST).exists() or (folder / CONFTEST).is_symlink():
+            found.setdefault(folder / CONFTEST, None)
+    return list(found)
+
+
+def configures_pytest(config_file: Path) -> bool:
+    """Whether the config file pytest chose sets anything: a pyproject.toml without a `[tool.pytest...]` table only
+    marks the root folder (pytest applies nothing from it); every other file pytest picks has its pytest section."""
+    if config_file.name != "pyproject.toml":
+        return True
+    try:
+        if config_file.stat().st_size > MAX_PYPROJECT_BYTES:
+            return True
+        tool = tomllib.loads(config_file.read_text(encoding="utf-8")).get("tool")
+    except (OSError, ValueError):
+        return True
+    return isinstance(tool, dict) and "pytest" in tool
