@@ -80,6 +80,20 @@ def test_a_conftest_deep_in_the_skill_is_named_too(skill_project: SkillProject, 
     assert f"{skill / 'scripts' / 'tests' / 'conftest.py'} lies in the skill folder {skill}" in refusal_line(result)
 
 
+def test_a_conftest_behind_a_linked_task_folder_is_named(skill_project: SkillProject, marks: Path) -> None:
+    """pytest enters a linked folder; a walk of the skill that does not follow links would miss its conftest."""
+    skill = skill_project.make_skill("hostile", simple_entries("one"))
+    elsewhere = skill_project.root / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "conftest.py").write_text(writes_marker(marks / "conftest"))
+    (skill / "evals" / "harbor").mkdir()
+    (skill / "evals" / "harbor" / "linked").symlink_to(elsewhere, target_is_directory=True)
+    result = skill_project.run(str(skill), "--collect-only", *LOCAL_REPLAY)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (marks / "conftest").exists()
+    assert f"{skill / 'evals' / 'harbor' / 'linked' / 'conftest.py'} lies in the skill folder" in refusal_line(result)
+
+
 def test_trusting_the_skill_runs_its_conftest(skill_project: SkillProject, marks: Path) -> None:
     skill = skill_with_conftest(skill_project, marks, "evals/conftest.py")
     result = skill_project.run(str(skill), "--trust-skill-code", "--collect-only", *LOCAL_REPLAY)
