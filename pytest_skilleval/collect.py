@@ -181,7 +181,7 @@ def orphan_evals_dir(file_path: Path) -> Path | None:
     return None if (evals.parent / "SKILL.md").is_file() else evals
 
 
-def outside_evals(path: Path) -> bool:
+def ignored_in_skill(path: Path) -> bool:
     """Whether `path` lies in a skill folder but is none of what collection reads there: the skill folder, evals/,
     its dataset file, evals/harbor/, a task folder there and its task.toml."""
     skill = enclosing_skill(path)

@@ -17,8 +17,8 @@ from pytest_skilleval.collect import (
     NativeTaskFile,
     OrphanEvalsFile,
     SkillEvalItem,
+    ignored_in_skill,
     orphan_evals_dir,
-    outside_evals,
 )
 from pytest_skilleval.results.records import USER_PROPERTY_KEY
 from pytest_skilleval.results.tree import new_run_id
@@ -142,7 +142,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     otherwise be imported on the host as Python tests)."""
     if get_state(config) is None:
         return None
-    return True if outside_evals(collection_path) else None
+    return True if ignored_in_skill(collection_path) else None
 
 
 @pytest.hookimpl(tryfirst=True)
