@@ -252,6 +252,27 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
             )
 
 
+def _check_skill_code(ctx: ValidationContext) -> None:
+    """What pytest itself would run on the host, which a run refuses unless given --trust-skill-code."""
+    from pytest_skilleval.skill.host_code import conftest_files, pytest_config_files
+
+    for path in conftest_files(ctx.skill_dir):
+        ctx.add(
+            "skill-conftest",
+            "error",
+            "pytest would import this conftest.py on the host; a run refuses it unless given --trust-skill-code",
+            path,
+        )
+    for path in pytest_config_files(ctx.skill_dir):
+        ctx.add(
+            "skill-pytest-config",
+            "warning",
+            "pytest applies this config file (addopts, pythonpath, plugins, skilleval_* keys) when the command-line "
+            "path is the skill folder; a run then refuses it unless given --trust-skill-code",
+            path,
+        )
+
+
 def _check_replays(ctx: ValidationContext) -> None:
     """Only informative: the replay agent needs `evals/replays/<case>[.<arm>].json`, live agents do not."""
     replays = ctx.evals_dir / "replays"
@@ -474,6 +495,7 @@ def validate_skill(
     if harbor_contract:
         check_harbor_contract(ctx)
     _check_replays(ctx)
+    _check_skill_code(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 
 

@@ -7,6 +7,7 @@ finds them; the pytest side refuses the run.
 
 from __future__ import annotations
 
+import configparser
 import os
 import tomllib
 from collections.abc import Iterable
@@ -15,8 +16,19 @@ from pathlib import Path
 from pytest_skilleval.skill.folder import skill_roots_under
 
 CONFTEST = "conftest.py"
-# A pyproject.toml bigger than this is taken to configure pytest without being read.
-MAX_PYPROJECT_BYTES = 1 << 20
+# The names pytest looks for in each folder, in its order.
+PYTEST_CONFIG_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
+INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+# A config file bigger than this is taken to configure pytest without being read.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 def enclosing_skill(path: Path) -> Path | None:
@@ -57,14 +69,32 @@ def conftest_files(skill: Path) -> list[Path]:
 
 
 def configures_pytest(config_file: Path) -> bool:
-    """Whether the config file pytest chose sets anything: a pyproject.toml without a `[tool.pytest...]` table only
-    marks the root folder (pytest applies nothing from it); every other file pytest picks has its pytest section."""
-    if config_file.name != "pyproject.toml":
+    """Whether a config file sets anything for pytest: a pyproject.toml needs a `[tool.pytest...]` table (without
+    one it only marks the root folder), a tox.ini a `[pytest]` section, a setup.cfg a `[tool:pytest]` one; pytest
+    takes a pytest.ini or pytest.toml even when empty. A file too big or unreadable counts as configuring."""
+    section = INI_SECTIONS.get(config_file.name)
+    if config_file.name != "pyproject.toml" and section is None:
         return True
     try:
-        if config_file.stat().st_size > MAX_PYPROJECT_BYTES:
+        if config_file.stat().st_size > MAX_CONFIG_BYTES:
             return True
-        tool = tomllib.loads(config_file.read_text(encoding="utf-8")).get("tool")
-    except (OSError, ValueError):
+        text = config_file.read_text(encoding="utf-8")
+        if section is not None:
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            parser.read_string(text)
+            return parser.has_section(section)
+        tool = tomllib.loads(text).get("tool")
+    except (OSError, ValueError, configparser.Error):
         return True
     return isinstance(tool, dict) and "pytest" in tool
+
+
+def pytest_config_files(skill: Path) -> list[Path]:
+    """The pytest config files of the skill folder and its evals/ that set something: pytest chooses one of them
+    when the command-line path is the skill folder or lies in it."""
+    return [
+        folder / name
+        for folder in (skill, skill / "evals")
+        for name in PYTEST_CONFIG_NAMES
+        if (folder / name).is_file() and configures_pytest(folder / name)
+    ]
