@@ -253,24 +253,10 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
 
 
 def _check_skill_code(ctx: ValidationContext) -> None:
-    """What pytest itself would run on the host, which a run refuses unless given --trust-skill-code."""
-    from pytest_skilleval.skill.host_code import conftest_files, pytest_config_files
+    from pytest_skilleval.skill.host_code import skill_code_findings
 
-    for path in conftest_files(ctx.skill_dir):
-        ctx.add(
-            "skill-conftest",
-            "error",
-            "pytest would import this conftest.py on the host; a run refuses it unless given --trust-skill-code",
-            path,
-        )
-    for path in pytest_config_files(ctx.skill_dir):
-        ctx.add(
-            "skill-pytest-config",
-            "warning",
-            "pytest applies this config file (addopts, pythonpath, plugins, skilleval_* keys) when the command-line "
-            "path is the skill folder; a run then refuses it unless given --trust-skill-code",
-            path,
-        )
+    for rule, severity, message, path in skill_code_findings(ctx.skill_dir):
+        ctx.add(rule, severity, message, path)
 
 
 def _check_replays(ctx: ValidationContext) -> None:

@@ -27,6 +27,11 @@ PYTEST_CONFIG_NAMES = (
     "setup.cfg",
 )
 INI_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+REFUSED = "a run refuses it unless given --trust-skill-code"
+CONFIG_APPLIES = (
+    "pytest applies this config file (addopts, pythonpath, plugins, skilleval_* keys) when the command-line path is "
+    "the skill folder; a run then refuses it unless given --trust-skill-code"
+)
 # A config file bigger than this is taken to configure pytest without being read.
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -98,3 +103,14 @@ def pytest_config_files(skill: Path) -> list[Path]:
         for name in PYTEST_CONFIG_NAMES
         if (folder / name).is_file() and configures_pytest(folder / name)
     ]
+
+
+def skill_code_findings(skill: Path) -> list[tuple[str, str, str, Path]]:
+    """(rule, severity, message, path) for `skilleval validate`: what a run refuses unless given --trust-skill-code
+    (a conftest.py always; a config file when the command-line path is the skill folder or lies in it)."""
+    conftests = [
+        ("skill-conftest", "error", "pytest would import this conftest.py on the host; " + REFUSED, path)
+        for path in conftest_files(skill)
+    ]
+    configs = [("skill-pytest-config", "warning", CONFIG_APPLIES, path) for path in pytest_config_files(skill)]
+    return conftests + configs
