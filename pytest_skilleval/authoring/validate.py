@@ -252,6 +252,13 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
             )
 
 
+def _check_skill_code(ctx: ValidationContext) -> None:
+    from pytest_skilleval.skill.host_code import skill_code_findings
+
+    for rule, severity, message, path in skill_code_findings(ctx.skill_dir):
+        ctx.add(rule, severity, message, path)
+
+
 def _check_replays(ctx: ValidationContext) -> None:
     """Only informative: the replay agent needs `evals/replays/<case>[.<arm>].json`, live agents do not."""
     replays = ctx.evals_dir / "replays"
@@ -474,6 +481,7 @@ def validate_skill(
     if harbor_contract:
         check_harbor_contract(ctx)
     _check_replays(ctx)
+    _check_skill_code(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 
 

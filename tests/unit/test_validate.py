@@ -676,3 +676,20 @@ def test_yaml_error_line_is_where_the_problem_starts(tmp_path: Path) -> None:
     (skill / "evals" / "evals.yaml").write_text("\n".join(lines) + "\n")
     (message,) = [f.message for f in validate_skill(skill).errors]
     assert message.startswith("invalid YAML at line 8 column 22: while scanning a quoted scalar")
+
+
+def test_pytest_files_a_run_refuses_are_named(tmp_path: Path) -> None:
+    """validate says what a run would refuse: a conftest.py anywhere in the skill, and a pytest config file that
+    pytest would choose (one that sets nothing for pytest is not named)."""
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "scripts" / "tests").mkdir(parents=True)
+    (skill / "scripts" / "tests" / "conftest.py").write_text("")
+    (skill / "tox.ini").write_text("[pytest]\naddopts = -p evilplug\n")
+    (skill / "setup.cfg").write_text("[metadata]\nname = demo\n")
+    (skill / "evals" / "pyproject.toml").write_text('[tool.pytest.ini_options]\nskilleval_ek = "sandbox=none"\n')
+    found = {(f.rule, f.severity, f.path) for f in validate_skill(skill).findings}
+    assert found == {
+        ("skill-conftest", "error", skill.resolve() / "scripts" / "tests" / "conftest.py"),
+        ("skill-pytest-config", "warning", skill.resolve() / "tox.ini"),
+        ("skill-pytest-config", "warning", skill.resolve() / "evals" / "pyproject.toml"),
+    }
