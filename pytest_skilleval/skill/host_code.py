@@ -12,6 +12,7 @@ import os
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
 from pytest_skilleval.skill.folder import skill_roots_under
 
@@ -105,12 +106,17 @@ def pytest_config_files(skill: Path) -> list[Path]:
     ]
 
 
-def skill_code_findings(skill: Path) -> list[tuple[str, str, str, Path]]:
+Severity = Literal["error", "warning", "info"]
+
+
+def skill_code_findings(skill: Path) -> list[tuple[str, Severity, str, Path]]:
     """(rule, severity, message, path) for `skilleval validate`: what a run refuses unless given --trust-skill-code
     (a conftest.py always; a config file when the command-line path is the skill folder or lies in it)."""
-    conftests = [
+    conftests: list[tuple[str, Severity, str, Path]] = [
         ("skill-conftest", "error", "pytest would import this conftest.py on the host; " + REFUSED, path)
         for path in conftest_files(skill)
     ]
-    configs = [("skill-pytest-config", "warning", CONFIG_APPLIES, path) for path in pytest_config_files(skill)]
+    configs: list[tuple[str, Severity, str, Path]] = [
+        ("skill-pytest-config", "warning", CONFIG_APPLIES, path) for path in pytest_config_files(skill)
+    ]
     return conftests + configs
