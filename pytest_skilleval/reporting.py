@@ -17,12 +17,12 @@ import pytest
 
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
-from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.summary import render_summary
-from pytest_skilleval.results.tree import trial_key, write_results_tree
+from pytest_skilleval.results.tree import write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.plan import CasePlan
+from pytest_skilleval.skill.plan import CasePlan, case_trials
 from verifier.custom import check_condition_metric_names
 
 
@@ -40,14 +40,8 @@ def build_plan(
     summary = dict(planned.summary)
     if settings.max_cases is not None:
         summary["max_cases"] = settings.max_cases
-    ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
-    expected = {
-        (c, a, arm, n)
-        for c in cases
-        for a in settings.agents
-        for arm in settings.arms
-        for n in range(1, settings.n_attempts + 1)
-    }
+    ran = {r.key for r in records}
+    expected = {TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in case_trials(skill)}
     seen_cases = {r.case for r in records}
     return RunPlan(
         skill=skill.name,
@@ -152,10 +146,10 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
         problems = _condition_name_problems(records)
-        altered: set[tuple[str, str, str, int]] = set()
+        altered: set[TrialKey] = set()
         if problems:
             kept = _drop_failed_conditions(records, problems)
-            altered = {trial_key(new) for old, new in zip(records, kept, strict=True) if new is not old}
+            altered = {new.key for old, new in zip(records, kept, strict=True) if new is not old}
             records = kept
         plan = build_plan(
             skill,

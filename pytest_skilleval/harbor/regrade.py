@@ -66,8 +66,8 @@ class Regrader:
     def regrade(
         self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None, has_grader: bool
     ) -> TrialRecord:
-        key = (spec.agent, spec.arm, spec.case_id, spec.attempt)
-        content = TrialContent(read_trial(trial_file(self.source_run, *key), trial_folder(self.source_run, *key)) or {})
+        stored_files = trial_file(self.source_run, spec.key), trial_folder(self.source_run, spec.key)
+        content = TrialContent(read_trial(*stored_files) or {})
         base = dict(
             skill=spec.skill_name,
             skill_dir=str(spec.skill_dir),
