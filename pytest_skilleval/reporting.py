@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,19 @@ def build_plan(
     )
 
 
-def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
+@dataclass(frozen=True)
+class ConditionProblem:
+    """One agent and arm whose trials break a per-condition limit, and why."""
+
+    agent: str
+    arm: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.agent} {self.arm}: {self.problem}"
+
+
+def _condition_name_problems(records: Sequence[TrialRecord]) -> list[ConditionProblem]:
     """The per-condition limit on distinct custom metric names, checked before anything is aggregated."""
     from verifier.custom import SanitizedReward
 
@@ -80,12 +93,12 @@ def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
     for (agent, arm), rewards in sorted(conditions.items()):
         problem = check_condition_metric_names(rewards)
         if problem:
-            problems.append(f"{agent} {arm}: {problem}")
+            problems.append(ConditionProblem(agent, arm, problem))
     return problems
 
 
-def _drop_failed_conditions(records: list[TrialRecord], problems: list[str]) -> list[TrialRecord]:
-    failed = {tuple(problem.split(":", 1)[0].split(" ", 1)) for problem in problems}
+def _drop_failed_conditions(records: list[TrialRecord], problems: list[ConditionProblem]) -> list[TrialRecord]:
+    failed = {(problem.agent, problem.arm) for problem in problems}
     kept = []
     for record in records:
         if (record.agent, record.arm) in failed:

@@ -269,7 +269,9 @@ def skill_checks(
         )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE
     if custom.is_file():
-        checks += [Check(f"{name} Dockerfile", problem) for problem in custom_dockerfile_problems(custom)]
+        checks += [
+            Check(f"{name} Dockerfile", f"{custom}: {problem}") for problem in custom_dockerfile_problems(custom)
+        ]
     for include in settings.skill_workspace_include:
         path = (skill_dir / include).resolve()
         if not (path / "SKILL.md").is_file():
