@@ -21,6 +21,7 @@ from typing import Any, Literal
 import pytest
 
 from pytest_skilleval.early_results import EarlyResults
+from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
@@ -32,8 +33,6 @@ from pytest_skilleval.skill.settings import kwarg_leaves
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
-# Agents that never call a model: the plan line says so only for the others.
-OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
 # How many of the trials a resumed run still has to run are named in its start line.
 RESUME_LISTED = 5
 
