@@ -66,13 +66,7 @@ def condition_key(spec: TrialSpec) -> tuple[Path, str, str, str]:
 def stopped_record(spec: TrialSpec, passed_at: int) -> TrialRecord:
     """The skipped record of an attempt --stop-on-pass leaves out."""
     return TrialRecord(
-        skill=spec.skill_name,
-        skill_dir=str(spec.skill_dir),
-        case=spec.case_id,
-        agent=spec.agent,
-        arm=spec.arm,
-        attempt=spec.attempt,
-        nodeid=spec.nodeid,
+        **spec.record_fields(),
         status="skipped",
         stopped_on_pass=True,
         reason=f"--stop-on-pass: attempt {passed_at} of this case already passed",

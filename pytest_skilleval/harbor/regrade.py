@@ -68,17 +68,7 @@ class Regrader:
     ) -> TrialRecord:
         stored_files = trial_file(self.source_run, spec.key), trial_folder(self.source_run, spec.key)
         content = TrialContent(read_trial(*stored_files) or {})
-        base = dict(
-            skill=spec.skill_name,
-            skill_dir=str(spec.skill_dir),
-            case=spec.case_id,
-            agent=spec.agent,
-            arm=spec.arm,
-            attempt=spec.attempt,
-            nodeid=spec.nodeid,
-            grading_mode=settings.grading_mode,
-            source_run=None,
-        )
+        base = dict(**spec.record_fields(), grading_mode=settings.grading_mode, source_run=None)
         raw = content.record()
         if raw is None:
             return TrialRecord(

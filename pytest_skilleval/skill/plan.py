@@ -48,6 +48,18 @@ class TrialSpec(BaseModel):
     def key(self) -> TrialKey:
         return TrialKey(self.case_id, self.agent, self.arm, self.attempt)
 
+    def record_fields(self) -> dict[str, Any]:
+        """Where this trial's record sits: the same in every record made for it (run, regraded or skipped)."""
+        return {
+            "skill": self.skill_name,
+            "skill_dir": str(self.skill_dir),
+            "case": self.case_id,
+            "agent": self.agent,
+            "arm": self.arm,
+            "attempt": self.attempt,
+            "nodeid": self.nodeid,
+        }
+
 
 def trial_label(agent: str, arm: str, attempt: int) -> str:
     """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
