@@ -19,7 +19,7 @@ from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
-from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_keys, trial_label
+from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
 from pytest_skilleval.skill.settings import RunSettings
 
 try:
@@ -45,7 +45,7 @@ def case_fields(skill: SkillFolder, case_id: str, **fields: Any) -> CaseFields:
 
 
 def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> Iterator[SkillEvalItem]:
-    for agent, arm, attempt in trial_keys(skill):
+    for agent, arm, attempt in case_trials(skill):
         yield SkillEvalItem.create(parent, case, agent, arm, attempt)
 
 

@@ -209,7 +209,7 @@ def _check_custom_dockerfile(ctx: ValidationContext) -> None:
     dockerfile = ctx.evals_dir / CUSTOM_DOCKERFILE
     if dockerfile.is_file():
         for problem in custom_dockerfile_problems(dockerfile):
-            ctx.add("custom-dockerfile", "error", problem.split(": ", 1)[1], dockerfile)
+            ctx.add("custom-dockerfile", "error", problem, dockerfile)
 
 
 def _skill_scripts(skill_dir: Path) -> list[Path]:

@@ -111,6 +111,17 @@ def test_custom_dockerfile_rules_are_errors_naming_the_file(tmp_path: Path) -> N
     assert validate_skill(skill).findings == []
 
 
+def test_a_dockerfile_problem_keeps_its_text_under_a_folder_named_with_a_colon(tmp_path: Path) -> None:
+    """The problem is its own text, not cut out of a line that also names the file (whose path may hold ': ')."""
+    root = tmp_path / "team: evals"
+    root.mkdir()
+    skill = make_skill(root, entries("a"))
+    (skill / "evals" / "environment").mkdir()
+    (skill / "evals" / "environment" / "Dockerfile").write_text("RUN true\n")
+    found = [f.message for f in validate_skill(skill).findings if f.rule == "custom-dockerfile"]
+    assert found == ["the first instruction must be FROM"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # config.yml
 
