@@ -116,3 +116,19 @@ def test_a_native_tasks_own_test_sh_is_not_forged_either(skill_project: SkillPro
     result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only", "-k", "task.toml")
     result.assert_outcomes(failed=1)
     assert with_skill_trial(skill_project, "native")["overall"] == 0.0
+
+
+def test_no_forgery_survives_into_a_docker_grader(skill_project: SkillProject, test_base_image: str) -> None:
+    """Docker: every forgery at once (any one of them used to score 1.0); the container's processes of the agent
+    phase are killed before the grader, the container itself keeps running for it."""
+    skill = forging_skill(skill_project, "planted_reward_json")
+    everything = "\n".join(FORGERIES[name] for name in sorted(FORGERIES))
+    (skill / "evals" / "replays" / "c1.json").write_text(json.dumps(_replay(everything)))
+    result = skill_project.run(
+        "--agents", "replay", "--env-mode", "docker", "--base-image", test_base_image,
+        "--skip-baseline", "--grading-mode", "custom_only",
+    )  # fmt: skip
+    result.assert_outcomes(failed=1)
+    trial = with_skill_trial(skill_project)
+    assert trial["overall"] == 0.0, trial
+    assert trial["custom_metrics"] == {}

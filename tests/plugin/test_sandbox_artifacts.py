@@ -152,7 +152,8 @@ def test_links_planted_in_the_sandbox_are_errors_and_never_followed(skill_projec
         f"--junitxml={junit}",
         "-rE",
     )
-    result.assert_outcomes(errors=5)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors") == 3 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2, outcomes
 
     assert victim.read_text() == "ORIGINAL\n"
     assert list(victim_dir.iterdir()) == []
@@ -161,11 +162,14 @@ def test_links_planted_in_the_sandbox_are_errors_and_never_followed(skill_projec
     errors = _errors_by_case(junit)
     assert "/logs/agent is a symbolic link" in errors["agent-dir"]
     assert "/logs/agent/trajectory.json is a symbolic link" in errors["trajectory-link"]
-    assert "/logs/verifier/reward.json is a symbolic link" in errors["verifier-link"]
-    assert "/logs/verifier/grader-output.txt is a symbolic link" in errors["output-link"]
     assert "/logs/verifier/reward.json is a symbolic link" in errors["grader-reward-link"]
     trials = _trials(skill_project)
-    assert all(trial["status"] == "error" and trial["overall"] is None for trial in trials.values())
+    refused = ("agent-dir", "trajectory-link", "grader-reward-link")
+    assert all(trials[case]["status"] == "error" and trials[case]["overall"] is None for case in refused)
+    # Links the agent left in /logs/verifier are removed before the grader runs (unlinked, never followed): those
+    # trials are graded on what the grader wrote.
+    assert errors["verifier-link"] == errors["output-link"] == ""
+    assert trials["output-link"]["custom_metrics"] == {"graded": 1.0}
     assert all("stolen_metric" not in trial["custom_metrics"] for trial in trials.values())
 
 
