@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, shell_replay, simple_entries
 
 # A loop that keeps a forged grader at PATH: whenever the file is not the forged one, it is written again. Shell
 # builtins only, so it wins every race against an upload followed by a process start.
@@ -51,23 +51,8 @@ FORGERIES = {
 
 
 def _replay(command: str) -> dict:
-    """A trajectory whose one shell call is `command`, then a wait so a detached loop is surely running."""
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1.0"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "do it"},
-            {
-                "step_id": 2,
-                "source": "agent",
-                "message": "Grading myself.",
-                "tool_calls": [
-                    {"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": command + "\nsleep 0.2"}}
-                ],
-                "observation": {"results": [{"source_call_id": "c1", "content": "(recorded)"}]},
-            },
-        ],
-    }
+    """The replay committing `command`, then a wait so a detached loop is surely running."""
+    return shell_replay(command + "\nsleep 0.2", message="Grading myself.")
 
 
 def forging_skill(project: SkillProject, forgery: str) -> Path:

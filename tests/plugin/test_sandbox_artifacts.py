@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.harbor.local_env import bwrap_available
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, shell_replay
 
 HOST_MARKER = "HOST-CONTENT-MARKER-7f3a"
 MODES = [
@@ -67,22 +67,6 @@ FORGED = {
 }
 
 
-def _replay(command: str) -> dict[str, Any]:
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "do it"},
-            {
-                "step_id": 2,
-                "source": "agent",
-                "message": "working",
-                "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": command}}],
-            },
-        ],
-    }
-
-
 def _attack_skill(project: SkillProject, commands: dict[str, str], host: Path | None = None) -> Path:
     skill = project.root / "skills" / "demo"
     (skill / "evals" / "replays").mkdir(parents=True)
@@ -91,7 +75,7 @@ def _attack_skill(project: SkillProject, commands: dict[str, str], host: Path | 
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
     (skill / "evals" / "grader.py").write_text(GRADER.replace("HOST_DIR", repr(str(host or ""))))
     for case, command in commands.items():
-        (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(_replay(command)))
+        (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(shell_replay(command)))
     return skill
 
 
