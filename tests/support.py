@@ -95,6 +95,24 @@ class SkillProject:
         return json.loads(latest[-1].read_text())
 
 
+def shell_replay(command: str, message: str = "working") -> dict[str, Any]:
+    """A replay whose one agent step is a shell call of `command` (the replay agent runs it in the sandbox)."""
+    return {
+        "schema_version": "ATIF-v1.6",
+        "agent": {"name": "recorded", "version": "1.0"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "do it"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": message,
+                "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": command}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": ""}]},
+            },
+        ],
+    }
+
+
 def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
     """An agentskills dataset with one entry per id."""
     return {

@@ -442,6 +442,21 @@ def make_readable(root: Path, rel: str | os.PathLike[str], *, label: str | None 
         raise OSError(f"{_shown(label, parts)}: could not make readable: " + "; ".join(failed))
 
 
+def make_executable(root: Path, rel: str | os.PathLike[str], *, label: str | None = None) -> None:
+    """`chmod +x root/rel` without following a link: the file is changed through a descriptor opened without
+    following links. Raises UnsafePathError for a link on the way or at rel (never followed), OSError otherwise."""
+    label = label or str(root)
+    parts = _parts(rel)
+    if not parts:
+        raise UnsafePathError(f"{rel!s} names no file")
+    with _directory(root, parts[:-1], label) as parent:
+        fd, st = _open_regular(parent, parts[-1], _shown(label, parts))
+    try:
+        os.fchmod(fd, stat.S_IMODE(st.st_mode) | 0o111)
+    finally:
+        os.close(fd)
+
+
 def _replace_into(
     dir_fd: int,
     name: str,

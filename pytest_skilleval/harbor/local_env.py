@@ -115,6 +115,20 @@ def harbor_variables(
 _READABLE_COMMAND = re.compile(r"chmod -R a\+rX((?: (?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+))+)")
 
 
+# Exactly the command Harbor's verifier runs before a test script (`chmod +x '/tests/test.sh'`): /tests is read-only
+# inside the sandbox, so the host sets the mode.
+_EXECUTABLE_COMMAND = re.compile(r"chmod \+x ('[^']*'|[A-Za-z0-9_@%+=:,./-]+)")
+
+
+def _executable_target(command: str) -> str | None:
+    """The file of a `chmod +x FILE` command (plain or single-quoted absolute path), else None."""
+    found = _EXECUTABLE_COMMAND.fullmatch(command)
+    if found is None:
+        return None
+    target = shlex.split(found.group(1))[0]
+    return target if target.startswith("/") else None
+
+
 def _readable_targets(command: str) -> list[str] | None:
     """The folders of a `chmod -R a+rX DIR...` command (plain or single-quoted absolute paths), else None."""
     found = _READABLE_COMMAND.fullmatch(command)
@@ -297,7 +311,7 @@ class LocalEnvironment(BaseEnvironment):
             exe, problem = usable_bwrap()
             if exe is None:
                 raise RuntimeError(f"local environment: no sandbox: {problem}")
-            options = sandbox_options(exe, self.rootfs, self.tools)
+            options = sandbox_options(exe, self.rootfs, self.tools, read_only=(self.env_paths.tests_dir.as_posix(),))
         else:
             tmux = str(self.host_path("/tmp"))
             self._tmux_dir = tmux if len(tmux) <= _MAX_TMUX_DIR else tempfile.mkdtemp(prefix="skilleval-tmux-")
@@ -312,6 +326,15 @@ class LocalEnvironment(BaseEnvironment):
                 _log.warning("local environment: %d process(es) of the trial could not be killed: %s", len(left), left)
         if self._tmux_dir and not self._tmux_dir.startswith(str(self.rootfs)):
             shutil.rmtree(self._tmux_dir, ignore_errors=True)
+
+    async def end_agent_processes(self) -> None:
+        """End every process the trial's commands started, tmux servers and detached daemons included, keeping the
+        sandbox: before grading, so nothing of the agent phase runs beside the grader (docs/security.md)."""
+        if self._keeper is None:
+            raise RuntimeError("the local environment is not started (or already stopped)")
+        left = await asyncio.to_thread(self._keeper.end_commands)
+        if left:
+            raise RuntimeError(f"local environment: {len(left)} process(es) of the agent phase could not be ended")
 
     async def stop(self, delete: bool) -> None:
         await asyncio.to_thread(self._stop_keeper)
@@ -358,6 +381,9 @@ class LocalEnvironment(BaseEnvironment):
             raise RuntimeError("the local environment is not started (or already stopped)")
         targets = _readable_targets(command)
         if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
+            return ExecResult(stdout="", stderr="", return_code=0)
+        executable = _executable_target(command)
+        if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
             return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
@@ -445,6 +471,15 @@ class LocalEnvironment(BaseEnvironment):
             rels = [self._sandbox_rel(target) for target in targets]
             for rel in rels:
                 safe_io.make_readable(self.rootfs, rel, label="/")
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _make_executable_on_host(self, target: str) -> bool:
+        """`chmod +x FILE` on rootfs/ for a regular file reached without a link: True when done here; False (the
+        command then runs in the sandbox, and fails there on a read-only folder) otherwise."""
+        try:
+            safe_io.make_executable(self.rootfs, self._sandbox_rel(target), label="/")
         except (OSError, ValueError):
             return False
         return True

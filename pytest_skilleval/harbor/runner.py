@@ -37,6 +37,7 @@ from pytest_skilleval.harbor.staging import (
 )
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
+from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIVE_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.skill.folder import SkillFolder
@@ -222,8 +223,8 @@ class SkillEvalRunner:
             grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
         if mode == "custom_only" and grader is None:
-            # A native task's own tests/test.sh, under Harbor's reward contract.
-            verifier = VerifierConfig()
+            # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
+            verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
         else:
             from pytest_skilleval.results.tree import resolve_results_root
             from pytest_skilleval.skill.judging import verifier_judge_kwargs

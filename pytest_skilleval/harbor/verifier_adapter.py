@@ -1,6 +1,8 @@
 """Harbor `BaseVerifier` adapter: grades a trial on the host after the agent phase.
 
-Only user code that must see the sandbox runs inside it: the author's `grader.py`/`grader.sh`. The deterministic
+Only user code that must see the sandbox runs inside it: the author's `grader.py`/`grader.sh` (a native task's own
+`tests/test.sh` runs through `NativeTestVerifier`, Harbor's verifier), and only after `grading_seal` ended the agent
+phase: its processes killed, /logs/verifier and /tests emptied, the grader uploaded fresh. The deterministic
 checks read the trajectory on the host, so judge credentials and the grading engine never enter the container.
 The full result goes to `<trial>/verifier/skilleval_reward.json`; Harbor gets the flat numeric part.
 
@@ -20,7 +22,9 @@ from typing import Any
 from harbor.models.trial.paths import EnvironmentPaths
 from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
+from harbor.verifier.verifier import Verifier
 
+from pytest_skilleval.harbor.grading_seal import seal_for_grading
 from verifier import safe_io
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, flat_numeric_reward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
@@ -31,6 +35,7 @@ RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
 IMPORT_PATH = "pytest_skilleval.harbor.verifier_adapter:HostVerifier"
+NATIVE_IMPORT_PATH = "pytest_skilleval.harbor.verifier_adapter:NativeTestVerifier"
 # What only this adapter writes in <trial>/verifier: a grader that leaves files of these names gets them removed.
 OWN_NAMES = (RICH_REWARD_NAME, CUSTOM_REWARD_NAME, GRADER_OUTPUT_NAME)
 REWARD_NAMES = ("reward.json", "reward.txt")
@@ -113,8 +118,9 @@ class HostVerifier(BaseVerifier):
         return Path(self.trial_paths.agent_dir)
 
     async def _prepare_sandbox(self) -> None:
-        """Put tests/ at /tests and the host-side trajectory where an in-sandbox grader looks for it."""
-        await self.environment.upload_dir(self.task.paths.tests_dir, str(self.env_paths.tests_dir))
+        """End the agent phase (its processes, its /logs/verifier), put tests/ fresh at /tests, and the host-side
+        trajectory where an in-sandbox grader looks for it."""
+        await seal_for_grading(self.environment, self.env_paths, Path(self.task.paths.tests_dir))
         trajectory = self._agent_host_dir / "trajectory.json"
         problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
         if problem:
@@ -222,6 +228,15 @@ class HostVerifier(BaseVerifier):
         else:
             safe_io.remove_file(host_dir, "reward.txt")
         return VerifierResult(rewards=flat)
+
+
+class NativeTestVerifier(Verifier):
+    """Harbor's own verifier for a native task's tests/test.sh, run only once the agent phase is over for good: its
+    processes ended and /logs/verifier and /tests emptied (Harbor then uploads tests/ and runs test.sh)."""
+
+    async def verify(self) -> VerifierResult:
+        await seal_for_grading(self.environment, EnvironmentPaths.for_os(self.environment.os))
+        return await super().verify()
 
 
 async def grade_on_host(

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_skilleval.harbor.local_env import LocalEnvironment
 from pytest_skilleval.harbor.sandbox import bwrap
-from tests.e2e.conftest import make_env
+from tests.e2e.conftest import make_env, skip_without_bwrap
 from tests.support import require_system
 
 pytestmark = pytest.mark.e2e
@@ -110,6 +110,44 @@ def test_full_trial_leaves_no_process_behind(tmp_path: Path, kit, sandbox_mode: 
     _, result = kit.run_trial(kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode))
     assert result.verifier_result is not None and result.verifier_result.rewards == {"reward": 1.0}
     assert wait_until_none(marker, seconds=1.0) == []
+
+
+def test_ending_the_agent_phase_kills_every_process_and_keeps_the_sandbox(tmp_path: Path, sandbox_mode: str) -> None:
+    """Before grading: detached processes of every kind and a tmux server are gone, the next command still runs."""
+    marker = f"skilleval-agent-{uuid.uuid4().hex[:10]}"
+    env = started(tmp_path, sandbox_mode)
+    try:
+        detach = "\n".join(DETACHERS[how].format(m=marker) for how in DETACHERS)
+        tmux = f"tmux new-session -d -s agent 'exec -a {marker} sleep 300'"
+        assert run(env.exec(f"{detach}\n{tmux}\nsleep 0.3")).return_code == 0
+        assert len(processes_with(marker)) >= 4  # the tmux server's command line names it too
+        run(env.end_agent_processes())
+        assert processes_with(marker) == []
+        after = run(env.exec("echo still here; tmux ls 2>&1 | head -1"))
+        assert "still here" in after.stdout and "agent" not in after.stdout, after
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_tests_folder_is_read_only_inside_the_sandbox(tmp_path: Path) -> None:
+    """The host uploads the grader to /tests; nothing inside can change it, remove it or put a file beside it."""
+    skip_without_bwrap("bwrap")
+    env = started(tmp_path, "bwrap")
+    try:
+        source = tmp_path / "tests-src"
+        source.mkdir()
+        (source / "grader.sh").write_text("echo 0.0\n")
+        run(env.upload_dir(source, "/tests"))
+        tries = run(
+            env.exec(
+                "echo forged > /tests/grader.sh; echo x > /tests/new; rm -f /tests/grader.sh; "
+                "chmod 777 /tests; cat /tests/grader.sh; ls /tests"
+            )
+        )
+        assert tries.stdout.split() == ["echo", "0.0", "grader.sh"], tries
+        assert "Read-only file system" in tries.stderr
+    finally:
+        run(env.stop(delete=True))
 
 
 # ---- the keeper's channels, and the launcher that forks keepers (issue 13) ----------------

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.harbor.local_env import bwrap_available
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, shell_replay
 
 HOST_MARKER = "HOST-CONTENT-MARKER-7f3a"
 MODES = [
@@ -67,22 +67,6 @@ FORGED = {
 }
 
 
-def _replay(command: str) -> dict[str, Any]:
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "do it"},
-            {
-                "step_id": 2,
-                "source": "agent",
-                "message": "working",
-                "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": command}}],
-            },
-        ],
-    }
-
-
 def _attack_skill(project: SkillProject, commands: dict[str, str], host: Path | None = None) -> Path:
     skill = project.root / "skills" / "demo"
     (skill / "evals" / "replays").mkdir(parents=True)
@@ -91,7 +75,7 @@ def _attack_skill(project: SkillProject, commands: dict[str, str], host: Path | 
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
     (skill / "evals" / "grader.py").write_text(GRADER.replace("HOST_DIR", repr(str(host or ""))))
     for case, command in commands.items():
-        (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(_replay(command)))
+        (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(shell_replay(command)))
     return skill
 
 
@@ -152,7 +136,8 @@ def test_links_planted_in_the_sandbox_are_errors_and_never_followed(skill_projec
         f"--junitxml={junit}",
         "-rE",
     )
-    result.assert_outcomes(errors=5)
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors") == 3 and outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2, outcomes
 
     assert victim.read_text() == "ORIGINAL\n"
     assert list(victim_dir.iterdir()) == []
@@ -161,11 +146,14 @@ def test_links_planted_in_the_sandbox_are_errors_and_never_followed(skill_projec
     errors = _errors_by_case(junit)
     assert "/logs/agent is a symbolic link" in errors["agent-dir"]
     assert "/logs/agent/trajectory.json is a symbolic link" in errors["trajectory-link"]
-    assert "/logs/verifier/reward.json is a symbolic link" in errors["verifier-link"]
-    assert "/logs/verifier/grader-output.txt is a symbolic link" in errors["output-link"]
     assert "/logs/verifier/reward.json is a symbolic link" in errors["grader-reward-link"]
     trials = _trials(skill_project)
-    assert all(trial["status"] == "error" and trial["overall"] is None for trial in trials.values())
+    refused = ("agent-dir", "trajectory-link", "grader-reward-link")
+    assert all(trials[case]["status"] == "error" and trials[case]["overall"] is None for case in refused)
+    # Links the agent left in /logs/verifier are removed before the grader runs (unlinked, never followed): those
+    # trials are graded on what the grader wrote.
+    assert errors["verifier-link"] == errors["output-link"] == ""
+    assert trials["output-link"]["custom_metrics"] == {"graded": 1.0}
     assert all("stolen_metric" not in trial["custom_metrics"] for trial in trials.values())
 
 

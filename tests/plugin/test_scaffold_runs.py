@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pytest_skilleval.authoring.scaffold import run_init_custom_grader, run_init_harbor_task
 from pytest_skilleval.authoring.validate import validate_skill
-from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, shell_replay, simple_entries
 
 LOCAL_NO_SANDBOX = (*LOCAL_REPLAY, "--ek", "sandbox=none")
 
@@ -16,20 +16,7 @@ LOCAL_NO_SANDBOX = (*LOCAL_REPLAY, "--ek", "sandbox=none")
 def answer_replay(text: str) -> dict:
     """A recorded agent that writes the answer the native scaffold's tests/test.sh expects."""
     command = f"mkdir -p /workspace/output && printf '%s\\n' '{text}' > /workspace/output/answer.txt"
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1.0"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "Write the answer."},
-            {
-                "step_id": 2,
-                "source": "agent",
-                "message": f"I wrote '{text}' to /workspace/output/answer.txt.",
-                "tool_calls": [{"tool_call_id": "c1", "function_name": "Bash", "arguments": {"command": command}}],
-                "observation": {"results": [{"source_call_id": "c1", "content": ""}]},
-            },
-        ],
-    }
+    return shell_replay(command, message=f"I wrote '{text}' to /workspace/output/answer.txt.")
 
 
 def assert_strictly_valid(skill: Path) -> None:

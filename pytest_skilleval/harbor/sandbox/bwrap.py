@@ -10,6 +10,7 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 # Set to a bwrap executable to use that one instead of the system's or the wheel's.
@@ -118,10 +119,13 @@ def usable_bwrap() -> tuple[str | None, str | None]:
     return None, "bubblewrap cannot create the sandbox here (" + "; ".join(problems) + ")"
 
 
-def sandbox_options(exe: str, rootfs: Path, tools: Path | None) -> list[str]:
+def sandbox_options(exe: str, rootfs: Path, tools: Path | None, read_only: Sequence[str] = ()) -> list[str]:
     """One trial's long-lived sandbox (the keeper adds `--info-fd` and the command that holds it open): the
     trial's rootfs as `/`, host system folders read-only on top, fresh /proc and /dev, every namespace new
-    (the network's too: an exec joins it only while the network is off), all capabilities dropped."""
+    (the network's too: an exec joins it only while the network is off), all capabilities dropped.
+
+    `read_only` names sandbox folders (existing folders of rootfs/) that the sandbox sees read-only: the host still
+    writes them (the grader is uploaded there), nothing inside can."""
     argv = [
         exe,
         *_namespace_flags(),
@@ -130,6 +134,10 @@ def sandbox_options(exe: str, rootfs: Path, tools: Path | None) -> list[str]:
         "--bind",
         str(rootfs),
         "/",
+    ]
+    for path in read_only:
+        argv += ["--ro-bind", str(rootfs / path.lstrip("/")), path]
+    argv += [
         *system_dir_args(),
         "--proc",
         "/proc",

@@ -160,6 +160,8 @@ class Sandbox:
         # The keeper joins the owner (to hold rights over the others) and forks into the PID namespace.
         _setns(self.owner, CLONE_NEWUSER)
         _setns(self.ns["pid"], CLONE_NEWPID)
+        # What holds the sandbox open: bwrap, its init (PID 1 inside) and the holder command (init's one child now).
+        self.own = {self.proc.pid, self.init_pid, *descendants(self.init_pid)}
 
     def alive(self) -> bool:
         return not self.ended
@@ -338,12 +340,23 @@ class Keeper:
         """Kill everything the trial started and wait until it is gone (or report what is left)."""
         if self.sandbox is not None:
             self.sandbox.kill()
+        self.send({"stopped": True, "left": self._kill_descendants(set())})
+
+    def end_commands(self) -> None:
+        """Kill every process the trial's commands started (detached ones, tmux servers, orphans re-parented to the
+        sandbox's init) and leave the sandbox itself running: what runs next (the grader) runs alone."""
+        keep = self.sandbox.own if self.sandbox is not None and self.sandbox.alive() else set()
+        self.send({"ended": True, "left": self._kill_descendants(keep)})
+
+    def _kill_descendants(self, keep: set[int]) -> list[int]:
+        """SIGKILL every descendant not in `keep` until none is left (a process forking meanwhile is caught on the
+        next round); returns the pids still there at the deadline (normally none)."""
         deadline = time.monotonic() + STOP_TIMEOUT
         left: list[int] = []
         pause = 0.001
         self.reap()
         while time.monotonic() < deadline:
-            left = descendants(os.getpid()) if _has_children() else []
+            left = [pid for pid in descendants(os.getpid()) if pid not in keep] if _has_children() else []
             if not left:
                 break
             for pid in left:
@@ -355,7 +368,7 @@ class Keeper:
             pause = min(pause * 2, 0.02)
             self.reap()
         self.reap()
-        self.send({"stopped": True, "left": left})
+        return left
 
     def serve(self) -> None:
         _serve(self.sock, self.wake_r, selectors.DefaultSelector(), self.on_message, self.reap)
@@ -363,6 +376,8 @@ class Keeper:
     def on_message(self, message: dict, fds: list[int]) -> bool:
         if message.get("op") == "stop":
             return False
+        if message.get("op") == "end":
+            self.end_commands()
         if message.get("op") == "spawn" and len(fds) == 3:
             self.spawn(int(message["id"]), fds)
         else:

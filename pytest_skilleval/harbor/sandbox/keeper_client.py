@@ -170,6 +170,7 @@ class ProcessKeeper:
         self._pending: dict[int, Spawned] = {}
         self._ready: Future[dict] = Future()
         self._stopped: Future[dict] = Future()
+        self._ended: Future[dict] | None = None  # the answer to the `end` request under way
         self._reader: threading.Thread | None = None
 
     @property
@@ -240,6 +241,10 @@ class ProcessKeeper:
             self._ready.set_result(message)
         elif "stopped" in message:
             self._stopped.set_result(message)
+        elif "ended" in message:
+            ended = self._ended
+            if ended is not None and not ended.done():
+                ended.set_result(message)
         elif "id" in message:
             self._dispatch(message)
 
@@ -251,6 +256,8 @@ class ProcessKeeper:
                 future.set_exception(gone)
         with self._lock:
             pending, self._pending = self._pending, {}
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_exception(gone)
         for spawned in pending.values():
             for outcome in (spawned.started, spawned.exited):
                 if not outcome.done():
@@ -300,6 +307,23 @@ class ProcessKeeper:
         finally:
             os.close(body)
         return spawned
+
+    def end_commands(self) -> list[int]:
+        """Blocking: kill every process the trial's commands started, detached ones included, and keep the sandbox
+        (the grader runs in it next); returns pids the keeper could not kill (normally none)."""
+        if not self.running or self._sock is None:
+            raise KeeperError("the environment is not started (or already stopped)")
+        ended: Future[dict] = Future()
+        with self._lock:
+            self._ended = ended
+            try:
+                self._sock.send(json.dumps({"op": "end"}).encode())
+            except OSError as error:
+                raise KeeperError(f"the trial's process keeper is gone: {error}") from None
+        try:
+            return list(ended.result(timeout=STOP_TIMEOUT).get("left", []))
+        except TimeoutError:
+            raise KeeperError(f"the trial's processes were not ended within {STOP_TIMEOUT:.0f} s") from None
 
     def stop(self) -> list[int]:
         """Blocking: kill everything the trial started; returns pids the keeper could not kill (normally none)."""
