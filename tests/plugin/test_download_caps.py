@@ -1,6 +1,7 @@
 """What a trial's sandbox holds reaches the host only within caps (issue 21): a 6 GiB sparse file that costs the
-sandbox no disk block is left out of the recorded /workspace (`--harbor-keep-jobs`) with a marker saying so, and a
-folder thousands deep in /logs/agent is cut at its depth limit while the rest of the download arrives."""
+sandbox no disk block is left out of the recorded /workspace (`--harbor-keep-jobs`) with a marker saying so, a
+folder thousands deep in /logs/agent is cut at its depth limit while the rest of the download arrives, and a
+trajectory over the trial file's cap is kept cut, saying why, rather than dropped."""
 
 from __future__ import annotations
 
@@ -46,14 +47,14 @@ def _replay(command: str) -> dict[str, Any]:
     }
 
 
-def _skill(project: SkillProject) -> Path:
+def _skill(project: SkillProject, commands: dict[str, str]) -> Path:
     skill = project.root / "skills" / "demo"
     (skill / "evals" / "replays").mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: demo\ndescription: test skill\n---\n# demo\n")
-    entries = [{"id": case, "prompt": f"do {case}", "expected_output": "done"} for case in COMMANDS]
+    entries = [{"id": case, "prompt": f"do {case}", "expected_output": "done"} for case in commands]
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
     (skill / "evals" / "grader.py").write_text(GRADER)
-    for case, command in COMMANDS.items():
+    for case, command in commands.items():
         (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(_replay(command)))
     return skill
 
@@ -72,7 +73,7 @@ def _host_bytes(folder: Path) -> int:
 
 @pytest.mark.parametrize("sandbox", MODES)
 def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillProject, sandbox: str) -> None:
-    _skill(skill_project)
+    _skill(skill_project, COMMANDS)
     result = skill_project.run(
         *LOCAL_REPLAY,
         "--skip-baseline",
@@ -102,3 +103,20 @@ def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillPro
     marker = (kept / f"agent{LEFT_OUT_SUFFIX}").read_text()
     assert "more than 128 folders deep; nothing in it was copied" in marker
     assert records["deep"]["trajectory"] is not None
+
+
+def test_a_trajectory_over_the_trial_files_cap_is_kept_cut_and_says_why(skill_project: SkillProject) -> None:
+    """One 6 MB command output makes the replay's trajectory pass the 5 MiB a trial file keeps of it."""
+    _skill(skill_project, {"loud": "python3 -c \"print('a' * 6_000_000)\" && echo LAST-LINE"})
+    result = skill_project.run(
+        *LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only", "--ek", "sandbox=none"
+    )
+    result.assert_outcomes(passed=1)
+    run = next((skill_project.root / "results" / "demo").glob("2*"))
+    trial = json.loads((run / "replay" / "with_skill" / "trials" / "loud.1.json").read_text())
+    trajectory = trial["trajectory"]
+    assert trajectory is not None and len(trajectory["steps"]) == 2
+    assert "over the trial file's limit of 5242880 bytes" in trajectory["extra"]["skilleval_cut"]
+    [observation] = trajectory["steps"][1]["observation"]["results"]
+    assert observation["content"].startswith("aaaa") and "[cut by pytest-skilleval: " in observation["content"]
+    assert len(json.dumps(trajectory)) < 5 * 1024 * 1024
