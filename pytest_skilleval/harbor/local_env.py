@@ -66,7 +66,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
     usable_bwrap,
 )
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
-from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
 from verifier import safe_io
 
@@ -394,15 +394,26 @@ class LocalEnvironment(BaseEnvironment):
         else:
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
-        join_net = self.network_policy.network_mode != NetworkMode.PUBLIC
-        return await run_command(
-            self._keeper,
-            argv,
-            cwd=run_cwd,
-            env=exec_env,
-            timeout_sec=timeout_sec,
-            join_net=join_net and self.sandbox_mode == "bwrap",
-        )
+        join_net = self.network_policy.network_mode != NetworkMode.PUBLIC and self.sandbox_mode == "bwrap"
+        try:
+            return await run_command(
+                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+            )
+        except SandboxEnded:
+            # A command of the trial killed every process of its sandbox (`kill -9 -1`), the sandbox's holder
+            # included; a container would have kept its init. The folders are all still there: a fresh sandbox on
+            # them runs this command and the rest, so the grader judges what the agent left instead of the trial
+            # ending as an infrastructure error.
+            _log.warning("local environment: a command of the trial ended its sandbox; starting a fresh one")
+            await asyncio.to_thread(self._restart_keeper)
+            assert self._keeper is not None
+            return await run_command(
+                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+            )
+
+    def _restart_keeper(self) -> None:
+        self._stop_keeper()
+        self._start_keeper()
 
     # ---- file transfer --------------------------------------------------------------
     # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the

@@ -148,6 +148,7 @@ class Sandbox:
         self.ended = False
         self.last_cap = _last_capability()
         self.init_pid = int(json.loads(info)["child-pid"])
+        self.init_fd = os.pidfd_open(self.init_pid)  # readable once the sandbox's init has exited
         self.ns = {name: os.open(f"/proc/{self.init_pid}/ns/{name}", os.O_RDONLY) for name in ("user", "pid", *JOINED)}
         self.root = os.open(f"/proc/{self.init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
         # The user namespace that owns the sandbox's other namespaces. Unprivileged, bwrap nests the sandbox's own
@@ -160,6 +161,10 @@ class Sandbox:
         _setns(self.ns["pid"], CLONE_NEWPID)
 
     def alive(self) -> bool:
+        """False once the sandbox's init has exited, even before its exit is reaped: a command sent right after one
+        that killed the holder (`kill -9 -1`) must not be started into a namespace that is being torn down."""
+        if not self.ended and select.select([self.init_fd], [], [], 0)[0]:
+            self.ended = True
         return not self.ended
 
     def enter(self, join_net: bool) -> None:
@@ -262,6 +267,10 @@ def _serve(
         on_child_exit()
 
 
+class SandboxEnded(RuntimeError):
+    """A command of the trial killed the sandbox's holder (`kill -9 -1` does): the sandbox is gone."""
+
+
 class Keeper:
     def __init__(self, sock: socket.socket, options: list[str] | None) -> None:
         self.sock = sock
@@ -289,12 +298,13 @@ class Keeper:
             with os.fdopen(body_fd, "rb") as body:
                 request = json.loads(body.read())
             if self.sandbox is not None and not self.sandbox.alive():
-                raise RuntimeError("the trial's sandbox has ended (its holder process was killed)")
+                raise SandboxEnded("the trial's sandbox has ended (its holder process was killed)")
             pid = os.fork()
         except Exception as error:  # noqa: BLE001 - reported to the host, which raises it in exec
             for fd in (out_fd, err_fd):
                 os.close(fd)
-            self.send({"id": request_id, "error": f"{type(error).__name__}: {error}"})
+            ended = isinstance(error, SandboxEnded)
+            self.send({"id": request_id, "error": f"{type(error).__name__}: {error}", "sandbox_ended": ended})
             return
         if pid == 0:
             self._child(request, out_fd, err_fd)
