@@ -161,11 +161,35 @@ class Sandbox:
         _setns(self.ns["pid"], CLONE_NEWPID)
 
     def alive(self) -> bool:
-        """False once the sandbox's init has exited, even before its exit is reaped: a command sent right after one
-        that killed the holder (`kill -9 -1`) must not be started into a namespace that is being torn down."""
-        if not self.ended and select.select([self.init_fd], [], [], 0)[0]:
+        """False once the holder (PID 2 of the sandbox, under bwrap's init) has died, even before the sandbox's
+        init exits and is reaped: a command sent right after one that killed the holder (`kill -9 -1`) must not be
+        started into a namespace about to be torn down. Asked of the sandbox's own /proc (through its root), which
+        its unprivileged processes cannot remount."""
+        if not self.ended and (select.select([self.init_fd], [], [], 0)[0] or not self._holder_running()):
             self.ended = True
         return not self.ended
+
+    def _holder_running(self) -> bool:
+        """The holder exists, is not a zombie, and has no SIGKILL pending (one sent a moment ago, not yet acted on)."""
+        try:
+            fd = os.open("proc/2/status", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.root)
+        except OSError:
+            return False
+        try:
+            status = os.read(fd, 4096).decode("ascii", "replace")
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        state = fields.get("State", "").split()
+        pending = 0
+        for key in ("SigPnd", "ShdPnd"):
+            try:
+                pending |= int(fields.get(key, "0").strip(), 16)
+            except ValueError:
+                return False
+        return bool(state) and state[0] not in ("Z", "X") and not pending & (1 << (signal.SIGKILL - 1))
 
     def enter(self, join_net: bool) -> None:
         """In the forked child: join the sandbox, take its root, drop every capability."""
