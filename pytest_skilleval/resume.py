@@ -54,10 +54,10 @@ def resolve_run_dir(results_root: Path, requested: str, seal: RunSeal | None = N
         )
         if not runs:
             raise ResumeError(f"no run folder under {results_root}")
-        ours = [run for run in runs if _ours(run, seal)]
-        if not ours:
-            raise ResumeError(_foreign(runs[-1], seal))
-        return ours[-1]
+        for run in reversed(runs):  # newest first: older folders' seal logs are not read at all
+            if _ours(run, seal):
+                return run
+        raise ResumeError(_foreign(runs[-1], seal))
     if not RUN_ID_PATTERN.match(requested):
         raise ResumeError(f"{requested!r} is not a run id (e.g. 20261130_183629_19121_fee4e83f56fa) or 'latest'")
     run_dir = results_root / requested
