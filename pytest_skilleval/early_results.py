@@ -44,8 +44,10 @@ def warm_up_reports() -> threading.Thread:
 
 
 def job_folder(record: TrialRecord) -> Path | None:
-    """The folder holding one trial's staged task and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`)."""
-    if not record.trial_dir:
+    """The folder holding one trial's staged task and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
+
+    None for a trial this session did not run (read back by --resume): its stored path is never acted on."""
+    if not record.trial_dir or record.source_run is not None:
         return None
     work = Path(record.trial_dir).parent.parent
     return work if work.name != "trials" and (work / "trials").is_dir() else None

@@ -20,7 +20,7 @@ from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.summary import render_summary
-from pytest_skilleval.results.tree import write_results_tree
+from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan, case_trials
@@ -149,6 +149,14 @@ def terminal_width(config: pytest.Config) -> int:
     return width if isinstance(width, int) and width > 0 else shutil.get_terminal_size().columns
 
 
+def _unwritten(skill: str, error: UnsafeResultsPath) -> str:
+    """The one line for a skill whose results tree would go through a link: nothing of it is written anywhere."""
+    return (
+        f"skilleval: {skill}: no results written: {error}; replace that link with a folder, or pass "
+        "--results-dir DIR (the trials' verdicts are in the test outcomes above)"
+    )
+
+
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
     # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
@@ -173,16 +181,21 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             round(time.monotonic() - state.started, 3),
         )
         result = aggregate(records, plan)
-        run_dir = write_results_tree(
-            result,
-            records,
-            state.results_root(skill_dir),
-            state.run_id_for(skill_dir),
-            dataset_snapshot=plan.dataset_snapshot,
-            redactor=state.redactor,
-            early=state.early.writer(str(skill_dir)),
-            altered=altered,
-        )
+        try:
+            run_dir = write_results_tree(
+                result,
+                records,
+                state.results_root(skill_dir),
+                state.run_id_for(skill_dir),
+                dataset_snapshot=plan.dataset_snapshot,
+                redactor=state.redactor,
+                early=state.early.writer(str(skill_dir)),
+                altered=altered,
+            )
+        except UnsafeResultsPath as error:
+            state.summary_lines.append(_unwritten(skill.name, error))
+            blocking_codes.append(int(pytest.ExitCode.USAGE_ERROR))
+            continue
         state.results_paths.append(run_dir)
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)

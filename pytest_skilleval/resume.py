@@ -4,6 +4,10 @@ Trials that finished (scored, unscored or skipped) are read back from the run's 
 rest run; the aggregate covers both. A run whose dataset, skill or settings changed since is refused with the reason,
 because mixing trials of two different evaluations would publish numbers neither of them measured. Trials that ended
 in an error are run again: an error says nothing about the agent.
+
+Only a run folder this machine wrote is resumed (or regraded): its run_config.json must carry this machine's seal
+(results/run_seal.py), and only sealed trial files are read back. A folder shipped inside a skill, however it is
+named, is refused with one line saying so.
 """
 
 from __future__ import annotations
@@ -14,13 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.records import TrialKey, TrialRecord
-from pytest_skilleval.results.run_folder import read_trial
-from pytest_skilleval.results.tree import (
-    DATASET_DIGEST_FILE,
-    RUN_CONFIG_FILE,
-    RUN_ID_PATTERN,
-    TRIAL_RECORD_NAME,
-)
+from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.results.tree import DATASET_DIGEST_FILE, MAX_TRIAL_BYTES, RUN_CONFIG_FILE, RUN_ID_PATTERN
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
 # Settings that change how fast or where a run goes, never what it measures.
@@ -44,42 +43,63 @@ class ResumeError(Exception):
     """The run cannot be resumed; the message says why."""
 
 
-def resolve_run_dir(results_root: Path, requested: str) -> Path:
-    """The run folder: `latest` is the newest run folder, finished or not (an interrupted run never moves the
-    `latest` link, and it is the one worth resuming)."""
+def resolve_run_dir(results_root: Path, requested: str, seal: RunSeal | None = None) -> Path:
+    """The run folder: `latest` is the newest run folder this machine wrote, finished or not (an interrupted run
+    never moves the `latest` link, and it is the one worth resuming). A folder it did not write is refused."""
+    seal = seal or RunSeal.of_this_machine()
     if requested == "latest":
         runs = sorted(
             p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir() and not p.is_symlink()
         )
         if not runs:
             raise ResumeError(f"no run folder under {results_root}")
-        return runs[-1]
+        for run in reversed(runs):  # newest first: older folders' seal logs are not read at all
+            if _ours(run, seal):
+                return run
+        raise ResumeError(_foreign(runs[-1], seal))
     if not RUN_ID_PATTERN.match(requested):
         raise ResumeError(f"{requested!r} is not a run id (e.g. 20261130_183629_19121_fee4e83f56fa) or 'latest'")
     run_dir = results_root / requested
     if not run_dir.is_dir() or run_dir.is_symlink():
         raise ResumeError(f"no run {requested} under {results_root}")
+    if not _ours(run_dir, seal):
+        raise ResumeError(_foreign(run_dir, seal))
     return run_dir
+
+
+def _ours(run_dir: Path, seal: RunSeal) -> bool:
+    return seal.read(run_dir, run_dir / RUN_CONFIG_FILE, MAX_TRIAL_BYTES) is not None
+
+
+def _foreign(run_dir: Path, seal: RunSeal) -> str:
+    return (
+        f"{run_dir} is not a run this machine wrote ({seal.foreign_reason(run_dir, RUN_CONFIG_FILE)}); "
+        "its trials are not trusted: move that folder out of the results folder, or start a new run without it"
+    )
 
 
 def _measured(run_config: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in run_config.items() if key not in NOT_MEASURED}
 
 
-def _json_object(path: Path) -> dict[str, Any] | None:
-    document = _read_json(path)
+def _json_object(run_dir: Path, name: str, seal: RunSeal) -> dict[str, Any] | None:
+    """A JSON object the run folder holds at `name`, when this machine sealed it."""
+    document = _parsed(seal.read(run_dir, run_dir / name, MAX_TRIAL_BYTES))
     return document if isinstance(document, dict) else None
 
 
-def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None) -> str | None:
+def resume_problem(
+    run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None, seal: RunSeal | None = None
+) -> str | None:
     """Why the stored run and this session are not the same evaluation, or None when they are.
 
     The stored side is run_config.json and the dataset's digest, both written with the run folder's first trial file
-    (dataset_digest.json), so a run killed before its end compares like a finished one; runs written before that
-    file existed have the digest in result.json only.
+    (dataset_digest.json), so a run killed before its end compares like a finished one (result.json holds the digest
+    too). Only files this machine sealed count.
     """
-    stored_config = _json_object(run_dir / RUN_CONFIG_FILE)
-    stored = _json_object(run_dir / DATASET_DIGEST_FILE) or _json_object(run_dir / "result.json")
+    seal = seal or RunSeal.of_this_machine()
+    stored_config = _json_object(run_dir, RUN_CONFIG_FILE, seal)
+    stored = _json_object(run_dir, DATASET_DIGEST_FILE, seal) or _json_object(run_dir, "result.json", seal)
     if stored_config is None or stored is None:
         missing = [
             name
@@ -98,16 +118,16 @@ def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest:
     return None
 
 
-def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
-    """The finished trials a run folder holds, by their key."""
+def stored_records(run_dir: Path, seal: RunSeal | None = None) -> dict[TrialKey, TrialRecord]:
+    """The finished trials a run folder holds, by (case, agent, arm, attempt): trial files (`<case>.<attempt>.json`)
+    this machine sealed. Any other file (planted, edited since, of the earlier folder-per-trial layout) is not read:
+    its trial runs again."""
+    seal = seal or RunSeal.of_this_machine()
     found: dict[TrialKey, TrialRecord] = {}
-    # Trial files (`<case>.<attempt>.json`), then the record.json of runs written with a folder per trial.
-    for path in [*run_dir.glob("*/*/trials/*.json"), *run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}")]:
-        if path.is_symlink():
-            continue
-        document = read_trial(path) if path.name != TRIAL_RECORD_NAME else {"record": _read_json(path)}
+    for path in run_dir.glob("*/*/trials/*.json"):
+        document = _parsed(seal.read(run_dir, path, MAX_TRIAL_BYTES))
         try:
-            record = TrialRecord.model_validate((document or {}).get("record"))
+            record = TrialRecord.model_validate(document.get("record") if isinstance(document, dict) else None)
         except ValueError:
             continue
         if record.status in FINISHED:
@@ -115,9 +135,9 @@ def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
     return found
 
 
-def _read_json(path: Path) -> Any:
-    """The file's JSON, or None when it cannot be read or parsed."""
+def _parsed(data: bytes | None) -> Any:
+    """The JSON of a file's bytes, or None when there are none or they do not parse."""
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        return json.loads(data) if data is not None else None
+    except ValueError:
         return None

@@ -19,10 +19,12 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Literal
 
 __all__ = [
+    "CopyLimits",
     "FileTooLargeError",
     "UnsafePathError",
     "copy_file",
@@ -47,6 +49,8 @@ _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 # O_NONBLOCK: opening a FIFO the sandbox left behind must not hang the host; regular files ignore the flag.
 _READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 _CHUNK = 1024 * 1024
+# How deep a copy walks: deeper folders are left out and reported (no legitimate output nests this far).
+MAX_COPY_DEPTH = 128
 
 LinkPolicy = Literal["refuse", "copy"]
 
@@ -530,7 +534,34 @@ def remove_file(root: Path, rel: str | os.PathLike[str]) -> None:
         pass
 
 
-def _copy_entry(
+@dataclass
+class CopyLimits:
+    """What one copy out of a sandbox may take, by apparent size (`st_size`: a sparse file of 6 GiB that holds no
+    block in the sandbox would still be 6 GiB on the host), and how deep it walks. What they keep out is listed in
+    `left_out`, one line each; `copied` is the running total."""
+
+    max_file_bytes: int | None = None
+    max_total_bytes: int | None = None
+    max_depth: int = MAX_COPY_DEPTH
+    copied: int = 0
+    left_out: list[str] = field(default_factory=list)
+
+    def admit(self, shown: str, size: int) -> tuple[bool, int | None]:
+        """Whether a file of `size` bytes is copied, and the byte limit to copy it under (it may grow meanwhile);
+        a file kept out gets its line in left_out."""
+        if self.max_file_bytes is not None and size > self.max_file_bytes:
+            self.left_out.append(str(_too_large(shown, size, self.max_file_bytes)))
+            return False, None
+        if self.max_total_bytes is None:
+            return True, self.max_file_bytes
+        room = self.max_total_bytes - self.copied
+        if size > room:
+            self.left_out.append(f"{shown} is {size} bytes, past the limit of {self.max_total_bytes} bytes in all")
+            return False, None
+        return True, room if self.max_file_bytes is None else min(room, self.max_file_bytes)
+
+
+def _copy_leaf(
     src_fd: int,
     name: str,
     dst_fd: int,
@@ -538,9 +569,11 @@ def _copy_entry(
     st: os.stat_result,
     *,
     links: LinkPolicy,
-    max_file_bytes: int | None,
+    limits: CopyLimits,
     refused: list[str],
 ) -> None:
+    """One entry that is not a folder: a link (refused or recreated), a regular file (within the limits), or
+    anything else (refused)."""
     if stat.S_ISLNK(st.st_mode):
         if links == "copy":
             try:
@@ -554,29 +587,11 @@ def _copy_entry(
         else:
             refused.append(str(_link_error(src_fd, name, shown)))
         return
-    if stat.S_ISDIR(st.st_mode):
-        try:
-            child_src = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
-        except OSError as error:
-            refused.append(str(_open_error(error, src_fd, name, shown)))
-            return
-        try:
-            child_dst = _open_child_dir(dst_fd, name, shown, create=True)
-        except OSError as error:
-            os.close(child_src)
-            refused.append(f"{shown}: {error}")
-            return
-        try:
-            _copy_dir(child_src, child_dst, shown, links=links, max_file_bytes=max_file_bytes, refused=refused)
-        finally:
-            os.close(child_src)
-            os.close(child_dst)
-        return
     if not stat.S_ISREG(st.st_mode):
         refused.append(f"{shown} is not a regular file, directory or link; it was not copied")
         return
-    if max_file_bytes is not None and st.st_size > max_file_bytes:
-        refused.append(str(_too_large(shown, st.st_size, max_file_bytes)))
+    admitted, limit = limits.admit(shown, st.st_size)
+    if not admitted:
         return
     try:
         fd, opened = _open_regular(src_fd, name, shown)
@@ -584,24 +599,67 @@ def _copy_entry(
         refused.append(str(error))
         return
     try:
-        _replace_into(dst_fd, name, fd, shown, opened.st_mode, (opened.st_atime_ns, opened.st_mtime_ns), max_file_bytes)
+        _replace_into(dst_fd, name, fd, shown, opened.st_mode, (opened.st_atime_ns, opened.st_mtime_ns), limit)
+        limits.copied += os.fstat(fd).st_size
     except (OSError, FileTooLargeError) as error:
         refused.append(str(error))
     finally:
         os.close(fd)
 
 
+def _sorted_names(dir_fd: int) -> list[str]:
+    """A folder's names, last first (the walk pops them in sorted order)."""
+    return sorted(os.listdir(dir_fd), reverse=True)
+
+
 def _copy_dir(
-    src_fd: int, dst_fd: int, shown: str, *, links: LinkPolicy, max_file_bytes: int | None, refused: list[str]
+    src_fd: int, dst_fd: int, shown: str, *, links: LinkPolicy, limits: CopyLimits, refused: list[str]
 ) -> None:
-    for name in sorted(os.listdir(src_fd)):
-        try:
-            st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        _copy_entry(
-            src_fd, name, dst_fd, f"{shown}/{name}", st, links=links, max_file_bytes=max_file_bytes, refused=refused
-        )
+    """Copy the folder src_fd into dst_fd, depth first without recursion (a tree the sandbox built thousands of
+    folders deep cannot exhaust the stack); folders deeper than `limits.max_depth` are left out and listed."""
+    stack: list[tuple[int, int, str, list[str]]] = [(src_fd, dst_fd, shown, _sorted_names(src_fd))]
+    try:
+        while stack:
+            s_fd, d_fd, where, names = stack[-1]
+            if not names:
+                stack.pop()
+                if stack:  # the caller owns the first pair
+                    os.close(s_fd)
+                    os.close(d_fd)
+                continue
+            name = names.pop()
+            entry = f"{where}/{name}"
+            try:
+                st = os.stat(name, dir_fd=s_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                _copy_leaf(s_fd, name, d_fd, entry, st, links=links, limits=limits, refused=refused)
+                continue
+            if len(stack) > limits.max_depth:
+                limits.left_out.append(f"{entry}: more than {limits.max_depth} folders deep; nothing in it was copied")
+                continue
+            try:
+                child_src = os.open(name, _DIR_FLAGS, dir_fd=s_fd)
+            except OSError as error:
+                refused.append(str(_open_error(error, s_fd, name, entry)))
+                continue
+            try:
+                child_dst = _open_child_dir(d_fd, name, entry, create=True)
+            except OSError as error:
+                os.close(child_src)
+                refused.append(f"{entry}: {error}")
+                continue
+            try:
+                stack.append((child_src, child_dst, entry, _sorted_names(child_src)))
+            except OSError as error:
+                os.close(child_src)
+                os.close(child_dst)
+                refused.append(f"{entry}: {error}")
+    finally:
+        for s_fd, d_fd, *_ in stack[1:]:
+            os.close(s_fd)
+            os.close(d_fd)
 
 
 def copy_tree(
@@ -612,25 +670,30 @@ def copy_tree(
     *,
     links: LinkPolicy = "refuse",
     max_file_bytes: int | None = None,
+    limits: CopyLimits | None = None,
     label: str | None = None,
     dst_label: str | None = None,
 ) -> list[str]:
     """Copy the folder src_root/src_rel into dst_root/dst_rel (merged), never following a link on either side.
 
     `links="refuse"` leaves every link out and reports it; `"copy"` recreates it as a link (its target is never
-    read). Special files and files over `max_file_bytes` are left out and reported. An existing link in the
-    destination is never written through. Returns the refusals (empty when everything was copied).
+    read). Special files are left out and reported. An existing link in the destination is never written through.
+    Returns the refusals (empty when everything was copied). With `limits`, what its caps keep out (by apparent
+    size, per file and in total, and by depth) is listed in `limits.left_out` instead; without, files over
+    `max_file_bytes` and folders over MAX_COPY_DEPTH deep are among the refusals.
     """
     src_parts, dst_parts = _parts(src_rel), _parts(dst_rel)
     label = label or str(src_root)
     refused: list[str] = []
+    own = limits is None
+    limits = limits or CopyLimits(max_file_bytes=max_file_bytes)
     dst_label = dst_label or str(dst_root)
     with (
         _directory(src_root, src_parts, label) as src_fd,
         _directory(dst_root, dst_parts, dst_label, create=True) as dst_fd,
     ):
-        _copy_dir(src_fd, dst_fd, _shown(label, src_parts), links=links, max_file_bytes=max_file_bytes, refused=refused)
-    return refused
+        _copy_dir(src_fd, dst_fd, _shown(label, src_parts), links=links, limits=limits, refused=refused)
+    return refused + limits.left_out if own else refused
 
 
 def copy_file(

@@ -66,7 +66,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
     usable_bwrap,
 )
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
-from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
 from verifier import safe_io
 
@@ -81,6 +81,10 @@ _HOST_ONLY_ENV = ("TMUX", "TMUX_PANE")
 # Longest unix socket path (sun_path, 108 bytes with the NUL) with room for tmux's "tmux-<uid>/default".
 _MAX_TMUX_DIR = 107 - len("/tmux-4294967295/default")
 _RESERVED_TOP = {"proc", "dev", "sys", *(d.strip("/") for d in SYSTEM_DIRS)}
+# Caps on what one download copies onto the host, by apparent size (docs/security.md, "Downloads are capped").
+MAX_DOWNLOAD_FILE_BYTES = 100 * 1024 * 1024
+MAX_DOWNLOAD_BYTES = 1024 * 1024 * 1024
+LEFT_OUT_SUFFIX = ".skilleval-left-out.txt"
 
 _log = logging.getLogger(__name__)
 _warned_unisolated = False
@@ -168,14 +172,41 @@ def _with_path_prefix(env: dict[str, str], prefix: list[str]) -> dict[str, str]:
 
 
 def _make_writable_and_retry(func: Any, path: str, _exc: BaseException) -> None:
-    """rmtree helper: agents may leave read-only folders behind."""
-    parent = os.path.dirname(path)
-    for target in (parent, path):
+    """rmtree helper: agents may leave read-only folders behind. Only a real folder or file is made writable; a
+    link is never followed (its target may be any host file) and never changed."""
+    for target in (os.path.dirname(path), path):
         try:
-            os.chmod(target, os.stat(target).st_mode | stat.S_IRWXU)
+            _add_owner_rights(target)
         except OSError:
             pass
     func(path)
+
+
+def _add_owner_rights(target: str) -> None:
+    """chmod u+rwx on what is at `target` itself: opened with O_PATH|O_NOFOLLOW (a link is then the link, and is
+    left alone) and changed through /proc/self/fd, so an entry swapped for a link meanwhile is not followed."""
+    fd = os.open(target, getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        found = os.fstat(fd)
+        if stat.S_ISLNK(found.st_mode):
+            return
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(found.st_mode) | stat.S_IRWXU)
+    finally:
+        os.close(fd)
+
+
+def _left_out(source: str, target: Path, lines: list[str]) -> None:
+    """Say what a download's caps kept out: in a marker beside the copy (reviewers find it next to what is there)
+    and in the trial's log."""
+    marker = target.parent / f"{target.name}{LEFT_OUT_SUFFIX}"
+    text = f"pytest-skilleval: left out of the download of {source} (caps: docs/security.md):\n" + "".join(
+        f"  {line}\n" for line in lines
+    )
+    try:
+        safe_io.write_text(marker.parent, marker.name, text)
+    except OSError as error:
+        _log.warning("local environment: could not write %s: %s", marker, error)
+    _log.warning("local environment: download of %s left out %d item(s): %s", source, len(lines), "; ".join(lines[:5]))
 
 
 class LocalEnvironment(BaseEnvironment):
@@ -390,15 +421,26 @@ class LocalEnvironment(BaseEnvironment):
         else:
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
-        join_net = self.network_policy.network_mode != NetworkMode.PUBLIC
-        return await run_command(
-            self._keeper,
-            argv,
-            cwd=run_cwd,
-            env=exec_env,
-            timeout_sec=timeout_sec,
-            join_net=join_net and self.sandbox_mode == "bwrap",
-        )
+        join_net = self.network_policy.network_mode != NetworkMode.PUBLIC and self.sandbox_mode == "bwrap"
+        try:
+            return await run_command(
+                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+            )
+        except SandboxEnded:
+            # A command of the trial killed every process of its sandbox (`kill -9 -1`), the sandbox's holder
+            # included; a container would have kept its init. The folders are all still there: a fresh sandbox on
+            # them runs this command and the rest, so the grader judges what the agent left instead of the trial
+            # ending as an infrastructure error.
+            _log.warning("local environment: a command of the trial ended its sandbox; starting a fresh one")
+            await asyncio.to_thread(self._restart_keeper)
+            assert self._keeper is not None
+            return await run_command(
+                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+            )
+
+    def _restart_keeper(self) -> None:
+        self._stop_keeper()
+        self._start_keeper()
 
     # ---- file transfer --------------------------------------------------------------
     # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the
@@ -419,16 +461,33 @@ class LocalEnvironment(BaseEnvironment):
         if refused:
             raise safe_io.UnsafePathError(f"upload to {target_dir} refused: " + "; ".join(refused))
 
+    # Downloads (agent and verifier logs, artifacts, the recorded /workspace of --harbor-keep-jobs) are capped by
+    # apparent size, so a sparse file that costs the sandbox nothing cannot fill the host's disk; what a cap keeps
+    # out is listed in a marker file beside the copy (`<target>.skilleval-left-out.txt`) and in the trial's log.
+
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
         target = Path(target_path)
-        await asyncio.to_thread(
-            safe_io.copy_file, self.rootfs, self._rootfs_rel(source_path), target.parent, target.name, label="/"
-        )
+        try:
+            await asyncio.to_thread(
+                safe_io.copy_file,
+                self.rootfs,
+                self._rootfs_rel(source_path),
+                target.parent,
+                target.name,
+                max_bytes=MAX_DOWNLOAD_FILE_BYTES,
+                label="/",
+            )
+        except safe_io.FileTooLargeError as error:
+            _left_out(source_path, target, [str(error)])
+            raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        limits = safe_io.CopyLimits(max_file_bytes=MAX_DOWNLOAD_FILE_BYTES, max_total_bytes=MAX_DOWNLOAD_BYTES)
         refused = await asyncio.to_thread(
-            safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), label="/"
+            safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"
         )
+        if limits.left_out:
+            _left_out(source_dir, Path(target_dir), limits.left_out)
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
 

@@ -7,6 +7,10 @@ final /workspace, as a Harbor artifact, in the kept trial folder): while that fo
 through Harbor's own regrade (a fresh sandbox holding the recorded workspace and trajectory, today's task, grader,
 checks and judges). Otherwise the stored custom reward is kept as it was and the trial's details say so. Results go
 to a new run folder that records where they came from.
+
+Only what this machine wrote is graded: the source run's trial files must carry its seal (results/run_seal.py), and
+a kept trial folder is used only when it has the shape of one this plugin makes for that very trial
+(`runner.own_trial_dir`), so no record, however it was written, points the regrade at another host folder.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.harbor.runner import record_from_rich
+from pytest_skilleval.harbor.runner import own_trial_dir, record_from_rich
 from pytest_skilleval.harbor.staging import entry_document
 from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME, flat_rewards, grade_on_host
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.run_folder import TrialContent, read_trial
-from pytest_skilleval.results.tree import trial_file, trial_folder
+from pytest_skilleval.results.run_folder import TrialContent
+from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, trial_file
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
@@ -44,13 +49,14 @@ def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedRewar
     )
 
 
-def kept_trial(stored: TrialRecord) -> Path | None:
+def kept_trial(stored: TrialRecord, spec: TrialSpec) -> Path | None:
     """The Harbor trial folder a --harbor-keep-jobs run left for this trial, while it still exists (pytest's temp
-    folders rotate), with its result and recorded artifacts; Harbor's regrade checks the artifacts cover /workspace."""
+    folders rotate), with its result and recorded artifacts; Harbor's regrade checks the artifacts cover /workspace.
+    Only a folder of this plugin's own naming for this trial counts (`own_trial_dir`)."""
     if not stored.trial_dir:
         return None
     path = Path(stored.trial_dir)
-    if path.is_symlink() or not path.is_dir() or (path / "artifacts").is_symlink():
+    if not own_trial_dir(path, spec) or not path.is_dir() or (path / "artifacts").is_symlink():
         return None
     return path if (path / "result.json").is_file() and (path / "artifacts").is_dir() else None
 
@@ -62,20 +68,33 @@ class Regrader:
         self.source_run = source_run
         self.work_dir = work_dir
         self.rerun = rerun
+        self.seal = RunSeal.of_this_machine()
+
+    def _stored(self, path: Path) -> tuple[dict[str, Any], str | None]:
+        """The trial file's document, or {} and why not: only a file this machine sealed is read."""
+        data = self.seal.read(self.source_run, path, MAX_TRIAL_BYTES)
+        if data is None:
+            if path.exists() or path.is_symlink():
+                why = self.seal.foreign_reason(self.source_run, path.relative_to(self.source_run).as_posix())
+                return {}, f"--regrade: {path} is not graded ({why})"
+            return {}, f"--regrade: run {self.source_run.name} holds no stored trial for this item"
+        try:
+            document = json.loads(data)
+        except ValueError:
+            document = None
+        if not isinstance(document, dict):
+            return {}, f"--regrade: {path} is not a trial file"
+        return document, None
 
     def regrade(
         self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None, has_grader: bool
     ) -> TrialRecord:
-        stored_files = trial_file(self.source_run, spec.key), trial_folder(self.source_run, spec.key)
-        content = TrialContent(read_trial(*stored_files) or {})
+        document, problem = self._stored(trial_file(self.source_run, spec.key))
+        content = TrialContent(document)
         base = dict(**spec.record_fields(), grading_mode=settings.grading_mode, source_run=None)
         raw = content.record()
         if raw is None:
-            return TrialRecord(
-                **base,
-                status="error",
-                error=f"--regrade: run {self.source_run.name} holds no stored trial for this item",
-            )
+            return TrialRecord(**base, status="error", error=problem or f"--regrade: {tuple(spec.key)} has no record")
         stored = TrialRecord.model_validate(raw)
         if stored.status in ("error", "skipped"):
             why = stored.error or stored.reason or stored.status
@@ -83,11 +102,12 @@ class Regrader:
                 update={
                     "nodeid": spec.nodeid,
                     "source_run": None,
+                    "trial_dir": None,  # the source run's folder: not this run's to delete
                     "reason": f"not regraded: the stored trial was {stored.status} ({why})",
                 }
             )
         uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
-        if uses_grader and self.rerun is not None and (kept := kept_trial(stored)) is not None:
+        if uses_grader and self.rerun is not None and (kept := kept_trial(stored, spec)) is not None:
             record = self.rerun(spec, kept)
             record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
             return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})

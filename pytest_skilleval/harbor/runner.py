@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -179,7 +180,7 @@ class SkillEvalRunner:
         base = dict(**spec.record_fields(), grading_mode=mode, negative_control=should_trigger(spec.entry) is False)
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
-        trial_name = f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__{uuid.uuid4().hex[:6]}"
+        trial_name = f"{_trial_prefix(spec)}{uuid.uuid4().hex[:6]}"
         project = compose_project(trial_name) if settings.env_mode == "docker" else None
         try:
             async with tracked(project):
@@ -417,6 +418,32 @@ def _native_image(task_dir: Path) -> bool:
 
 def _slug(spec: TrialSpec) -> str:
     return f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+
+
+def _trial_prefix(spec: TrialSpec) -> str:
+    return f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__"
+
+
+# The runner's scratch folder: `tmp_path_factory.mktemp("skilleval")` (plugin.py).
+_SCRATCH_NAME = re.compile(r"skilleval\d+")
+
+
+def own_trial_dir(path: Path, spec: TrialSpec) -> bool:
+    """Whether `path` has the shape of a Harbor trial folder this runner made for `spec`:
+    `<basetemp>/skilleval<N>/<skill>/<case>/<slug>/trials/skilleval-<case>__<slug>__<6 hex>`, absolute, reached
+    through no link. A path that does not is never used, whatever record names it."""
+    name = path.name
+    prefix = _trial_prefix(spec)
+    parents = path.parents
+    return (
+        path.is_absolute()
+        and len(parents) > 6
+        and name.startswith(prefix)
+        and re.fullmatch(r"[0-9a-f]{6}", name[len(prefix) :]) is not None
+        and [parents[i].name for i in range(4)] == ["trials", _slug(spec), spec.case_id, spec.skill_name]
+        and _SCRATCH_NAME.fullmatch(parents[4].name) is not None
+        and os.path.realpath(path) == str(path)
+    )
 
 
 def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:

@@ -31,6 +31,7 @@ from typing import Any
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
+from pytest_skilleval.results.run_seal import SEAL_FILE, RunSeal
 from pytest_skilleval.results.trial_file import (
     GRADER_OUTPUT_SOURCE,
     LEGACY_PARTS,
@@ -125,6 +126,7 @@ class _Batch:
     checked: set[Path] = field(default_factory=set)
     # Plain strings: a Path keeps its parsed parts too (more memory per file, for as long as the run lasts).
     unsynced: list[str] = field(default_factory=list)
+    seal_logs: set[str] = field(default_factory=set)  # each run folder's seal log, synced once with the rest
 
 
 _BATCH: ContextVar[_Batch | None] = ContextVar("skilleval_tree_batch", default=None)
@@ -260,13 +262,40 @@ def atomic_write_bytes(path: Path, data: bytes, root: Path) -> Path:
     return path
 
 
-def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
-    """Pretty, key-stable JSON (non-ASCII kept) written atomically; non-finite floats become null."""
+def json_bytes(data: Any) -> bytes:
+    """Pretty, key-stable JSON (non-ASCII kept); non-finite floats become null."""
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     except ValueError:  # NaN or infinity somewhere: rare, so not looked for in every document first
         text = json.dumps(_json_safe(data), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    return atomic_write_bytes(path, text.encode("utf-8"), root)
+    return text.encode("utf-8")
+
+
+def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
+    """`json_bytes(data)` written atomically."""
+    return atomic_write_bytes(path, json_bytes(data), root)
+
+
+def write_sealed_json(run_dir: Path, path: Path, data: Any, root: Path, seal: RunSeal, durable: bool = False) -> None:
+    """A run folder's file that --resume or --regrade reads back: written atomically, then sealed with this
+    machine's key (run_seal.py), so a run folder someone else wrote is never taken for one of ours."""
+    body = json_bytes(data)
+    batch = _BATCH.get()
+    if durable:
+        token = _BATCH.set(None)
+        try:
+            atomic_write_bytes(path, body, root)
+        finally:
+            _BATCH.reset(token)
+        _fsync_dir(path.parent)
+    else:
+        atomic_write_bytes(path, body, root)
+    seal.seal(run_dir, path, body, durable=durable or batch is None)
+    if batch is not None and not durable:
+        log = os.fspath(run_dir / SEAL_FILE)
+        if log not in batch.seal_logs:
+            batch.seal_logs.add(log)
+            batch.unsynced.append(log)
 
 
 # -------------------------------------------------------------------------------------------- run dir
@@ -325,11 +354,13 @@ class RunStart:
     run_config: Mapping[str, Any]
     dataset_digest: str | None
 
-    def write(self, run_dir: Path, root: Path, redactor: Redactor, durable: bool = False) -> None:
+    def write(self, run_dir: Path, root: Path, redactor: Redactor, seal: RunSeal, durable: bool = False) -> None:
         """`durable`: each file fsynced now (before any trial file), not left to the end's sync pass."""
-        write = _write_durable_json if durable else atomic_write_json
-        write(run_dir / RUN_CONFIG_FILE, redactor.scrub(dict(self.run_config)), root)
-        write(run_dir / DATASET_DIGEST_FILE, {"dataset_digest": self.dataset_digest}, root)
+        write_sealed_json(
+            run_dir, run_dir / RUN_CONFIG_FILE, redactor.scrub(dict(self.run_config)), root, seal, durable
+        )
+        digest = {"dataset_digest": self.dataset_digest}
+        write_sealed_json(run_dir, run_dir / DATASET_DIGEST_FILE, digest, root, seal, durable)
 
 
 class EarlyTrialFiles:
@@ -354,6 +385,7 @@ class EarlyTrialFiles:
         self.max_artifact_bytes = max_artifact_bytes
         self.start = start
         self.batch = _Batch(self.results_root)
+        self.seal = RunSeal.of_this_machine()
         self.written: set[TrialKey] = set()
         self._run_dir: Path | None = None
         self._made = False
@@ -372,7 +404,7 @@ class EarlyTrialFiles:
                 self._made = not os.path.lexists(self.results_root / self.run_id)
                 run_dir = _open_run_dir(self.results_root, self.run_id)
                 if self.start is not None:
-                    self.start.write(run_dir, self.results_root, self.redactor, durable=True)
+                    self.start.write(run_dir, self.results_root, self.redactor, self.seal, durable=True)
             finally:
                 _BATCH.reset(token)
             self._run_dir = run_dir
@@ -384,7 +416,7 @@ class EarlyTrialFiles:
         run_dir = self._run_dir
         if run_dir is None or not self._made or self.written:
             return False
-        ours = {MARKER_FILE, RUN_CONFIG_FILE, DATASET_DIGEST_FILE}
+        ours = {MARKER_FILE, RUN_CONFIG_FILE, DATASET_DIGEST_FILE, SEAL_FILE}
         if {entry.name for entry in os.scandir(run_dir)} - ours:
             return False
         for name in ours:
@@ -398,13 +430,15 @@ class EarlyTrialFiles:
         run_dir = self.open()
         token = _BATCH.set(self.batch)
         try:
-            _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor)
+            _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor, self.seal)
         finally:
             _BATCH.reset(token)
         self.written.add(record.key)
 
 
-def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor, stored: bool = False) -> None:
+def _write_trial(
+    run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor, seal: RunSeal, stored: bool = False
+) -> None:
     """One trial's file; `stored`: the run folder already holds it (resumed, or written early) and only the record
     in it is replaced (the trial's own folder may be gone)."""
     path = trial_file(run_dir, record.key)
@@ -412,10 +446,12 @@ def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: R
     if stored or record.source_run is not None:
         document = stored_document(path, trial_folder(run_dir, record.key), record, max_bytes)
     if document is None:
-        found = read_parts(Path(record.trial_dir), TRIAL_PARTS, max_bytes) if record.trial_dir else {}
+        # A record read back from a run folder (source_run) names a folder this session did not make: never read.
+        ours = record.trial_dir if record.source_run is None else None
+        found = read_parts(Path(ours), TRIAL_PARTS, max_bytes) if ours else {}
         document = trial_document(record, found)
         document["trial_dir"] = record.trial_dir
-    atomic_write_json(path, redactor.scrub(document), run_dir)
+    write_sealed_json(run_dir, path, redactor.scrub(document), run_dir, seal)
 
 
 def _json_safe(value: Any) -> Any:
@@ -470,16 +506,6 @@ def write_results_tree(
         )
 
 
-def _write_durable_json(path: Path, data: Any, root: Path) -> None:
-    """An atomic write with its own fsync (and its directory's), even inside a write batch."""
-    token = _BATCH.set(None)
-    try:
-        atomic_write_json(path, data, root)
-    finally:
-        _BATCH.reset(token)
-    _fsync_dir(path.parent)
-
-
 def _open_run_dir(results_root: Path, run_id: str) -> Path:
     """The run folder, made (every level checked, none a link) and marked as ours."""
     if not RUN_ID_PATTERN.match(run_id) and safe_component(run_id) != run_id:
@@ -506,7 +532,8 @@ def _write_tree(
         atomic_write_json(path, redactor.scrub(data), results_root)
 
     run_dir = _open_run_dir(results_root, run_id)
-    RunStart(aggregate.run_config, aggregate.dataset_digest).write(run_dir, results_root, redactor)
+    seal = early.seal if early is not None else RunSeal.of_this_machine()
+    RunStart(aggregate.run_config, aggregate.dataset_digest).write(run_dir, results_root, redactor, seal)
     write_json(run_dir / "attempt_policy.json", aggregate.attempt_policy.model_dump(mode="json"))
     if dataset_snapshot is not None:
         write_json(run_dir / "dataset_snapshot.json", _json_safe(dict(dataset_snapshot)))
@@ -534,9 +561,9 @@ def _write_tree(
     for record in records:
         key = record.key
         if key not in written:
-            _write_trial(run_dir, record, max_artifact_bytes, redactor)
+            _write_trial(run_dir, record, max_artifact_bytes, redactor, seal)
         elif key in altered:
-            _write_trial(run_dir, record, max_artifact_bytes, redactor, stored=True)
+            _write_trial(run_dir, record, max_artifact_bytes, redactor, seal, stored=True)
     if early is not None:
         batch.unsynced.extend(early.batch.unsynced)
 
@@ -553,7 +580,7 @@ def _write_tree(
     document = redactor.scrub(document)
     validate_result(document, every_trial=False)
     _sync_tree(batch)  # every other file is durable before result.json says the run folder is complete
-    _write_durable_json(run_dir / "result.json", document, results_root)
+    write_sealed_json(run_dir, run_dir / "result.json", document, results_root, seal, durable=True)
     if aggregate.execution_status != "interrupted":
         _publish_latest(results_root, run_id)
     return run_dir

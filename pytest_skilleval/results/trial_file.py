@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
+from pytest_skilleval.results.trajectory_cap import MAX_TRAJECTORY_READ_BYTES, capped_trajectory, too_large_to_read
 from verifier import safe_io
 
 MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
@@ -111,6 +112,11 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
     )
     found: dict[str, tuple[Any, str]] = {}
     for key, rel in parts:
+        if key == "trajectory" and rel not in raw:
+            trajectory = _large_trajectory(folder, rel, max_bytes)
+            if trajectory is not None:
+                found[key] = (trajectory, rel)
+            continue
         if rel not in raw:
             continue
         text = raw[rel].decode("utf-8", errors="replace")
@@ -122,6 +128,20 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
         except ValueError:
             found[key] = (text, rel)
     return found
+
+
+def _large_trajectory(folder: Path, rel: str, max_bytes: int) -> Any:
+    """A trajectory file over the per-artifact cap, kept cut to fit (trajectory_cap.py); None when there is none."""
+    try:
+        size = safe_io.file_size(folder, rel)
+    except OSError:
+        return None
+    if size is None or size <= max_bytes:
+        return None  # missing, a link, or a file read_files already refused for another reason
+    if size > MAX_TRAJECTORY_READ_BYTES:
+        return too_large_to_read(size)
+    data = _read_artifact(folder, rel, MAX_TRAJECTORY_READ_BYTES)
+    return capped_trajectory(data, max_bytes) if data is not None else None
 
 
 def trial_document(record: TrialRecord, found: dict[str, tuple[Any, str]]) -> dict[str, Any]:

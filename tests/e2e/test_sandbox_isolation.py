@@ -393,14 +393,20 @@ def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path) -> None:
         keeper.spawn(["/bin/true"], "/", {}, 1, 2)
 
 
-def test_killing_the_sandbox_from_inside_ends_the_trial_loudly(tmp_path: Path, kit) -> None:
+@pytest.mark.parametrize("kill", ["kill -9 2", "kill -9 -1"])
+def test_a_sandbox_killed_from_inside_is_started_afresh_on_the_same_folders(
+    tmp_path: Path, kit, kill: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent's doing, not an infrastructure error: the next command (the grader's) runs in a fresh sandbox,
+    isolated as the first, on the folders the agent left; the trial's log says so."""
     kit.skip_without_bwrap("bwrap")
     env = started(tmp_path, "bwrap")
     try:
-        run(env.exec("kill -9 2"))  # the process holding the sandbox open
-        time.sleep(0.3)
-        with pytest.raises(RuntimeError, match="sandbox has ended"):
-            run(env.exec("true"))
+        run(env.exec("echo left > /workspace/left.txt; sleep 1000 &"))
+        run(env.exec(kill))  # `kill -9 2`: the process holding the sandbox open; `-1`: every process but itself
+        after = run(env.exec("cat /workspace/left.txt; ps -e -o comm= | grep -c sleep || true"))
+        assert after.return_code == 0 and after.stdout.split() == ["left", "1"]  # the holder's sleep only
+        assert "ended its sandbox; starting a fresh one" in caplog.text
     finally:
         run(env.stop(delete=True))
 

@@ -139,13 +139,15 @@ def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_tr
         "fsync",
         config,
         "fsync",
+        "fsync",  # its seal, appended to the run folder's seal log
         "fsync",
         digest,
+        "fsync",
         "fsync",
         "replace c0.1.json",
     ]
     early.write(records[1])
-    assert events.count(config) == 1 and len(events) == 9  # once per run folder, not per trial
+    assert events.count(config) == 1 and len(events) == 11  # once per run folder, not per trial
 
 
 def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(
@@ -153,14 +155,14 @@ def test_interrupted_writer_leaves_a_folder_readers_call_incomplete(
 ) -> None:
     agg, records = _records()
     complete = write_results_tree(agg, records, tmp_path, "20240101_000000_1_aaaaaaaaaaaa")
-    real = results.atomic_write_json
+    real = results.atomic_write_bytes
 
-    def crash_at_result(path: Path, data: Any, root: Path) -> Path:
+    def crash_at_result(path: Path, data: bytes, root: Path) -> Path:
         if path.name == "result.json":
             raise KeyboardInterrupt  # the session killed while finishing
         return real(path, data, root)
 
-    monkeypatch.setattr(results, "atomic_write_json", crash_at_result)
+    monkeypatch.setattr(results, "atomic_write_bytes", crash_at_result)
     with pytest.raises(KeyboardInterrupt):
         write_results_tree(agg, records, tmp_path, RUN_ID)
     partial = tmp_path / RUN_ID

@@ -340,18 +340,18 @@ def test_latest_moves_only_after_result_json(tmp_path: Path, monkeypatch: pytest
     write_results_tree(agg, records, tmp_path, old)
     assert os.readlink(tmp_path / "latest") == old
 
-    real = results.atomic_write_json
+    real = results.atomic_write_bytes
 
-    def failing(path: Path, data: Any, root: Path) -> Path:
+    def failing(path: Path, data: bytes, root: Path) -> Path:
         if path.name == "result.json":
             raise OSError("crash while writing result.json")
         return real(path, data, root)
 
-    monkeypatch.setattr(results, "atomic_write_json", failing)
+    monkeypatch.setattr(results, "atomic_write_bytes", failing)
     with pytest.raises(OSError):
         write_results_tree(agg, records, tmp_path, RUN_ID)
     assert os.readlink(tmp_path / "latest") == old
-    monkeypatch.setattr(results, "atomic_write_json", real)
+    monkeypatch.setattr(results, "atomic_write_bytes", real)
     write_results_tree(agg, records, tmp_path, RUN_ID)
     assert os.readlink(tmp_path / "latest") == RUN_ID
 

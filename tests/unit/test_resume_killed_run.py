@@ -4,6 +4,7 @@ session end, no result.json) can be resumed; such a folder is still not a finish
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from pytest_skilleval.results import run_folder, tree
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.resume import resume_problem
+from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"
@@ -96,12 +98,16 @@ def test_a_killed_run_compares_like_a_finished_one(tmp_path: Path) -> None:
     )
 
 
-def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_path: Path) -> None:
-    """Runs written before dataset_digest.json existed: the digest is in result.json."""
-    run_dir = tmp_path / RUN_ID
-    run_dir.mkdir()
-    (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps(CONFIG))
-    (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))
+def test_a_run_without_a_dataset_digest_file_compares_with_its_sealed_result_json(tmp_path: Path) -> None:
+    """The digest is in result.json too; like every file --resume reads, only when this machine sealed it."""
+    run_dir = _killed_run(tmp_path)
+    (run_dir / tree.DATASET_DIGEST_FILE).unlink()
+    (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))  # by hand: not sealed
+    assert "not a run folder this plugin can resume" in resume_problem(run_dir, CONFIG, "data-1")
+    with tree._write_batch(tmp_path):
+        tree.write_sealed_json(
+            run_dir, run_dir / "result.json", {"dataset_digest": "data-1"}, tmp_path, RunSeal.of_this_machine()
+        )
     assert resume_problem(run_dir, CONFIG, "data-1") is None
     assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
 
@@ -116,7 +122,41 @@ def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> Non
         "not a run folder this plugin can resume"
     )
     (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
-    (run_dir / tree.DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
+    tree.RunStart(CONFIG, "data-1").write(run_dir, tmp_path, Redactor.from_environment({}), RunSeal.of_this_machine())
+    assert resume_problem(run_dir, CONFIG, "data-1") is None
+    (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps({**CONFIG, "n_attempts": 3}))  # edited since: not ours
     assert resume_problem(run_dir, CONFIG, "data-1") == (
         f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume"
     )
+
+
+def test_only_trial_files_this_machine_sealed_are_read_back(tmp_path: Path) -> None:
+    """A trial file edited after it was written, one planted beside the real ones, and a whole folder written by
+    someone else (even one holding a copy of a real seal log) are never trusted."""
+    run_dir = _killed_run(tmp_path)
+    assert set(stored_records(run_dir)) == {("c0", "codex", "with_skill", 1)}
+    trials = run_dir / "codex" / "with_skill" / "trials"
+    planted = json.loads((trials / "c0.1.json").read_text())
+    planted["record"].update(case="c1", overall=1.0)
+    (trials / "c1.1.json").write_text(json.dumps(planted))
+    assert set(stored_records(run_dir)) == {("c0", "codex", "with_skill", 1)}
+    edited = json.loads((trials / "c0.1.json").read_text())
+    edited["record"]["overall"] = 1.0
+    (trials / "c0.1.json").write_text(json.dumps(edited, indent=2) + "\n")
+    assert stored_records(run_dir) == {}
+
+    forged = shutil.copytree(_killed_run(tmp_path / "real"), tmp_path / "forged" / "20991231_000000_1_aaaaaaaaaaaa")
+    with pytest.raises(ResumeError, match=r"20991231_000000_1_aaaaaaaaaaaa is not a run this machine wrote"):
+        resolve_run_dir(tmp_path / "forged", "latest")
+    assert resume_problem(forged, CONFIG, "data-1") is not None and stored_records(forged) == {}
+    assert resolve_run_dir(tmp_path / "real", "latest") == tmp_path / "real" / RUN_ID
+
+
+def test_without_the_machine_key_nothing_is_trusted(tmp_path: Path) -> None:
+    run_dir = _killed_run(tmp_path)
+    assert stored_records(run_dir, RunSeal(None)) == {}
+    with pytest.raises(ResumeError, match="this machine has no run key"):
+        resolve_run_dir(tmp_path, RUN_ID, RunSeal(None))
+    other = RunSeal(b"0" * 64)  # another machine's key
+    with pytest.raises(ResumeError, match="no matching seal"):
+        resolve_run_dir(tmp_path, RUN_ID, other)

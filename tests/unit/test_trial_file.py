@@ -11,7 +11,7 @@ from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.run_folder import load_run
 from pytest_skilleval.results.tree import write_results_tree
-from pytest_skilleval.results.trial_file import TRIAL_FORMAT, trial_file, trial_folder
+from pytest_skilleval.results.trial_file import trial_file, trial_folder
 from pytest_skilleval.resume import stored_records
 
 KEY = TrialKey("a", "codex", "with_skill", 1)
@@ -48,19 +48,11 @@ def _legacy_run(root: Path, records: list[TrialRecord]) -> Path:
     return run_dir
 
 
-def test_resume_reads_a_run_of_the_earlier_layout_and_keeps_its_trials(tmp_path: Path) -> None:
+def test_resume_does_not_trust_a_run_of_the_earlier_layout(tmp_path: Path) -> None:
+    """A folder-per-trial run carries no seal (results/run_seal.py): --resume reads none of its trials back."""
     records = [_record("a"), _record("b")]
     run_dir = _legacy_run(tmp_path, records)
-    stored = stored_records(run_dir)
-    assert sorted(key[0] for key in stored) == ["a", "b"]
-    resumed = [r.model_copy(update={"source_run": RUN_ID}) for r in stored.values()]
-    plan = RunPlan(skill="s", cases=["a", "b"], agents=["codex"], arms=["with_skill"])
-    write_results_tree(aggregate(resumed, plan), resumed, tmp_path, RUN_ID)
-    trial = json.loads(trial_file(run_dir, KEY).read_text())
-    assert trial["format"] == TRIAL_FORMAT and trial["record"]["source_run"] == RUN_ID
-    assert trial["trajectory"] == TRAJECTORY and trial["rich_reward"]["details"] == {"kept": True}
-    assert trial["grader_output"] == "grader said hi\n"
-    assert sorted(key[0] for key in stored_records(run_dir)) == ["a", "b"]  # read back from the new files
+    assert stored_records(run_dir) == {}
 
 
 def test_report_reads_trial_files_and_falls_back_to_the_earlier_layout(tmp_path: Path) -> None:

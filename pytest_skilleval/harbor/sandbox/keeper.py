@@ -150,6 +150,7 @@ class Sandbox:
         self.ended = False
         self.last_cap = _last_capability()
         self.init_pid = int(json.loads(info)["child-pid"])
+        self.init_fd = os.pidfd_open(self.init_pid)  # readable once the sandbox's init has exited
         self.ns = {name: os.open(f"/proc/{self.init_pid}/ns/{name}", os.O_RDONLY) for name in ("user", "pid", *JOINED)}
         self.root = os.open(f"/proc/{self.init_pid}/root", os.O_RDONLY | os.O_DIRECTORY)
         # The user namespace that owns the sandbox's other namespaces. Unprivileged, bwrap nests the sandbox's own
@@ -164,7 +165,35 @@ class Sandbox:
         self.own = {self.proc.pid, self.init_pid, *descendants(self.init_pid)}
 
     def alive(self) -> bool:
+        """False once the holder (PID 2 of the sandbox, under bwrap's init) has died, even before the sandbox's
+        init exits and is reaped: a command sent right after one that killed the holder (`kill -9 -1`) must not be
+        started into a namespace about to be torn down. Asked of the sandbox's own /proc (through its root), which
+        its unprivileged processes cannot remount."""
+        if not self.ended and (select.select([self.init_fd], [], [], 0)[0] or not self._holder_running()):
+            self.ended = True
         return not self.ended
+
+    def _holder_running(self) -> bool:
+        """The holder exists, is not a zombie, and has no SIGKILL pending (one sent a moment ago, not yet acted on)."""
+        try:
+            fd = os.open("proc/2/status", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self.root)
+        except OSError:
+            return False
+        try:
+            status = os.read(fd, 4096).decode("ascii", "replace")
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        state = fields.get("State", "").split()
+        pending = 0
+        for key in ("SigPnd", "ShdPnd"):
+            try:
+                pending |= int(fields.get(key, "0").strip(), 16)
+            except ValueError:
+                return False
+        return bool(state) and state[0] not in ("Z", "X") and not pending & (1 << (signal.SIGKILL - 1))
 
     def enter(self, join_net: bool) -> None:
         """In the forked child: join the sandbox, take its root, drop every capability."""
@@ -266,6 +295,10 @@ def _serve(
         on_child_exit()
 
 
+class SandboxEnded(RuntimeError):
+    """A command of the trial killed the sandbox's holder (`kill -9 -1` does): the sandbox is gone."""
+
+
 class Keeper:
     def __init__(self, sock: socket.socket, options: list[str] | None) -> None:
         self.sock = sock
@@ -293,12 +326,13 @@ class Keeper:
             with os.fdopen(body_fd, "rb") as body:
                 request = json.loads(body.read())
             if self.sandbox is not None and not self.sandbox.alive():
-                raise RuntimeError("the trial's sandbox has ended (its holder process was killed)")
+                raise SandboxEnded("the trial's sandbox has ended (its holder process was killed)")
             pid = os.fork()
         except Exception as error:  # noqa: BLE001 - reported to the host, which raises it in exec
             for fd in (out_fd, err_fd):
                 os.close(fd)
-            self.send({"id": request_id, "error": f"{type(error).__name__}: {error}"})
+            ended = isinstance(error, SandboxEnded)
+            self.send({"id": request_id, "error": f"{type(error).__name__}: {error}", "sandbox_ended": ended})
             return
         if pid == 0:
             self._child(request, out_fd, err_fd)

@@ -33,6 +33,10 @@ class KeeperError(RuntimeError):
     """The trial's process keeper could not start, or a command could not be started through it."""
 
 
+class SandboxEnded(KeeperError):
+    """A command could not start because a command of the trial ended the sandbox itself (`kill -9 -1`)."""
+
+
 @dataclass
 class Spawned:
     """A command started through the keeper: its pid (a host pid, also its process group) and its exit code."""
@@ -273,8 +277,9 @@ class ProcessKeeper:
         if "pid" in message:
             spawned.started.set_result(int(message["pid"]))
         elif "error" in message:
-            spawned.started.set_exception(KeeperError(message["error"]))
-            spawned.exited.set_exception(KeeperError(message["error"]))
+            kind = SandboxEnded if message.get("sandbox_ended") else KeeperError
+            spawned.started.set_exception(kind(message["error"]))
+            spawned.exited.set_exception(kind(message["error"]))
         else:
             spawned.exited.set_result(int(message["status"]))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -243,3 +244,46 @@ def test_make_readable_is_chmod_a_plus_r_capital_x_that_follows_no_link(tmp_path
     (root / "runtime" / "skills" / "linked").symlink_to(skill)
     with pytest.raises(safe_io.UnsafePathError):
         safe_io.make_readable(root, "runtime/skills/linked")  # a link at the folder itself is refused
+
+
+def test_a_copy_is_capped_by_apparent_size_per_file_and_in_total(tmp_path: Path) -> None:
+    """A sparse file costs its folder no block; by apparent size it is still over the cap, and left out."""
+    src = tmp_path / "src"
+    src.mkdir()
+    with open(src / "sparse.bin", "wb") as handle:
+        handle.truncate(6 * 1024**3)
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (src / name).write_bytes(b"x" * 400)
+    limits = safe_io.CopyLimits(max_file_bytes=1000, max_total_bytes=1000)
+    assert safe_io.copy_tree(src, "", tmp_path / "dst", limits=limits) == []
+    assert sorted(p.name for p in (tmp_path / "dst").iterdir()) == ["a.txt", "b.txt"]
+    assert limits.copied == 800
+    assert limits.left_out == [
+        f"{src}/c.txt is 400 bytes, past the limit of 1000 bytes in all",
+        f"{src}/sparse.bin is {6 * 1024**3} bytes; the limit is 1000 bytes (nothing of it was read)",
+    ]
+
+
+def test_a_tree_thousands_deep_is_cut_at_the_depth_limit_and_the_rest_copied(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    fd = os.open(src, os.O_RDONLY)
+    try:
+        for _ in range(3000):  # deeper than any path the kernel takes whole, and than Python's recursion limit
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    finally:
+        os.close(fd)
+    (src / "z.txt").write_text("after the deep folder\n")
+    limits = safe_io.CopyLimits(max_depth=5)
+    assert safe_io.copy_tree(src, "", tmp_path / "dst", limits=limits) == []
+    assert (tmp_path / "dst" / "z.txt").read_text() == "after the deep folder\n"
+    assert (tmp_path / "dst" / "d" / "d" / "d" / "d" / "d").is_dir()
+    assert not (tmp_path / "dst" / "d" / "d" / "d" / "d" / "d" / "d").exists()
+    assert limits.left_out == [f"{src}/d/d/d/d/d/d: more than 5 folders deep; nothing in it was copied"]
+    # Without limits of its own, the default depth still holds, and what it cut is a refusal.
+    refused = safe_io.copy_tree(src, "", tmp_path / "dst2")
+    assert len(refused) == 1 and f"more than {safe_io.MAX_COPY_DEPTH} folders deep" in refused[0]
+    shutil.rmtree(src)
