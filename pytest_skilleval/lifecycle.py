@@ -14,8 +14,8 @@ from contextlib import nullcontext
 
 import pytest
 
-from pytest_skilleval.early_results import remove_job_folder
 from pytest_skilleval.options import merge_settings
+from pytest_skilleval.results.early_results import remove_job_folder
 from pytest_skilleval.session import SkillEvalSession
 
 

@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_skilleval.early_results import EarlyResults
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
+from pytest_skilleval.results.early_results import EarlyResults
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
+from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
-from pytest_skilleval.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label

@@ -148,7 +148,7 @@ def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project
 
 WARM_UP_SCRIPT = """
 import sys
-from pytest_skilleval.early_results import warm_up_reports
+from pytest_skilleval.results.early_results import warm_up_reports
 assert "pytest_skilleval.results.publish" not in sys.modules and "jinja2" not in sys.modules
 warm_up_reports().join(timeout=60)
 from pytest_skilleval.results import html_report

@@ -9,10 +9,10 @@ from pathlib import Path
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
+from pytest_skilleval.results.resume import stored_records
 from pytest_skilleval.results.run_folder import load_run
 from pytest_skilleval.results.tree import write_results_tree
 from pytest_skilleval.results.trial_file import trial_file, trial_folder
-from pytest_skilleval.resume import stored_records
 
 KEY = TrialKey("a", "codex", "with_skill", 1)
 
