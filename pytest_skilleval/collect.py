@@ -117,7 +117,8 @@ class SkillEvalItem(pytest.Function):
         )  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
-        from pytest_skilleval.harbor.runner import TrialError, TrialFailed
+        from pytest_skilleval.harbor.runner import TrialError
+        from pytest_skilleval.pass_rule import TrialFailed
 
         if isinstance(excinfo.value, (TrialError, TrialFailed)):
             return str(excinfo.value)
@@ -126,7 +127,7 @@ class SkillEvalItem(pytest.Function):
 
 def _judge_trial(skilleval_trial: Any) -> None:
     """The call phase: the trial already ran in setup; here its score decides pass or fail."""
-    from pytest_skilleval.harbor.runner import judge
+    from pytest_skilleval.pass_rule import judge
 
     judge(skilleval_trial)
 

@@ -199,7 +199,8 @@ def skilleval_runner(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pyt
 @pytest.fixture
 def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> Any:
     """Runs the item's trial during setup, so an infrastructure failure is an ERROR rather than a FAIL."""
-    from pytest_skilleval.harbor.runner import TrialError, TrialOutcome
+    from pytest_skilleval.harbor.runner import TrialError
+    from pytest_skilleval.pass_rule import TrialOutcome
 
     item = request.node
     if not isinstance(item, SkillEvalItem):
@@ -232,7 +233,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if not isinstance(item, SkillEvalItem):
         return report
     if call.excinfo is not None and report.failed:
-        from pytest_skilleval.harbor.runner import TrialError, TrialFailed
+        from pytest_skilleval.harbor.runner import TrialError
+        from pytest_skilleval.pass_rule import TrialFailed
 
         if isinstance(call.excinfo.value, (TrialError, TrialFailed)):
             report.longrepr = str(call.excinfo.value)

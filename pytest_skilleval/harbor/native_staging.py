@@ -1,5 +1,5 @@
 """Staging a native task for one arm under the run directory: the author's task.toml edited in place, nothing else
-changed, so Harbor sees the task as written."""
+changed, so Harbor sees the task as written; the entry and grader the trial needs and its sandbox recipe beside it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ from pathlib import Path
 import toml
 from harbor.models.task.config import TaskConfig
 
+from pytest_skilleval.harbor.images import adapt_native_dockerfile
+from pytest_skilleval.harbor.staging import StagingError, entry_document
+from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.native_tasks import ARM_SUFFIXES, TASK_FILE, NativeTask, NativeTaskError
+from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.settings import RunSettings
 
 
 def _table_span(text: str, table: str) -> tuple[int, int] | None:
@@ -107,3 +112,39 @@ def stage_native_task(task: NativeTask, dest_dir: Path, arm: str) -> Path:
     target.write_text(staged_toml, encoding="utf-8")
     TaskConfig.model_validate_toml(staged_toml)
     return dest
+
+
+def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
+    """Copy a native task for one arm (never touching the source) and give it the entry and grader it needs."""
+    from pytest_skilleval.skill.native_tasks import load_native_task
+
+    assert spec.native_task_dir is not None  # set for every spec whose source is "native"
+    try:
+        staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)
+    except NativeTaskError as error:
+        raise StagingError(str(error)) from None
+    tests = staged / "tests"
+    tests.mkdir(exist_ok=True)
+    grader = next((tests / name for name in ("grader.py", "grader.sh") if (tests / name).is_file()), None)
+    if grader is None and skill_grader is not None:
+        grader = tests / skill_grader.name
+        shutil.copy2(skill_grader, grader)
+    entry = entry_document(spec, mode, grader is not None)
+    (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return staged, grader
+
+
+def native_environment(task_dir: Path, environment: TaskEnvironment, settings: RunSettings) -> None:
+    """A native task's sandbox: its own Dockerfile rebased like a skill's (plus our layers); none at all (no
+    Dockerfile, compose file or image) gets the skill's generated one, so it runs under Docker too."""
+    env_dir = task_dir / "environment"
+    own = [env_dir / name for name in ("Dockerfile", "docker-compose.yaml")]
+    if any(path.exists() for path in own) or _native_image(task_dir):
+        adapt_native_dockerfile(env_dir, settings.base_image, settings.custom_dockerfile_mode)
+    else:
+        environment.write(env_dir, None)
+
+
+def _native_image(task_dir: Path) -> bool:
+    table = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8")).get("environment", {})
+    return bool(isinstance(table, dict) and table.get("docker_image"))

@@ -1,5 +1,5 @@
-"""What the process needs before Harbor is imported: its environment defaults and its log level; and, after each
-trial, the loggers Harbor made for it let go.
+"""What the process needs before Harbor is imported: its environment defaults, its log level and its deprecation
+warnings quieted; and, after each trial, the loggers Harbor made for it let go.
 
 Kept apart from runner.py (which imports Harbor's trial machinery, slow to import) so `pytest_configure` can apply them
 without paying for that import in a run that never starts a trial (`--co`, a selection that deselects everything).
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 
 
 def default_env() -> None:
@@ -55,3 +56,8 @@ def forget_logger(name: str) -> None:
             elif above is not None:
                 break  # a real logger: loggers hold no list of their children
             head = head.rpartition(".")[0]
+
+
+def quiet_harbor_deprecations() -> None:
+    """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")

@@ -22,16 +22,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.harbor.runner import own_trial_dir, record_from_rich
+from pytest_skilleval.harbor.runner import own_trial_dir
 from pytest_skilleval.harbor.staging import entry_document
-from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME, flat_rewards, grade_on_host
-from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.harbor.verifier_adapter import grade_on_host
+from pytest_skilleval.results.records import TrialRecord, record_from_reward
 from pytest_skilleval.results.run_folder import TrialContent
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, trial_file
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
+from verifier.reward import RICH_REWARD_NAME, RichReward
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
 CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
@@ -39,13 +40,14 @@ Rerun = Callable[[TrialSpec, Path], TrialRecord]
 
 
 def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedReward:
-    rich: dict[str, Any] = content.rich_reward() or {}
-    custom_details = rich.get("details", {}).get("custom", {}) if isinstance(rich.get("details"), dict) else {}
+    stored = content.rich_reward() or RichReward()
+    custom = stored.section("custom")
+    details = custom.get("details")
     return SanitizedReward(
         custom_metrics=record.custom_metrics,
-        overall=rich.get("custom_overall"),
-        details=custom_details.get("details", {}) if isinstance(custom_details, dict) else {},
-        unscored_reason=custom_details.get("unscored_reason") if isinstance(custom_details, dict) else None,
+        overall=stored.custom_overall,
+        details=details if isinstance(details, dict) else {},
+        unscored_reason=stored.custom_unscored_reason,
     )
 
 
@@ -122,17 +124,17 @@ class Regrader:
             (work / "agent" / "trajectory.json").write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
         custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
-        rich = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
-        rich["details"]["regrade"] = {
+        reward = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
+        reward.details["regrade"] = {
             "source_run": self.source_run.name,
             **({"custom_grader": CUSTOM_KEPT} if uses_grader else {}),
         }
-        (work / "verifier" / RICH_REWARD_NAME).write_text(json.dumps(rich, indent=2, default=str) + "\n")
-        (work / "verifier" / "reward.json").write_text(json.dumps(flat_rewards(rich), indent=2) + "\n")
+        (work / "verifier" / RICH_REWARD_NAME).write_text(json.dumps(reward.document(), indent=2, default=str) + "\n")
+        (work / "verifier" / "reward.json").write_text(json.dumps(reward.flat(), indent=2) + "\n")
         base.update(
             trial_dir=str(work),
             tokens=stored.tokens,
             agent_seconds=stored.agent_seconds,
             negative_control=stored.negative_control,
         )
-        return record_from_rich(base, rich, settings.pass_threshold, None, work)
+        return record_from_reward(base, reward, settings.pass_threshold, None, work)

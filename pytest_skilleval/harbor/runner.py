@@ -7,7 +7,6 @@ anything that has the same `run(spec) -> TrialRecord` method.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -15,7 +14,6 @@ import threading
 import uuid
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +24,9 @@ from pytest_skilleval.harbor.environments import (
     resolve_mode,
     trial_environment_config,
 )
-from pytest_skilleval.harbor.images import ImageError, adapt_native_dockerfile, ensure_image, image_plan
-from pytest_skilleval.harbor.process_env import forget_logger
+from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
+from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
     StagingError,
@@ -35,30 +34,24 @@ from pytest_skilleval.harbor.staging import (
     stage_dataset_task,
     stage_inputs,
     stage_skill,
+    workspace_skill_dirs,
 )
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIVE_VERIFIER_IMPORT_PATH
-from pytest_skilleval.harbor.verifier_adapter import RICH_REWARD_NAME
-from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_from_reward
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
-from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
-from verifier.scoring import clean_score, passes
+from verifier.reward import own_test_reward, read_rich_reward
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
-MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
 
 
 class TrialError(Exception):
     """The trial could not produce a score: Harbor, the agent or the grader failed. Reported as an ERROR."""
-
-
-class TrialFailed(AssertionError):
-    """The with-skill score is below the pass threshold."""
 
 
 def agent_config(
@@ -284,51 +277,20 @@ class SkillEvalRunner:
     def _record(
         self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path, result: Any
     ) -> TrialRecord:
-        rich = read_rich_reward(trial_dir / "verifier")
+        reward = read_rich_reward(trial_dir / "verifier")
         exception = result.exception_info
-        if not rich and result.verifier_result is not None:
-            rich = own_test_reward(trial_dir / "verifier")
+        if reward is None and result.verifier_result is not None:
+            reward = own_test_reward(trial_dir / "verifier")
         base.update(
             trial_dir=str(trial_dir),
             tokens=_tokens(result.agent_result),
             agent_seconds=_seconds(result.agent_execution),
         )
-        if not rich:
+        if reward is None:
             what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
         error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
-        return record_from_rich(base, rich, settings.pass_threshold, error, trial_dir)
-
-
-def record_from_rich(
-    base: dict[str, Any], rich: dict[str, Any], pass_threshold: float, error: str | None, trial_dir: Path
-) -> TrialRecord:
-    """A trial's record from its rich reward (the verifier's, or a regrade's)."""
-    from pytest_skilleval.skill.judging import judge_failure_reason, judge_failures_of, judge_models_of
-
-    metrics = {name: clean_score(value) for name, value in rich.get("metrics", {}).items()}
-    overall = clean_score(rich.get("overall"))
-    execution = rich.get("details", {}).get("skill_execution", {})
-    activation = execution.get("activation", {}) if isinstance(execution, dict) else {}
-    record = TrialRecord(
-        **base,
-        judge_models=judge_models_of(rich),
-        judge_failures=judge_failures_of(rich),
-        status="scored" if overall is not None else "unscored",
-        overall=overall,
-        metrics=metrics,
-        custom_metrics=rich.get("custom_metrics", {}),
-        details=rich.get("details", {}),
-        activation=clean_score(activation.get("score")) if isinstance(activation, dict) else None,
-        trajectory_source=rich.get("trajectory_source"),
-        passed=passes(overall, pass_threshold),
-        error=error,
-    )
-    if overall is None:
-        custom = record.details.get("custom", {}) if isinstance(record.details.get("custom"), dict) else {}
-        why = judge_failure_reason(rich) or custom.get("unscored_reason") or "the trial produced no score"
-        record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
-    return record
+        return record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
 
 
 def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
@@ -350,70 +312,6 @@ def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
         scrubbed = redactor.text(text)
         if scrubbed != text:
             path.write_text(scrubbed, encoding="utf-8")
-
-
-def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path | None) -> tuple[Path, Path | None]:
-    """Copy a native task for one arm (never touching the source) and give it the entry and grader it needs."""
-    from pytest_skilleval.harbor.native_staging import stage_native_task
-    from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
-
-    assert spec.native_task_dir is not None  # set for every spec whose source is "native"
-    try:
-        staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)
-    except NativeTaskError as error:
-        raise StagingError(str(error)) from None
-    tests = staged / "tests"
-    tests.mkdir(exist_ok=True)
-    grader = next((tests / name for name in ("grader.py", "grader.sh") if (tests / name).is_file()), None)
-    if grader is None and skill_grader is not None:
-        grader = tests / skill_grader.name
-        shutil.copy2(skill_grader, grader)
-    entry = entry_document(spec, mode, grader is not None)
-    (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return staged, grader
-
-
-def read_rich_reward(verifier_dir: Path) -> dict[str, Any]:
-    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those)."""
-    try:
-        data = json.loads(safe_io.read_text(verifier_dir, RICH_REWARD_NAME, max_bytes=MAX_RICH_REWARD_BYTES))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def own_test_reward(verifier_dir: Path) -> dict[str, Any]:
-    """Score what a native task's own test.sh wrote, with the same sanitizing as any custom grader (custom_only)."""
-    from verifier.custom import read_grader_reward
-
-    sanitized = read_grader_reward(verifier_dir / "reward.json", verifier_dir / "reward.txt", "custom_only")
-    if sanitized.errors:
-        return {"overall": None, "details": {"custom": {"errors": sanitized.errors}}}
-    return {
-        "grading_mode": "custom_only",
-        "overall": sanitized.overall,
-        "custom_metrics": sanitized.custom_metrics,
-        "metrics": {},
-        "details": {"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
-    }
-
-
-def native_environment(task_dir: Path, environment: TaskEnvironment, settings: RunSettings) -> None:
-    """A native task's sandbox: its own Dockerfile rebased like a skill's (plus our layers); none at all (no
-    Dockerfile, compose file or image) gets the skill's generated one, so it runs under Docker too."""
-    env_dir = task_dir / "environment"
-    own = [env_dir / name for name in ("Dockerfile", "docker-compose.yaml")]
-    if any(path.exists() for path in own) or _native_image(task_dir):
-        adapt_native_dockerfile(env_dir, settings.base_image, settings.custom_dockerfile_mode)
-    else:
-        environment.write(env_dir, None)
-
-
-def _native_image(task_dir: Path) -> bool:
-    import tomllib
-
-    table = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8")).get("environment", {})
-    return bool(isinstance(table, dict) and table.get("docker_image"))
 
 
 def _slug(spec: TrialSpec) -> str:
@@ -444,60 +342,3 @@ def own_trial_dir(path: Path, spec: TrialSpec) -> bool:
         and _SCRATCH_NAME.fullmatch(parents[4].name) is not None
         and os.path.realpath(path) == str(path)
     )
-
-
-def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:
-    """skill_workspace.include (group mode): other skills installed beside the evaluated one, in both arms.
-
-    A skill that is the evaluated one under another name (same SKILL.md) would leak it into the baseline, so it is
-    refused.
-    """
-    settings = skill.settings
-    if settings.skill_workspace_mode != "group":
-        return []
-    target = (skill.path / "SKILL.md").read_bytes()
-    dirs = []
-    for include in settings.skill_workspace_include:
-        path = (skill.path / include).resolve()
-        manifest = path / "SKILL.md"
-        if not manifest.is_file():
-            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r}: no SKILL.md")
-        if path == skill.path or path.name == skill.name or manifest.read_bytes() == target:
-            raise StagingError(
-                f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} is the "
-                "evaluated skill itself; the baseline must not see it"
-            )
-        dirs.append(path)
-    return dirs
-
-
-@dataclass(frozen=True)
-class TrialOutcome:
-    """What the `skilleval_trial` fixture hands the call phase."""
-
-    record: TrialRecord
-    pass_threshold: float
-
-
-def judge(outcome: TrialOutcome) -> None:
-    """The call phase: with-skill trials must reach the threshold; baseline trials only report their score."""
-    record, threshold = outcome.record, outcome.pass_threshold
-    if record.arm == "without_skill" or record.passed:
-        return
-    raise TrialFailed(
-        f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: overall {record.overall:.4f} "
-        f"< pass threshold {threshold:.2f}" + _weakest(record)
-    )
-
-
-def _weakest(record: TrialRecord) -> str:
-    scored = {k: v for k, v in {**record.metrics, **record.custom_metrics}.items() if v is not None}
-    if not scored:
-        return ""
-    lowest = sorted(scored.items(), key=lambda kv: kv[1])[:2]
-    return " (lowest: " + ", ".join(f"{name} {value:.2f}" for name, value in lowest) + ")"
-
-
-def quiet_harbor_deprecations() -> None:
-    """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
-    warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")

@@ -33,7 +33,7 @@ from types import FrameType
 from typing import TypeVar
 
 from pytest_skilleval.harbor.fate import StopOnPass, condition_key
-from pytest_skilleval.harbor.runner import quiet_harbor_deprecations
+from pytest_skilleval.harbor.process_env import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
+from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from verifier import safe_io
 
@@ -257,3 +258,28 @@ def stage_dataset_task(
     shutil.rmtree(task_dir, ignore_errors=True)
     tmp.rename(task_dir)
     return task_dir
+
+
+def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:
+    """skill_workspace.include (group mode): other skills installed beside the evaluated one, in both arms.
+
+    A skill that is the evaluated one under another name (same SKILL.md) would leak it into the baseline, so it is
+    refused.
+    """
+    settings = skill.settings
+    if settings.skill_workspace_mode != "group":
+        return []
+    target = (skill.path / "SKILL.md").read_bytes()
+    dirs = []
+    for include in settings.skill_workspace_include:
+        path = (skill.path / include).resolve()
+        manifest = path / "SKILL.md"
+        if not manifest.is_file():
+            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r}: no SKILL.md")
+        if path == skill.path or path.name == skill.name or manifest.read_bytes() == target:
+            raise StagingError(
+                f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} is the "
+                "evaluated skill itself; the baseline must not see it"
+            )
+        dirs.append(path)
+    return dirs

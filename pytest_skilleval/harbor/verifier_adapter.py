@@ -26,12 +26,12 @@ from harbor.verifier.verifier import Verifier
 
 from pytest_skilleval.harbor.grading_seal import seal_for_grading
 from verifier import safe_io
-from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, flat_numeric_reward, read_grader_reward
+from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, read_grader_reward
 from verifier.evidence import STANDARD_METRICS
 from verifier.redact import Redactor
+from verifier.reward import RICH_REWARD_NAME, RichReward
 from verifier.scoring import overall_basis, trial_overall
 
-RICH_REWARD_NAME = "skilleval_reward.json"
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
 IMPORT_PATH = "pytest_skilleval.harbor.verifier_adapter:HostVerifier"
@@ -81,13 +81,6 @@ def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
         "HARBOR_GRADER": f"{tests}/grader.py",
         "HARBOR_GRADER_SH": f"{tests}/grader.sh",
     }
-
-
-def flat_rewards(rich: dict[str, Any]) -> dict[str, float]:
-    """Harbor accepts only a flat object of finite numbers: scored metrics, custom metrics and overall."""
-    return flat_numeric_reward(
-        {**rich.get("custom_metrics", {}), **rich.get("metrics", {}), "overall": rich.get("overall")}
-    )
 
 
 class HostVerifier(BaseVerifier):
@@ -217,14 +210,14 @@ class HostVerifier(BaseVerifier):
         if self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only"):
             await self._prepare_sandbox()
             custom = await self._run_grader()
-        rich = await grade_on_host(self._agent_host_dir, entry, self.grading_mode, self.judge, custom)
+        reward = await grade_on_host(self._agent_host_dir, entry, self.grading_mode, self.judge, custom)
         host_dir = self._verifier_host_dir
-        rich = self.redactor.value(json.loads(json.dumps(rich, default=str)))
-        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(rich, indent=2) + "\n")
-        flat = flat_rewards(rich)
+        document = self.redactor.value(json.loads(json.dumps(reward.document(), default=str)))
+        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(document, indent=2) + "\n")
+        flat = reward.flat()
         safe_io.write_text(host_dir, "reward.json", json.dumps(flat, indent=2) + "\n")
-        if rich["overall"] is not None:
-            safe_io.write_text(host_dir, "reward.txt", f"{rich['overall']}\n")
+        if reward.overall is not None:
+            safe_io.write_text(host_dir, "reward.txt", f"{reward.overall}\n")
         else:
             safe_io.remove_file(host_dir, "reward.txt")
         return VerifierResult(rewards=flat)
@@ -245,21 +238,21 @@ async def grade_on_host(
     grading_mode: str,
     judge: dict[str, Any] | None,
     custom: SanitizedReward | None,
-) -> dict[str, Any]:
+) -> RichReward:
     """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
     author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
-    rich: dict[str, Any] = {
-        "entry_id": entry.get("id"),
-        "grading_mode": grading_mode,
-        "metrics": {name: None for name in STANDARD_METRICS},
-        "custom_metrics": {},
-        "custom_overall": None,
-        "details": {},
-    }
+    reward = RichReward(
+        entry_id=entry.get("id"),
+        grading_mode=grading_mode,
+        metrics={name: None for name in STANDARD_METRICS},
+        custom_metrics={},
+        custom_overall=None,
+        details={},
+    )
     if custom is not None:
-        rich["custom_metrics"] = custom.custom_metrics
-        rich["custom_overall"] = custom.overall
-        rich["details"]["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
+        reward.custom_metrics = custom.custom_metrics
+        reward.custom_overall = custom.overall
+        reward.details["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
     if grading_mode != "custom_only":
         from verifier.grade import entry_for_grading, grade
         from verifier.judges import judge_trial
@@ -268,14 +261,15 @@ async def grade_on_host(
         evidence = load_evidence(agent_dir)
         judged = await judge_trial(evidence, entry_for_grading(entry, None), judge)
         standard = grade(evidence, entry, judged=judged)
-        rich["metrics"].update(standard.get("metrics", {}))
-        rich["details"].update(standard.get("details", {}))
-        rich["trajectory_source"] = standard.get("trajectory_source")
-        for key in ("evaluation_status", "evaluation_errors"):
-            if key in standard:
-                rich[key] = standard[key]
-    rich["overall"] = trial_overall(grading_mode, rich["metrics"], rich["custom_overall"])
-    rich["overall_basis"] = overall_basis(grading_mode, rich["metrics"])
-    if rich.get("evaluation_status") == "failed":
-        rich["overall"] = None  # a judge that failed leaves the trial unscored, never partially scored
-    return rich
+        reward.metrics.update(standard.get("metrics", {}))
+        reward.details.update(standard.get("details", {}))
+        reward.trajectory_source = standard.get("trajectory_source")
+        if "evaluation_status" in standard:
+            reward.evaluation_status = standard["evaluation_status"]
+        if "evaluation_errors" in standard:
+            reward.evaluation_errors = standard["evaluation_errors"]
+    reward.overall = trial_overall(grading_mode, reward.metrics, reward.custom_overall)
+    reward.overall_basis = overall_basis(grading_mode, reward.metrics)
+    if reward.evaluation_status == "failed":
+        reward.overall = None  # a judge that failed leaves the trial unscored, never partially scored
+    return reward

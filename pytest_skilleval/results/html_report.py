@@ -30,6 +30,7 @@ from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
 from verifier.evidence import STANDARD_METRICS
+from verifier.reward import RichReward
 
 __all__ = ["render_report", "write_report"]
 
@@ -243,9 +244,9 @@ def _pass_k(agent: AgentResult, chart_id: str) -> Markup | None:
     return Markup(charts.pass_k_chart(f"{chart_id}-passk", ks, series))
 
 
-def _findings(rich: dict[str, Any] | None) -> tuple[list[dict[str, str]], str | None]:
-    security = ((rich or {}).get("details") or {}).get("security")
-    if not isinstance(security, dict):
+def _findings(rich: RichReward | None) -> tuple[list[dict[str, str]], str | None]:
+    security = rich.section("security") if rich is not None else {}
+    if not security:
         return [], None
     found = listed if isinstance(listed := security.get("findings"), list) else []
     keys = ("type", "severity", "source", "message", "evidence")
@@ -262,7 +263,7 @@ def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
     findings, reason = _findings(rich)
     details = None
     if rich is not None:
-        text = json.dumps(redact_value(rich.get("details", {})), indent=2, ensure_ascii=False, default=str)
+        text = json.dumps(redact_value(rich.details), indent=2, ensure_ascii=False, default=str)
         details = cap_text(text, MAX_DETAILS_CHARS, keep="head")
     output = content.grader_output()
     return TrialView(

@@ -6,9 +6,13 @@ under `-n N` aggregates exactly what a plain run does.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from verifier.reward import RichReward
+from verifier.scoring import clean_score, passes
 
 Arm = Literal["with_skill", "without_skill"]
 ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
@@ -78,3 +82,27 @@ class TrialRecord(BaseModel):
     @property
     def key(self) -> TrialKey:
         return TrialKey(self.case, self.agent, self.arm, self.attempt)
+
+def record_from_reward(
+    base: dict[str, Any], reward: RichReward, pass_threshold: float, error: str | None, trial_dir: Path
+) -> TrialRecord:
+    """A trial's record from its rich reward (the verifier's, or a regrade's)."""
+    overall = clean_score(reward.overall)
+    record = TrialRecord(
+        **base,
+        judge_models=reward.judge_models(),
+        judge_failures=reward.judge_failures(),
+        status="scored" if overall is not None else "unscored",
+        overall=overall,
+        metrics={name: clean_score(value) for name, value in reward.metrics.items()},
+        custom_metrics=reward.custom_metrics,
+        details=reward.details,
+        activation=clean_score(reward.activation_score),
+        trajectory_source=reward.trajectory_source,
+        passed=passes(overall, pass_threshold),
+        error=error,
+    )
+    if overall is None:
+        why = reward.judge_failure_reason() or reward.custom_unscored_reason or "the trial produced no score"
+        record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
+    return record

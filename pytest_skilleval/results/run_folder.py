@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from pytest_skilleval.results.models import ResultDocument, TrialEntry
 from pytest_skilleval.results.tree import LATEST
 from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES, read_trial, trial_file, trial_folder
+from verifier.reward import RichReward, rich_reward_of
 
 RESULT_FILE = "result.json"
 REPORT_FILE = "report.html"
@@ -53,8 +54,8 @@ class TrialContent:
     def record(self) -> dict[str, Any] | None:
         return self._part("record", dict)
 
-    def rich_reward(self) -> dict[str, Any] | None:
-        return self._part("rich_reward", dict)
+    def rich_reward(self) -> RichReward | None:
+        return rich_reward_of(self.document.get("rich_reward"))
 
     def trajectory(self) -> dict[str, Any] | None:
         return self._part("trajectory", dict)

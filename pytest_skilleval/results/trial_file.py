@@ -21,14 +21,15 @@ from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.trajectory_cap import MAX_TRAJECTORY_READ_BYTES, capped_trajectory, too_large_to_read
 from verifier import safe_io
+from verifier.reward import RICH_REWARD_NAME
 
 MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
 # A trial file holds up to five artifacts of MAX_ARTIFACT_BYTES each.
 MAX_TRIAL_BYTES = 6 * MAX_ARTIFACT_BYTES
-# What explains a score, written by the host verifier (harbor/verifier_adapter.py: RICH_REWARD_NAME and
-# GRADER_OUTPUT_NAME); named here because results/ never imports Harbor-facing modules; a test keeps them equal.
-# (key in the trial file, source inside Harbor's trial folder):
-RICH_REWARD_SOURCE = "verifier/skilleval_reward.json"
+# What explains a score, written by the host verifier (verifier.reward's RICH_REWARD_NAME, and
+# harbor/verifier_adapter.py's GRADER_OUTPUT_NAME, named here because results/ never imports Harbor-facing modules;
+# a test keeps them equal). (key in the trial file, source inside Harbor's trial folder):
+RICH_REWARD_SOURCE = f"verifier/{RICH_REWARD_NAME}"
 GRADER_OUTPUT_SOURCE = "verifier/grader-output.txt"
 TRIAL_PARTS: tuple[tuple[str, str], ...] = (
     ("reward", "verifier/reward.json"),

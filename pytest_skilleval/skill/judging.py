@@ -1,5 +1,6 @@
-"""The pytest side of the LLM judges: what the verifier is told, what run_config.json records, what a trial's
-reward says about its judges. Kept in one place so the runner, plugin and reporting each call one function.
+"""The pytest side of the LLM judges: what the verifier is told and what run_config.json records. Kept in one place
+so the runner, plugin and reporting each call one function (what a trial's reward says about its judges is the
+reward's own: `verifier.reward.RichReward`).
 
 The judges themselves live in `verifier.judges` and read the provider, base URL and keys from the host
 environment; only the model (from --judge-model) and the cache settings travel through the verifier's kwargs.
@@ -13,16 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.settings import RunSettings
-from verifier.evidence import JUDGE_METRICS
 from verifier.judges.cache import CACHE_DIR_NAME
 from verifier.judges.config import NOT_CONFIGURED, JudgeConfigError, judge_model_from, load_config
 
 __all__ = [
     "JudgeConfigError",
     "judge_banner",
-    "judge_failure_reason",
-    "judge_failures_of",
-    "judge_models_of",
     "judge_run_config",
     "verifier_judge_kwargs",
 ]
@@ -59,30 +56,3 @@ def judge_banner(settings: RunSettings, env: Mapping[str, str] | None = None) ->
         "skilleval: " + NOT_CONFIGURED + "; accuracy, goal_accuracy and behavior_check are not scored, "
         "Correctness and Effectiveness show NO SCORE and overall scores are partial"
     )
-
-
-def judge_models_of(rich: Mapping[str, Any]) -> dict[str, str | None]:
-    """Per judge metric, the model whose verdict was used (None when unscored or skipped)."""
-    details = rich.get("details") or {}
-    out: dict[str, str | None] = {}
-    for metric in JUDGE_METRICS:
-        item = details.get(metric)
-        if isinstance(item, Mapping) and "judge_model_used" in item:
-            out[metric] = item.get("judge_model_used")
-    return out
-
-
-def judge_failures_of(rich: Mapping[str, Any]) -> dict[str, str]:
-    """metric -> why, for each configured judge that failed."""
-    errors = rich.get("evaluation_errors")
-    if rich.get("evaluation_status") != "failed" or not isinstance(errors, Mapping):
-        return {}
-    return {str(metric): str(why) for metric, why in errors.items()}
-
-
-def judge_failure_reason(rich: Mapping[str, Any]) -> str | None:
-    """'accuracy: <why>; ...' when a configured judge failed (the trial is then unscored)."""
-    errors = rich.get("evaluation_errors")
-    if rich.get("evaluation_status") != "failed" or not isinstance(errors, Mapping) or not errors:
-        return None
-    return "judge failed: " + "; ".join(f"{metric}: {why}" for metric, why in errors.items())

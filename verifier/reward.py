@@ -1,0 +1,125 @@
+"""The rich reward: everything the host verifier says about one trial, as one typed model.
+
+Host grading (`grade_on_host`, the verifier phase and `--regrade`) returns a `RichReward`; the host verifier writes
+it to `<trial>/verifier/skilleval_reward.json`; the runner, `--regrade` and the reports read it back through
+`read_rich_reward` / `rich_reward_of`. Nothing else reads that file's keys, so what a reward holds is said here once.
+
+Written with `exclude_unset`: a key is in the file only when grading set it (`trajectory_source` only when the
+standard checks ran, `evaluation_status` only when a judge failed), as readers of result files expect.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verifier import safe_io
+from verifier.custom import flat_numeric_reward
+from verifier.evidence import JUDGE_METRICS
+
+RICH_REWARD_NAME = "skilleval_reward.json"
+MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
+
+
+class RichReward(BaseModel):
+    """One trial's grading: standard and custom metrics, the overall and the details behind every score.
+
+    Field order is the file's key order."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    entry_id: str | None = None
+    grading_mode: str | None = None
+    metrics: dict[str, float | None] = Field(default_factory=dict, description="The standard evaluators' scores.")
+    custom_metrics: dict[str, float] = Field(default_factory=dict)
+    custom_overall: float | None = None
+    details: dict[str, Any] = Field(default_factory=dict, description="Per evaluator (and `custom`, `regrade`).")
+    trajectory_source: str | None = None
+    evaluation_status: str | None = Field(default=None, description='"failed" when a configured judge failed.')
+    evaluation_errors: dict[str, str | None] | None = None
+    overall: float | None = None
+    overall_basis: list[str] = Field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON object written to the reward file (only the keys grading set, in field order)."""
+        return self.model_dump(exclude_unset=True)
+
+    def flat(self) -> dict[str, float]:
+        """Harbor accepts only a flat object of finite numbers: scored metrics, custom metrics and overall."""
+        return flat_numeric_reward({**self.custom_metrics, **self.metrics, "overall": self.overall})
+
+    def section(self, name: str) -> dict[str, Any]:
+        """One evaluator's details (`security`, `custom`, ...); empty when it wrote none or not an object."""
+        found = self.details.get(name)
+        return found if isinstance(found, dict) else {}
+
+    @property
+    def activation_score(self) -> object:
+        """skill_execution's activation sub-score as written (the caller cleans it)."""
+        activation = self.section("skill_execution").get("activation")
+        return activation.get("score") if isinstance(activation, dict) else None
+
+    @property
+    def custom_unscored_reason(self) -> str | None:
+        why = self.section("custom").get("unscored_reason")
+        return why if isinstance(why, str) else None
+
+    def judge_models(self) -> dict[str, str | None]:
+        """Per judge metric, the model whose verdict was used (None when unscored or skipped)."""
+        return {
+            metric: self.section(metric).get("judge_model_used")
+            for metric in JUDGE_METRICS
+            if "judge_model_used" in self.section(metric)
+        }
+
+    def judge_failures(self) -> dict[str, str]:
+        """metric -> why, for each configured judge that failed."""
+        if self.evaluation_status != "failed" or self.evaluation_errors is None:
+            return {}
+        return {metric: str(why) for metric, why in self.evaluation_errors.items()}
+
+    def judge_failure_reason(self) -> str | None:
+        """'accuracy: <why>; ...' when a configured judge failed (the trial is then unscored)."""
+        failures = self.judge_failures()
+        if not failures:
+            return None
+        return "judge failed: " + "; ".join(f"{metric}: {why}" for metric, why in failures.items())
+
+
+def rich_reward_of(value: object) -> RichReward | None:
+    """A rich reward from a parsed JSON value (a trial file's `rich_reward`); None when absent, empty or malformed."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    try:
+        return RichReward.model_validate(value)
+    except ValidationError:
+        return None
+
+
+def read_rich_reward(verifier_dir: Path) -> RichReward | None:
+    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those)."""
+    try:
+        data = json.loads(safe_io.read_text(verifier_dir, RICH_REWARD_NAME, max_bytes=MAX_RICH_REWARD_BYTES))
+    except (OSError, ValueError):
+        return None
+    return rich_reward_of(data)
+
+
+def own_test_reward(verifier_dir: Path) -> RichReward:
+    """Score what a native task's own test.sh wrote, with the same sanitizing as any custom grader (custom_only)."""
+    from verifier.custom import read_grader_reward
+
+    sanitized = read_grader_reward(verifier_dir / "reward.json", verifier_dir / "reward.txt", "custom_only")
+    if sanitized.errors:
+        return RichReward(overall=None, details={"custom": {"errors": sanitized.errors}})
+    return RichReward(
+        grading_mode="custom_only",
+        overall=sanitized.overall,
+        custom_metrics=sanitized.custom_metrics,
+        metrics={},
+        details={"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
+    )
