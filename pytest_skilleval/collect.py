@@ -15,17 +15,13 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.harbor.staging import StagingError, input_sources
+from pytest_skilleval.compat import structured_node_id
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
 from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
 from pytest_skilleval.skill.settings import RunSettings
-
-try:
-    from _pytest.nodeid import coerce_node_id
-except ImportError:  # pytest before 9.2
-    coerce_node_id = None  # type: ignore[assignment]
 
 MARKER = "skilleval"
 CaseFields = dict[str, Any]  # TrialSpec's fields shared by a case's trials (see `case_fields`)
@@ -78,8 +74,9 @@ class SkillEvalItem(pytest.Function):
     def _set_structured_id(self, nodeid: str) -> None:
         """pytest 9.2 parses node ids into path, names and params; `--lf` and IDE runs compare those structures,
         so the id must be parsed from its string form rather than built from a name containing brackets."""
-        if coerce_node_id is not None:  # pytest before structured node ids: string ids already compare as strings
-            self._id = coerce_node_id(nodeid)
+        structured = structured_node_id(nodeid)
+        if structured is not None:  # pytest before structured node ids: string ids already compare as strings
+            self._id = structured
 
     @classmethod
     def create(cls, parent: pytest.Collector, case: CaseFields, agent: str, arm: Arm, attempt: int) -> SkillEvalItem:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilleval.compat import junit_xml
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
@@ -116,11 +117,7 @@ def _drop_failed_conditions(records: list[TrialRecord], problems: list[Condition
 
 def junit_properties(config: pytest.Config, skill: str, result: AggregateResult) -> None:
     """Run-level verdict and lift as testsuite properties, where the junitxml plugin is active."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:
-        return
-    xml = config.stash.get(xml_key, None)
+    xml = junit_xml(config)
     if xml is None:
         return
     xml.add_global_property(f"skilleval.{skill}.verdict", str(result.verdict))

@@ -22,9 +22,9 @@ _LOCK = threading.Lock()
 
 def compose_project(trial_name: str) -> str:
     """The Compose project name Harbor's Docker environment uses for a trial."""
-    from harbor.environments.docker.docker import _sanitize_docker_compose_project_name
+    from pytest_skilleval.harbor.compat import docker_compose_project_name
 
-    return _sanitize_docker_compose_project_name(f"{trial_name}__env")
+    return docker_compose_project_name(f"{trial_name}__env")
 
 
 def _ids(docker: str, kind: str, project: str) -> list[str]:

@@ -109,10 +109,9 @@ def environment_class(mode: EnvironmentMode) -> type[BaseEnvironment]:
         from harbor.utils.import_path import import_class
 
         return import_class(mode.import_path, label="environment")
-    from harbor.environments.factory import _load_environment_class
-    from harbor.models.environment_type import EnvironmentType
+    from pytest_skilleval.harbor.compat import environment_class_for
 
-    return _load_environment_class(EnvironmentType(mode.type))
+    return environment_class_for(mode.type)
 
 
 def constructor_keys(cls: type) -> set[str]:
