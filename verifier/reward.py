@@ -1,6 +1,6 @@
 """The rich reward: everything the host verifier says about one trial, as one typed model.
 
-Host grading (`grade_on_host`, the verifier phase and `--regrade`) returns a `RichReward`; the host verifier writes
+Host grading (`grade_on_host`, for the verifier phase and `--regrade`) returns a `RichReward`; the host verifier writes
 it to `<trial>/verifier/skilleval_reward.json`; the runner, `--regrade` and the reports read it back through
 `read_rich_reward` / `rich_reward_of`. Nothing else reads that file's keys, so what a reward holds is said here once.
 
@@ -18,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier import safe_io
-from verifier.custom import flat_numeric_reward
-from verifier.evidence import JUDGE_METRICS
+from verifier.custom import SanitizedReward, flat_numeric_reward
+from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
@@ -123,3 +124,46 @@ def own_test_reward(verifier_dir: Path) -> RichReward:
         metrics={},
         details={"custom": sanitized.model_dump(mode="json", exclude={"custom_metrics", "overall"})},
     )
+
+
+async def grade_on_host(
+    agent_dir: Path,
+    entry: dict[str, Any],
+    grading_mode: str,
+    judge: dict[str, Any] | None,
+    custom: SanitizedReward | None,
+) -> RichReward:
+    """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
+    author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
+    reward = RichReward(
+        entry_id=entry.get("id"),
+        grading_mode=grading_mode,
+        metrics={name: None for name in STANDARD_METRICS},
+        custom_metrics={},
+        custom_overall=None,
+        details={},
+    )
+    if custom is not None:
+        reward.custom_metrics = custom.custom_metrics
+        reward.custom_overall = custom.overall
+        reward.details["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
+    if grading_mode != "custom_only":
+        from verifier.grade import entry_for_grading, grade
+        from verifier.judges import judge_trial
+        from verifier.trajectory import load_evidence
+
+        evidence = load_evidence(agent_dir)
+        judged = await judge_trial(evidence, entry_for_grading(entry, None), judge)
+        standard = grade(evidence, entry, judged=judged)
+        reward.metrics.update(standard.get("metrics", {}))
+        reward.details.update(standard.get("details", {}))
+        reward.trajectory_source = standard.get("trajectory_source")
+        if "evaluation_status" in standard:
+            reward.evaluation_status = standard["evaluation_status"]
+        if "evaluation_errors" in standard:
+            reward.evaluation_errors = standard["evaluation_errors"]
+    reward.overall = trial_overall(grading_mode, reward.metrics, reward.custom_overall)
+    reward.overall_basis = overall_basis(grading_mode, reward.metrics)
+    if reward.evaluation_status == "failed":
+        reward.overall = None  # a judge that failed leaves the trial unscored, never partially scored
+    return reward

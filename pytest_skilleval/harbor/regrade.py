@@ -24,7 +24,6 @@ from typing import Any
 
 from pytest_skilleval.harbor.runner import own_trial_dir
 from pytest_skilleval.harbor.staging import entry_document
-from pytest_skilleval.harbor.verifier_adapter import grade_on_host
 from pytest_skilleval.results.records import TrialRecord, record_from_reward
 from pytest_skilleval.results.run_folder import TrialContent
 from pytest_skilleval.results.run_seal import RunSeal
@@ -32,7 +31,7 @@ from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, trial_file
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
-from verifier.reward import RICH_REWARD_NAME, RichReward
+from verifier.reward import RICH_REWARD_NAME, RichReward, grade_on_host
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
 CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"

@@ -27,10 +27,8 @@ from harbor.verifier.verifier import Verifier
 from pytest_skilleval.harbor.grading_seal import seal_for_grading
 from verifier import safe_io
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, read_grader_reward
-from verifier.evidence import STANDARD_METRICS
 from verifier.redact import Redactor
-from verifier.reward import RICH_REWARD_NAME, RichReward
-from verifier.scoring import overall_basis, trial_overall
+from verifier.reward import RICH_REWARD_NAME, grade_on_host
 
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
@@ -230,46 +228,3 @@ class NativeTestVerifier(Verifier):
     async def verify(self) -> VerifierResult:
         await seal_for_grading(self.environment, EnvironmentPaths.for_os(self.environment.os))
         return await super().verify()
-
-
-async def grade_on_host(
-    agent_dir: Path,
-    entry: dict[str, Any],
-    grading_mode: str,
-    judge: dict[str, Any] | None,
-    custom: SanitizedReward | None,
-) -> RichReward:
-    """The rich reward from what the host holds: the trajectory in `agent_dir` (standard checks and judges) and the
-    author's sanitized custom reward, if any. Shared by the verifier phase and `--regrade`."""
-    reward = RichReward(
-        entry_id=entry.get("id"),
-        grading_mode=grading_mode,
-        metrics={name: None for name in STANDARD_METRICS},
-        custom_metrics={},
-        custom_overall=None,
-        details={},
-    )
-    if custom is not None:
-        reward.custom_metrics = custom.custom_metrics
-        reward.custom_overall = custom.overall
-        reward.details["custom"] = custom.model_dump(mode="json", exclude={"custom_metrics", "overall"})
-    if grading_mode != "custom_only":
-        from verifier.grade import entry_for_grading, grade
-        from verifier.judges import judge_trial
-        from verifier.trajectory import load_evidence
-
-        evidence = load_evidence(agent_dir)
-        judged = await judge_trial(evidence, entry_for_grading(entry, None), judge)
-        standard = grade(evidence, entry, judged=judged)
-        reward.metrics.update(standard.get("metrics", {}))
-        reward.details.update(standard.get("details", {}))
-        reward.trajectory_source = standard.get("trajectory_source")
-        if "evaluation_status" in standard:
-            reward.evaluation_status = standard["evaluation_status"]
-        if "evaluation_errors" in standard:
-            reward.evaluation_errors = standard["evaluation_errors"]
-    reward.overall = trial_overall(grading_mode, reward.metrics, reward.custom_overall)
-    reward.overall_basis = overall_basis(grading_mode, reward.metrics)
-    if reward.evaluation_status == "failed":
-        reward.overall = None  # a judge that failed leaves the trial unscored, never partially scored
-    return reward

@@ -7,10 +7,9 @@ import asyncio
 import json
 from pathlib import Path
 
-from pytest_skilleval.harbor.verifier_adapter import grade_on_host
 from pytest_skilleval.results.records import record_from_reward
 from verifier.custom import SanitizedReward
-from verifier.reward import RICH_REWARD_NAME, RichReward, read_rich_reward, rich_reward_of
+from verifier.reward import RICH_REWARD_NAME, RichReward, grade_on_host, read_rich_reward, rich_reward_of
 
 BASE = dict(skill="demo", case="c1", agent="replay", arm="with_skill", attempt=1, grading_mode="default")
 
