@@ -5,10 +5,12 @@ the only edit, and each helper here degrades to "not available" rather than fail
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+_coerce_node_id: Callable[[str], Any] | None
 try:
     from _pytest.nodeid import coerce_node_id as _coerce_node_id
 except ImportError:  # pytest before 9.2: node ids are plain strings

@@ -5,8 +5,13 @@ does, so we call its own rather than copy it; a Harbor release that renames one 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def environment_class_for(type_name: str) -> type:
+if TYPE_CHECKING:
+    from harbor.environments.base import BaseEnvironment
+
+
+def environment_class_for(type_name: str) -> type[BaseEnvironment]:
     """The class Harbor constructs for a built-in environment type; ImportError (Harbor's install hint) when the
     environment's extra is missing."""
     from harbor.environments.factory import _load_environment_class

@@ -111,6 +111,7 @@ def environment_class(mode: EnvironmentMode) -> type[BaseEnvironment]:
         return import_class(mode.import_path, label="environment")
     from pytest_skilleval.harbor.compat import environment_class_for
 
+    assert mode.type is not None  # a mode without an import path is one of Harbor's types
     return environment_class_for(mode.type)
 
 
