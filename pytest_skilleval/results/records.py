@@ -83,6 +83,7 @@ class TrialRecord(BaseModel):
     def key(self) -> TrialKey:
         return TrialKey(self.case, self.agent, self.arm, self.attempt)
 
+
 def record_from_reward(
     base: dict[str, Any], reward: RichReward, pass_threshold: float, error: str | None, trial_dir: Path
 ) -> TrialRecord:
