@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import read_trial
+from pytest_skilleval.skill.settings import unmeasured_settings
 from pytest_skilleval.results.tree import (
     DATASET_DIGEST_FILE,
     RUN_CONFIG_FILE,
@@ -23,21 +24,8 @@ from pytest_skilleval.results.tree import (
 )
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
-# Settings that change how fast or where a run goes, never what it measures.
-NOT_MEASURED = frozenset(
-    {
-        "n_concurrent",
-        "max_agents",
-        "results_dir",
-        "harbor_keep_jobs",
-        "block_on_agent_eval",
-        "base_image_mode",
-        "resume",
-        "regrade",
-        "stop_on_pass",
-        "max_cases",
-    }
-)
+# Settings that change how fast or where a run goes, never what it measures (declared with `measured=False`).
+NOT_MEASURED = unmeasured_settings()
 TrialKey = tuple[str, str, str, int]
 
 
