@@ -15,13 +15,13 @@ from typing import Any
 
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.run_folder import read_trial
-from pytest_skilleval.skill.settings import unmeasured_settings
 from pytest_skilleval.results.tree import (
     DATASET_DIGEST_FILE,
     RUN_CONFIG_FILE,
     RUN_ID_PATTERN,
     TRIAL_RECORD_NAME,
 )
+from pytest_skilleval.skill.settings import unmeasured_settings
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
 # Settings that change how fast or where a run goes, never what it measures (declared with `measured=False`).

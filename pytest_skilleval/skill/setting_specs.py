@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class Setting:
     """How one `RunSettings` field is set and used (its type, range and default are the field's own).
@@ -120,7 +119,9 @@ def agent_kwarg(value: str) -> dict[str, dict[str, Any]]:
         raise ValueError(f"--agent-kwarg expects AGENT:KEY=VALUE, got {value!r}")
     if key in RESERVED_AGENT_KWARGS:
         hint = " (use --agent-model)" if key == "model_name" else ""
-        raise ValueError(f"--agent-kwarg {agent}:{key}: {key!r} is set by Harbor or the plugin and cannot be passed{hint}")
+        raise ValueError(
+            f"--agent-kwarg {agent}:{key}: {key!r} is set by Harbor or the plugin and cannot be passed{hint}"
+        )
     return {agent: {key: _kwarg_value(item.strip())}}
 
 

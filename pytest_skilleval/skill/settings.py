@@ -45,7 +45,9 @@ def normalize_grading_mode(value: Any) -> str:
     if key not in GRADING_MODES:
         allowed = ", ".join([*GRADING_MODES, *GRADING_MODE_ALIASES])
         raise PydanticCustomError(
-            "mode", "unknown grading mode {value}; expected one of {allowed}", {"value": repr(value), "allowed": allowed}
+            "mode",
+            "unknown grading mode {value}; expected one of {allowed}",
+            {"value": repr(value), "allowed": allowed},
         )
     return key
 
@@ -97,7 +99,9 @@ def redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {key: redact(key, value) for key, value in kwargs.items()}
 
 
-GradingMode = Annotated[Literal["default", "default_plus_custom", "custom_only"], BeforeValidator(normalize_grading_mode)]
+GradingMode = Annotated[
+    Literal["default", "default_plus_custom", "custom_only"], BeforeValidator(normalize_grading_mode)
+]
 Threshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Multiplier = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveCount = Annotated[int, Field(ge=1)]
@@ -314,7 +318,9 @@ class RunSettings(BaseModel):
     # Set only in evals/config.yml (see docs/datasets.md): how a skill's sandbox and tasks are built.
     base_image_mode: Annotated[
         Literal["reuse", "rebuild", "disabled"],
-        Setting("Reuse, rebuild or skip the run's image cache.", flag=False, config="harbor.base_image_mode", measured=False),
+        Setting(
+            "Reuse, rebuild or skip the run's image cache.", flag=False, config="harbor.base_image_mode", measured=False
+        ),
     ] = "disabled"
     task_source: Annotated[
         Literal["auto", "evals_json", "native_harbor"],

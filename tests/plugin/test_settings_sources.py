@@ -41,7 +41,9 @@ def test_an_ini_file_cannot_weaken_isolation(skill_project: SkillProject, ini_li
     assert line.startswith(f"ERROR: {ini}: {key}: {flag}") and "command line" in line, line
 
 
-@pytest.mark.parametrize("addopts", ["--ek sandbox=none", "--ek=tools=/usr", "--pass-env APP_URL", "--harbor-keep-jobs"])
+@pytest.mark.parametrize(
+    "addopts", ["--ek sandbox=none", "--ek=tools=/usr", "--pass-env APP_URL", "--harbor-keep-jobs"]
+)
 def test_ini_addopts_cannot_weaken_isolation_either(skill_project: SkillProject, addopts: str) -> None:
     ini = skill_project.pytester.makeini(f"[pytest]\naddopts = {addopts}\n")
     line = refusal_line(collect(skill_project))

@@ -110,7 +110,7 @@ def test_agent_kwarg_values_are_json_when_they_parse() -> None:
             "pkg.mod:Agent:n=3",
             'terminus-2:llm_kwargs={"temperature": 0}',
             'a:s="123"',
-        ]
+        ],
     )
     assert parsed == {
         "terminus-2": {
