@@ -66,11 +66,14 @@ class OptionSpec:
 
     @property
     def help(self) -> str:
-        return f"{self.setting.help} (default: {shown_default(self.field)})"
+        only = " Command line only." if self.setting.cli_only else ""
+        return f"{self.setting.help}{only} (default: {shown_default(self.field)})"
 
 
 OPTION_SPECS: tuple[OptionSpec, ...] = tuple(
-    OptionSpec(field, setting, info) for field, (setting, info) in declared_settings().items() if setting.flag
+    OptionSpec(field, setting, info)
+    for field, (setting, info) in declared_settings().items()
+    if not setting.config_only
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
 

@@ -427,13 +427,14 @@ class EvalsConfigBase(BaseModel):
 
     @property
     def grading_mode(self) -> str | None:
-        return self.setting("grading_mode")  # type: ignore[no-any-return]
+        mode = self.setting("grading_mode")
+        return mode if isinstance(mode, str) else None
 
 
 EvalsConfig = create_model(
     "EvalsConfig",
     __base__=EvalsConfigBase,
-    **{name: (model, Field(default_factory=model)) for name, model in SECTIONS.items()},  # type: ignore[call-overload]
+    **{name: (model, Field(default_factory=model)) for name, model in SECTIONS.items()},
 )
 
 

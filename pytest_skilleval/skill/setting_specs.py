@@ -20,15 +20,15 @@ from typing import Any
 class Setting:
     """How one `RunSettings` field is set and used (its type, range and default are the field's own).
 
-    `option` names the flag and ini twin when it differs from the field (`--ek` sets `env_kwargs`); `flag=False`
-    marks a setting only `evals/config.yml` gives. `cli_only` settings are refused from an ini file and from
+    `option` names the flag and ini twin when it differs from the field (`--ek` sets `env_kwargs`); `config_only`
+    marks a setting only `evals/config.yml` gives (no flag, no ini key). `cli_only` settings are refused from an ini file and from
     `evals/config.yml` because they weaken isolation or run code; `file_refusal` does the same for some values only.
     `measured=False` settings (speed, places, the run's own bookkeeping) may differ when a run is resumed.
     """
 
     help: str
     option: str | None = None
-    flag: bool = True
+    config_only: bool = False
     parse: Callable[[str], Any] | None = None
     repeat: bool = False
     metavar: str | None = None

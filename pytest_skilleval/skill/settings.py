@@ -134,7 +134,7 @@ class RunSettings(BaseModel):
     agent_kwargs: Annotated[
         dict[str, dict[str, Any]],
         Setting(
-            "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable; command line only), "
+            "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable), "
             "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
             option="agent_kwarg",
             parse=agent_kwarg,
@@ -238,7 +238,7 @@ class RunSettings(BaseModel):
         bool,
         Setting(
             "Keep Harbor's staged tasks and trial folders after the session (deleted once results are written "
-            "otherwise; command line only).",
+            "otherwise).",
             cli_only=True,
             measured=False,
         ),
@@ -299,7 +299,7 @@ class RunSettings(BaseModel):
     pass_env: Annotated[
         list[str],
         Setting(
-            "Let native tasks read this host variable through ${NAME} (repeatable; command line only).",
+            "Let native tasks read this host variable through ${NAME} (repeatable).",
             parse=pass_env_name,
             repeat=True,
             metavar="NAME",
@@ -310,7 +310,7 @@ class RunSettings(BaseModel):
         bool,
         Setting(
             "Let a pytest conftest or ini file inside a skill under evaluation load: runs the skill's code on this "
-            "machine (command line only).",
+            "machine.",
             cli_only=True,
             measured=False,
         ),
@@ -319,42 +319,52 @@ class RunSettings(BaseModel):
     base_image_mode: Annotated[
         Literal["reuse", "rebuild", "disabled"],
         Setting(
-            "Reuse, rebuild or skip the run's image cache.", flag=False, config="harbor.base_image_mode", measured=False
+            "Reuse, rebuild or skip the run's image cache.",
+            config_only=True,
+            config="harbor.base_image_mode",
+            measured=False,
         ),
     ] = "disabled"
     task_source: Annotated[
         Literal["auto", "evals_json", "native_harbor"],
-        Setting("Which tasks run: the dataset, the native tasks, or both.", flag=False, config="harbor.task_source"),
+        Setting(
+            "Which tasks run: the dataset, the native tasks, or both.", config_only=True, config="harbor.task_source"
+        ),
     ] = "auto"
     agent_workdir: Annotated[
         str | None,
-        Setting("The agent's working directory in the sandbox.", flag=False, config="harbor.agent_workdir"),
+        Setting("The agent's working directory in the sandbox.", config_only=True, config="harbor.agent_workdir"),
     ] = None
     resources: Annotated[
         dict[str, int],
         Setting(
-            "The sandbox's CPUs, memory and disk.", flag=False, config="harbor.resources", config_type=ResourcesConfig
+            "The sandbox's CPUs, memory and disk.",
+            config_only=True,
+            config="harbor.resources",
+            config_type=ResourcesConfig,
         ),
     ] = Field(default_factory=dict)
     runtime_env: Annotated[
         dict[str, str],
-        Setting("Variables set in the sandbox.", flag=False, config="harbor.runtime_env"),
+        Setting("Variables set in the sandbox.", config_only=True, config="harbor.runtime_env"),
     ] = Field(default_factory=dict)
     pre_agent_setup: Annotated[
         list[str],
-        Setting("Commands run in the sandbox before the agent.", flag=False, config="harbor.pre_agent_setup"),
+        Setting("Commands run in the sandbox before the agent.", config_only=True, config="harbor.pre_agent_setup"),
     ] = Field(default_factory=list)
     agent_runtime_preflight: Annotated[
         bool | None,
-        Setting("Validated only, no effect yet.", flag=False, config="harbor.agent_runtime_preflight", measured=False),
+        Setting(
+            "Validated only, no effect yet.", config_only=True, config="harbor.agent_runtime_preflight", measured=False
+        ),
     ] = None
     skill_workspace_mode: Annotated[
         Literal["isolated", "group"],
-        Setting("Install only this skill, or a group of skills.", flag=False, config="skill_workspace.mode"),
+        Setting("Install only this skill, or a group of skills.", config_only=True, config="skill_workspace.mode"),
     ] = "isolated"
     skill_workspace_include: Annotated[
         list[str],
-        Setting("The other skills a group workspace installs.", flag=False, config="skill_workspace.include"),
+        Setting("The other skills a group workspace installs.", config_only=True, config="skill_workspace.include"),
     ] = Field(default_factory=list)
 
     @field_validator("agents")

@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from pytest_skilleval.options import OPTION_SPECS
 from pytest_skilleval.resume import NOT_MEASURED
 from pytest_skilleval.skill.config_file import CLI_ONLY_KEYS, SECTIONS
 from pytest_skilleval.skill.settings import RunSettings, declared_settings, shown_default
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def pytest_help() -> str:
@@ -46,7 +49,9 @@ def test_help_shows_every_flag_its_ini_twin_and_its_default() -> None:
     for spec in OPTION_SPECS:
         assert spec.flag in text, spec.flag
         default = f"(default: {shown_default(spec.field)})"
-        assert f"{spec.setting.help} {default}" in text, f"{spec.flag}: --help lacks {default}"
+        assert f"{spec.help}" in text and spec.help.endswith(default), f"{spec.flag}: --help lacks {default}"
+        assert spec.setting.help in spec.help
+        assert ("Command line only." in spec.help) == spec.setting.cli_only
         ini = re.search(rf"{spec.ini} \(\w+\): (.*?) (skilleval_|Environment variables)", text)
         assert ini is not None, f"{spec.flag} has no ini twin {spec.ini}"
         if spec.setting.cli_only:
@@ -67,3 +72,30 @@ def test_trust_skill_code_is_declared_command_line_only_and_reaches_the_settings
     assert setting.cli_only and not setting.measured and "runs the skill's code on this machine" in setting.help
     assert merge_settings(SettingsSources(cli={}, ini={})).trust_skill_code is False
     assert merge_settings(SettingsSources(cli={"trust_skill_code": True}, ini={})).trust_skill_code is True
+
+
+def _running_rows() -> dict[str, list[str]]:
+    """docs/running.md's options table: each row's cells, by the flag it starts with."""
+    text = (REPO / "docs" / "running.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        match = re.match(r"\| `(--[a-z-]+)", line)
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if match and len(cells) == 5:  # the options table: option, ini key, config.yml, default, meaning
+            rows.setdefault(match.group(1), cells)
+    return rows
+
+
+def test_the_options_table_in_the_docs_matches_the_declarations() -> None:
+    rows = _running_rows()
+    for spec in OPTION_SPECS:
+        assert spec.flag in rows, f"docs/running.md has no row for {spec.flag}"
+        _, ini, config, *_ = rows[spec.flag]
+        if spec.setting.cli_only:
+            assert ini == config == "(command line only)", spec.flag
+        else:
+            assert ini.startswith(f"`{spec.ini}`"), spec.flag
+        if spec.setting.config is not None:
+            assert config.startswith(f"`{spec.setting.config}"), f"{spec.flag}: config.yml key {spec.setting.config}"
+        else:
+            assert not config.startswith("`"), f"{spec.flag} has no config.yml key but the docs give one"
