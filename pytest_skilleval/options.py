@@ -7,7 +7,6 @@ the merge can tell "given" from "defaulted".
 from __future__ import annotations
 
 import argparse
-import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -150,9 +149,14 @@ def _refusal(spec: OptionSpec, value: Any) -> str | None:
     return None
 
 
-def _refuse_from_file(config: pytest.Config, where: str, reason: str) -> None:
-    inifile = config.inipath or "the ini file"
-    raise pytest.UsageError(f"{inifile}: {where}: {reason}; give it on the command line instead")
+def _refuse_from_file(config: pytest.Config, where: str, spec: OptionSpec, reason: str) -> None:
+    """One line: the file (or `-o`), the key, why, and the way out."""
+    overrides = config.getoption("override_ini") or []
+    if where == spec.ini and any(item.partition("=")[0].strip() == spec.ini for item in overrides):
+        source = f"-o {spec.ini}"  # typed, or from addopts: either way not the flag itself
+    else:
+        source = f"{config.inipath or 'the ini file'}: {where}"
+    raise pytest.UsageError(f"{source}: {reason}; give it as {spec.flag} on the command line instead")
 
 
 def _check_addopts(config: pytest.Config) -> None:
@@ -167,8 +171,7 @@ def _check_addopts(config: pytest.Config) -> None:
             reader.add_argument(spec.flag, action="store_true", dest=spec.dest, default=None)
         else:
             reader.add_argument(spec.flag, action="append", dest=spec.dest, default=None)
-    tokens = [token for item in addopts for token in shlex.split(item)]
-    given, _ = reader.parse_known_args(tokens)
+    given, _ = reader.parse_known_args(list(addopts))
     for spec in guarded:
         raw = getattr(given, spec.dest)
         if raw is None:
@@ -176,7 +179,7 @@ def _check_addopts(config: pytest.Config) -> None:
         value = raw if spec.is_flag else _parse(spec, raw if spec.setting.repeat else raw[-1], spec.flag)
         reason = _refusal(spec, value)
         if reason:
-            _refuse_from_file(config, "addopts", reason)
+            _refuse_from_file(config, "addopts", spec, reason)
 
 
 def read_sources(config: pytest.Config) -> SettingsSources:
@@ -192,7 +195,7 @@ def read_sources(config: pytest.Config) -> SettingsSources:
             ini[spec.field] = _parse(spec, raw_ini, f"ini option {spec.ini}")
             reason = _refusal(spec, ini[spec.field])
             if reason:
-                _refuse_from_file(config, spec.ini, reason)
+                _refuse_from_file(config, spec.ini, spec, reason)
     _check_addopts(config)
     return SettingsSources(cli=cli, ini=ini)
 

@@ -50,6 +50,11 @@ def test_ini_addopts_cannot_weaken_isolation_either(skill_project: SkillProject,
     assert line.startswith(f"ERROR: {ini}: addopts: ") and "command line" in line, line
 
 
+def test_an_ini_override_is_not_the_flag(skill_project: SkillProject) -> None:
+    line = refusal_line(collect(skill_project, "-o", "skilleval_ek=sandbox=none"))
+    assert line.startswith("ERROR: -o skilleval_ek: --ek sandbox=none weakens isolation") and "as --ek on" in line
+
+
 def test_the_ini_sandbox_setting_was_turning_isolation_off(skill_project: SkillProject) -> None:
     """The probe of the security review: this ini used to run every trial with run_config "sandbox": "none"."""
     skill_project.pytester.makeini("[pytest]\nskilleval_ek = sandbox=none\n")
