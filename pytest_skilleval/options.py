@@ -1,7 +1,8 @@
 """Command-line flags, ini keys and `evals/config.yml`, merged into one `RunSettings` per skill.
 
-Precedence: CLI > evals/config.yml > ini (`skilleval_<name>`) > default. Flags are registered with no default so
-the merge can tell "given" from "defaulted".
+Precedence: CLI > evals/config.yml > ini (`skilleval_<name>`) > default. Flags and ini keys are generated from the
+settings' declarations (`skill/settings.py`); flags are registered with no default so the merge can tell "given"
+from "defaulted". A command-line-only setting found in the ini file (a key, `-o` or `addopts`) stops the session.
 """
 
 from __future__ import annotations
@@ -15,18 +16,8 @@ import pytest
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from pytest_skilleval.skill.setting_specs import RESERVED_AGENT_KWARGS, Setting, parse_bool
+from pytest_skilleval.skill.setting_specs import Setting, parse_bool
 from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings, declared_settings, shown_default
-
-__all__ = [
-    "OPTION_SPECS",
-    "RESERVED_AGENT_KWARGS",
-    "SettingsSources",
-    "add_options",
-    "merge_settings",
-    "parse_option",
-    "read_sources",
-]
 
 GROUP = "skilleval"
 

@@ -9,7 +9,7 @@ in an error are run again: an error says nothing about the agent.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,8 @@ from pytest_skilleval.results.tree import (
     RUN_ID_PATTERN,
     TRIAL_RECORD_NAME,
 )
-from pytest_skilleval.skill.settings import unmeasured_settings
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
-# Settings that change how fast or where a run goes, never what it measures (declared with `measured=False`).
-NOT_MEASURED = unmeasured_settings()
 TrialKey = tuple[str, str, str, int]
 
 
@@ -51,8 +48,8 @@ def resolve_run_dir(results_root: Path, requested: str) -> Path:
     return run_dir
 
 
-def _measured(run_config: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in run_config.items() if key not in NOT_MEASURED}
+def _measured(run_config: Mapping[str, Any], unmeasured: Collection[str]) -> dict[str, Any]:
+    return {key: value for key, value in run_config.items() if key not in unmeasured}
 
 
 def _json_object(path: Path) -> dict[str, Any] | None:
@@ -60,8 +57,13 @@ def _json_object(path: Path) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
 
 
-def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None) -> str | None:
+def resume_problem(
+    run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None, *, unmeasured: Collection[str]
+) -> str | None:
     """Why the stored run and this session are not the same evaluation, or None when they are.
+
+    `unmeasured` names the settings that change how fast or where a run goes, never what it measures (the
+    settings declared `measured=False`); they may differ.
 
     The stored side is run_config.json and the dataset's digest, both written with the run folder's first trial file
     (dataset_digest.json), so a run killed before its end compares like a finished one; runs written before that
@@ -80,7 +82,7 @@ def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest:
         return "the dataset changed since that run (its digest differs)"
     if stored_config.get("skill_digest") != run_config.get("skill_digest"):
         return "the skill's files changed since that run (its digest differs)"
-    before, now = _measured(stored_config), _measured(run_config)
+    before, now = _measured(stored_config, unmeasured), _measured(run_config, unmeasured)
     changed = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key) and key != "skill_digest")
     if changed:
         return f"settings changed since that run: {', '.join(changed)}"

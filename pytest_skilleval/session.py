@@ -28,7 +28,7 @@ from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resu
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
-from pytest_skilleval.skill.settings import kwarg_leaves
+from pytest_skilleval.skill.settings import kwarg_leaves, unmeasured_settings
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -154,7 +154,8 @@ class SkillEvalSession:
             run_dir = self.resumed_run_dir(skill_dir)
             if run_dir is None:
                 continue
-            problem = resume_problem(run_dir, self.skill(skill_dir).run_config(), plan.digest)
+            config = self.skill(skill_dir).run_config()
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured_settings())
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 

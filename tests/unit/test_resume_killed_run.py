@@ -13,9 +13,11 @@ from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.resume import resume_problem
+from pytest_skilleval.skill.settings import unmeasured_settings
 from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"
+UNMEASURED = unmeasured_settings()
 CONFIG = {"agents": ["codex"], "n_attempts": 2, "n_concurrent": 4, "skill_digest": "skill-1", "judge": None}
 
 
@@ -85,13 +87,19 @@ def test_the_early_writer_refuses_a_planted_symlink(tmp_path: Path) -> None:
 
 def test_a_killed_run_compares_like_a_finished_one(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
-    assert resume_problem(run_dir, CONFIG, "data-1") is None
-    assert resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1") is None
-    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
-    assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1") == (
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) is None
+    assert (
+        resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1", unmeasured=UNMEASURED)
+        is None
+    )
+    assert (
+        resume_problem(run_dir, CONFIG, "data-2", unmeasured=UNMEASURED)
+        == "the dataset changed since that run (its digest differs)"
+    )
+    assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1", unmeasured=UNMEASURED) == (
         "the skill's files changed since that run (its digest differs)"
     )
-    assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1") == (
+    assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1", unmeasured=UNMEASURED) == (
         "settings changed since that run: n_attempts"
     )
 
@@ -102,21 +110,24 @@ def test_a_run_without_a_dataset_digest_file_compares_with_its_result_json(tmp_p
     run_dir.mkdir()
     (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps(CONFIG))
     (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))
-    assert resume_problem(run_dir, CONFIG, "data-1") is None
-    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) is None
+    assert (
+        resume_problem(run_dir, CONFIG, "data-2", unmeasured=UNMEASURED)
+        == "the dataset changed since that run (its digest differs)"
+    )
 
 
 def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
     (run_dir / tree.RUN_CONFIG_FILE).unlink()
     (run_dir / tree.DATASET_DIGEST_FILE).unlink()
-    problem = resume_problem(run_dir, CONFIG, "data-1")
+    problem = resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED)
     assert problem == (
         f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
         "not a run folder this plugin can resume"
     )
     (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
     (run_dir / tree.DATASET_DIGEST_FILE).write_text(json.dumps({"dataset_digest": "data-1"}))
-    assert resume_problem(run_dir, CONFIG, "data-1") == (
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) == (
         f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume"
     )

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from pytest_skilleval.options import OPTION_SPECS
-from pytest_skilleval.resume import NOT_MEASURED
 from pytest_skilleval.skill.config_file import CLI_ONLY_KEYS, SECTIONS
-from pytest_skilleval.skill.settings import RunSettings, declared_settings, shown_default
+from pytest_skilleval.skill.settings import RunSettings, declared_settings, shown_default, unmeasured_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -60,9 +59,9 @@ def test_help_shows_every_flag_its_ini_twin_and_its_default() -> None:
 
 def test_resume_compares_exactly_the_measured_settings() -> None:
     measured = {field for field, (setting, _) in declared_settings().items() if setting.measured}
-    assert measured == set(RunSettings.model_fields) - NOT_MEASURED
+    assert measured == set(RunSettings.model_fields) - unmeasured_settings()
     assert {"agents", "grading_mode", "n_attempts", "env_kwargs", "timeout_multiplier"} <= measured
-    assert {"n_concurrent", "results_dir", "trust_skill_code", "resume"} <= NOT_MEASURED
+    assert {"n_concurrent", "results_dir", "trust_skill_code", "resume"} <= unmeasured_settings()
 
 
 def test_trust_skill_code_is_declared_command_line_only_and_reaches_the_settings() -> None:
