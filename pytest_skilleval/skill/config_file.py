@@ -431,11 +431,8 @@ class EvalsConfigBase(BaseModel):
         return mode if isinstance(mode, str) else None
 
 
-EvalsConfig = create_model(
-    "EvalsConfig",
-    __base__=EvalsConfigBase,
-    **{name: (model, Field(default_factory=model)) for name, model in SECTIONS.items()},
-)
+_SECTION_FIELDS: dict[str, Any] = {name: (model, Field(default_factory=model)) for name, model in SECTIONS.items()}
+EvalsConfig = create_model("EvalsConfig", __base__=EvalsConfigBase, **_SECTION_FIELDS)
 
 
 def _cli_only_names() -> dict[str, str]:
