@@ -1,114 +1,38 @@
 """Command-line flags, ini keys and `evals/config.yml`, merged into one `RunSettings` per skill.
 
-Precedence: CLI > evals/config.yml > ini (`skilleval_<name>`) > default. Flags are registered with no default so
-the merge can tell "given" from "defaulted".
+Precedence: CLI > evals/config.yml > ini (`skilleval_<name>`) > default. Flags and ini keys are generated from the
+settings' declarations (`skill/settings.py`); flags are registered with no default so the merge can tell "given"
+from "defaulted". A command-line-only setting found in the ini file (a key, `-o` or `addopts`) stops the session.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
-from pytest_skilleval.skill.host_env import pass_env_names
-from pytest_skilleval.skill.settings import AGENT_ALIASES, LOCAL_ENV_MODES, RunSettings
-from pytest_skilleval.trust import TRUST_FLAG, TRUST_HELP
+from pytest_skilleval.skill.setting_specs import Setting, parse_bool
+from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings, declared_settings, shown_default
 
 GROUP = "skilleval"
-GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
-
-
-def _split_list(value: str) -> list[str]:
-    return [part.strip() for part in value.replace("\n", ",").split(",") if part.strip()]
-
-
-def _pairs(values: list[str] | str, flag: str) -> dict[str, str]:
-    if isinstance(values, str):
-        values = _split_list(values) if "=" in values else [values]
-    result: dict[str, str] = {}
-    for value in values:
-        key, sep, item = value.partition("=")
-        if not sep or not key.strip():
-            raise pytest.UsageError(f"{flag} expects KEY=VALUE, got {value!r}")
-        result[key.strip()] = item.strip()
-    return result
-
-
-# Constructor arguments Harbor or the plugin set themselves; an --agent-kwarg for one would clash or change meaning.
-RESERVED_AGENT_KWARGS = frozenset(
-    {
-        "logs_dir",
-        "model_name",
-        "logger",
-        "mcp_servers",
-        "skills_dir",
-        "load_trajectory",
-        "environment_logs_dir",
-        "extra_env",
-        "task_dir",
-        "trial_paths",
-        "agent_timeout_sec",
-        "replay_dir",
-        "case_id",
-        "arm",
-    }
-)
-
-
-def _kwarg_value(text: str) -> Any:
-    """JSON when it parses as JSON (`false`, `3`, `{"a": 1}`), else the text itself (`http://...`)."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def _agent_kwargs(values: list[str] | str) -> dict[str, Any]:
-    """`AGENT:KEY=VALUE` items as {AGENT: {KEY: value}}; the agent is what comes before the last ':' of the part
-    before '=', so import-path agents (`pkg.mod:Class:KEY=VALUE`) work too."""
-    result: dict[str, dict[str, Any]] = {}
-    for value in [values] if isinstance(values, str) else values:
-        target, sep, item = value.partition("=")
-        agent, colon, key = target.strip().rpartition(":")
-        if not sep or not colon or not agent.strip() or not key.strip():
-            raise pytest.UsageError(f"--agent-kwarg expects AGENT:KEY=VALUE, got {value!r}")
-        if key.strip() in RESERVED_AGENT_KWARGS:
-            hint = " (use --agent-model)" if key.strip() == "model_name" else ""
-            raise pytest.UsageError(
-                f"--agent-kwarg {agent.strip()}:{key.strip()}: {key.strip()!r} is set by Harbor "
-                f"or the plugin and cannot be passed{hint}"
-            )
-        result.setdefault(agent.strip(), {})[key.strip()] = _kwarg_value(item.strip())
-    return result
-
-
-def _bool(value: str | bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    lowered = value.strip().lower()
-    if lowered in {"1", "true", "yes", "on"}:
-        return True
-    if lowered in {"0", "false", "no", "off", ""}:
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
 
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One setting: its flag, help text, how a string becomes a value, and whether it works yet."""
+    """A setting's flag and ini twin, read off its declaration in `RunSettings`."""
 
-    name: str
-    help: str
-    parse: Callable[[Any], Any] = str
-    is_flag: bool = False
-    multiple: bool = False
-    metavar: str | None = None
-    implemented: bool = True
-    cli_only: bool = False  # no ini key: a project file (ini, evals/config.yml) must not be able to set it
+    field: str
+    setting: Setting
+    info: FieldInfo
+
+    @property
+    def name(self) -> str:
+        return self.setting.option or self.field
 
     @property
     def flag(self) -> str:
@@ -118,162 +42,30 @@ class OptionSpec:
     def ini(self) -> str:
         return f"skilleval_{self.name}"
 
+    @property
+    def dest(self) -> str:
+        return f"skilleval_{self.name}"
 
-def _grading_mode(value: str) -> str:
-    value = value.strip()
-    return GRADING_MODE_ALIASES.get(value, value)
+    @property
+    def is_flag(self) -> bool:
+        return self.info.annotation is bool
+
+    @property
+    def parse(self) -> Callable[[Any], Any]:
+        return self.setting.parse or (parse_bool if self.is_flag else str)
+
+    @property
+    def help(self) -> str:
+        only = " Command line only." if self.setting.cli_only else ""
+        return f"{self.setting.help}{only} (default: {shown_default(self.field)})"
 
 
-OPTION_SPECS: tuple[OptionSpec, ...] = (
-    OptionSpec(
-        "agents",
-        "Comma-separated agents: replay, codex, claude-code, opencode, any Harbor agent name or "
-        "module:Class (default codex).",
-        parse=_split_list,
-        metavar="A,B",
-    ),
-    OptionSpec(
-        "agent_model",
-        "Model for one agent, AGENT=MODEL (repeatable).",
-        parse=lambda v: _pairs(v, "--agent-model"),
-        multiple=True,
-        metavar="AGENT=MODEL",
-    ),
-    OptionSpec(
-        "agent_kwarg",
-        "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable; command line only), "
-        "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
-        parse=_agent_kwargs,
-        multiple=True,
-        metavar="AGENT:KEY=VALUE",
-        cli_only=True,
-    ),
-    OptionSpec(
-        "env_mode",
-        "Where trials run: local (built in, no Docker), docker, or any Harbor environment type (default docker).",
-        metavar="MODE",
-    ),
-    OptionSpec(
-        "ek",
-        "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local.",
-        parse=lambda v: _pairs(v, "--ek"),
-        multiple=True,
-        metavar="KEY=VALUE",
-    ),
-    OptionSpec("n_attempts", "Attempts per case, agent and arm (default 1).", parse=int, metavar="N"),
-    OptionSpec("pass_threshold", "Score an attempt needs to pass, 0.0-1.0 (default 0.5).", parse=float, metavar="X"),
-    OptionSpec(
-        "stop_on_pass",
-        "Skip a case's remaining attempts once one passes (needs --n-attempts > 1).",
-        parse=_bool,
-        is_flag=True,
-    ),
-    OptionSpec(
-        "grading_mode",
-        "default, default_plus_custom or custom_only (aliases aces_default, aces_plus_custom).",
-        parse=_grading_mode,
-        metavar="MODE",
-    ),
-    OptionSpec("skip_baseline", "Run only the with-skill arm.", parse=_bool, is_flag=True),
-    OptionSpec(
-        "skip_with_skill", "Run only the without-skill arm (a baseline calibration).", parse=_bool, is_flag=True
-    ),
-    OptionSpec(
-        "max_cases",
-        "Evaluate only the first N cases of each skill, in staged order (dataset order, then "
-        "native tasks by folder name).",
-        parse=int,
-        metavar="N",
-    ),
-    OptionSpec(
-        "n_concurrent",
-        "Trials in flight inside one pytest process (default 4; 1 runs them one by one). "
-        "Composes with -n: -n 2 --n-concurrent 4 is up to 8 trials.",
-        parse=int,
-        metavar="N",
-    ),
-    OptionSpec("max_agents", "At most N agents' trials at once (default: no limit).", parse=int, metavar="N"),
-    OptionSpec("timeout_multiplier", "Multiply every Harbor timeout (default 1.0).", parse=float, metavar="X"),
-    OptionSpec(
-        "results_dir", "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.", metavar="DIR"
-    ),
-    OptionSpec(
-        "harbor_keep_jobs",
-        "Keep Harbor's staged tasks and trial folders after the session (deleted once results are written otherwise).",
-        parse=_bool,
-        is_flag=True,
-    ),
-    OptionSpec(
-        "base_image",
-        "Image the sandbox starts from, used as it is: only the plugin's own layers go on top "
-        "(default python:3.12-slim plus bash curl git jq ripgrep).",
-        metavar="IMAGE",
-    ),
-    OptionSpec(
-        "custom_dockerfile_mode",
-        "preserve or rebase (default): whether --base-image replaces the FROM of "
-        "a skill's evals/environment/Dockerfile.",
-        metavar="MODE",
-    ),
-    OptionSpec(
-        "resume",
-        "Finish an interrupted, killed or partial run (a run id, or latest) in its own folder: "
-        "finished trials are read back, the rest run. Refused when the dataset, skill or settings changed.",
-        metavar="RUN_ID",
-    ),
-    OptionSpec(
-        "regrade",
-        "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), "
-        "into a new run folder.",
-        metavar="RUN_ID",
-    ),
-    OptionSpec(
-        "judge_model",
-        "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1); default from "
-        "LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL; unset: judges not configured.",
-        metavar="MODEL",
-    ),
-    OptionSpec(
-        "judge_cache",
-        "Judge verdict cache under the results root: on, off, read or write (default on).",
-        parse=lambda v: v.strip().lower(),
-        metavar="MODE",
-    ),
-    OptionSpec(
-        "block_on_agent_eval", "Exit non-zero unless the verdict is a completed PASS.", parse=_bool, is_flag=True
-    ),
-    OptionSpec(
-        "pass_env",
-        "Let native tasks read this host variable through ${NAME} (repeatable; command line only; none by default).",
-        parse=lambda v: pass_env_names([v]),
-        multiple=True,
-        metavar="NAME",
-        cli_only=True,
-    ),
+OPTION_SPECS: tuple[OptionSpec, ...] = tuple(
+    OptionSpec(field, setting, info)
+    for field, (setting, info) in declared_settings().items()
+    if not setting.config_only
 )
 SPEC_BY_NAME = {spec.name: spec for spec in OPTION_SPECS}
-# Option name -> RunSettings field, where they differ.
-FIELD_FOR_OPTION = {"agent_model": "agent_models", "ek": "env_kwargs", "agent_kwarg": "agent_kwargs"}
-# RunSettings field -> path in evals/config.yml.
-CONFIG_PATHS: dict[str, tuple[str, ...]] = {
-    "n_attempts": ("harbor", "n_attempts"),
-    "pass_threshold": ("harbor", "pass_threshold"),
-    "stop_on_pass": ("harbor", "stop_on_pass"),
-    "n_concurrent": ("harbor", "n_concurrent"),
-    "max_agents": ("harbor", "max_agents"),
-    "max_cases": ("harbor", "max_cases"),
-    "timeout_multiplier": ("harbor", "timeout_multiplier"),
-    "grading_mode": ("grading", "mode"),
-    "custom_dockerfile_mode": ("harbor", "custom_dockerfile_mode"),
-    "base_image_mode": ("harbor", "base_image_mode"),
-    "task_source": ("harbor", "task_source"),
-    "agent_workdir": ("harbor", "agent_workdir"),
-    "resources": ("harbor", "resources"),
-    "runtime_env": ("harbor", "runtime_env"),
-    "pre_agent_setup": ("harbor", "pre_agent_setup"),
-    "skill_workspace_mode": ("skill_workspace", "mode"),
-    "skill_workspace_include": ("skill_workspace", "include"),
-}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -285,25 +77,22 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="Collect skills (folders with SKILL.md) under the given paths and run their evals.",
     )
-    group.addoption(TRUST_FLAG, action="store_true", dest="skilleval_trust_skill_code", default=False, help=TRUST_HELP)
     for spec in OPTION_SPECS:
-        note = "" if spec.implemented else " (not implemented yet)"
         if spec.is_flag:
-            group.addoption(
-                spec.flag, action="store_true", dest=f"skilleval_{spec.name}", default=None, help=spec.help + note
-            )
+            group.addoption(spec.flag, action="store_true", dest=spec.dest, default=None, help=spec.help)
         else:
             group.addoption(
                 spec.flag,
-                action="append" if spec.multiple else "store",
-                dest=f"skilleval_{spec.name}",
+                action="append" if spec.setting.repeat else "store",
+                dest=spec.dest,
                 default=None,
-                metavar=spec.metavar,
-                help=spec.help + note,
+                metavar=spec.setting.metavar,
+                help=spec.help,
             )
-        if not spec.cli_only:
-            kind: Literal["linelist", "string"] = "linelist" if spec.multiple else "string"
-            parser.addini(spec.ini, help=spec.help + note, type=kind, default=None)
+        # Command-line-only settings keep an ini key too, so one set in a file is refused instead of ignored.
+        ini_help = f"refused: {spec.flag} is command line only" if spec.setting.cli_only else spec.help
+        kind: Literal["linelist", "string"] = "linelist" if spec.setting.repeat else "string"
+        parser.addini(spec.ini, help=ini_help, type=kind, default=None)
 
 
 @dataclass(frozen=True)
@@ -316,7 +105,7 @@ class SettingsSources:
 
 def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
     try:
-        if spec.multiple:
+        if spec.setting.repeat:
             parsed = [spec.parse(value) for value in (raw if isinstance(raw, list) else [raw])]
             if parsed and isinstance(parsed[0], list):  # a list per value: concatenate
                 return [item for part in parsed for item in part]
@@ -330,25 +119,75 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
             return merged
         return spec.parse(raw)
     except (ValueError, TypeError) as error:
-        raise pytest.UsageError(f"{source}: {error}") from None
+        message = str(error)
+        raise pytest.UsageError(message if message.startswith(spec.flag) else f"{source}: {message}") from None
+
+
+def parse_option(name: str, raw: Any) -> Any:
+    """The value a flag's text (or texts, for a repeatable flag) gives, as the command line would read it."""
+    spec = SPEC_BY_NAME[name]
+    return _parse(spec, raw, spec.flag)
+
+
+def _refusal(spec: OptionSpec, value: Any) -> str | None:
+    """Why this value may not come from a file (an ini key or addopts), or None."""
+    if spec.setting.cli_only:
+        return f"{spec.flag} is command line only"
+    if spec.setting.file_refusal is not None:
+        weakening = spec.setting.file_refusal(value)
+        if weakening:
+            return f"{spec.flag} {weakening} weakens isolation and is command line only"
+    return None
+
+
+def _refuse_from_file(config: pytest.Config, where: str, spec: OptionSpec, reason: str) -> None:
+    """One line: the file (or `-o`), the key, why, and the way out."""
+    overrides = config.getoption("override_ini") or []
+    if where == spec.ini and any(item.partition("=")[0].strip() == spec.ini for item in overrides):
+        source = f"-o {spec.ini}"  # typed, or from addopts: either way not the flag itself
+    else:
+        source = f"{config.inipath or 'the ini file'}: {where}"
+    raise pytest.UsageError(f"{source}: {reason}; give it as {spec.flag} on the command line instead")
+
+
+def _check_addopts(config: pytest.Config) -> None:
+    """The ini file's `addopts` is a file too: it may not carry a command-line-only setting."""
+    addopts = config.getini("addopts")
+    if not addopts:
+        return
+    guarded = [s for s in OPTION_SPECS if s.setting.cli_only or s.setting.file_refusal is not None]
+    reader = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for spec in guarded:
+        if spec.is_flag:
+            reader.add_argument(spec.flag, action="store_true", dest=spec.dest, default=None)
+        else:
+            reader.add_argument(spec.flag, action="append", dest=spec.dest, default=None)
+    given, _ = reader.parse_known_args(list(addopts))
+    for spec in guarded:
+        raw = getattr(given, spec.dest)
+        if raw is None:
+            continue
+        value = raw if spec.is_flag else _parse(spec, raw if spec.setting.repeat else raw[-1], spec.flag)
+        reason = _refusal(spec, value)
+        if reason:
+            _refuse_from_file(config, "addopts", spec, reason)
 
 
 def read_sources(config: pytest.Config) -> SettingsSources:
-    """Parse what the command line and the ini file gave; refuse settings not implemented yet."""
+    """Parse what the command line and the ini file gave; refuse command-line-only settings from the ini file."""
     cli: dict[str, Any] = {}
     ini: dict[str, Any] = {}
     for spec in OPTION_SPECS:
-        field = FIELD_FOR_OPTION.get(spec.name, spec.name)
-        raw_cli = config.getoption(f"skilleval_{spec.name}")
+        raw_cli = config.getoption(spec.dest)
         if raw_cli is not None and raw_cli is not False:
-            if not spec.implemented:
-                raise pytest.UsageError(f"{spec.flag} is not implemented yet")
-            cli[field] = _parse(spec, raw_cli, spec.flag)
-        raw_ini = None if spec.cli_only else config.getini(spec.ini)
+            cli[spec.field] = _parse(spec, raw_cli, spec.flag)
+        raw_ini = config.getini(spec.ini)
         if raw_ini not in (None, "", []):
-            if not spec.implemented:
-                raise pytest.UsageError(f"ini option {spec.ini} is not implemented yet")
-            ini[field] = _parse(spec, raw_ini, f"ini option {spec.ini}")
+            ini[spec.field] = _parse(spec, raw_ini, f"ini option {spec.ini}")
+            reason = _refusal(spec, ini[spec.field])
+            if reason:
+                _refuse_from_file(config, spec.ini, spec, reason)
+    _check_addopts(config)
     return SettingsSources(cli=cli, ini=ini)
 
 
@@ -361,18 +200,23 @@ def _config_value(skill_config: Mapping[str, Any] | None, path: tuple[str, ...])
     return node
 
 
+def _combine(field: str, before: Any, value: Any) -> Any:
+    """A later source's value; maps keyed by agent (`agent_models`) add up instead, the later source winning."""
+    if field == "agent_models" and isinstance(before, dict) and isinstance(value, dict):
+        return {**before, **value}
+    return value
+
+
 def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | None = None) -> RunSettings:
     """CLI > evals/config.yml > ini > default, validated; a bad value is a usage error naming its source."""
     values: dict[str, Any] = dict(sources.ini)
-    for field, path in CONFIG_PATHS.items():
-        value = _config_value(skill_config, path)
+    for field, (setting, _) in declared_settings().items():
+        path = setting.config_path
+        value = _config_value(skill_config, path) if path else None
         if value is not None:
-            values[field] = _grading_mode(value) if field == "grading_mode" and isinstance(value, str) else value
-    config_agents = _config_value(skill_config, ("harbor", "agents")) or {}
-    config_models = {AGENT_ALIASES.get(name, name): (spec or {}).get("model") for name, spec in config_agents.items()}
-    models = {**values.get("agent_models", {}), **{k: v for k, v in config_models.items() if v}}
-    values.update(sources.cli)
-    values["agent_models"] = {**models, **sources.cli.get("agent_models", {})}
+            values[field] = _combine(field, values.get(field), value)
+    for field, value in sources.cli.items():
+        values[field] = _combine(field, values.get(field), value)
     try:
         settings = RunSettings.model_validate(values)
     except ValidationError as error:

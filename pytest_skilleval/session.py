@@ -29,7 +29,7 @@ from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
-from pytest_skilleval.skill.settings import kwarg_leaves
+from pytest_skilleval.skill.settings import kwarg_leaves, unmeasured_settings
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -153,7 +153,8 @@ class SkillEvalSession:
             run_dir = self.resumed_run_dir(skill_dir)
             if run_dir is None:
                 continue
-            problem = resume_problem(run_dir, self.skill(skill_dir).run_config(), plan.digest)
+            config = self.skill(skill_dir).run_config()
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured_settings())
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 

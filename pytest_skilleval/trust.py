@@ -10,10 +10,6 @@ import pytest
 from pytest_skilleval.skill.host_code import configures_pytest, conftest_files, enclosing_skill, skills_reached
 
 TRUST_FLAG = "--trust-skill-code"
-TRUST_HELP = (
-    "Let pytest import conftest.py files and apply a pytest config file that lie inside a skill folder: runs the "
-    "skill's code on this machine (command line only)."
-)
 WAY_OUT = f"pass {TRUST_FLAG} (runs the skill's code on this machine)"
 
 

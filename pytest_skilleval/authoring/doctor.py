@@ -13,17 +13,16 @@ from pytest_skilleval.harbor.preflight import (
     environment_checks,
     local_cli_checks,
 )
+from pytest_skilleval.skill.setting_specs import pairs
 from pytest_skilleval.skill.settings import RunSettings
 
 
 def _pairs(values: list[str]) -> dict[str, str]:
-    pairs = {}
-    for value in values:
-        key, sep, item = value.partition("=")
-        if not sep or not key.strip():
-            raise SystemExit(f"skilleval doctor: --ek expects KEY=VALUE, got {value!r}")
-        pairs[key.strip()] = item.strip()
-    return pairs
+    """`--ek` values as pytest's `--ek` reads them."""
+    try:
+        return {key: item for value in values for key, item in pairs("--ek")(value).items()}
+    except ValueError as error:
+        raise SystemExit(f"skilleval doctor: {error}") from None
 
 
 def run_doctor(argv: list[str]) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_skilleval.skill.config_file import EvalsConfig
+from pytest_skilleval.skill.config_file import EvalsConfigBase
 from pytest_skilleval.skill.dataset import Dataset, EvalCase
 from pytest_skilleval.skill.folder import find_grader
 from pytest_skilleval.skill.native_tasks import NativeTask
@@ -67,7 +67,7 @@ class ValidationContext:
     skill_dir: Path
     grading_mode: str
     paired: bool
-    config: EvalsConfig | None = None
+    config: EvalsConfigBase | None = None
     config_path: Path | None = None
     dataset: Dataset | None = None
     dataset_path: Path | None = None

@@ -418,7 +418,7 @@ def _check_native(ctx: ValidationContext) -> None:
     if not ctx.tasks:
         return
     dataset_ids = {case.id for case in ctx.valid_cases} if ctx.dataset_path is not None else None
-    pre_agent_setup = (ctx.config.harbor.pre_agent_setup or []) if ctx.config is not None else []
+    pre_agent_setup = (ctx.config.setting("pre_agent_setup") or []) if ctx.config is not None else []
     findings = check_native_tasks(
         ctx.tasks,
         grading_mode=ctx.grading_mode,

@@ -13,7 +13,7 @@ named, is refused with one line saying so.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +22,6 @@ from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import DATASET_DIGEST_FILE, MAX_TRIAL_BYTES, RUN_CONFIG_FILE, RUN_ID_PATTERN
 
 FINISHED = frozenset({"scored", "unscored", "skipped"})
-# Settings that change how fast or where a run goes, never what it measures.
-NOT_MEASURED = frozenset(
-    {
-        "n_concurrent",
-        "max_agents",
-        "results_dir",
-        "harbor_keep_jobs",
-        "block_on_agent_eval",
-        "base_image_mode",
-        "resume",
-        "regrade",
-        "stop_on_pass",
-        "max_cases",
-    }
-)
 
 
 class ResumeError(Exception):
@@ -78,8 +63,8 @@ def _foreign(run_dir: Path, seal: RunSeal) -> str:
     )
 
 
-def _measured(run_config: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in run_config.items() if key not in NOT_MEASURED}
+def _measured(run_config: Mapping[str, Any], unmeasured: Collection[str]) -> dict[str, Any]:
+    return {key: value for key, value in run_config.items() if key not in unmeasured}
 
 
 def _json_object(run_dir: Path, name: str, seal: RunSeal) -> dict[str, Any] | None:
@@ -89,9 +74,17 @@ def _json_object(run_dir: Path, name: str, seal: RunSeal) -> dict[str, Any] | No
 
 
 def resume_problem(
-    run_dir: Path, run_config: Mapping[str, Any], dataset_digest: str | None, seal: RunSeal | None = None
+    run_dir: Path,
+    run_config: Mapping[str, Any],
+    dataset_digest: str | None,
+    seal: RunSeal | None = None,
+    *,
+    unmeasured: Collection[str],
 ) -> str | None:
     """Why the stored run and this session are not the same evaluation, or None when they are.
+
+    `unmeasured` names the settings that change how fast or where a run goes, never what it measures (the
+    settings declared `measured=False`); they may differ.
 
     The stored side is run_config.json and the dataset's digest, both written with the run folder's first trial file
     (dataset_digest.json), so a run killed before its end compares like a finished one (result.json holds the digest
@@ -111,7 +104,7 @@ def resume_problem(
         return "the dataset changed since that run (its digest differs)"
     if stored_config.get("skill_digest") != run_config.get("skill_digest"):
         return "the skill's files changed since that run (its digest differs)"
-    before, now = _measured(stored_config), _measured(run_config)
+    before, now = _measured(stored_config, unmeasured), _measured(run_config, unmeasured)
     changed = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key) and key != "skill_digest")
     if changed:
         return f"settings changed since that run: {', '.join(changed)}"

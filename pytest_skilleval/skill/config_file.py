@@ -2,13 +2,14 @@
 
 A typo in a config file must not silently change how a skill is graded, so unknown keys are rejected at every
 level, both spellings of an alias pair are an error, and `harbor.runtime_env` may not name or reference the
-operator's own credentials or anything that controls the host process. Fields are None when the file does not set
-them, so the options layer can apply CLI > config > ini > default.
+operator's own credentials or anything that controls the host process. The sections' fields are generated from the
+settings' declarations (`RunSettings`), so a key's type, range and checks are the setting's own; command-line-only
+settings have no key here and naming one says so. Fields are None when the file does not set them, so the options
+layer can apply CLI > config > ini > default.
 """
 
 from __future__ import annotations
 
-import math
 import posixpath
 import re
 from collections.abc import Mapping
@@ -16,25 +17,21 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictBool,
-    StrictInt,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.skill.bounded_parse import BoundedSafeLoader, ParseLimitError, load_yaml, yaml_error_message
+from pytest_skilleval.skill.setting_specs import Setting
+from pytest_skilleval.skill.settings import GRADING_MODE_ALIASES as GRADING_MODE_ALIASES
+from pytest_skilleval.skill.settings import GRADING_MODES as GRADING_MODES
+from pytest_skilleval.skill.settings import AgentSettings as AgentSettings
+from pytest_skilleval.skill.settings import ResourcesConfig as ResourcesConfig
+from pytest_skilleval.skill.settings import declared_settings
+from pytest_skilleval.skill.settings import normalize_grading_mode as normalize_grading_mode
 
 CONFIG_FILE_NAMES = ("config.yml", "config.yaml")
 MAX_CONFIG_BYTES = 1024 * 1024
-
-GRADING_MODES = ("default", "default_plus_custom", "custom_only")
-GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
 
 
 class ConfigError(ValueError):
@@ -53,18 +50,6 @@ class ConfigError(ValueError):
         where = f"{self.path}: {self.field}: " if self.field else f"{self.path}: "
         extra = f" (and {len(self.more)} more problem(s): {'; '.join(f'{f}: {m}' for f, m in self.more)})"
         return where + self.message + (extra if self.more else "")
-
-
-def normalize_grading_mode(value: str) -> str:
-    """Canonical grading mode for a CLI or config spelling; aliases map to their modes."""
-    if not isinstance(value, str):
-        raise ValueError(f"grading mode must be a string, not {type(value).__name__}")
-    key = value.strip().lower()
-    key = GRADING_MODE_ALIASES.get(key, key)
-    if key not in GRADING_MODES:
-        allowed = ", ".join([*GRADING_MODES, *GRADING_MODE_ALIASES])
-        raise ValueError(f"unknown grading mode {value!r}; expected one of {allowed}")
-    return key
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -245,13 +230,8 @@ def runtime_env_problems(env: Mapping[str, str]) -> list[str]:
 # Model
 
 _Strict = ConfigDict(extra="forbid")
-PositiveInt = Annotated[StrictInt, Field(ge=1)]
-
-
-def _number(value: Any, field: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise PydanticCustomError("number", "{field} must be a finite number", {"field": field})
-    return float(value)
+# A section's values are YAML's own types: `"3"` is not a number there (the ini file's text is parsed instead).
+_StrictSection = ConfigDict(extra="forbid", strict=True)
 
 
 def _rename_alias(data: Any, canonical: str, alias: str) -> Any:
@@ -269,48 +249,15 @@ def _rename_alias(data: Any, canonical: str, alias: str) -> Any:
     return data
 
 
-class ResourcesConfig(BaseModel):
-    model_config = _Strict
-    cpus: PositiveInt | None = None
-    memory_mb: PositiveInt | None = None
-    storage_mb: PositiveInt | None = None
-
-
-class AgentSettings(BaseModel):
-    model_config = _Strict
-    model: str
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _model(cls, value: Any) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise PydanticCustomError("model", "model must be a non-empty string")
-        return value.strip()
-
-
 # Paths the sandbox layout owns; an agent workdir inside them would collide with inputs, logs or skills.
 _RESERVED_ROOTS = ("/logs", "/tests", "/solution", "/harbor", "/runtime", "/installed-agent", "/workspace/input")
 _SKILL_DISCOVERY_PARTS = frozenset({".claude", ".codex", ".agents", ".opencode", ".gemini", "skills"})
 
 
-class HarborSettings(BaseModel):
-    model_config = _Strict
-    task_source: Literal["auto", "evals_json", "native_harbor"] | None = None
-    custom_dockerfile_mode: Literal["preserve", "rebase"] | None = None
-    base_image_mode: Literal["reuse", "rebuild", "disabled"] | None = None
-    n_attempts: PositiveInt | None = None
-    pass_threshold: float | None = None
-    stop_on_pass: StrictBool | None = None
-    n_concurrent: PositiveInt | None = None
-    max_agents: PositiveInt | None = None
-    max_cases: PositiveInt | None = None
-    timeout_multiplier: float | None = None
-    agent_runtime_preflight: StrictBool | None = None
-    agent_workdir: str | None = None
-    resources: ResourcesConfig | None = None
-    runtime_env: dict[str, str] | None = None
-    pre_agent_setup: list[str] | None = None
-    agents: dict[str, AgentSettings] | None = None
+class _HarborChecks(BaseModel):
+    """The `harbor:` section's checks beyond type and range (its fields come from the settings' declarations)."""
+
+    model_config = _StrictSection
 
     @model_validator(mode="before")
     @classmethod
@@ -319,27 +266,7 @@ class HarborSettings(BaseModel):
         data = _rename_alias(data, "pre_agent_setup", "setup_commands")
         return data
 
-    @field_validator("pass_threshold", mode="before")
-    @classmethod
-    def _threshold(cls, value: Any) -> Any:
-        if value is None:
-            return value
-        number = _number(value, "pass_threshold")
-        if not 0.0 <= number <= 1.0:
-            raise PydanticCustomError("range", "pass_threshold must be between 0 and 1")
-        return number
-
-    @field_validator("timeout_multiplier", mode="before")
-    @classmethod
-    def _multiplier(cls, value: Any) -> Any:
-        if value is None:
-            return value
-        number = _number(value, "timeout_multiplier")
-        if number <= 0:
-            raise PydanticCustomError("range", "timeout_multiplier must be greater than 0")
-        return number
-
-    @field_validator("agent_workdir", mode="before")
+    @field_validator("agent_workdir", mode="before", check_fields=False)
     @classmethod
     def _workdir(cls, value: Any) -> Any:
         if value is None:
@@ -359,7 +286,7 @@ class HarborSettings(BaseModel):
             )
         return path
 
-    @field_validator("runtime_env", mode="before")
+    @field_validator("runtime_env", mode="before", check_fields=False)
     @classmethod
     def _runtime_env(cls, value: Any) -> Any:
         if value is None:
@@ -388,7 +315,7 @@ class HarborSettings(BaseModel):
             raise PydanticCustomError("env_blocked", "{problems}", {"problems": "; ".join(problems)})
         return entries
 
-    @field_validator("pre_agent_setup", mode="before")
+    @field_validator("pre_agent_setup", mode="before", check_fields=False)
     @classmethod
     def _setup(cls, value: Any) -> Any:
         if value is None:
@@ -403,7 +330,7 @@ class HarborSettings(BaseModel):
             commands.append(item.strip())
         return commands
 
-    @field_validator("agents", mode="before")
+    @field_validator("agents", mode="before", check_fields=False)
     @classmethod
     def _agents(cls, value: Any) -> Any:
         if not isinstance(value, dict):
@@ -417,12 +344,10 @@ class HarborSettings(BaseModel):
         return {("claude-code" if k == "claude" else k): v for k, v in value.items()}
 
 
-class SkillWorkspaceSettings(BaseModel):
-    model_config = _Strict
-    mode: Literal["isolated", "group"] | None = None
-    include: list[Annotated[str, Field(min_length=1)]] | None = None
+class _SkillWorkspaceChecks(BaseModel):
+    model_config = _StrictSection
 
-    @field_validator("include", mode="before")
+    @field_validator("include", mode="before", check_fields=False)
     @classmethod
     def _include(cls, value: Any) -> Any:
         if isinstance(value, list) and any(not isinstance(v, str) or not v.strip() for v in value):
@@ -430,35 +355,58 @@ class SkillWorkspaceSettings(BaseModel):
         return [v.strip() for v in value] if isinstance(value, list) else value
 
     @model_validator(mode="after")
-    def _include_needs_group(self) -> SkillWorkspaceSettings:
-        if self.include and self.mode != "group":
+    def _include_needs_group(self) -> Any:
+        if getattr(self, "include", None) and getattr(self, "mode", None) != "group":
             raise PydanticCustomError("include", "include needs mode: group", {"field": "include"})
         return self
 
 
-class GradingSettings(BaseModel):
-    model_config = _Strict
-    mode: str | None = None
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _mode(cls, value: Any) -> Any:
-        if value is None:
-            return value
-        try:
-            return normalize_grading_mode(value)
-        except ValueError as exc:
-            raise PydanticCustomError("mode", "{error}", {"error": str(exc)}) from None
+class _SectionChecks(BaseModel):
+    model_config = _StrictSection
 
 
-class EvalsConfig(BaseModel):
-    """`evals/config.yml`. None means "not set here"."""
+_SECTION_CHECKS: dict[str, type[BaseModel]] = {"harbor": _HarborChecks, "skill_workspace": _SkillWorkspaceChecks}
+
+
+def _file_type(setting: Setting, info: FieldInfo) -> Any:
+    """The type a config.yml key has: the setting's own (with its range and checks), or its file shape."""
+    if setting.config_type is not None:
+        return setting.config_type
+    constraints = [item for item in info.metadata if not isinstance(item, Setting)]
+    return Annotated[(info.annotation, *constraints)] if constraints else info.annotation
+
+
+def _section_models() -> dict[str, type[BaseModel]]:
+    """One strict model per config.yml section, a field for every setting declared at a path in it."""
+    fields: dict[str, dict[str, Any]] = {}
+    for setting, info in declared_settings().values():
+        path = setting.config_path
+        if path is None:
+            continue
+        section, key = path
+        kind = _file_type(setting, info)
+        fields.setdefault(section, {})[key] = (kind | None, None)
+    return {
+        section: create_model(
+            f"{section.title().replace('_', '')}Settings",
+            __base__=_SECTION_CHECKS.get(section, _SectionChecks),
+            **section_fields,
+        )
+        for section, section_fields in fields.items()
+    }
+
+
+SECTIONS = _section_models()
+HarborSettings = SECTIONS["harbor"]
+SkillWorkspaceSettings = SECTIONS["skill_workspace"]
+GradingSettings = SECTIONS["grading"]
+
+
+class EvalsConfigBase(BaseModel):
+    """`evals/config.yml`; its sections hold None where the file does not set a key."""
 
     model_config = _Strict
     schema_version: Literal[1]
-    harbor: HarborSettings = Field(default_factory=HarborSettings)
-    skill_workspace: SkillWorkspaceSettings = Field(default_factory=SkillWorkspaceSettings)
-    grading: GradingSettings = Field(default_factory=GradingSettings)
 
     @field_validator("schema_version", mode="before")
     @classmethod
@@ -469,9 +417,37 @@ class EvalsConfig(BaseModel):
             )
         return value
 
+    def setting(self, field: str) -> Any:
+        """What the file says for a `RunSettings` field, or None when it does not set it."""
+        setting, _ = declared_settings()[field]
+        if setting.config_path is None:
+            return None
+        section, key = setting.config_path
+        return getattr(getattr(self, section), key)
+
     @property
     def grading_mode(self) -> str | None:
-        return self.grading.mode
+        mode = self.setting("grading_mode")
+        return mode if isinstance(mode, str) else None
+
+
+_SECTION_FIELDS: dict[str, Any] = {name: (model, Field(default_factory=model)) for name, model in SECTIONS.items()}
+EvalsConfig = create_model("EvalsConfig", __base__=EvalsConfigBase, **_SECTION_FIELDS)
+
+
+def _cli_only_names() -> dict[str, str]:
+    """Keys a config.yml might use for a command-line-only setting, and its flag."""
+    names: dict[str, str] = {}
+    for field, (setting, _) in declared_settings().items():
+        if setting.cli_only or setting.file_refusal is not None:
+            option = setting.option or field
+            flag = "--" + option.replace("_", "-")
+            for name in {field, option, option.replace("_", "-"), f"skilleval_{option}"}:
+                names[name] = flag
+    return names
+
+
+CLI_ONLY_KEYS = _cli_only_names()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -522,13 +498,16 @@ AGENT_SETTINGS_NOTE = (
 def _message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "extra_forbidden":
         loc = [str(part) for part in error.get("loc", ())]
+        if loc and loc[-1] in CLI_ONLY_KEYS:
+            flag = CLI_ONLY_KEYS[loc[-1]]
+            return f"{flag} is command line only (a skill's files may not weaken isolation); give it there, not here"
         return "unknown key" + (AGENT_SETTINGS_NOTE if loc[:2] == ["harbor", "agents"] and len(loc) == 4 else "")
     if error.get("type") == "missing":
         return "is required"
     return str(error.get("msg", "invalid value"))
 
 
-def parse_config(path: Path, data: Any) -> EvalsConfig:
+def parse_config(path: Path, data: Any) -> EvalsConfigBase:
     """Validate an already-parsed config document."""
     if data is None:
         raise ConfigError(path, "", "config file is empty")
@@ -542,7 +521,7 @@ def parse_config(path: Path, data: Any) -> EvalsConfig:
         raise ConfigError(path, field, message, more=errors[1:]) from None
 
 
-def load_config(evals_dir: Path) -> EvalsConfig | None:
+def load_config(evals_dir: Path) -> EvalsConfigBase | None:
     """Load `evals/config.yml` (or `.yaml`); None when there is none. Raises ConfigError naming file and field."""
     path = find_config(Path(evals_dir))
     if path is None:

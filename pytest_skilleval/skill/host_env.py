@@ -8,13 +8,12 @@ through `forwarded_env`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from pytest_skilleval.skill.config_file import env_control_category
+from pytest_skilleval.skill.setting_specs import pass_env_names as pass_env_names
 from verifier.redact import is_credential_variable
 
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Model providers and clouds: their variables configure accounts even when the name does not say "key".
 _PROVIDER_CLOUD_PREFIXES = (
     "ANTHROPIC_",
@@ -53,18 +52,6 @@ def looks_like_credential(name: str) -> bool:
         or upper.startswith(_PROVIDER_CLOUD_PREFIXES)
         or env_control_category(upper) == "provider-credential"
     )
-
-
-def pass_env_names(values: Iterable[str]) -> list[str]:
-    """The `--pass-env` allowance: valid variable names, each once, in the order given; raises ValueError."""
-    names: list[str] = []
-    for value in values:
-        name = value.strip()
-        if not _NAME_RE.fullmatch(name):
-            raise ValueError(f"--pass-env expects a variable name like MY_SERVICE_URL, got {value!r}")
-        if name not in names:
-            names.append(name)
-    return names
 
 
 def forwarded_env(allowance: Iterable[str], environ: Mapping[str, str]) -> dict[str, str]:

@@ -1,16 +1,29 @@
 """The settings one skill runs with, after every source is merged (the merge itself lives in `options`).
 
-Plain data: the Harbor side and the session read it; nothing here knows about pytest.
+Each field is the one declaration of a setting: its type, range and default here, and a `Setting` (see
+`setting_specs`) saying how the command line, the ini file and `evals/config.yml` reach it and whether `--resume`
+compares it. Adding a setting is one field here plus its behaviour. Plain data: nothing here knows about pytest.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.results.records import Arm
-from pytest_skilleval.skill.host_env import pass_env_names
+from pytest_skilleval.skill.setting_specs import (
+    Setting,
+    agent_kwarg,
+    ek_file_refusal,
+    lower,
+    pairs,
+    pass_env_name,
+    pass_env_names,
+    split_list,
+)
 
 AGENT_ALIASES = {"claude": "claude-code"}
 # How `--env-mode` names our own `local` environment (the name, or either import path).
@@ -19,6 +32,47 @@ LOCAL_ENV_MODES = (
     "pytest_skilleval.harbor.local_env:LocalEnvironment",
     "pytest_skilleval.harbor_ext.local_env:LocalEnvironment",
 )
+GRADING_MODES = ("default", "default_plus_custom", "custom_only")
+GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
+
+
+def normalize_grading_mode(value: Any) -> str:
+    """Canonical grading mode for any spelling (flag, ini or config.yml); aliases map to their modes."""
+    if not isinstance(value, str):
+        raise PydanticCustomError("mode", "grading mode must be a string, not {kind}", {"kind": type(value).__name__})
+    key = value.strip().lower()
+    key = GRADING_MODE_ALIASES.get(key, key)
+    if key not in GRADING_MODES:
+        allowed = ", ".join([*GRADING_MODES, *GRADING_MODE_ALIASES])
+        raise PydanticCustomError(
+            "mode",
+            "unknown grading mode {value}; expected one of {allowed}",
+            {"value": repr(value), "allowed": allowed},
+        )
+    return key
+
+
+class ResourcesConfig(BaseModel):
+    """`harbor.resources` in evals/config.yml: the sandbox's CPUs, memory and disk."""
+
+    model_config = ConfigDict(extra="forbid")
+    cpus: Annotated[StrictInt, Field(ge=1)] | None = None
+    memory_mb: Annotated[StrictInt, Field(ge=1)] | None = None
+    storage_mb: Annotated[StrictInt, Field(ge=1)] | None = None
+
+
+class AgentSettings(BaseModel):
+    """One agent under `harbor.agents` in evals/config.yml: its model."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: str
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise PydanticCustomError("model", "model must be a non-empty string")
+        return value.strip()
 
 
 def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
@@ -45,48 +99,273 @@ def redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {key: redact(key, value) for key, value in kwargs.items()}
 
 
-class RunSettings(BaseModel):
-    """Everything that shapes a skill's run, after merging every source."""
+GradingMode = Annotated[
+    Literal["default", "default_plus_custom", "custom_only"], BeforeValidator(normalize_grading_mode)
+]
+Threshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Multiplier = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+PositiveCount = Annotated[int, Field(ge=1)]
 
-    agents: list[str] = Field(default_factory=lambda: ["codex"])
-    agent_models: dict[str, str] = Field(default_factory=dict)
-    agent_kwargs: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Per agent, constructor settings from --agent-kwarg (command line only)."
-    )
-    env_mode: str = "docker"
-    env_kwargs: dict[str, str] = Field(default_factory=dict)
-    n_attempts: int = Field(default=1, ge=1)
-    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    stop_on_pass: bool = False
-    grading_mode: Literal["default", "default_plus_custom", "custom_only"] = "default"
-    skip_baseline: bool = False
-    skip_with_skill: bool = False
-    max_cases: int | None = Field(default=None, ge=1)
-    n_concurrent: int = Field(default=4, ge=1, description="Trials in flight inside one pytest process.")
-    max_agents: int | None = Field(default=None, ge=1, description="At most this many agents' trials at once.")
-    timeout_multiplier: float = Field(default=1.0, gt=0)
-    results_dir: str | None = None
-    harbor_keep_jobs: bool = False
-    judge_model: str | None = None
-    judge_cache: Literal["on", "off", "read", "write"] = "on"
-    block_on_agent_eval: bool = False
-    # The sandbox image and what goes in it (see docs/environments.md).
-    base_image: str | None = None
-    custom_dockerfile_mode: Literal["preserve", "rebase"] = "rebase"
-    base_image_mode: Literal["reuse", "rebuild", "disabled"] = "disabled"
-    task_source: Literal["auto", "evals_json", "native_harbor"] = "auto"
-    agent_workdir: str | None = None
-    resources: dict[str, int] = Field(default_factory=dict)
-    runtime_env: dict[str, str] = Field(default_factory=dict)
-    pre_agent_setup: list[str] = Field(default_factory=list)
-    skill_workspace_mode: Literal["isolated", "group"] = "isolated"
-    skill_workspace_include: list[str] = Field(default_factory=list)
-    resume: str | None = Field(default=None, description="Run id (or latest) to finish in its own folder.")
-    regrade: str | None = Field(default=None, description="Run id (or latest) whose stored trials to grade again.")
-    pass_env: list[str] = Field(
-        default_factory=list,
-        description="Host variables a native task may reference (--pass-env, command line only); none by default.",
-    )
+
+class RunSettings(BaseModel):
+    """Everything that shapes a skill's run, after merging every source; each field declares one setting."""
+
+    agents: Annotated[
+        list[str],
+        Setting(
+            "Comma-separated agents: replay, codex, claude-code, opencode, any Harbor agent name or module:Class.",
+            parse=split_list,
+            metavar="A,B",
+        ),
+    ] = Field(default_factory=lambda: ["codex"])
+    agent_models: Annotated[
+        dict[str, str],
+        Setting(
+            "Model for one agent, AGENT=MODEL (repeatable).",
+            option="agent_model",
+            parse=pairs("--agent-model"),
+            repeat=True,
+            metavar="AGENT=MODEL",
+            config="harbor.agents",
+            config_type=dict[str, AgentSettings],
+            default_text="Harbor's default for the agent",
+        ),
+    ] = Field(default_factory=dict)
+    agent_kwargs: Annotated[
+        dict[str, dict[str, Any]],
+        Setting(
+            "Constructor setting for one agent, AGENT:KEY=VALUE (repeatable), "
+            "e.g. terminus-2:record_terminal_session=false. VALUE is read as JSON when it parses, else as text.",
+            option="agent_kwarg",
+            parse=agent_kwarg,
+            repeat=True,
+            metavar="AGENT:KEY=VALUE",
+            cli_only=True,
+        ),
+    ] = Field(default_factory=dict)
+    env_mode: Annotated[
+        str,
+        Setting(
+            "Where trials run: local (built in, no Docker), docker, or any Harbor environment type.", metavar="MODE"
+        ),
+    ] = "docker"
+    env_kwargs: Annotated[
+        dict[str, str],
+        Setting(
+            "Environment keyword argument KEY=VALUE (repeatable), e.g. sandbox=auto|bwrap|none for local. "
+            "Only sandbox=auto or sandbox=bwrap may come from an ini file: the rest weakens isolation and is "
+            "command line only.",
+            option="ek",
+            parse=pairs("--ek"),
+            repeat=True,
+            metavar="KEY=VALUE",
+            file_refusal=ek_file_refusal,
+        ),
+    ] = Field(default_factory=dict)
+    n_attempts: Annotated[
+        PositiveCount, Setting("Attempts per case, agent and arm.", parse=int, metavar="N", config="harbor.n_attempts")
+    ] = 1
+    pass_threshold: Annotated[
+        Threshold,
+        Setting("Score an attempt needs to pass, 0.0-1.0.", parse=float, metavar="X", config="harbor.pass_threshold"),
+    ] = 0.5
+    stop_on_pass: Annotated[
+        bool,
+        Setting(
+            "Skip a case's remaining attempts once one passes (needs --n-attempts > 1).",
+            config="harbor.stop_on_pass",
+            measured=False,
+        ),
+    ] = False
+    grading_mode: Annotated[
+        GradingMode,
+        Setting(
+            "default, default_plus_custom or custom_only (aliases aces_default, aces_plus_custom).",
+            metavar="MODE",
+            config="grading.mode",
+        ),
+    ] = "default"
+    skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
+    skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
+    max_cases: Annotated[
+        PositiveCount | None,
+        Setting(
+            "Evaluate only the first N cases of each skill, in staged order (dataset order, then native tasks by "
+            "folder name).",
+            parse=int,
+            metavar="N",
+            config="harbor.max_cases",
+            measured=False,
+            default_text="all",
+        ),
+    ] = None
+    n_concurrent: Annotated[
+        PositiveCount,
+        Setting(
+            "Trials in flight inside one pytest process (1 runs them one by one). Composes with -n: -n 2 "
+            "--n-concurrent 4 is up to 8 trials.",
+            parse=int,
+            metavar="N",
+            config="harbor.n_concurrent",
+            measured=False,
+        ),
+    ] = 4
+    max_agents: Annotated[
+        PositiveCount | None,
+        Setting(
+            "At most N agents' trials at once.",
+            parse=int,
+            metavar="N",
+            config="harbor.max_agents",
+            measured=False,
+            default_text="no limit",
+        ),
+    ] = None
+    timeout_multiplier: Annotated[
+        Multiplier,
+        Setting("Multiply every Harbor timeout.", parse=float, metavar="X", config="harbor.timeout_multiplier"),
+    ] = 1.0
+    results_dir: Annotated[
+        str | None,
+        Setting(
+            "Write results under DIR/<skill-name>/ instead of <skill>/evals/results/.",
+            metavar="DIR",
+            measured=False,
+            default_text="<skill>/evals/results/",
+        ),
+    ] = None
+    harbor_keep_jobs: Annotated[
+        bool,
+        Setting(
+            "Keep Harbor's staged tasks and trial folders after the session (deleted once results are written "
+            "otherwise).",
+            cli_only=True,
+            measured=False,
+        ),
+    ] = False
+    base_image: Annotated[
+        str | None,
+        Setting(
+            "Image the sandbox starts from, used as it is: only the plugin's own layers go on top.",
+            metavar="IMAGE",
+            default_text="python:3.12-slim plus bash curl git jq ripgrep",
+        ),
+    ] = None
+    custom_dockerfile_mode: Annotated[
+        Literal["preserve", "rebase"],
+        Setting(
+            "preserve or rebase: whether --base-image replaces the FROM of a skill's evals/environment/Dockerfile.",
+            metavar="MODE",
+            config="harbor.custom_dockerfile_mode",
+        ),
+    ] = "rebase"
+    resume: Annotated[
+        str | None,
+        Setting(
+            "Finish an interrupted, killed or partial run (a run id, or latest) in its own folder: finished trials "
+            "are read back, the rest run. Refused when the dataset, skill or settings changed.",
+            metavar="RUN_ID",
+            measured=False,
+        ),
+    ] = None
+    regrade: Annotated[
+        str | None,
+        Setting(
+            "Grade a finished run's stored trials again with today's host-side graders (0 agent runs), into a new "
+            "run folder.",
+            metavar="RUN_ID",
+            measured=False,
+        ),
+    ] = None
+    judge_model: Annotated[
+        str | None,
+        Setting(
+            "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1).",
+            metavar="MODEL",
+            default_text="LLM_JUDGE_MODEL, else SKILL_EVAL_JUDGE_MODEL; unset: judges not configured",
+        ),
+    ] = None
+    judge_cache: Annotated[
+        Literal["on", "off", "read", "write"],
+        Setting(
+            "Judge verdict cache under the results root: on, off, read or write.",
+            parse=lower,
+            metavar="MODE",
+        ),
+    ] = "on"
+    block_on_agent_eval: Annotated[
+        bool, Setting("Exit non-zero unless the verdict is a completed PASS.", measured=False)
+    ] = False
+    pass_env: Annotated[
+        list[str],
+        Setting(
+            "Let native tasks read this host variable through ${NAME} (repeatable).",
+            parse=pass_env_name,
+            repeat=True,
+            metavar="NAME",
+            cli_only=True,
+        ),
+    ] = Field(default_factory=list)
+    trust_skill_code: Annotated[
+        bool,
+        Setting(
+            "Let a pytest conftest or ini file inside a skill under evaluation load: runs the skill's code on this "
+            "machine.",
+            cli_only=True,
+            measured=False,
+        ),
+    ] = False
+    # Set only in evals/config.yml (see docs/datasets.md): how a skill's sandbox and tasks are built.
+    base_image_mode: Annotated[
+        Literal["reuse", "rebuild", "disabled"],
+        Setting(
+            "Reuse, rebuild or skip the run's image cache.",
+            config_only=True,
+            config="harbor.base_image_mode",
+            measured=False,
+        ),
+    ] = "disabled"
+    task_source: Annotated[
+        Literal["auto", "evals_json", "native_harbor"],
+        Setting(
+            "Which tasks run: the dataset, the native tasks, or both.", config_only=True, config="harbor.task_source"
+        ),
+    ] = "auto"
+    agent_workdir: Annotated[
+        str | None,
+        Setting("The agent's working directory in the sandbox.", config_only=True, config="harbor.agent_workdir"),
+    ] = None
+    resources: Annotated[
+        dict[str, int],
+        Setting(
+            "The sandbox's CPUs, memory and disk.",
+            config_only=True,
+            config="harbor.resources",
+            config_type=ResourcesConfig,
+        ),
+    ] = Field(default_factory=dict)
+    runtime_env: Annotated[
+        dict[str, str],
+        Setting("Variables set in the sandbox.", config_only=True, config="harbor.runtime_env"),
+    ] = Field(default_factory=dict)
+    pre_agent_setup: Annotated[
+        list[str],
+        Setting("Commands run in the sandbox before the agent.", config_only=True, config="harbor.pre_agent_setup"),
+    ] = Field(default_factory=list)
+    agent_runtime_preflight: Annotated[
+        bool | None,
+        Setting(
+            "Validated only, no effect yet.", config_only=True, config="harbor.agent_runtime_preflight", measured=False
+        ),
+    ] = None
+    skill_workspace_mode: Annotated[
+        Literal["isolated", "group"],
+        Setting("Install only this skill, or a group of skills.", config_only=True, config="skill_workspace.mode"),
+    ] = "isolated"
+    skill_workspace_include: Annotated[
+        list[str],
+        Setting("The other skills a group workspace installs.", config_only=True, config="skill_workspace.include"),
+    ] = Field(default_factory=list)
 
     @field_validator("agents")
     @classmethod
@@ -101,6 +380,17 @@ class RunSettings(BaseModel):
         if not canonical:
             raise ValueError("at least one agent is needed")
         return canonical
+
+    @field_validator("agent_models", mode="before")
+    @classmethod
+    def _models_from_config(cls, value: Any) -> Any:
+        """evals/config.yml's `harbor.agents` ({name: {model: ...}}) names models too."""
+        if isinstance(value, dict) and any(isinstance(item, dict) for item in value.values()):
+            return {
+                AGENT_ALIASES.get(name, name): item.get("model") if isinstance(item, dict) else item
+                for name, item in value.items()
+            }
+        return value
 
     @field_validator("agent_kwargs", mode="before")
     @classmethod
@@ -135,3 +425,32 @@ class RunSettings(BaseModel):
         if not self.skip_baseline:
             arms.append("without_skill")
         return tuple(arms)
+
+
+def declared_settings() -> dict[str, tuple[Setting, FieldInfo]]:
+    """Every setting by its `RunSettings` field: its declaration and the field (type, range, default)."""
+    found: dict[str, tuple[Setting, FieldInfo]] = {}
+    for name, info in RunSettings.model_fields.items():
+        declaration = next((item for item in info.metadata if isinstance(item, Setting)), None)
+        if declaration is None:
+            raise TypeError(f"RunSettings.{name} has no Setting declaration")
+        found[name] = (declaration, info)
+    return found
+
+
+def unmeasured_settings() -> frozenset[str]:
+    """Fields that change how fast or where a run goes, never what it measures (a resume may change them)."""
+    return frozenset(name for name, (setting, _) in declared_settings().items() if not setting.measured)
+
+
+def shown_default(name: str) -> str:
+    """The default of a setting as `--help` and the docs say it."""
+    setting, info = declared_settings()[name]
+    if setting.default_text is not None:
+        return setting.default_text
+    value = info.get_default(call_default_factory=True)
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value in (None, [], {}):
+        return "none"
+    return ",".join(value) if isinstance(value, list) else str(value)

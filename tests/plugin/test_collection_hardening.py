@@ -81,10 +81,10 @@ def test_passed_host_variable_reaches_the_verifier(
 def test_pass_env_cannot_come_from_the_ini_file(skill_project: SkillProject) -> None:
     skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
     native_task(skill, "t1", '[environment.env]\nAPP_URL = "${APP_URL}"\n')
-    skill_project.pytester.makeini("[pytest]\nskilleval_pass_env = APP_URL\n")
-    result, output = collect(skill_project, "--grading-mode", "custom_only")
-    assert "references the host variable APP_URL" in output
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    ini = skill_project.pytester.makeini("[pytest]\nskilleval_pass_env = APP_URL\n")
+    result, _ = collect(skill_project, "--grading-mode", "custom_only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{ini}: skilleval_pass_env: --pass-env is command line only" in result.stderr.str()
 
 
 # --- resource bombs and bad durations (issue 9, items 9 and 10) --------------------------------------------------

@@ -15,9 +15,11 @@ from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.skill.settings import unmeasured_settings
 from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"
+UNMEASURED = unmeasured_settings()
 CONFIG = {"agents": ["codex"], "n_attempts": 2, "n_concurrent": 4, "skill_digest": "skill-1", "judge": None}
 
 
@@ -87,13 +89,19 @@ def test_the_early_writer_refuses_a_planted_symlink(tmp_path: Path) -> None:
 
 def test_a_killed_run_compares_like_a_finished_one(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
-    assert resume_problem(run_dir, CONFIG, "data-1") is None
-    assert resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1") is None
-    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
-    assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1") == (
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) is None
+    assert (
+        resume_problem(run_dir, {**CONFIG, "n_concurrent": 1, "resume": "latest"}, "data-1", unmeasured=UNMEASURED)
+        is None
+    )
+    assert (
+        resume_problem(run_dir, CONFIG, "data-2", unmeasured=UNMEASURED)
+        == "the dataset changed since that run (its digest differs)"
+    )
+    assert resume_problem(run_dir, {**CONFIG, "skill_digest": "skill-2"}, "data-1", unmeasured=UNMEASURED) == (
         "the skill's files changed since that run (its digest differs)"
     )
-    assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1") == (
+    assert resume_problem(run_dir, {**CONFIG, "n_attempts": 3}, "data-1", unmeasured=UNMEASURED) == (
         "settings changed since that run: n_attempts"
     )
 
@@ -103,29 +111,32 @@ def test_a_run_without_a_dataset_digest_file_compares_with_its_sealed_result_jso
     run_dir = _killed_run(tmp_path)
     (run_dir / tree.DATASET_DIGEST_FILE).unlink()
     (run_dir / "result.json").write_text(json.dumps({"dataset_digest": "data-1"}))  # by hand: not sealed
-    assert "not a run folder this plugin can resume" in resume_problem(run_dir, CONFIG, "data-1")
+    assert "not a run folder this plugin can resume" in resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED)
     with tree._write_batch(tmp_path):
         tree.write_sealed_json(
             run_dir, run_dir / "result.json", {"dataset_digest": "data-1"}, tmp_path, RunSeal.of_this_machine()
         )
-    assert resume_problem(run_dir, CONFIG, "data-1") is None
-    assert resume_problem(run_dir, CONFIG, "data-2") == "the dataset changed since that run (its digest differs)"
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) is None
+    assert (
+        resume_problem(run_dir, CONFIG, "data-2", unmeasured=UNMEASURED)
+        == "the dataset changed since that run (its digest differs)"
+    )
 
 
 def test_a_folder_with_neither_is_refused_with_the_reason(tmp_path: Path) -> None:
     run_dir = _killed_run(tmp_path)
     (run_dir / tree.RUN_CONFIG_FILE).unlink()
     (run_dir / tree.DATASET_DIGEST_FILE).unlink()
-    problem = resume_problem(run_dir, CONFIG, "data-1")
+    problem = resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED)
     assert problem == (
         f"{run_dir} has no readable run_config.json or dataset_digest.json (or result.json): "
         "not a run folder this plugin can resume"
     )
     (run_dir / tree.RUN_CONFIG_FILE).write_text("{not json")
     tree.RunStart(CONFIG, "data-1").write(run_dir, tmp_path, Redactor.from_environment({}), RunSeal.of_this_machine())
-    assert resume_problem(run_dir, CONFIG, "data-1") is None
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) is None
     (run_dir / tree.RUN_CONFIG_FILE).write_text(json.dumps({**CONFIG, "n_attempts": 3}))  # edited since: not ours
-    assert resume_problem(run_dir, CONFIG, "data-1") == (
+    assert resume_problem(run_dir, CONFIG, "data-1", unmeasured=UNMEASURED) == (
         f"{run_dir} has no readable run_config.json: not a run folder this plugin can resume"
     )
 
@@ -148,7 +159,7 @@ def test_only_trial_files_this_machine_sealed_are_read_back(tmp_path: Path) -> N
     forged = shutil.copytree(_killed_run(tmp_path / "real"), tmp_path / "forged" / "20991231_000000_1_aaaaaaaaaaaa")
     with pytest.raises(ResumeError, match=r"20991231_000000_1_aaaaaaaaaaaa is not a run this machine wrote"):
         resolve_run_dir(tmp_path / "forged", "latest")
-    assert resume_problem(forged, CONFIG, "data-1") is not None and stored_records(forged) == {}
+    assert resume_problem(forged, CONFIG, "data-1", unmeasured=UNMEASURED) is not None and stored_records(forged) == {}
     assert resolve_run_dir(tmp_path / "real", "latest") == tmp_path / "real" / RUN_ID
 
 

@@ -100,16 +100,17 @@ def test_replay_keeps_its_own_kwargs_beside_agent_kwargs() -> None:
 
 
 def test_agent_kwarg_values_are_json_when_they_parse() -> None:
-    from pytest_skilleval.options import _agent_kwargs
+    from pytest_skilleval.options import parse_option
 
-    parsed = _agent_kwargs(
+    parsed = parse_option(
+        "agent_kwarg",
         [
             "terminus-2:record_terminal_session=false",
             "terminus-2:api_base=http://127.0.0.1:1/v1",
             "pkg.mod:Agent:n=3",
             'terminus-2:llm_kwargs={"temperature": 0}',
             'a:s="123"',
-        ]
+        ],
     )
     assert parsed == {
         "terminus-2": {
