@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from pytest_skilleval.skill.config_file import env_control_category
-from verifier.redact import is_credential_variable
+from verifier.secret_patterns import is_credential_name
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Model providers and clouds: their variables configure accounts even when the name does not say "key".
@@ -49,7 +49,7 @@ def looks_like_credential(name: str) -> bool:
     written: `*_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`, ...), or configures a provider or cloud account."""
     upper = name.upper()
     return (
-        is_credential_variable(name)
+        is_credential_name(name)
         or upper.startswith(_PROVIDER_CLOUD_PREFIXES)
         or env_control_category(upper) == "provider-credential"
     )
