@@ -107,6 +107,11 @@ def looks_like_credential(name: str) -> bool:
     return is_credential_name(name) or is_credential_value_name(name)
 
 
+def _reserved(name: str) -> str:
+    """A name as it is compared with the reserved names: trimmed and case-folded."""
+    return name.strip().casefold()
+
+
 def _display(name: str, limit: int = 80) -> str:
     """A name safe to put in a message: repr() for anything unprintable, shortened."""
     shown = name if name.isprintable() else repr(name)
@@ -188,8 +193,10 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
         return result
     errors: list[str] = []
 
-    for name in sorted(STANDARD_METRIC_NAMES & {str(k) for k in raw}):
-        errors.append(f"custom grader cannot write reserved standard metric '{name}'")
+    # Reserved names are compared trimmed and case-folded: `" security"` or `"OVERALL"` is no custom metric.
+    for key in sorted(str(k) for k in raw if _reserved(str(k)) in STANDARD_METRIC_NAMES):
+        shown = "" if key == _reserved(key) else f" (written as '{_display(key)}')"
+        errors.append(f"custom grader cannot write reserved standard metric '{_reserved(key)}'{shown}")
 
     kept: dict[str, float] = {}
     kept_source: dict[str, str] = {}
@@ -198,11 +205,14 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
         if looks_like_credential(name):
             result.omitted.append(OmittedMetric(name=REDACTED_NAME, reason="metric name looks like a credential"))
             continue
-        if source != "top level" and name in RESERVED_NAMES:
-            errors.append(
-                f"custom metric '{_display(name)}' in `{source}` collides with a reserved field name "
-                f"({', '.join(sorted(RESERVED_NAMES))})"
-            )
+        reserved = _reserved(name)
+        if reserved in RESERVED_NAMES:
+            if not (source == "top level" and reserved in STANDARD_METRIC_NAMES):  # those are reported above
+                errors.append(
+                    f"custom metric '{_display(raw_name)}' in `{source}` collides with the reserved field name "
+                    f"'{reserved}' (reserved, compared trimmed and case-insensitively: "
+                    f"{', '.join(sorted(RESERVED_NAMES))})"
+                )
             continue
         value_problem = _value_problem(value)
         if value_problem is not None:
