@@ -72,8 +72,23 @@ def forwarded_env(allowance: Iterable[str], environ: Mapping[str, str]) -> dict[
     return {name: environ[name] for name in allowance if name in environ}
 
 
+def is_passable_name(name: str) -> bool:
+    """Whether `--pass-env` accepts the name (`${1PLAIN}` or `${.DOTNAME}` can never be passed)."""
+    return bool(_NAME_RE.fullmatch(name))
+
+
+def unpassable_reference_message(where: str, ref: str) -> str:
+    """Why a `${...}` reference whose name --pass-env cannot pass is refused."""
+    return (
+        f"{where} references the host variable {ref!r}, which is not a variable name --pass-env accepts; only "
+        "host variables the operator passes explicitly are read: write the value itself"
+    )
+
+
 def unpassed_reference_message(where: str, ref: str) -> str:
     """Why a reference to a host variable that was not passed is refused, and how to pass it."""
+    if not is_passable_name(ref):
+        return unpassable_reference_message(where, ref)
     credential = ", which looks like a credential" if looks_like_credential(ref) else ""
     return (
         f"{where} references the host variable {ref}{credential}; a native task reads only host variables the "
