@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from pathlib import Path
 
 import pytest
 
@@ -126,4 +125,6 @@ def test_every_secret_shape_is_kept_out_of_every_artifact(
     replays = str(skill / "evals" / "replays")
     configs = list(basetemp.rglob("trials/*/config.json"))
     assert configs and all(json.loads(p.read_text())["agent"]["kwargs"]["replay_dir"] == replays for p in configs)
-    assert str(skill) in texts["trial files"] or str(Path("skills") / skill.name) in texts["trial files"]
+    trajectories = [json.loads(p.read_text())["trajectory"] for p in artifacts["trial files"]]
+    sources = {t["extra"]["replay"]["source"] for t in trajectories if t}
+    assert sources and all(source.startswith(replays + "/") for source in sources), sources
