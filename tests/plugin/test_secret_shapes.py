@@ -14,7 +14,7 @@ import secrets
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, bash_replay
 from verifier.redact import REDACTED
 
 # Token shapes an agent might print that no variable holds.
@@ -47,40 +47,23 @@ verifier.mkdir(parents=True, exist_ok=True)
 """ % sorted(ENV_NAMED)
 
 
-def _replay(commands: list[str]) -> dict:
-    calls = [
-        {"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": command}}
-        for i, command in enumerate(commands)
-    ]
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "do it"},
-            {"step_id": 2, "source": "agent", "message": "printing " + SHAPES["hf_ token"], "tool_calls": calls},
-        ],
-    }
-
-
 def test_every_secret_shape_is_kept_out_of_every_artifact(
     skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     for name, value in {**ENV_NAMED, **URL_NAMED}.items():
         monkeypatch.setenv(name, value)
-    # A skill path with a long run of letters and digits: a path, not key material.
-    skill = skill_project.root / "skills" / "demo-skill-2026-12-01-0123456789abcdef"
-    (skill / "evals" / "replays").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: test skill\n---\n# demo\n")
     entries = [{"id": case, "prompt": f"do {case}", "expected_output": "done"} for case in ("printer", "crasher")]
-    (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
+    # A skill path with a long run of letters and digits: a path, not key material.
+    skill = skill_project.make_skill(
+        "demo-skill-2026-12-01-0123456789abcdef", {"skill_name": "demo", "evals": entries}, grader=False
+    )
     (skill / "evals" / "grader.py").write_text(GRADER)
-    replay = _replay(
-        [
-            "env",
-            "echo " + " ".join(f"'{value}'" for value in SHAPES.values()),
-            "echo " + " ".join(f'"${name}"' for name in ENV_NAMED) + " >&2",
-            "echo " + " ".join(f"{name}={value}" for name, value in KWARG_NAMED.items()),
-        ]
+    replay = bash_replay(
+        "env",
+        "echo " + " ".join(f"'{value}'" for value in SHAPES.values()),
+        "echo " + " ".join(f'"${name}"' for name in ENV_NAMED) + " >&2",
+        "echo " + " ".join(f"{name}={value}" for name, value in KWARG_NAMED.items()),
+        message="printing " + SHAPES["hf_ token"],
     )
     for case in ("printer", "crasher"):
         (skill / "evals" / "replays" / f"{case}.json").write_text(json.dumps(replay))
