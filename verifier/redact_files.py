@@ -25,18 +25,21 @@ CHUNK_BYTES = 1024 * 1024
 _MARK = REDACTED.encode()
 
 
-def secrets_pattern(secrets: Iterable[str]) -> re.Pattern[bytes] | None:
-    """One bytes pattern for every form of every secret (as written and as inside a JSON string), longest first."""
+def secrets_pattern(secrets: Iterable[str]) -> tuple[re.Pattern[bytes], int] | None:
+    """One bytes pattern for every form of every secret (as written and as inside a JSON string), longest first,
+    and the length of the longest form (the overlap between chunks is one byte less)."""
     forms = sorted({form.encode("utf-8") for form in secret_forms(secrets)}, key=len, reverse=True)
-    return re.compile(b"|".join(re.escape(form) for form in forms)) if forms else None
+    if not forms:
+        return None
+    return re.compile(b"|".join(re.escape(form) for form in forms)), len(forms[0])
 
 
 def scrub_tree(root: Path, secrets: Iterable[str]) -> list[Path]:
     """Replace every known secret in every regular file under `root` (links skipped); the files rewritten."""
-    pattern = secrets_pattern(secrets)
-    if pattern is None:
+    found = secrets_pattern(secrets)
+    if found is None:
         return []
-    longest = max(len(alternative) for alternative in pattern.pattern.split(b"|"))
+    pattern, longest = found
     changed = []
     for folder, dirs, files in os.walk(root, followlinks=False):
         dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(folder, name))]

@@ -52,6 +52,14 @@ def test_a_secret_across_a_chunk_boundary_is_caught(tmp_path: Path, monkeypatch:
     assert log.stat().st_mode & 0o777 == 0o640
 
 
+def test_a_secret_with_regex_characters_across_a_boundary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redact_files, "CHUNK_BYTES", 16)
+    secret = "a|b|c|d|e|f|g|h|i|j"
+    (tmp_path / "log.txt").write_text("x" * 10 + secret + "y" * 10)
+    scrub_agent_kwarg_secrets(tmp_path, {"db_pass": secret})
+    assert (tmp_path / "log.txt").read_text() == "x" * 10 + REDACTED + "y" * 10
+
+
 def test_links_are_not_followed(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text(f"host file {SECRET}")
