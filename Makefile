@@ -3,7 +3,7 @@ VENV := .venv
 export HARBOR_TELEMETRY ?= 0
 export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 
-.PHONY: demo test setup clean
+.PHONY: demo test lint typecheck setup clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt scripts/bootstrap.sh
 	scripts/bootstrap.sh
@@ -16,5 +16,13 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest -n 2 tests
 
+# ruff's rules and format, and mypy's settings, are in pyproject.toml.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(VENV)/bin/mypy
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,7 @@ import pytest
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from tests.support import SkillProject  # noqa: E402
+from tests.support import SkillProject
 
 # docker_available, test_base_image, chromium_path, agent_clis: system parts, skipped (failed in CI) when missing.
 pytest_plugins = ["pytest_skilleval.testing.fixtures", "tests.system_parts"]

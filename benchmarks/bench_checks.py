@@ -10,13 +10,14 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from verifier.checks.security import check_security  # noqa: E402
-from verifier.evidence import MetricResult, ToolCallRecord, TrajectoryEvidence  # noqa: E402
+from verifier.checks.security import check_security
+from verifier.evidence import MetricResult, ToolCallRecord, TrajectoryEvidence
 
 COMMANDS = [
     "ls -la",
@@ -100,10 +101,10 @@ def main() -> int:
     figures: dict[str, dict[int, float]] = {"security": {}, "all": {}, "distinct": {}}
     for n in (10_000, 100_000):
         ev = trajectory(n)
-        figures["security"][n] = timed(lambda: check_security(ev, entry), repeat=3)
-        figures["all"][n] = timed(lambda: all_checks(ev), repeat=3)
+        figures["security"][n] = timed(partial(check_security, ev, entry), repeat=3)
+        figures["all"][n] = timed(partial(all_checks, ev), repeat=3)
         unique = trajectory(n, distinct=True)
-        figures["distinct"][n] = timed(lambda: all_checks(unique), repeat=3)
+        figures["distinct"][n] = timed(partial(all_checks, unique), repeat=3)
     included = (
         "security + skill_execution + skill_efficiency"
         if skill_execution and skill_efficiency

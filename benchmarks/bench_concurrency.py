@@ -1,4 +1,5 @@
-"""Benchmark: 16 trials whose agent sleeps 2 s, in one process (--n-concurrent 8) and with xdist (-n 8).
+"""Benchmark: 16 trials whose agent sleeps 2 s, in one process (--n-concurrent 8), with xdist (-n 8), and both
+together (-n 2 --n-concurrent 4: the same 8 in flight from two processes).
 
 Targets (issue 13): in-process elapsed within 1.15x of the ideal (4 s of sleeping plus start-up, where start-up is a
 one-trial run of the same command), and in-process peak memory at most 1/3 of xdist's.
@@ -29,6 +30,8 @@ def main() -> None:
         fail_unless_ok("in-process run", inproc)
         xdist = run_pytest(project, *common_args(), "--n-concurrent", "1", "-n", str(WIDTH), env=env)
         fail_unless_ok("xdist run", xdist)
+        both = run_pytest(project, *common_args(), "--n-concurrent", str(WIDTH // 2), "-n", "2", env=env)
+        fail_unless_ok("xdist + in-process run", both)
     finally:
         shutil.rmtree(project, ignore_errors=True)
         shutil.rmtree(one, ignore_errors=True)
@@ -43,6 +46,10 @@ def main() -> None:
     print(
         f"-n {WIDTH} (xdist)        elapsed {xdist.seconds:6.2f} s  ratio to ideal {xdist.seconds / ideal:5.2f}"
         f"                   peak RSS {xdist.peak_rss_mb:7.1f} MB"
+    )
+    print(
+        f"-n 2 --n-concurrent {WIDTH // 2}  elapsed {both.seconds:6.2f} s  ratio to ideal {both.seconds / ideal:5.2f}"
+        f"                   peak RSS {both.peak_rss_mb:7.1f} MB"
     )
     print(f"memory in-process / xdist: {inproc.peak_rss_mb / xdist.peak_rss_mb:5.2f} (target <= 0.33)")
 

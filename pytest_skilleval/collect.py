@@ -60,6 +60,7 @@ class SkillEvalItem(pytest.Function):
         super().__init__(**kwargs)
         self._case = case
         self._trial = (agent, arm, attempt)
+        assert self.parent is not None  # made by `create`, from its collector
         self._set_structured_id(_node_id(self.parent, self.name))
         self.extra_keyword_matches.update((agent, arm, self.originalname))
 
@@ -70,7 +71,7 @@ class SkillEvalItem(pytest.Function):
 
     def forget_spec(self) -> None:
         """Once the item has run: nothing needs its spec any more (asked again, it is built again, equal), and kept
-        by every item it was ~1.2 KB a trial for the whole session."""
+        by every item it would hold memory per trial for the whole session."""
         self.__dict__.pop("spec", None)
 
     def _set_structured_id(self, nodeid: str) -> None:
@@ -114,12 +115,12 @@ class SkillEvalItem(pytest.Function):
             f"{self.originalname} [{trial_label(*self._trial)}]",
         )  # a line number: pytest needs one to report a skip
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         from pytest_skilleval.harbor.runner import TrialError, TrialFailed
 
         if isinstance(excinfo.value, (TrialError, TrialFailed)):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
+        return super().repr_failure(excinfo)
 
 
 def _judge_trial(skilleval_trial: Any) -> None:
@@ -144,7 +145,7 @@ class SkillCollector(pytest.File):
     def _settings_or_error(self) -> RunSettings:
         try:
             return self.skill.settings
-        except Exception as error:  # a bad evals/config.yml: one collection error for this skill
+        except Exception as error:  # noqa: BLE001 - a bad evals/config.yml: one collection error for this skill
             raise SkillEvalCollectError(str(error)) from None
 
 
@@ -206,7 +207,7 @@ class DatasetFile(SkillCollector):
         if selected is not None:
             cases = [case for case in cases if case.id in selected]
         evals_dir = self.skill.evals_dir
-        entries = dict(zip((case.id for case in dataset.cases), self.skill.entries(dataset)))
+        entries = dict(zip((case.id for case in dataset.cases), self.skill.entries(dataset), strict=True))
         default_inputs_checked = False
         for case in cases:
             files = case.files if case.files_given else None

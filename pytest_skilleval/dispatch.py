@@ -8,6 +8,7 @@ worker's own queue (the indices the controller sent it), so a worker never start
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def upcoming_items(item: pytest.Item, count: int) -> list[SkillEvalItem]:
     if count <= 0:
         return []
     session = item.session
-    indices = _worker_queue(session.config)
+    indices: Sequence[int] | None = _worker_queue(session.config)
     if indices is None:
         positions = session.stash.get(POSITIONS_KEY, None)
         if positions is None:
@@ -88,9 +89,16 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         record = runner.run(item.spec)
         tracker.note(item.spec, record)
         return record
+    scheduler.submit(item.spec)  # first: the look-ahead sees it as in flight
     if not (session.shouldstop or session.shouldfail):
-        for upcoming in upcoming_items(item, scheduler.window(item.spec) - 1):
+        window = scheduler.window(item.spec) - 1
+        ordered = state.skill(item.spec.skill_dir).settings.stop_on_pass
+        # Under --stop-on-pass an attempt whose earlier attempt is still in flight would only wait: look further.
+        for upcoming in upcoming_items(item, window * 4 if ordered else window):
+            if ordered and (window <= 0 or scheduler.waits_for_earlier_attempt(upcoming.spec)):
+                continue
             scheduler.submit(upcoming.spec)
+            window -= 1
     return scheduler.result(item.spec)
 
 

@@ -1,14 +1,13 @@
 """Each trial's file goes to its run folder when its item is done, and the trial's Harbor folders are deleted then.
 
-Why: the session's end used to write every trial file and delete every job folder after the last trial, about 2 ms
-a trial that nothing overlapped (most of the session's end at 20,000 trials). Handed over as each item finishes (its
-teardown report; on the controller under xdist) to one writer thread, the work overlaps the trials still running.
-Not on pytest's main thread, which runs the trials' event loop while it waits for an item: written there, the
-trials' Python side would pause for every write and delete (measured after os.sync(), medians of 8 runs of 96
-trials two at once: 5.41 s there against 4.59 s on the writer thread). The session's end writes what is not there
-yet (resumed trials; a trial whose record it changed), syncs everything once and writes result.json last, as before. The run
-folder's first write also puts there what --resume compares (run_config.json, dataset_digest.json), so a run killed
-outright (SIGKILL), which leaves its finished trials' files but no result.json, can be resumed.
+Why: done at the session's end, writing every trial file and deleting every job folder is time no trial overlaps.
+Handed over as each item finishes (its teardown report; on the controller under xdist) to one writer thread, the
+work overlaps the trials still running. Not on pytest's main thread, which runs the trials' event loop while it
+waits for an item: written there, the trials' Python side would pause for every write and delete (figures in
+docs/performance.md). The session's end writes what is not there yet (resumed trials; a trial whose record it
+changed), syncs everything once and writes result.json last. The run folder's first write also puts there what
+--resume compares (run_config.json, dataset_digest.json), so a run killed outright (SIGKILL), which leaves its
+finished trials' files but no result.json, can be resumed.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from __future__ import annotations
 import queue
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
@@ -26,7 +25,7 @@ from verifier.redact import Redactor
 
 def warm_up_reports() -> threading.Thread:
     """Import the report writers (Jinja, pygal, the schema) and load the report's template in the background while
-    trials run: the session's end otherwise waits ~0.1 s for them after the last trial."""
+    trials run, so the session's end does not wait for them after the last trial."""
 
     def load() -> None:
         try:
@@ -82,6 +81,31 @@ class EarlyResults:
         self.failed = False
         self.warm_up = False  # set: the report writers are imported in the background when the first item is done
 
+    def open_runs(self, skill_dirs: Iterable[Path]) -> None:
+        """Make each skill's run folder (run_config.json and the dataset digest in it) before any trial starts, so an
+        interrupt at any moment leaves a run that `--resume` continues; a folder that cannot be made is left to the
+        session's end to report."""
+        for skill_dir in skill_dirs:
+            try:
+                self._writer(str(skill_dir)).open()
+            except Exception:  # noqa: BLE001 - the session's end writes the run and reports the problem
+                self.failed = True
+                return
+
+    def opened(self) -> list[str]:
+        """The skill folders whose run folder exists (opened at start, or by a trial file)."""
+        return sorted(skill_dir for skill_dir, writer in self._writers.items() if writer.run_dir is not None)
+
+    def _writer(self, skill_dir: str) -> EarlyTrialFiles:
+        writer = self._writers.get(skill_dir)
+        if writer is None:
+            path = Path(skill_dir)
+            writer = EarlyTrialFiles(
+                self._results_root(path), self._run_id(path), self._redactor, start=self._run_start(path)
+            )
+            self._writers[skill_dir] = writer
+        return writer
+
     def seen(self, nodeid: str, record: TrialRecord) -> None:
         self._done[nodeid] = record
 
@@ -94,16 +118,7 @@ class EarlyResults:
         if record is None or self.failed or record.source_run is not None:
             return
         try:
-            writer = self._writers.get(record.skill_dir)
-            if writer is None:
-                skill_dir = Path(record.skill_dir)
-                writer = EarlyTrialFiles(
-                    self._results_root(skill_dir),
-                    self._run_id(skill_dir),
-                    self._redactor,
-                    start=self._run_start(skill_dir),
-                )
-                self._writers[record.skill_dir] = writer
+            writer = self._writer(record.skill_dir)
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True
             return

@@ -32,7 +32,7 @@ def run_preflight(state: SkillEvalSession) -> None:
     for skill_dir in sorted(state.case_plans):
         try:
             skills[skill_dir] = state.skill(skill_dir).settings
-        except Exception:  # a bad evals/config.yml: collection reports it for this skill
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml: collection reports it for this skill
             continue
     problems = session_problems(session_settings, skills, pass_env=session_settings.pass_env)
     if problems:
@@ -51,7 +51,7 @@ def remove_job_folders(state: SkillEvalSession) -> None:
     for skill in list(state.skills.values()):
         try:
             disabled = skill.settings.base_image_mode == "disabled"
-        except Exception:  # a bad config: nothing was built for it
+        except Exception:  # noqa: BLE001 - a bad config: nothing was built for it
             continue
         if disabled:  # reuse and rebuild keep the image for later runs
             _remove_run_images(state.run_id, skill.name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import ValidationError
@@ -300,7 +300,8 @@ def add_options(parser: pytest.Parser) -> None:
                 help=spec.help + note,
             )
         if not spec.cli_only:
-            parser.addini(spec.ini, help=spec.help + note, type="linelist" if spec.multiple else "string", default=None)
+            kind: Literal["linelist", "string"] = "linelist" if spec.multiple else "string"
+            parser.addini(spec.ini, help=spec.help + note, type=kind, default=None)
 
 
 @dataclass(frozen=True)
@@ -331,7 +332,7 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
 
 
 def read_sources(config: pytest.Config) -> SettingsSources:
-    """Parse what the command line and the ini file gave; refuse settings whose issue has not landed yet."""
+    """Parse what the command line and the ini file gave; refuse settings not implemented yet."""
     cli: dict[str, Any] = {}
     ini: dict[str, Any] = {}
     for spec in OPTION_SPECS:

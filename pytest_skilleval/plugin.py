@@ -207,9 +207,11 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     from pytest_skilleval.dispatch import trial_record
 
     state = get_state(item.config)
+    if state is None:
+        raise pytest.UsageError("skilleval_trial needs --skill-eval")
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
-    if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them (~1.5 KB a trial otherwise)
+    if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them; else kept for nothing
         item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
         pytest.skip(record.reason or "skipped")
@@ -261,7 +263,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     if report.when != "call" or not report.passed or get_state(config) is None:
         return None
     for key, value in report.user_properties:
-        if key == USER_PROPERTY_KEY:
+        if key == USER_PROPERTY_KEY and isinstance(value, str):
             overall = json.loads(value).get("overall")
             if overall is not None:
                 return "passed", ".", (f"PASSED ({overall:.2f})", {"green": True})
@@ -290,7 +292,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     try:
         state.early.finish()  # the trial files handed to the writer thread are on disk before the tree is finished
-        if state.has_records():
+        if state.has_records() or state.early.opened():
             finish_session(state, session, exitstatus)
     finally:
         remove_job_folders(state)

@@ -148,7 +148,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
     blocking_codes: list[int] = []
     width = terminal_width(session.config)
     # Under xdist the controller collects nothing: the skills to report come from the records themselves.
-    for skill_dir in sorted({Path(path) for path in state.record_skill_dirs()}):
+    for skill_dir in [Path(path) for path in state.skill_dirs_to_report(interrupted)]:
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
         problems = _condition_name_problems(records)

@@ -34,6 +34,8 @@ from verifier.redact import Redactor
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 # Agents that never call a model: the plan line says so only for the others.
 OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
+# How many of the trials a resumed run still has to run are named in its start line.
+RESUME_LISTED = 5
 
 
 def agent_kwarg_maps(parsed: dict[str, Any]) -> list[dict[str, Any]]:
@@ -158,15 +160,42 @@ class SkillEvalSession:
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
-        stored = self._stored.get(spec.skill_dir)  # by the item's own path: no realpath walk per item
-        if stored is None:
-            run_dir = self.resumed_run_dir(spec.skill_dir.resolve())
-            stored = self._stored[spec.skill_dir] = stored_records(run_dir) if run_dir is not None else {}
-        record = stored.get((spec.case_id, spec.agent, spec.arm, spec.attempt))
+        record = self._stored_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.arm, spec.attempt))
         if record is None:
             return None
         source_run = self.run_id_for(spec.skill_dir.resolve())
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
+
+    def _stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
+        """The resumed run's finished trials, read once per skill (keyed by the item's own path: no realpath walk
+        per item)."""
+        stored = self._stored.get(skill_dir)
+        if stored is None:
+            run_dir = self.resumed_run_dir(skill_dir.resolve())
+            stored = self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
+        return stored
+
+    def _resume_line(self, skill_dir: Path, cases: list[str], settings: Any) -> str | None:
+        """Under --resume: how many planned trials the run folder already holds and which ones this session runs."""
+        run_dir = self.resumed_run_dir(skill_dir)
+        if run_dir is None:
+            return None
+        planned = [
+            (case, agent, arm, attempt)
+            for case in cases
+            for agent in settings.agents
+            for arm in settings.arms
+            for attempt in range(1, settings.n_attempts + 1)
+        ]
+        stored = self._stored_in(skill_dir)
+        missing = [key for key in planned if key not in stored]
+        shown = ", ".join(f"{c}[{a}-{arm}-{n}]" for c, a, arm, n in missing[:RESUME_LISTED])
+        more = f", and {len(missing) - RESUME_LISTED} more" if len(missing) > RESUME_LISTED else ""
+        runs = f"runs {len(missing)}: {shown}{more}" if missing else "runs none"
+        return (
+            f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {len(planned) - len(missing)} of "
+            f"{len(planned)} planned trials, {runs}"
+        )
 
     def planned_lines(self) -> list[str]:
         """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
@@ -184,6 +213,9 @@ class SkillEvalSession:
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
+            resume = self._resume_line(skill_dir, plan.cases[:cases], settings)
+            if resume:
+                lines.append(resume)
         return lines
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
@@ -211,8 +243,10 @@ class SkillEvalSession:
             return
         if self._writes_results:
             self.early.warm_up = True  # once the first trial is done: not while the first one starts
+            # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run.
+            self.early.open_runs(skill_dir for skill_dir, plan in sorted(self.case_plans.items()) if plan.cases)
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
-        # left out of every full collection from now on (pytest forces two at its end: ~50 ms each with Harbor).
+        # left out of every full collection from now on (pytest forces two at its end, each walking all of it).
         gc.freeze()
 
     @pytest.hookimpl(tryfirst=True)
@@ -258,6 +292,22 @@ class SkillEvalSession:
     def record_skill_dirs(self) -> list[str]:
         """The skill folders that have records (under xdist the controller collects nothing: these say which)."""
         return sorted({skill_dir for skill_dir, _ in self._records.values()})
+
+    def skill_dirs_to_report(self, interrupted: bool) -> list[str]:
+        """The skills whose run is written at the end: those with records and, after an interrupt, every run folder
+        opened at start (0 trials, marked interrupted, resumable); an unused run folder of an uninterrupted session
+        (every item of its skill deselected) is removed again."""
+        with_records = set(self.record_skill_dirs())
+        for skill_dir in self.early.opened():
+            if skill_dir in with_records:
+                continue
+            if interrupted:
+                with_records.add(skill_dir)
+            else:
+                writer = self.early.writer(skill_dir)
+                if writer is not None:
+                    writer.discard_unused()
+        return sorted(with_records)
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
         return [TrialRecord.model_validate_json(text) for sd, text in self._records.values() if sd == skill_dir]

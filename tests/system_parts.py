@@ -31,8 +31,29 @@ FIXTURE_MARKERS = {
     "chromium_path": "browser",
     "agent_clis": "agents",
 }
+# Set to 1 to skip the tests that need the agent CLIs instead of installing them (~1.2 GB from npm).
+SKIP_AGENT_CLIS_ENV = "SKILLEVAL_SKIP_AGENT_CLIS"
 # The executable each pinned npm package puts in node_modules/.bin.
 AGENT_CLI_COMMANDS = {"@openai/codex": "codex", "@anthropic-ai/claude-code": "claude", "opencode-ai": "opencode"}
+
+
+def _agent_cli_cache() -> str:
+    default = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-skilleval" / "agent-clis"
+    return os.environ.get("SKILLEVAL_AGENT_CLI_CACHE") or str(default)
+
+
+def _skip_agent_clis() -> bool:
+    return os.environ.get(SKIP_AGENT_CLIS_ENV, "").strip() not in ("", "0")
+
+
+def pytest_report_header() -> str:
+    """Say up front what the agent tests download and where, and how to opt out (the install is silent and long)."""
+    if _skip_agent_clis():
+        return f"agent CLIs: not installed ({SKIP_AGENT_CLIS_ENV} is set; the `agents` tests that need them skip)"
+    return (
+        f"agent CLIs: the `agents` tests install codex, claude-code and opencode (~1.2 GB, npm, pinned in "
+        f"scripts/install-agent-clis.sh) into {_agent_cli_cache()} on first use; {SKIP_AGENT_CLIS_ENV}=1 skips them"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -111,6 +132,8 @@ class AgentCLIs:
 @pytest.fixture(scope="session")
 def agent_clis() -> AgentCLIs:
     """codex, claude-code and opencode at pinned versions, installed from npm into a cache folder on first use."""
+    if _skip_agent_clis():
+        require_system("An agent CLI install", f"{SKIP_AGENT_CLIS_ENV} is set; unset it to install them from npm")
     if shutil.which("node") is None or shutil.which("npm") is None:
         require_system("Node.js and npm (install the agent CLIs)", INSTALL_NODE)
     done = _run([str(SCRIPTS / "install-agent-clis.sh")], timeout=900)

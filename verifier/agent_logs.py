@@ -1,4 +1,4 @@
-"""Rebuilding a trajectory from an agent's own log when `trajectory.json` is missing or empty (facts 1; seed 003).
+"""Rebuilding a trajectory from an agent's own log when `trajectory.json` is missing or empty.
 
 Each converter turns one agent's JSON-lines log into ATIF-shaped step dicts, the same shape `trajectory.json` has, so
 the evidence reader treats both alike. Failed tool runs keep their status, exit code and error text in the
@@ -196,6 +196,7 @@ def convert_cursor_cli(text: str) -> list[Step]:
     """Cursor `--output-format stream-json`: user/assistant messages and completed tool_call events."""
     steps = _Steps()
     turn_steps: dict[str, Step] = {}
+    step: Step | None
     for event in json_lines(text):
         kind = event.get("type")
         message = event.get("message")
@@ -242,7 +243,7 @@ def convert_cline(text: str) -> list[Step]:
         if event.get("partial"):
             continue
         kind = event.get("say") if event.get("type") == "say" else event.get("ask")
-        body = event.get("text") if isinstance(event.get("text"), str) else ""
+        body = said if isinstance(said := event.get("text"), str) else ""
         if kind in _CLINE_AGENT_SAYS:
             if kind == "completion_result":
                 steps.final(body)
@@ -277,7 +278,7 @@ def convert_opencode(text: str) -> list[Step]:
     turn: Step | None = None
     for event in json_lines(text):
         kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), Mapping) else {}
+        part = found if isinstance(found := event.get("part"), Mapping) else {}
         if kind == "user":
             steps.user(_text(event.get("parts")))
         elif kind == "step_start":
@@ -290,11 +291,11 @@ def convert_opencode(text: str) -> list[Step]:
                 turn = turn if turn is not None else steps.agent()
                 turn["message"] = _observation(turn["message"], text_part)
         elif kind == "tool_use" or part.get("type") == "tool":
-            state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
+            state = found if isinstance(found := part.get("state"), Mapping) else {}
             status = state.get("status")
             if status not in _OPENCODE_FINISHED:
                 continue
-            metadata = state.get("metadata") if isinstance(state.get("metadata"), Mapping) else {}
+            metadata = found if isinstance(found := state.get("metadata"), Mapping) else {}
             exit_code = metadata.get("exit", metadata.get("exitCode"))
             output = _observation(
                 _status_header(status, exit_code),
@@ -321,7 +322,7 @@ def _codex_item(steps: _Steps, item: Mapping[str, Any]) -> None:
         output = _observation(_status_header(status, item.get("exit_code")), _text(item.get("aggregated_output")))
         steps.call(None, item_id, "exec_command", {"command": item.get("command") or ""}, output)
     elif kind == "file_change":
-        changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+        changes = found if isinstance(found := item.get("changes"), list) else []
         paths = [c.get("path") for c in changes if isinstance(c, Mapping) and c.get("path")]
         arguments: dict[str, Any] = {"changes": changes}
         if paths:
@@ -355,7 +356,7 @@ def convert_codex(text: str) -> list[Step]:
     return steps.done()
 
 
-# Tried in this order (facts 1 and seed 003); the first that yields any step is graded.
+# Tried in this order; the first that yields any step is graded.
 AGENT_LOGS: tuple[tuple[str, Converter], ...] = (
     ("claude-code.txt", convert_claude_code),
     ("cursor-cli.txt", convert_cursor_cli),

@@ -2,7 +2,7 @@
 
 `grade` runs the deterministic checks and takes the LLM judges' verdicts from `verifier.judges` (run by the caller,
 which owns the event loop); without them the judges are recorded as not configured, never 0.0. With no usable
-trajectory the deterministic metrics score 0.0 and the reward says why (facts 7): an agent that left nothing to grade
+trajectory the deterministic metrics score 0.0 and the reward says why: an agent that left nothing to grade
 did not do the task.
 """
 

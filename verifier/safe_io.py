@@ -162,7 +162,8 @@ def _open_regular(dir_fd: int, name: str, shown: str) -> tuple[int, os.stat_resu
 
 
 def _read_fd(fd: int, limit: int | None, shown: str) -> bytes:
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         chunk = os.read(fd, _CHUNK)
         if not chunk:
@@ -242,9 +243,9 @@ def read_files(
             finally:
                 os.close(fd)
     finally:
-        for fd in dirs.values():
-            if fd is not None:
-                os.close(fd)
+        for held in dirs.values():
+            if held is not None:
+                os.close(held)
     return found
 
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 
 SCORE_POLICY = "skill-evaluator-dimension-mean-v1"
-# custom_only: a trial's overall is the custom grader's own overall (the seed's name for that policy).
+# custom_only: a trial's overall is the custom grader's own overall.
 CUSTOM_SCORE_POLICY = "custom-overall-v1"
 # Dimension -> {evaluator: weight}. A dimension is scored only when every one of its evaluators is.
 DIMENSION_SOURCES: dict[str, dict[str, float]] = {

@@ -1,7 +1,6 @@
 """How a tool call's name and arguments are read: tool kinds, command text, path argument.
 
-Tool kinds are case-insensitive substring tests on the tool name, so `TaskRunner` counts as an exec tool, as the
-reference grader does. Every check uses these helpers, never its own reading of the arguments.
+Tool kinds are case-insensitive substring tests on the tool name, so `TaskRunner` counts as an exec tool. Every check uses these helpers, never its own reading of the arguments.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Real agents write trajectories that do not always pass Harbor's strict models (missing agent version, renumbered
 steps, unknown keys), so the file is validated with Harbor's `Trajectory` only to record problems, and always read
-leniently from the raw JSON. Only a missing file or one without steps sends us to the agent logs (facts 1).
+leniently from the raw JSON. Only a missing file or one without steps sends us to the agent logs.
 """
 
 from __future__ import annotations

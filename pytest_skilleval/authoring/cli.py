@@ -11,6 +11,7 @@ from collections.abc import Callable
 USAGE = """usage: skilleval <command> [options]
 
 commands:
+  init                  start a new skill that runs offline at once (SKILL.md, a script, a case, replays)
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
   init-custom-grader    write a starter evals/grader.py or grader.sh
@@ -23,6 +24,12 @@ commands:
   trajectory            print a trial's trajectory from a finished run (--replay: ready to commit as a replay)
 
 Run `skilleval <command> --help` for a command's options."""
+
+
+def _init(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.init_skill import run_init_command
+
+    return run_init_command(argv)
 
 
 def _grade(argv: list[str]) -> int:
@@ -86,6 +93,7 @@ def _trajectory(argv: list[str]) -> int:
 
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "init": _init,
     "grade": _grade,
     "validate": _validate,
     "init-custom-grader": _init_custom_grader,
@@ -100,6 +108,9 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    from pytest_skilleval.harbor.process_env import default_env
+
+    default_env()  # offline by default, as in the plugin: litellm's price map and Harbor's telemetry stay local
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
         print(USAGE)

@@ -7,7 +7,12 @@ import os
 
 from pydantic import ValidationError
 
-from pytest_skilleval.harbor.preflight import agent_checks, environment_checks
+from pytest_skilleval.harbor.preflight import (
+    agent_checks,
+    default_base_checks,
+    environment_checks,
+    local_cli_checks,
+)
 from pytest_skilleval.skill.settings import RunSettings
 
 
@@ -38,7 +43,9 @@ def run_doctor(argv: list[str]) -> int:
     except ValidationError as error:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1
-    checks = environment_checks(settings) + agent_checks(settings, os.environ)
+    checks = environment_checks(settings) + agent_checks(settings, os.environ) + local_cli_checks(settings)
+    if all(check.ok for check in checks if check.name.startswith("docker")):
+        checks += default_base_checks(settings, None)
     for check in checks:
         print(check.line())
     failed = sum(not check.ok for check in checks)

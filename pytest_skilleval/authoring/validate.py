@@ -64,6 +64,7 @@ from pytest_skilleval.skill.native_tasks import (
     check_native_tasks,
     load_native_task,
 )
+from pytest_skilleval.skill.skill_names import name_mismatch
 
 SYNTAX_CHECK_TIMEOUT = 20
 
@@ -161,6 +162,9 @@ def _check_dataset(ctx: ValidationContext) -> None:
         ctx.add("dataset-key-typo", "warning", typo.message(), path)
     if ctx.dataset is None:
         return
+    mismatch = name_mismatch(ctx.skill_dir, ctx.dataset.skill_name, path.name)
+    if mismatch:
+        ctx.add("skill-name-mismatch", "warning", mismatch, path)
     if ctx.dataset.shape == "legacy":
         ctx.add(
             "legacy-dataset-shape",

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harbor.environments.base import BaseEnvironment
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 # Types that ignore the task's environment/ (a prebuilt desktop is started instead), so neither the workspace
@@ -100,7 +103,7 @@ def resolve_mode(name: str) -> EnvironmentMode:
     return EnvironmentMode(name, type=name)
 
 
-def environment_class(mode: EnvironmentMode) -> type:
+def environment_class(mode: EnvironmentMode) -> type[BaseEnvironment]:
     """The class Harbor would construct; raises ImportError (with Harbor's install hint) when an extra is missing."""
     if mode.import_path is not None:
         from harbor.utils.import_path import import_class
@@ -148,9 +151,10 @@ def trial_environment_config(
     mode: EnvironmentMode, kwargs: dict[str, Any], env: dict[str, str] | None = None, delete: bool = True
 ) -> Any:
     """Harbor's run-time EnvironmentConfig for one trial."""
+    from harbor.models.environment_type import EnvironmentType
     from harbor.models.trial.config import EnvironmentConfig
 
     common: dict[str, Any] = {"kwargs": dict(kwargs), "env": dict(env or {}), "delete": delete}
     if mode.import_path is not None:
         return EnvironmentConfig(import_path=mode.import_path, **common)
-    return EnvironmentConfig(type=mode.type, **common)
+    return EnvironmentConfig(type=EnvironmentType(mode.type) if mode.type is not None else None, **common)

@@ -89,7 +89,7 @@ _warned_unisolated = False
 def harbor_variables(
     logs_dir: str = "/logs", tests_dir: str = "/tests", workspace_dir: str = WORKSPACE
 ) -> dict[str, str]:
-    """The grader-facing ``HARBOR_*`` variables (SPEC section 1) for the given roots.
+    """The grader-facing ``HARBOR_*`` variables (docs/grading.md, Environment variables) for the given roots.
 
     ``HARBOR_WORKSPACE_DIR`` is our addition: graders need it in sandbox=none mode, where
     ``/workspace`` inside a script is not rewritten.
@@ -271,8 +271,8 @@ class LocalEnvironment(BaseEnvironment):
             alternatives = "|".join(re.escape(t) for t in sorted(tops, key=len, reverse=True))
             pattern = rf"{root}(?=/|$|[^\w.-])|(?<![\w.~/])/({alternatives})(?=/|$|[^\w.-])"
             self._rewrite_cache = (tops, re.compile(pattern))
-        pattern, root = self._rewrite_cache[1], str(self.rootfs)
-        return partial(pattern.sub, lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}")
+        compiled, root = self._rewrite_cache[1], str(self.rootfs)
+        return partial(compiled.sub, lambda m: m.group(0) if m.group(1) is None else f"{root}/{m.group(1)}")
 
     def rewrite_paths(self, text: str) -> str:
         """none mode: ``text`` with container paths pointed at the sandbox folders (see ``_path_rewriter``)."""
@@ -333,7 +333,8 @@ class LocalEnvironment(BaseEnvironment):
                 "TERM": "dumb",
                 **harbor_variables(logs, tests),
             }
-            bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(self.tools)}" for b in _tool_bins(self.tools)]
+            tools = self.tools
+            bins = [f"{TOOLS_MOUNT}/{Path(b).relative_to(tools)}" for b in _tool_bins(tools)] if tools else []
             return _with_path_prefix({**base, **merged}, bins)
         defaults = {**harbor_variables(logs, tests), "TMPDIR": "/tmp", "HOME": HOME}
         sandboxed = {key: rewrite(value) for key, value in {**defaults, **merged}.items()}
@@ -407,7 +408,7 @@ class LocalEnvironment(BaseEnvironment):
 
     # ---- folder checks and resets, answered on the host ----------------------------------
     # Harbor runs these as shell commands (`test -d`, an `rm -rf`/`mkdir -p` line); each would cost an exec through
-    # the keeper (~5 ms). The same work is done here on rootfs/ through verifier.safe_io, which never follows a link.
+    # the keeper. The same work is done here on rootfs/ through verifier.safe_io, which never follows a link.
 
     def _sandbox_rel(self, container_path: EnvironmentPath) -> str:
         """rootfs-relative path of a container path, relative ones taken from the default cwd as exec would."""

@@ -15,8 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.environments import EnvironmentMode, EnvironmentModeError, kwarg_problems, resolve_mode
-from pytest_skilleval.harbor.images import CUSTOM_DOCKERFILE, custom_dockerfile_problems
-from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.harbor.images import (
+    CUSTOM_DOCKERFILE,
+    DEFAULT_BASE_IMAGE,
+    custom_dockerfile_problems,
+    image_exists,
+    image_plan,
+)
+from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 # Agents that need no model credential (ours, and Harbor's LLM-free ones).
 NO_CREDENTIAL_AGENTS = frozenset({"replay", "oracle", "nop"})
@@ -79,6 +85,39 @@ def docker_checks(base_image: str | None = None) -> list[Check]:
     return checks
 
 
+def default_base_checks(settings: RunSettings, skill_dirs: Iterable[Path] | None) -> list[Check]:
+    """Under Docker without --base-image, the default base image is local or the registry has it, unless every
+    skill brings its own Dockerfile or its image is already built (an offline machine otherwise fails mid-run).
+    `skill_dirs=None` (doctor: no skill at hand) checks the base image regardless."""
+    docker = shutil.which("docker")
+    try:
+        is_docker = resolve_mode(settings.env_mode).is_docker
+    except EnvironmentModeError:
+        return []
+    if settings.base_image or docker is None or not is_docker:
+        return []
+    if skill_dirs is not None and not [
+        skill
+        for skill in skill_dirs
+        if not (skill / "evals" / CUSTOM_DOCKERFILE).is_file() and not image_exists(image_plan(skill, None).tag, docker)
+    ]:
+        return []
+    if image_exists(DEFAULT_BASE_IMAGE, docker):
+        return [Check("default base image", detail=f"{DEFAULT_BASE_IMAGE} (local)")]
+    remote = _run([docker, "manifest", "inspect", DEFAULT_BASE_IMAGE], timeout=20)
+    if remote is not None and remote.returncode == 0:
+        return [Check("default base image", detail=f"{DEFAULT_BASE_IMAGE} (pullable)")]
+    said = (remote.stderr.strip().splitlines() or ["no answer"])[-1] if remote is not None else "no answer within 20 s"
+    return [
+        Check(
+            "default base image",
+            f"{DEFAULT_BASE_IMAGE} is not in the local image store and the registry did not answer ({said[:200]}); "
+            f"`docker pull {DEFAULT_BASE_IMAGE}` where a registry is reachable, or pass --base-image IMAGE "
+            "(an image already in the local store)",
+        )
+    ]
+
+
 def environment_checks(settings: RunSettings) -> list[Check]:
     """The mode exists and can take our task bundle, its --ek keys are known, its backend is reachable."""
     try:
@@ -101,7 +140,7 @@ def _backend_preflight(mode: EnvironmentMode) -> Check:
         environment_class(mode).preflight()
     except SystemExit as error:
         return Check(f"environment {mode.name}", str(error.code))
-    except Exception as error:  # ImportError for a missing extra, or the backend's own complaint
+    except Exception as error:  # noqa: BLE001 - ImportError for a missing extra, or the backend's own complaint
         return Check(f"environment {mode.name}", str(error).splitlines()[0])
     return Check(f"environment {mode.name}", detail="Harbor preflight passed")
 
@@ -119,6 +158,61 @@ def credential_names(agent: str, model: str | None) -> tuple[list[str], list[str
     return list(access.api_key_candidate_names), list(access.base_url_candidate_names)
 
 
+def known_agent_names() -> list[str]:
+    """Every name `--agents` takes, sorted: Harbor's agents, ours (`replay`) and the aliases."""
+    from harbor.models.agent.name import AgentName
+
+    return sorted({str(name.value) for name in AgentName} | {"replay"} | set(AGENT_ALIASES))
+
+
+def unknown_agent_problem(agent: str) -> str | None:
+    """One line for an agent name nobody knows: the nearest names first, then every name in order."""
+    import difflib
+
+    names = known_agent_names()
+    if agent in names:
+        return None
+    near = difflib.get_close_matches(agent, names, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    return f"unknown agent {agent!r}: {hint}known agents: {', '.join(names)} (or a module:Class import path)"
+
+
+# The npm CLI each Harbor agent drives, and the pinned package that provides it (docs/agents.md).
+AGENT_CLIS = {
+    "codex": ("codex", "@openai/codex@0.171.0"),
+    "claude-code": ("claude", "@anthropic-ai/claude-code@2.1.332"),
+    "opencode": ("opencode", "opencode-ai@1.18.33"),
+}
+# Where the local sandbox finds programs besides `--ek tools=DIR`: the host's system folders, shown read-only.
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def local_cli_checks(settings: RunSettings) -> list[Check]:
+    """Under the `local` environment an agent's CLI must already be there (the sandbox cannot apt-get or npm
+    install it); say which is missing and how to provide it, instead of the install script's raw failure."""
+    if settings.local_sandbox is None:
+        return []
+    tools = settings.env_kwargs.get("tools")
+    checks = []
+    for agent in settings.agents:
+        if agent not in AGENT_CLIS:
+            continue
+        command, package = AGENT_CLIS[agent]
+        folders = [Path(tools) / "node_modules" / ".bin", Path(tools) / "bin"] if tools else []
+        if any((folder / command).is_file() for folder in folders) or shutil.which(command, path=SANDBOX_PATH):
+            checks.append(Check(f"agent {agent} CLI", detail=command))
+            continue
+        where = f"--ek tools={tools} has no {command}" if tools else f"no {command} CLI is available"
+        checks.append(
+            Check(
+                f"agent {agent} CLI",
+                f"{where}: the local sandbox cannot install it; run `npm install --prefix DIR {package}` once and "
+                "pass --ek tools=DIR (see docs/agents.md)",
+            )
+        )
+    return checks
+
+
 def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Check]:
     """Each agent's own provider credential is set on the host (never from the skill)."""
     checks = []
@@ -129,7 +223,7 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
         try:
             keys, _ = credential_names(agent, settings.agent_models.get(agent))
         except ValueError as error:
-            checks.append(Check(f"agent {agent}", str(error).splitlines()[0]))
+            checks.append(Check(f"agent {agent}", unknown_agent_problem(agent) or str(error).splitlines()[0]))
             continue
         if keys and not any(environ.get(name, "").strip() for name in keys):
             also = f" (or {', '.join(keys[1:])})" if keys[1:] else ""
@@ -208,6 +302,9 @@ def session_problems(
     """Every problem, one line each: the environment, the agents, then each skill's own settings."""
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
+    found += problems(local_cli_checks(settings))
+    if not found:  # the base image is asked about only once the daemon answers
+        found += problems(default_base_checks(settings, list(skills)))
     for skill_dir, skill_settings in skills.items():
         found += problems(skill_checks(skill_dir, skill_settings, environ, pass_env))
     return list(dict.fromkeys(found))

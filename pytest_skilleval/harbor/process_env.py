@@ -1,7 +1,7 @@
 """What the process needs before Harbor is imported: its environment defaults and its log level; and, after each
 trial, the loggers Harbor made for it let go.
 
-Kept apart from runner.py (which imports Harbor's trial machinery, ~0.1 s) so `pytest_configure` can apply them
+Kept apart from runner.py (which imports Harbor's trial machinery, slow to import) so `pytest_configure` can apply them
 without paying for that import in a run that never starts a trial (`--co`, a selection that deselects everything).
 """
 
@@ -24,7 +24,7 @@ def default_env() -> None:
 def quiet_harbor_logs(level: int = logging.WARNING) -> None:
     """Harbor pins its logger at DEBUG, so pytest's log capture printed every trial's chatter ("does not declare
     an options_model", from any trial in flight) under a failing item; keep its warnings and errors only."""
-    import harbor.utils.logger  # noqa: F401 - importing it sets the DEBUG level lowered here, so import it first
+    import harbor.utils.logger  # importing it sets the DEBUG level lowered here, so import it first
 
     for name in ("harbor", harbor.utils.logger.__name__):
         logger = logging.getLogger(name)
@@ -37,7 +37,7 @@ def forget_logger(name: str) -> None:
 
     Harbor gives each trial a logger of its own (`harbor.utils.logger.harbor.trial.trial.<trial name>`, with its
     agent's, environment's and verifier's loggers under it). `logging` keeps every logger it ever made, and the
-    placeholders of their shared ancestors list each one as a child: ~3 KB kept per trial in a pytest process that
+    placeholders of their shared ancestors list each one as a child: memory kept per trial in a pytest process that
     runs thousands (`harbor run` keeps them too, but exits after its job). A logger asked for again after this is
     made afresh, with the same parent.
     """
@@ -45,13 +45,13 @@ def forget_logger(name: str) -> None:
     with getattr(logging, "_lock", contextlib.nullcontext()):  # the lock logging.getLogger takes
         registry = manager.loggerDict
         doomed = [key for key in registry if key == name or key.startswith(name + ".")]
-        removed = {registry.pop(key) for key in doomed}
+        removed = {entry for key in doomed if isinstance(entry := registry.pop(key), logging.Logger)}
         head = name.rpartition(".")[0]
         while head:  # the ancestors' placeholders list the top logger (the ones below stop at it)
             above = registry.get(head)
             if isinstance(above, logging.PlaceHolder):
                 for logger in removed:
-                    above.loggerMap.pop(logger, None)  # type: ignore[call-overload]
+                    above.loggerMap.pop(logger, None)  # placeholders list loggers only
             elif above is not None:
                 break  # a real logger: loggers hold no list of their children
             head = head.rpartition(".")[0]

@@ -68,7 +68,7 @@ class Regrader:
     ) -> TrialRecord:
         key = (spec.agent, spec.arm, spec.case_id, spec.attempt)
         content = TrialContent(read_trial(trial_file(self.source_run, *key), trial_folder(self.source_run, *key)) or {})
-        base = dict(
+        base: dict[str, Any] = dict(
             skill=spec.skill_name,
             skill_dir=str(spec.skill_dir),
             case=spec.case_id,

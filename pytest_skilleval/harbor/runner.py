@@ -66,7 +66,7 @@ def agent_config(
     constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
 
-    skills = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
+    skills: list[str | Path] = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
     skills += [str(path) for path in workspace_skills]
     model = settings.agent_models.get(spec.agent)
     kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
@@ -267,7 +267,7 @@ class SkillEvalRunner:
         trial = await Trial.create(config)
 
         async def keep_agent_record(_event: Any) -> None:
-            # The replay agent's own record beats any trajectory.json the sandbox wrote (issue 9, item 12).
+            # The replay agent's own record beats any trajectory.json the sandbox wrote.
             restore = getattr(trial.agent, "restore_record", None)
             if callable(restore):
                 restore()
@@ -283,7 +283,7 @@ class SkillEvalRunner:
             result = await trial.run()
         finally:
             # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
-            # process: ~3 KB a trial. Only a logger named after this trial goes, never a shared one.
+            # process, for every trial. Only a logger named after this trial goes, never a shared one.
             if trial.logger.name.endswith(f".{trial_name}"):
                 forget_logger(trial.logger.name)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
@@ -356,6 +356,7 @@ def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path 
     from pytest_skilleval.harbor.native_staging import stage_native_task
     from pytest_skilleval.skill.native_tasks import NativeTaskError, load_native_task
 
+    assert spec.native_task_dir is not None  # set for every spec whose source is "native"
     try:
         staged = stage_native_task(load_native_task(spec.native_task_dir), task_dir, spec.arm)
     except NativeTaskError as error:

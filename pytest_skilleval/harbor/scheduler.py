@@ -9,11 +9,13 @@ The loop runs on the thread that waits (pytest's main thread), as `harbor run -n
 thread's loop: between two items, while pytest reports one and sets up the next (a few milliseconds), the trials'
 Python side pauses and their commands run on. A loop on a thread of its own runs through those milliseconds but
 competes with pytest's thread for the interpreter lock, and each hand-over between the threads (a trial's result to
-pytest, a worker thread's answer to the loop) can wait for a lock switch: 96 trials two at once took ~5% longer
-that way (medians of 8 interleaved runs, benchmarks/bench_vs_harbor.py's workload).
+pytest, a worker thread's answer to the loop) can wait for a lock switch, which made the trials slower in
+benchmarks/bench_vs_harbor.py (figures in docs/performance.md).
 
-Stop-on-pass is decided when a trial is about to start, not when it is submitted: a trial already running when an
-earlier attempt passes finishes and counts; one that has not started becomes a skipped record.
+Stop-on-pass is decided when a trial is about to start, not when it is submitted, and under it attempt k of a case
+waits for this process's earlier attempts of that case to end: a pass skips it, whatever the window. The look-ahead
+fills the window with other cases' attempts meanwhile. Across xdist workers attempts of one case can still overlap
+(each worker orders only its own).
 """
 
 from __future__ import annotations
@@ -110,6 +112,8 @@ class TrialScheduler:
         self._settings_for = settings_for
         self._stop_on_pass = stop_on_pass
         self._tasks: dict[str, asyncio.Task[TrialRecord]] = {}
+        # Every attempt submitted, by case/agent/arm condition: --stop-on-pass orders the attempts of one condition.
+        self._attempts: dict[tuple[str, str, str, str], dict[int, asyncio.Task[TrialRecord]]] = {}
         self._slots: dict[Path, asyncio.Semaphore] = {}
         self._gates: dict[Path, _AgentGate] = {}
         self._loop = asyncio.new_event_loop()
@@ -129,8 +133,21 @@ class TrialScheduler:
         """How many trials of this skill may be in flight at once."""
         return self._settings_for(spec.skill_dir).n_concurrent
 
+    async def _after_earlier_attempts(self, spec: TrialSpec) -> None:
+        """Under --stop-on-pass, attempt k starts only once this process's earlier attempts of the same case, agent
+        and arm have ended: a pass among them skips it instead of paying for it (the window meanwhile holds other
+        cases' attempts, since a waiting attempt holds no slot)."""
+        key = condition_key(spec)
+        earlier = [
+            task for attempt, task in self._attempts.get(key, {}).items() if attempt < spec.attempt and not task.done()
+        ]
+        if earlier:
+            await asyncio.wait(earlier)
+
     async def _guarded(self, spec: TrialSpec) -> TrialRecord:
         settings = self._settings_for(spec.skill_dir)
+        if settings.stop_on_pass:
+            await self._after_earlier_attempts(spec)
         slots = self._slots.setdefault(spec.skill_dir, asyncio.Semaphore(settings.n_concurrent))
         gate = self._gates.setdefault(spec.skill_dir, _AgentGate(settings.max_agents))
         await gate.enter(spec.agent)
@@ -150,7 +167,14 @@ class TrialScheduler:
         task = self._tasks.get(spec.nodeid)
         if task is None:
             task = self._tasks[spec.nodeid] = self._loop.create_task(self._guarded(spec))
+            self._attempts.setdefault(condition_key(spec), {})[spec.attempt] = task
         return task
+
+    def waits_for_earlier_attempt(self, spec: TrialSpec) -> bool:
+        """Whether an earlier attempt of this trial's case, agent and arm is still in flight here (under
+        --stop-on-pass it would only wait, so the look-ahead fills the window with other trials instead)."""
+        attempts = self._attempts.get(condition_key(spec), {})
+        return any(attempt < spec.attempt and not task.done() for attempt, task in attempts.items())
 
     def _run(self, awaitable: Awaitable[T]) -> T:
         future = asyncio.ensure_future(awaitable, loop=self._loop)

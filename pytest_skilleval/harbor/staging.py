@@ -66,7 +66,7 @@ def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
 def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
     """Public datasets list the skill's own files as inputs (`"files": ["SKILL.md", "scripts/extract.py"]`).
 
-    Those resolve outside evals/, so they are refused as SPEC says, with the true reason rather than "does not
+    Those resolve outside evals/, so they are refused (docs/datasets.md), with the true reason rather than "does not
     exist": copied into /workspace/input they would hand the skill to the baseline arm, and the with-skill arm has the
     whole skill installed already.
     """

@@ -17,7 +17,7 @@ from typing import Any
 from pytest_skilleval.harbor.images import ImagePlan, default_base, our_layers, task_dockerfile, write_context
 
 DEFAULT_WORKDIR = "/workspace"
-# harbor.pre_agent_setup runs as a healthcheck once the sandbox is up: one try, two minutes (the seeds' numbers).
+# harbor.pre_agent_setup runs as a healthcheck once the sandbox is up: one try, two minutes.
 SETUP_INTERVAL_SEC = 5.0
 SETUP_TIMEOUT_SEC = 120.0
 

@@ -59,7 +59,7 @@ def sandbox_root(environment: Any) -> Path | None:
 
 
 def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
-    """The HARBOR_* variables a grader reads, at their in-sandbox locations (SPEC section 1)."""
+    """The HARBOR_* variables a grader reads (docs/grading.md), at their in-sandbox locations."""
     logs = str(paths.logs_dir)
     agent = str(paths.agent_dir)
     verifier_dir = str(paths.verifier_dir)
@@ -166,10 +166,11 @@ class HostVerifier(BaseVerifier):
                 safe_io.remove_file(host_dir, name)
 
     async def _run_grader(self) -> SanitizedReward:
+        assert self.grader is not None  # run only when the skill has a custom grader
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
         # One exec: the verifier folder made (the agent may have removed it) and the grader run. `test` is a shell
-        # builtin: the usual case, a folder that is there, starts no mkdir process (~1-2 ms).
+        # builtin: the usual case, a folder that is there, starts no mkdir process.
         folder = shlex.quote(str(self.env_paths.verifier_dir))
         command = f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}

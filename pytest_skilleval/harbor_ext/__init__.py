@@ -1,1 +1,1 @@
-"""Stable import paths from earlier releases (`pytest_skilleval.harbor_ext.local_env:LocalEnvironment`, ...)."""
+"""Stable public import paths (`pytest_skilleval.harbor_ext.local_env:LocalEnvironment`, ...) job configs may name."""

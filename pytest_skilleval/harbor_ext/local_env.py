@@ -1,4 +1,4 @@
-"""Alias kept for import paths printed by earlier releases; the environment lives in `pytest_skilleval.harbor`."""
+"""A stable public import path for the `local` environment, which lives in `pytest_skilleval.harbor`."""
 
 from pytest_skilleval.harbor.local_env import LocalEnvironment
 

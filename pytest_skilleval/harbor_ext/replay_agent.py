@@ -1,4 +1,4 @@
-"""Alias kept for import paths printed by earlier releases; the agent lives in `pytest_skilleval.harbor`."""
+"""A stable public import path for the replay agent, which lives in `pytest_skilleval.harbor`."""
 
 from pytest_skilleval.harbor.replay_agent import ReplayAgent
 

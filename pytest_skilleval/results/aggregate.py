@@ -29,6 +29,7 @@ from pytest_skilleval.results.models import (
     RunPlan,
     VerdictPolicy,
 )
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.records import ARMS, TrialRecord
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
@@ -132,7 +133,8 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
             for case in plan.cases:
                 items = sorted(by_key[(agent, arm)].get(case, []), key=lambda t: t.record.attempt)
                 need = required_attempts(items, plan)
-                expected += need
+                # Attempts that ran past a pass (xdist workers overlap) count as expected too: run <= expected.
+                expected += max(need, len(items))
                 have = {t.record.attempt for t in items}
                 missing += [f"{agent}/{arm}/{case}/{a}" for a in range(1, need + 1) if a not in have]
     missing_cases = {m.split("/")[2] for m in missing}
@@ -172,7 +174,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
     trials, warnings = _prepare(records, plan)
     ran = [t for t in trials if t.ran]
     planned = set(plan.cases)  # once, not per trial: this loop runs over every record
-    extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned})
+    extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned}, key=natural_key)
     calibration = "with_skill" not in plan.arms and "without_skill" in plan.arms
 
     agents: dict[str, AgentResult] = {}

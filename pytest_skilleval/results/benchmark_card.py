@@ -1,9 +1,9 @@
 """BENCHMARK.md: the run as a card a skill's README can link to.
 
-The seed's card rules: the verdict comes first, each result column is labelled `Baseline → Skill (Uplift)`, the
+The card's rules: the verdict comes first, each result column is labelled `Baseline → Skill (Uplift)`, the
 three tier states are shown, and the methodology sits in a collapsible `<details>` block. pytest-skilleval runs
 Tier 3 (live agent evaluation) only, so Tiers 1 and 2 are stated as not run rather than left out. A card whose run
-is not publication-complete says INCOMPLETE next to the verdict (the card-level verdict of the seed).
+is not publication-complete says INCOMPLETE next to the verdict (the card-level verdict).
 
 Rendered from result.json alone, so `skilleval view --render` can rebuild it. Case ids and agent names come from
 the skill author: they are escaped for Markdown tables and inline HTML.

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pytest_skilleval.results.models import DIMENSIONS, TrialEntry
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.run_folder import RunFolder, RunFolderError, find_run, load_run, run_folders
 from pytest_skilleval.results.stats import MIN_PAIRS, paired_bootstrap_ci
 
@@ -81,7 +82,7 @@ def _by_case(side: Side, measure: str) -> dict[str, list[tuple[int, float]]]:
 
 def _measure_delta(a: Side, b: Side, measure: str) -> Delta:
     ca, cb = _by_case(a, measure), _by_case(b, measure)
-    shared = sorted(set(ca) & set(cb))
+    shared = sorted(set(ca) & set(cb), key=natural_key)
     mean_a = [math.fsum(v for _, v in ca[c]) / len(ca[c]) for c in shared]  # shared cases have values on both sides
     mean_b = [math.fsum(v for _, v in cb[c]) / len(cb[c]) for c in shared]
     diffs = [y - x for x, y in zip(mean_a, mean_b, strict=True)]
@@ -108,7 +109,9 @@ def _case_delta(case: str, a: list[tuple[int, float]], b: list[tuple[int, float]
 def compare_sides(a: Side, b: Side) -> dict[str, list[Delta]]:
     """{"measures": per dimension and overall, "cases": per case (overall score)}; B minus A throughout."""
     ca, cb = _by_case(a, "overall"), _by_case(b, "overall")
-    cases = [_case_delta(case, ca.get(case, []), cb.get(case, [])) for case in sorted(set(ca) | set(cb))]
+    cases = [
+        _case_delta(case, ca.get(case, []), cb.get(case, [])) for case in sorted(set(ca) | set(cb), key=natural_key)
+    ]
     return {"measures": [_measure_delta(a, b, m) for m in MEASURES], "cases": cases}
 
 

@@ -65,6 +65,8 @@ def next_step(result: AggregateResult, report_path: str | None) -> str:
         return "finish this run: the same command with --resume latest runs only the missing trials"
     if result.execution_status != "succeeded":
         return "read the errors above (each ERROR item names its trial logs), fix them and run again"
+    if result.dataset_summary.get("skill_name_mismatch"):  # no other advice helps while the names disagree
+        return str(result.dataset_summary["skill_name_mismatch"])
     if not result.coverage.publication_complete:
         return (
             "run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "

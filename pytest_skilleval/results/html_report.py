@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from pytest_skilleval.results import charts
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
@@ -188,7 +189,7 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
 
     def mean(case: str, arm: str) -> float | None:
         values = sums.get((case, arm))
-        return round(sum(values) / len(values), 4) if values else None
+        return sum(values) / len(values) if values else None  # unrounded: the difference rounds once, as the lift
 
     def passes(case: str, arm: str) -> str:
         tally = passed.get((case, arm))
@@ -203,7 +204,7 @@ def _case_rows(doc: ResultDocument, agent: str) -> list[CaseRow]:
             passes(case, "without_skill"),
             passes(case, "with_skill"),
         )
-        for case in sorted(order)
+        for case in sorted(order, key=natural_key)
     ]
 
 
@@ -214,11 +215,11 @@ def _forest(agent: AgentResult, chart_id: str) -> Markup | None:
     candidates: list[tuple[str, LiftStat]] = [("Overall", lift.overall), ("Outcome", lift.outcome)]
     candidates += [(dim.capitalize(), lift.dimensions[dim]) for dim in DIMENSIONS if dim in lift.dimensions]
     candidates += [(f"custom: {name}", stat) for name, stat in sorted((agent.custom_lift or {}).items())]
-    rows = [
-        charts.ForestRow(label, stat.delta, *(stat.ci95 or (stat.delta, stat.delta)), band=stat.band)
-        for label, stat in candidates
-        if stat.delta is not None
-    ]
+    rows = []
+    for label, stat in candidates:
+        if stat.delta is not None:
+            low, high = stat.ci95 or (stat.delta, stat.delta)
+            rows.append(charts.ForestRow(label, stat.delta, low, high, band=stat.band))
     if not rows:
         return None
     return Markup(charts.forest_chart(f"{chart_id}-lift", rows))
@@ -246,7 +247,7 @@ def _findings(rich: dict[str, Any] | None) -> tuple[list[dict[str, str]], str | 
     security = ((rich or {}).get("details") or {}).get("security")
     if not isinstance(security, dict):
         return [], None
-    found = security.get("findings") if isinstance(security.get("findings"), list) else []
+    found = listed if isinstance(listed := security.get("findings"), list) else []
     keys = ("type", "severity", "source", "message", "evidence")
     rows = [{key: redact_text(str(item.get(key, ""))) for key in keys} for item in found if isinstance(item, dict)]
     reason = security.get("reason")
@@ -306,7 +307,7 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
                 pass_k_svg=_pass_k(agent, chart_id),
                 trials_by_case={
                     case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
-                    for case, trials in sorted(trials_by_agent.get(name, {}).items())
+                    for case, trials in sorted(trials_by_agent.get(name, {}).items(), key=lambda kv: natural_key(kv[0]))
                 },
             )
         )
@@ -333,7 +334,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
-        # Compiling the template costs ~90 ms a run; Jinja's own cache keeps the result in a per-user 0700 folder.
+        # Compiling the template is most of loading it; Jinja's own cache keeps the result in a per-user 0700 folder.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
     env.filters.update(score=score, signed=signed, interval=interval, count=count, usd=usd)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_skilleval.results import stats
@@ -90,7 +90,7 @@ def paired_scores(
     cases: Sequence[str],
     w: Mapping[str, CaseScores],
     wo: Mapping[str, CaseScores],
-    value: callable,  # type: ignore[valid-type]
+    value: Callable[..., float | None],  # one CaseScores -> its score (lambdas bind their key as a default)
     exclude: set[str],
 ) -> LiftStat:
     pairs: list[tuple[float, float]] = []

@@ -10,14 +10,14 @@ or "not available", never zero.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_skilleval.results.records import Arm
+from pytest_skilleval.results.records import ARMS, Arm
 from verifier.scoring import SCORE_POLICY
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION: Final = "2.0"
 DIMENSIONS: tuple[str, ...] = ("security", "correctness", "discoverability", "effectiveness", "efficiency")
 
 Band = Literal["PASS", "NEUTRAL", "FAIL"]
@@ -39,7 +39,7 @@ class RunPlan(_Model):
     cases: list[str] = Field(description="Every case id the dataset defines, in dataset order.")
     negative_cases: list[str] = Field(default_factory=list, description="Negative-control case ids, if known.")
     agents: list[str]
-    arms: list[Arm] = Field(default_factory=lambda: ["with_skill", "without_skill"], description="Arms run.")
+    arms: list[Arm] = Field(default_factory=lambda: list(ARMS), description="Arms run.")
     n_attempts: int = Field(default=1, ge=1)
     pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     stop_on_pass: bool = False

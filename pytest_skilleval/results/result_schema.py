@@ -40,7 +40,7 @@ def validate_result(document: Mapping[str, Any], *, every_trial: bool = True) ->
     model, so entries of the same shape pass or fail together, and the check stays linear with a small constant
     at 20,000 trials.
     """
-    import jsonschema  # ~27 ms, imported when a run is written (or warmed up), not at pytest's start
+    import jsonschema  # slow to import: when a run is written (or warmed up), not at pytest's start
 
     if not every_trial:
         document = _one_of_each_shape(document)

@@ -21,6 +21,7 @@ from pytest_skilleval.results.models import (
     LiftStat,
     TrialEntry,
 )
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
 from pytest_skilleval.results.trials import CUSTOM_ONLY
 from pytest_skilleval.results.verdict import incomplete_why
@@ -253,7 +254,7 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
     lines = ["", "Results by Case"]
     lines += cols.row("case", *(("agent",) if agent_col else ()), "arm", "mean", threshold, "pytest")
     baseline_below = False
-    for (case, agent, arm), trials in sorted(groups.items()):
+    for (case, agent, arm), trials in sorted(groups.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0][1:])):
         scored = [t.overall for t in trials if t.overall is not None]
         mean = score(math.fsum(scored) / len(scored)) if scored else score(None)
         reached = sum(1 for t in trials if t.passed)

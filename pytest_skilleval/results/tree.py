@@ -123,7 +123,7 @@ class _Batch:
 
     root: Path
     checked: set[Path] = field(default_factory=set)
-    # Plain strings: a Path keeps its parsed parts too (~0.3 KB more per file, for as long as the run lasts).
+    # Plain strings: a Path keeps its parsed parts too (more memory per file, for as long as the run lasts).
     unsynced: list[str] = field(default_factory=list)
 
 
@@ -361,16 +361,49 @@ class EarlyTrialFiles:
         self.batch = _Batch(self.results_root)
         self.written: set[tuple[str, str, str, int]] = set()
         self._run_dir: Path | None = None
+        self._made = False
 
-    def write(self, record: TrialRecord) -> None:
-        token = _BATCH.set(self.batch)
-        try:
-            if self._run_dir is None:
+    @property
+    def run_dir(self) -> Path | None:
+        """The run folder once opened (by `open` or the first trial file), else None."""
+        return self._run_dir
+
+    def open(self) -> Path:
+        """Make the run folder and write `start` into it, durably, once: a run interrupted before any trial ended
+        still leaves a folder that `--resume` continues."""
+        if self._run_dir is None:
+            token = _BATCH.set(self.batch)
+            try:
+                self._made = not os.path.lexists(self.results_root / self.run_id)
                 run_dir = _open_run_dir(self.results_root, self.run_id)
                 if self.start is not None:
                     self.start.write(run_dir, self.results_root, self.redactor, durable=True)
-                self._run_dir = run_dir
-            _write_trial(self._run_dir, record, self.max_artifact_bytes, self.redactor)
+            finally:
+                _BATCH.reset(token)
+            self._run_dir = run_dir
+        return self._run_dir
+
+    def discard_unused(self) -> bool:
+        """Remove the run folder again when this session made it and wrote nothing else into it (its skill's items
+        were all deselected); True when removed. A folder with anything more in it is kept."""
+        run_dir = self._run_dir
+        if run_dir is None or not self._made or self.written:
+            return False
+        ours = {MARKER_FILE, RUN_CONFIG_FILE, DATASET_DIGEST_FILE}
+        if {entry.name for entry in os.scandir(run_dir)} - ours:
+            return False
+        for name in ours:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(run_dir / name)
+        os.rmdir(run_dir)
+        self._run_dir = None
+        return True
+
+    def write(self, record: TrialRecord) -> None:
+        run_dir = self.open()
+        token = _BATCH.set(self.batch)
+        try:
+            _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor)
         finally:
             _BATCH.reset(token)
         self.written.add(trial_key(record))

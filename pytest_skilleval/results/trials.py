@@ -186,7 +186,7 @@ class Condition:
     cases: list[str]  # cases in scope for this condition
     trials: list[ScoredTrial]  # counted trials that ran, in scope
     expected_attempts: int
-    # A configured judge failed on one of its trials: the condition publishes no scores (seed's judge failure rule).
+    # A configured judge failed on one of its trials: the condition publishes no scores (a partial judge is no score).
     withheld: bool = False
 
     @property

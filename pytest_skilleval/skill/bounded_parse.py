@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
@@ -77,13 +78,13 @@ def refuse_long_integers(data: Any) -> None:
 
 
 try:
-    from yaml.cyaml import CParser
+    from yaml._yaml import CParser
 except ImportError:  # pragma: no cover - PyYAML wheels ship LibYAML
-    CParser = None
+    CParser = None  # type: ignore[assignment,misc]
 
 if CParser is not None:
 
-    class _EventLoader(CParser, Composer, SafeConstructor, Resolver):  # type: ignore[misc]
+    class _EventLoader(CParser, Composer, SafeConstructor, Resolver):
         """LibYAML scans and parses (several times faster); the Python composer below builds the nodes, so its
         limits apply (CParser would compose in C, out of reach)."""
 
@@ -147,12 +148,13 @@ class BoundedSafeLoader(_EventLoader):
                 self._count(size, event.start_mark)
             return super().compose_node(parent, index)
         container = isinstance(event, (SequenceStartEvent, MappingStartEvent))
+        start = event.start_mark if event is not None else None
         if container:
             self._depth += 1
             if self._depth > MAX_DEPTH:
-                raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(event.start_mark))
+                raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(start))
         before = self._expanded
-        self._count(1, event.start_mark)
+        self._count(1, start)
         try:
             node = super().compose_node(parent, index)
         finally:
@@ -162,7 +164,11 @@ class BoundedSafeLoader(_EventLoader):
         return node
 
 
-BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", BoundedSafeLoader.construct_long_safe_int)
+# What `add_constructor` does (a copy of the inherited table with one entry replaced), without its Loader-only typing.
+BoundedSafeLoader.yaml_constructors = {
+    **BoundedSafeLoader.yaml_constructors,
+    "tag:yaml.org,2002:int": BoundedSafeLoader.construct_long_safe_int,
+}
 
 
 def yaml_error_message(error: yaml.YAMLError) -> str:
@@ -179,7 +185,7 @@ def yaml_error_message(error: yaml.YAMLError) -> str:
     starts_at = context_mark if use_context else problem_mark
     where = f" at line {starts_at.line + 1} column {starts_at.column + 1}" if starts_at is not None else ""
     what = ", ".join(part for part in (error.context, error.problem) if part) or "not valid YAML"
-    if use_context and problem_mark is not None and problem_mark.line != context_mark.line:
+    if use_context and context_mark is not None and problem_mark is not None and problem_mark.line != context_mark.line:
         what += f" (noticed at line {problem_mark.line + 1})"
     return f"invalid YAML{where}: {what}"
 
@@ -205,6 +211,7 @@ def nesting_depth_exceeds(data: Any, limit: int = MAX_DEPTH) -> bool:
     stack: list[tuple[Any, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):

@@ -40,7 +40,9 @@ GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_
 class ConfigError(ValueError):
     """A config problem located by file and dotted field; str() says all three."""
 
-    def __init__(self, path: Path | str, field: str, message: str, *, more: list[tuple[str, str]] | None = None):
+    def __init__(
+        self, path: Path | str, field: str, message: str, *, more: list[tuple[str, str]] | None = None
+    ) -> None:
         self.path = Path(path)
         self.field = field
         self.message = message
@@ -493,7 +495,8 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
     return loader.construct_mapping(node, deep=deep)
 
 
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# The stubs bound the loader to PyYAML's own classes; ours composes LibYAML's parser with SafeConstructor.
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)  # type: ignore[type-var]
 
 
 def find_config(evals_dir: Path) -> Path | None:

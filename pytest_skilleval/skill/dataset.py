@@ -254,6 +254,15 @@ def _normalize_entry(raw: Mapping[str, Any], skill_name: str | None) -> dict[str
     return entry
 
 
+def _aliases_read(raw: Mapping[str, Any]) -> str:
+    """Said with an entry's error: which of its keys were read under another name (`expected_behavior` is read as
+    `assertions`), so an error naming the runtime field is not a mystery."""
+    read = [
+        f"'{key}' as '{FIELD_ALIASES[key]}'" for key in raw if key in FIELD_ALIASES and FIELD_ALIASES[key] not in raw
+    ]
+    return f" (this entry's {', '.join(read)} {'was' if len(read) == 1 else 'were'} read)" if read else ""
+
+
 def _entry_label(index: int, raw: Any) -> str:
     if isinstance(raw, Mapping) and isinstance(raw.get("id"), (str, int)) and not isinstance(raw.get("id"), bool):
         return f"entry {index} (id {raw['id']!r})"
@@ -289,7 +298,7 @@ def _checked_entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]
 def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -> Iterator[EvalCase | DatasetError]:
     """Each entry validated in order: its EvalCase, or the DatasetError naming its problem (ids checked for
     duplicates across the valid ones). The loader stops at the first error; `validate` lists them all."""
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}
     for index, raw in enumerate(raw_entries):
         label = _entry_label(index, raw)
         if not isinstance(raw, Mapping):
@@ -299,14 +308,21 @@ def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -
             case = EvalCase.model_validate(_normalize_entry(raw, skill_name))
         except ValidationError as error:
             field, message = _validation_message(error)
-            yield DatasetError(path, message, entry=label, field=field)
+            yield DatasetError(path, message + _aliases_read(raw), entry=label, field=field)
             continue
         key = duplicate_key(case.id)
         if key in seen:
-            message = f"duplicate id {case.id!r} (entry {seen[key]} has the same id)"
+            first, first_id = seen[key]
+            if first_id == case.id:
+                message = f"duplicate id {case.id!r} (entry {first} has the same id)"
+            else:
+                message = (
+                    f"id {case.id!r} differs only in case from {first_id!r} (entry {first}); ids must differ in "
+                    f"more than letter case, since case-insensitive file systems would mix their results"
+                )
             yield DatasetError(path, message, entry=label, field="id")
             continue
-        seen[key] = index
+        seen[key] = (index, case.id)
         yield case
 
 

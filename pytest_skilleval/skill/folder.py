@@ -83,7 +83,7 @@ class SkillFolder:
         session starts (the --max-cases cut), which every collector of the skill would otherwise recompute."""
         if key not in self._once:
             self._once[key] = compute()
-        return self._once[key]  # type: ignore[no-any-return]
+        return self._once[key]
 
     def entries(self, dataset: Dataset) -> list[dict[str, Any]]:
         """Each case's `entry_json()`, made once per dataset content: the run plan's snapshot and the items read the

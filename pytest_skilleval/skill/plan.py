@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, SkipValidation
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.skill_names import name_mismatch
 
 
 class TrialSpec(BaseModel):
@@ -91,7 +92,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]
             plan.negative_cases = [
-                case.id for case, entry in zip(dataset.cases, entries) if should_trigger(entry) is False
+                case.id for case, entry in zip(dataset.cases, entries, strict=True) if should_trigger(entry) is False
             ]
             plan.summary.update(
                 dataset=path.name,
@@ -99,6 +100,9 @@ def case_plan(skill: SkillFolder) -> CasePlan:
                 n_dataset_cases=len(plan.cases),
                 n_negative_cases=len(plan.negative_cases),
             )
+            mismatch = name_mismatch(skill.path, dataset.skill_name, path.name)
+            if mismatch:
+                plan.summary["skill_name_mismatch"] = mismatch
             plan.digest = dataset.digest
             plan.snapshot = {
                 "dataset": path.name,
@@ -108,7 +112,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             }
     try:
         source = skill.settings.task_source
-    except Exception:  # a bad config.yml: collection reports it
+    except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report
         source = "auto"
     native = [] if source == "evals_json" else native_case_names(skill.evals_dir)
     plan.summary["n_native_tasks"] = len(native)
@@ -130,7 +134,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
 def native_claims(evals_dir: Path) -> dict[str, str]:
     """Native tasks, readable or not: task folder name -> the dataset entry id it replaces.
 
-    One rule for every refusal (issue 11): a task refused by Harbor's own model or by a plugin rule claims its entry
+    One rule for every refusal: a task refused by Harbor's own model or by a plugin rule claims its entry
     all the same, so the entry never runs in its place; why it was refused is reported by its own collector.
     """
     from pytest_skilleval.skill.native_claims import claimed_entry_id
@@ -144,7 +148,7 @@ def native_claims(evals_dir: Path) -> dict[str, str]:
 
 
 def staged_order(dataset_ids: list[str], claims: dict[str, str]) -> list[str]:
-    """Case ids in the seed's staged order: dataset order (an entry a native task replaces takes the task's place),
+    """Case ids in staged order: dataset order (an entry a native task replaces takes the task's place),
     then the remaining native tasks by folder name."""
     replaced_by = {entry: name for name, entry in claims.items()}
     order = [replaced_by.get(case_id, case_id) for case_id in dataset_ids]

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.host_env import pass_env_names
 
 AGENT_ALIASES = {"claude": "claude-code"}
@@ -128,8 +129,8 @@ class RunSettings(BaseModel):
         return "none" if str(self.env_kwargs.get("sandbox", "auto")).strip().lower() == "none" else "bwrap"
 
     @property
-    def arms(self) -> tuple[str, ...]:
-        arms = []
+    def arms(self) -> tuple[Arm, ...]:
+        arms: list[Arm] = []
         if not self.skip_with_skill:
             arms.append("with_skill")
         if not self.skip_baseline:

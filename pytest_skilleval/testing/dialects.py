@@ -150,7 +150,7 @@ def _split(text: str, size: int = 24) -> list[str]:
 def _responses_items(turn: Turn) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if turn.text is not None or turn.refusal is not None:
-        part = (
+        part: dict[str, Any] = (
             {"type": "refusal", "refusal": turn.refusal}
             if turn.refusal is not None
             else {"type": "output_text", "text": turn.text, "annotations": [], "logprobs": []}
@@ -245,6 +245,7 @@ def _item_frames(index: int, item: dict[str, Any]) -> list[tuple[str, dict[str, 
         return events + [("response.custom_tool_call_input.done", {**at, "input": item["input"]})]
     part = item["content"][0]
     at = {**at, "content_index": 0}
+    empty: dict[str, Any]
     if part["type"] == "refusal":
         empty = {"type": "refusal", "refusal": ""}
         deltas = [("response.refusal.delta", {**at, "delta": piece}) for piece in pieces(part["refusal"])]
@@ -355,6 +356,7 @@ def messages_frames(turn: Turn) -> list[Frame]:
     start = {**messages_body(turn), "content": [], "stop_reason": None, "usage": _anthropic_usage(turn, 1)}
     events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start}), ("ping", {})]
     for index, block in enumerate(blocks):
+        opening: dict[str, Any]
         if block["type"] == "text":
             opening = {"type": "text", "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in pieces(block["text"])]

@@ -109,10 +109,10 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
         """Quiet: the request log replaces the stdlib's stderr lines."""
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+    def do_GET(self) -> None:
         self._serve(b"")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:
             raw = self._read_body()
         except BodyTooLarge as error:
@@ -126,7 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             total = 0
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)

@@ -444,8 +444,8 @@ class ScriptedModelServer:
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             data = [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names]
             return json_answer(200, {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]})
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": "skilleval-scripted"} for name in names]
-        return json_answer(200, {"object": "list", "data": data})
+        models = [{"id": name, "object": "model", "created": 0, "owned_by": "skilleval-scripted"} for name in names]
+        return json_answer(200, {"object": "list", "data": models})
 
     def _render(self, reply: Reply, dialect: Dialect, model: str, body: dict[str, Any], text: str) -> Answer:
         if reply.is_raw:

@@ -14,19 +14,19 @@ import pytest
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig  # noqa: E402
-from harbor.models.trial.config import (  # noqa: E402
+from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig
+from harbor.models.trial.config import (
     AgentConfig,
     EnvironmentConfig,
     TaskConfig,
     TrialConfig,
 )
-from harbor.models.trial.paths import TrialPaths  # noqa: E402
-from harbor.models.trial.result import TrialResult  # noqa: E402
-from harbor.trial.trial import Trial  # noqa: E402
+from harbor.models.trial.paths import TrialPaths
+from harbor.models.trial.result import TrialResult
+from harbor.trial.trial import Trial
 
-from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, LocalEnvironment, bwrap_available  # noqa: E402
-from tests.support import require_system  # noqa: E402
+from pytest_skilleval.harbor.local_env import LOCAL_ENV_IMPORT_PATH, LocalEnvironment, bwrap_available
+from tests.support import require_system
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO_SKILL = REPO / "examples" / "hello-skill"

@@ -20,7 +20,7 @@ from tests.e2e.conftest import make_env
 pytestmark = pytest.mark.e2e
 
 
-def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+def run(coro):  # a tiny sync bridge for async env methods
     return asyncio.run(coro)
 
 

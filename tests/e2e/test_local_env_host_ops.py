@@ -27,7 +27,7 @@ class SkilledNop(NopAgent):
     capabilities = AgentCapabilities(skills=True)
 
 
-def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+def run(coro):  # a tiny sync bridge for async env methods
     return asyncio.run(coro)
 
 
@@ -46,14 +46,14 @@ def assert_untouched(outside: Path) -> None:
 
 
 @pytest.fixture
-def env(tmp_path: Path, sandbox_mode: str, monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+def env(tmp_path: Path, sandbox_mode: str, monkeypatch: pytest.MonkeyPatch):
     """A started environment whose exec records every command it is asked to run."""
     environment = make_env(tmp_path, sandbox_mode)
     run(environment.start(force_build=False))
     environment.commands, environment.may_exec = [], True
     exec_ = environment.exec
 
-    async def recording(command: str, *args: object, **kwargs: object):  # noqa: ANN202
+    async def recording(command: str, *args: object, **kwargs: object):
         environment.commands.append(command)
         if not environment.may_exec:  # a regression must not run the command (none mode: on the host itself)
             raise AssertionError(f"exec called for {command!r}")
@@ -184,7 +184,7 @@ def test_a_trial_execs_only_what_the_host_cannot_answer(
     commands: list[str] = []
     spawn = local_env_module.run_command
 
-    async def recording(keeper: object, argv: list[str], **kwargs: object):  # noqa: ANN202
+    async def recording(keeper: object, argv: list[str], **kwargs: object):
         commands.append(argv[-1])  # what the keeper is asked to run: `bash -c COMMAND`
         return await spawn(keeper, argv, **kwargs)
 

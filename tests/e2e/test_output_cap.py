@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 CAP = 32 * 1024 * 1024  # the documented per-stream cap
 
 
-async def _exec(tmp_path: Path, command: str):  # noqa: ANN202 - Harbor's ExecResult
+async def _exec(tmp_path: Path, command: str):  # returns Harbor's ExecResult
     paths = TrialPaths(trial_dir=tmp_path / "trial")
     paths.mkdir()
     env = LocalEnvironment(

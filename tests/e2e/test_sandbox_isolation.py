@@ -23,7 +23,7 @@ from tests.support import require_system
 pytestmark = pytest.mark.e2e
 
 
-def run(coro):  # noqa: ANN001, ANN201 - tiny sync bridge for async env methods
+def run(coro):  # a tiny sync bridge for async env methods
     return asyncio.run(coro)
 
 
@@ -315,6 +315,11 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
     python = shutil.which("python3", path="/usr/bin:/bin")
     if os.geteuid() != 0 or shutil.which("setpriv") is None or python is None:
         pytest.skip("needs root (to switch to an unprivileged user), setpriv and a system python3")
+    # The same bwrap the plugin resolves (the wheel's when no system one exists): the child's system python3
+    # cannot import the wheel, so it is handed over by path.
+    exe, problem = bwrap.usable_bwrap()
+    if exe is None:
+        require_system(f"bubblewrap ({problem})", "apt-get install bubblewrap (or run .ci/run)")
     repo = Path(__file__).resolve().parents[2]
     marker = f"skilleval-unpriv-{uuid.uuid4().hex[:10]}"
     script = UNPRIVILEGED_SCRIPT.replace("MARKER", marker)
@@ -324,7 +329,7 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
         text=True,
         timeout=120,
         cwd="/tmp",
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp", "SKILLEVAL_BWRAP": exe},
     )
     if "No module named" in done.stderr or "Permission denied" in done.stderr:
         pytest.skip(f"the repository is not readable by an unprivileged user here: {done.stderr.strip()[-200:]}")

@@ -37,7 +37,23 @@ BROKEN = {
                 {"id": "same", "prompt": "p", "expected_output": "e"},
             ],
         },
-        ["entry 1 (id 'same')", "field 'id'", "duplicate id"],
+        ["entry 1 (id 'same')", "field 'id'", "differs only in case from 'Same' (entry 0)"],
+    ),
+    "duplicate-id-exact": (
+        "evals.json",
+        {
+            "skill_name": "b",
+            "evals": [
+                {"id": "same", "prompt": "p", "expected_output": "e"},
+                {"id": "same", "prompt": "p", "expected_output": "e"},
+            ],
+        },
+        ["entry 1 (id 'same')", "field 'id'", "duplicate id 'same' (entry 0 has the same id)"],
+    ),
+    "legacy-alias": (
+        "evals.json",
+        {"skill_name": "b", "evals": [{"id": "c1", "prompt": "p", "expected_behavior": "not a list but a string"}]},
+        ["entry 0 (id 'c1')", "field 'expected_output'", "(this entry's 'expected_behavior' as 'assertions' was read)"],
     ),
     "wrong-type": ("evals.json", _entry(assertions=5), ["entry 0 (id 'case-1')", "field 'assertions'"]),
     "bool-id": (

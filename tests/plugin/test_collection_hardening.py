@@ -103,7 +103,7 @@ def test_pass_env_cannot_come_from_the_ini_file(skill_project: SkillProject) -> 
 # --- resource bombs and bad durations (issue 9, items 9 and 10) --------------------------------------------------
 
 BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-    f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi")
+    f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
 ENTRY = json.dumps({"id": "c", "prompt": "p", "expected_output": "e"})
 BOMBS = {

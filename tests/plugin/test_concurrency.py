@@ -68,12 +68,17 @@ def test_concurrent_results_equal_serial_results(skill_project: SkillProject) ->
     shutil.rmtree(skill_project.root / "results")
     concurrent = skill_project.run(*args, "--n-concurrent", "6", "-v")
     concurrent_result = skill_project.result_json("hello-skill")
-    outcome_lines = lambda r: sorted(l for l in r.stdout.lines if "PASSED" in l or "FAILED" in l or "ERROR" in l)  # noqa: E731
+
+    def outcome_lines(run: pytest.RunResult) -> list[str]:
+        return sorted(line for line in run.stdout.lines if "PASSED" in line or "FAILED" in line or "ERROR" in line)
+
+    def scores(result: dict) -> list[tuple]:
+        return sorted(
+            (t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))
+            for t in result["trials"]
+        )
+
     assert outcome_lines(serial) == outcome_lines(concurrent)
-    scores = lambda res: sorted(
-        (t["case"], t["arm"], t["attempt"], t["overall"], json.dumps(t.get("metrics"), sort_keys=True))  # noqa: E731
-        for t in res["trials"]
-    )
     assert scores(serial_result) == scores(concurrent_result)
 
 
@@ -112,8 +117,11 @@ def test_exitfirst_stops_launching_trials(skill_project: SkillProject, agent_log
     assert 1 <= len(starts) <= 3  # the failing trial and at most the look-ahead already in flight
 
 
-def test_stop_on_pass_skips_remaining_attempts(skill_project: SkillProject, agent_log: Path) -> None:
-    skill_project.make_skill("demo", simple_entries("c1", "c2"))
+@pytest.mark.parametrize("n_concurrent", ["1", "4"])
+def test_stop_on_pass_skips_remaining_attempts(skill_project: SkillProject, agent_log: Path, n_concurrent: str) -> None:
+    """At the default concurrency too: attempt 2 starts only after attempt 1 ended without a pass, and the window
+    holds the other cases' first attempts meanwhile."""
+    skill_project.make_skill("demo", simple_entries("c1", "c2", "c3", "c4"))
     result = skill_project.run(
         "--agents",
         "logging_agent:LoggingAgent",
@@ -122,14 +130,18 @@ def test_stop_on_pass_skips_remaining_attempts(skill_project: SkillProject, agen
         "3",
         "--stop-on-pass",
         "--n-concurrent",
-        "1",
+        n_concurrent,
         "-rs",
     )
-    result.assert_outcomes(passed=2, skipped=4)
+    result.assert_outcomes(passed=4, skipped=8)
     assert "--stop-on-pass: attempt 1 of this case already passed" in result.stdout.str()
-    assert len([e for e in _events(agent_log) if e["event"] == "start"]) == 2
+    events = _events(agent_log)
+    assert len([e for e in events if e["event"] == "start"]) == 4
+    assert _open_at_once(events) == int(n_concurrent)  # the four first attempts fill the window
     res = skill_project.result_json("demo")
     assert res["coverage"]["publication_complete"] is True
+    assert (res["coverage"]["run_trials"], res["coverage"]["expected_trials"]) == (4, 4)
+    assert "4/4 trials run" in result.stdout.str()
     assert result.ret == 0
 
 

@@ -10,6 +10,20 @@ from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
 
 STANDARD = ("security", "skill_execution", "skill_efficiency")
 
+# A conftest whose runner returns a passing record for every trial (no Harbor run).
+PASSING_RUNNER_CONFTEST = (
+    "import pytest\n"
+    "from pytest_skilleval.results.records import TrialRecord\n"
+    "class FakeRunner:\n"
+    "    def run(self, spec):\n"
+    "        return TrialRecord(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id,\n"
+    "                           agent=spec.agent, arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid,\n"
+    "                           status='scored', overall=0.9, passed=True)\n"
+    "@pytest.fixture(scope='session')\n"
+    "def skilleval_runner():\n"
+    "    return FakeRunner()\n"
+)
+
 
 def _with_skill_trial(project: SkillProject) -> dict:
     return next(t for t in project.result_json("demo")["trials"] if t["arm"] == "with_skill")
@@ -107,18 +121,22 @@ def test_reserved_metric_padded_or_cased_is_an_item_error(
 
 def test_conftest_can_override_the_runner(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
-    skill_project.pytester.makeconftest(
-        "import pytest\n"
-        "from pytest_skilleval.results.records import TrialRecord\n"
-        "class FakeRunner:\n"
-        "    def run(self, spec):\n"
-        "        return TrialRecord(skill=spec.skill_name, skill_dir=str(spec.skill_dir), case=spec.case_id,\n"
-        "                           agent=spec.agent, arm=spec.arm, attempt=spec.attempt, nodeid=spec.nodeid,\n"
-        "                           status='scored', overall=0.9, passed=True)\n"
-        "@pytest.fixture(scope='session')\n"
-        "def skilleval_runner():\n"
-        "    return FakeRunner()\n"
-    )
+    skill_project.pytester.makeconftest(PASSING_RUNNER_CONFTEST)
     result = skill_project.run(*LOCAL_REPLAY, "-v")
     result.assert_outcomes(passed=2)
     assert "PASSED (0.90)" in result.stdout.str()
+
+
+def test_an_error_that_is_not_the_trials_is_reported_as_pytest_reports_it(skill_project: SkillProject) -> None:
+    """The item's failure text is its own only for trial failures; anything else (here a plugin's hook raising in
+    the call phase) is pytest's usual traceback, never an INTERNALERROR."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.pytester.makeconftest(
+        PASSING_RUNNER_CONFTEST
+        + "@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_call(item):\n    raise RuntimeError('a plugin broke')\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    result.assert_outcomes(failed=1)
+    assert "RuntimeError: a plugin broke" in output

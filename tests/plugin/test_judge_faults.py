@@ -185,6 +185,45 @@ def test_schema_rejected_with_400_downgrades_and_is_not_sent_again(scripted_mode
     assert first.details["structured_output"] is False and second.details["judge_requests"] == 1
 
 
+def test_judges_at_the_same_moment_send_a_rejected_schema_once(scripted_model, judge_env):
+    """Four trials judged at once: the first request probes the schema, the others wait for its answer."""
+    import litellm  # noqa: F401 - its slow first import stays out of the race
+
+    rejection = {
+        "status": 400,
+        "message": "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model",
+        "delay": 0.5,
+    }
+    server = scripted_model({"models": {MODEL: [rejection, {"text": GOAL_OK, "repeat": "forever"}]}})
+    config = load_config(
+        {**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}", "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url}
+    )
+    support = SchemaSupport()
+
+    async def four_at_once() -> list[Any]:
+        tasks = [next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")] * 4
+        return await asyncio.gather(*(run_task(t, config, JudgeCache(None, "off"), support) for t in tasks))
+
+    results = asyncio.run(four_at_once())
+    with_schema = [r for r in server.requests if "response_format" in r.body]
+    assert len(with_schema) == 1 and with_schema[0].status == 400
+    assert len(server.requests) == 5
+    assert [r.score for r in results] == [0.9] * 4
+    assert not support.probing
+
+
+def test_a_probe_that_fails_otherwise_lets_the_next_request_probe(scripted_model, judge_env):
+    """A probe that ends in an error unrelated to the schema settles nothing: the next request sends the schema."""
+    server = scripted_model({"models": {MODEL: [{"status": 400, "message": "context length exceeded"}, GOAL_OK]}})
+    support = SchemaSupport()
+    first, _ = judge("goal_accuracy", server, judge_env, support)
+    second, _ = judge("goal_accuracy", server, judge_env, support)
+    assert first.score is None and second.score == 0.9
+    assert all("response_format" in r.body for r in server.requests)
+    key = next(iter(support.confirmed))
+    assert key[2].endswith(MODEL) and not support.probing and not support.rejected
+
+
 def test_other_400_is_not_downgraded(scripted_model, judge_env):
     server = scripted_model({"models": {MODEL: [{"status": 400, "message": "context length exceeded"}, GOAL_OK]}})
     support = SchemaSupport()

@@ -33,6 +33,8 @@ def test_missing_agent_credential_is_one_line(skill_project: SkillProject, no_cr
     assert "agent codex: no credential: set OPENAI_API_KEY (or CODEX_API_KEY) in the environment" in output
     assert "agent claude-code: no credential: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)" in output
     assert "agent replay" not in output
+    # Under `local` the sandbox cannot install a CLI: the line says so and how to provide it (no raw apt-get error).
+    assert "agent codex CLI: no codex CLI is available: the local sandbox cannot install it; run `npm install" in output
 
 
 def test_unreachable_docker_daemon_is_one_line(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,3 +81,14 @@ def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: Ski
     assert "harbor.runtime_env: contains operator-owned credential name(s): OPENAI_API_KEY" in output
     assert " passed" not in output and "Traceback" not in output
     assert not (skill_project.root / "results").exists()
+
+
+def test_an_unknown_agent_gets_the_nearest_names_and_a_sorted_list(skill_project: SkillProject) -> None:
+    skill_project.make_skill("demo", simple_entries("c1"))
+    result = skill_project.run("--agents", "codx", "--env-mode", "local")
+    output = _stopped_before_any_trial(skill_project, result)
+    line = next(line for line in output.splitlines() if "agent codx:" in line)
+    assert "unknown agent 'codx': did you mean codex" in line
+    listed = line.split("known agents: ", 1)[1].split(" (or a module:Class", 1)[0].split(", ")
+    assert listed == sorted(listed)
+    assert {"replay", "claude", "claude-code", "terminus-2", "codex"} <= set(listed)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilleval.harbor.sandbox.bwrap import usable_bwrap
 from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, require_system, simple_entries
 
 SANDBOXES = ["bwrap", "none"]
@@ -20,8 +21,8 @@ def _trials(result: dict) -> dict[tuple[str, str, str, int], dict]:
 
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProject, sandbox: str) -> None:
-    if sandbox == "bwrap" and shutil.which("bwrap") is None:
-        require_system("bubblewrap (bwrap)", "apt-get install bubblewrap (or run .ci/run)")
+    if sandbox == "bwrap" and usable_bwrap()[0] is None:
+        require_system(f"bubblewrap ({usable_bwrap()[1]})", "apt-get install bubblewrap (or run .ci/run)")
     skill_project.copy_hello_skill()
     result = skill_project.run(*LOCAL_REPLAY, "--ek", f"sandbox={sandbox}", "--n-attempts", "2", "-v")
     result.assert_outcomes(passed=16)
@@ -103,7 +104,7 @@ def test_inputs_are_staged_into_workspace_input(skill_project: SkillProject) -> 
         "Path(os.environ['HARBOR_REWARD_JSON']).write_text(json.dumps({'overall': 1.0 if ok else 0.0}))\n"
     )
     result = skill_project.run(
-        *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--ek", "sandbox=bwrap" if shutil.which("bwrap") else "sandbox=none"
+        *LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--ek", "sandbox=bwrap" if usable_bwrap()[0] else "sandbox=none"
     )
     result.assert_outcomes(passed=1)
 

@@ -38,7 +38,7 @@ def assert_strictly_valid(skill: Path) -> None:
 
 
 def test_scaffolds_run_green_with_replay_agent_and_local_env(skill_project: SkillProject) -> None:
-    byog = skill_project.make_skill("byog", simple_entries("c1"), grader=False)
+    byog = skill_project.make_skill("byog", {**simple_entries("c1"), "skill_name": "byog"}, grader=False)
     assert run_init_custom_grader([str(byog), "--mode", "custom_only"]) == 0
 
     byot = skill_project.make_skill("byot", grader=False)

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from pytest_skilleval.authoring.validate import validate_skill
 from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
 
 STANDARD_ROWS = re.compile(
@@ -90,3 +91,17 @@ def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(
     ) in text
     assert "(verdict neutral)" not in text
     assert lines[-1].startswith("Next: run every case for a publishable verdict: drop -k/-m/--max-cases")
+
+
+def test_a_dataset_that_expects_another_skill_name_says_which_names_and_the_fix(skill_project: SkillProject) -> None:
+    """The folder is `greeter`; evals.json still says `hello-skill`: the skill's use can never be seen."""
+    skill = skill_project.copy_hello_skill("greeter")
+    result = skill_project.run(*LOCAL_REPLAY)
+    lines = result.stdout.str().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Next: ")))
+    next_line = " ".join(" ".join(lines[start:]).split())  # the summary wraps at pytest's width
+    assert "evals.json skill_name 'hello-skill' is not this skill's name (folder 'greeter', SKILL.md name " in next_line
+    assert "set skill_name to 'greeter'" in next_line
+    report = validate_skill(skill)
+    warning = next(f for f in report.findings if f.rule == "skill-name-mismatch")
+    assert warning.severity == "warning" and "set skill_name to 'greeter'" in warning.message

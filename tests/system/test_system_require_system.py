@@ -66,3 +66,53 @@ def test_without_debootstrap_the_image_fixture_skips_saying_so(
     result = pytester.runpytest("-p", "tests.system_parts", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*debootstrap (builds the offline test image) is not available here*"])
+
+
+# A conftest, as in this repository: a plugin named by a test module loads after the header is printed.
+SYSTEM_PARTS_CONFTEST = 'pytest_plugins = ["tests.system_parts"]\n'
+USES_AGENT_CLIS = """
+def test_needs_the_clis(agent_clis):
+    raise AssertionError("the opt-out must stop the install before this runs")
+"""
+
+
+def test_opting_out_of_the_agent_clis_skips_their_tests_and_the_header_says_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(REQUIRE_SYSTEM_ENV, raising=False)
+    monkeypatch.setenv("SKILLEVAL_SKIP_AGENT_CLIS", "1")
+    pytester.makeconftest(SYSTEM_PARTS_CONFTEST)
+    pytester.makepyfile(USES_AGENT_CLIS)
+    result = pytester.runpytest("-rs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["agent CLIs: not installed (SKILLEVAL_SKIP_AGENT_CLIS is set*", "*SKIPPED*SKILLEVAL_SKIP_AGENT_CLIS is set*"]
+    )
+
+
+def test_the_header_says_what_the_agent_tests_install_and_where(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SKILLEVAL_SKIP_AGENT_CLIS", raising=False)
+    monkeypatch.setenv("SKILLEVAL_AGENT_CLI_CACHE", "/nonexistent/cli-cache")
+    pytester.makeconftest(SYSTEM_PARTS_CONFTEST)
+    pytester.makepyfile("def test_nothing():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "agent CLIs: the `agents` tests install codex, claude-code and opencode*/nonexistent/cli-cache*SKILLEVAL_SKIP_AGENT_CLIS=1 skips them"
+        ]
+    )
+
+
+def test_under_ci_the_opt_out_does_not_hide_the_agent_tests(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(REQUIRE_SYSTEM_ENV, "1")
+    monkeypatch.setenv("SKILLEVAL_SKIP_AGENT_CLIS", "1")
+    pytester.makeconftest(SYSTEM_PARTS_CONFTEST)
+    pytester.makepyfile(USES_AGENT_CLIS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*SKILLEVAL_SKIP_AGENT_CLIS is set*"])

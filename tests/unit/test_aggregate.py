@@ -231,6 +231,14 @@ def test_stop_on_pass_needs_attempts_only_up_to_first_pass() -> None:
     assert res.coverage.publication_complete
 
 
+def test_attempts_that_ran_past_a_pass_keep_the_counts_possible() -> None:
+    """Under xdist two workers can run attempts of one case at once: all three ran though attempt 1 passed."""
+    records = [rec("a", sec=0.9), rec("a", attempt=2, sec=0.9), rec("a", attempt=3, sec=0.2)]
+    res = aggregate(records, plan(["a"], arms=["with_skill"], n_attempts=3, stop_on_pass=True))
+    assert (res.coverage.run_trials, res.coverage.expected_trials) == (3, 3)
+    assert res.coverage.publication_complete and res.coverage.missing_trials == []
+
+
 # ----------------------------------------------------------------------------------------------- lift
 
 

@@ -50,8 +50,10 @@ def test_skill_checks(tmp_path: Path) -> None:
     (skill / "evals").mkdir(parents=True)
     settings = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"])
     lines = [check.problem for check in skill_checks(skill, settings, environ={}) if check.problem]
-    assert any("runtime_env DB references the host variable DB_URL; pass it with --pass-env DB_URL" in l for l in lines)
-    assert any("pre_agent_setup" in l and "paired run refuses it" in l for l in lines)
+    assert any(
+        "runtime_env DB references the host variable DB_URL; pass it with --pass-env DB_URL" in ln for ln in lines
+    )
+    assert any("pre_agent_setup" in ln and "paired run refuses it" in ln for ln in lines)
     passed = RunSettings(runtime_env={"DB": "${DB_URL}"}, pre_agent_setup=["make"], skip_baseline=True)
     assert [c for c in skill_checks(skill, passed, {"DB_URL": "x"}, pass_env=["DB_URL"]) if c.problem] == []
 
@@ -92,3 +94,75 @@ def test_no_dotenv_file_is_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     import os
 
     assert "SKILLEVAL_DOTENV_PROBE" not in os.environ
+
+
+FAKE_DOCKER = """#!/bin/sh
+# A docker CLI whose daemon answers, with an image store holding only $FAKE_DOCKER_IMAGES and no registry.
+case "$1 $2" in
+  "info --format") echo 28.2.2 ;;
+  "compose version") echo 2.37.1 ;;
+  "image inspect") for image in $FAKE_DOCKER_IMAGES; do [ "$image" = "$3" ] && exit 0; done
+                   echo "Error: No such image: $3" >&2; exit 1 ;;
+  "manifest inspect") echo "Get https://registry-1.docker.io/v2/: dial tcp: lookup registry-1.docker.io: no such host" >&2
+                      exit 1 ;;
+  *) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+"""
+
+
+@pytest.fixture
+def offline_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text(FAKE_DOCKER)
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_DOCKER_IMAGES", "")
+    return bin_dir
+
+
+def test_an_absent_unpullable_default_base_image_stops_the_run_before_it_starts(
+    tmp_path: Path, offline_docker: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = tmp_path / "demo"
+    (skill / "evals").mkdir(parents=True)
+    settings = RunSettings(env_mode="docker", agents=["replay"])
+    (line,) = session_problems(settings, {skill: settings}, environ={})
+    assert line.startswith("default base image: python:3.12-slim is not in the local image store and the registry")
+    assert "no such host" in line and "--base-image IMAGE" in line
+    # Present locally, or an explicit --base-image (checked on its own), or a skill with its own Dockerfile: no line.
+    monkeypatch.setenv("FAKE_DOCKER_IMAGES", "python:3.12-slim")
+    assert session_problems(settings, {skill: settings}, environ={}) == []
+    monkeypatch.setenv("FAKE_DOCKER_IMAGES", "mine:1")
+    explicit = RunSettings(env_mode="docker", agents=["replay"], base_image="mine:1")
+    assert session_problems(explicit, {skill: explicit}, environ={}) == []
+    (skill / "evals" / "environment").mkdir()
+    (skill / "evals" / "environment" / "Dockerfile").write_text("FROM mine:1\n")
+    assert session_problems(settings, {skill: settings}, environ={}) == []
+
+
+def test_doctor_checks_the_default_base_image(offline_docker: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_skilleval.authoring.doctor import run_doctor
+
+    assert run_doctor(["--env-mode", "docker", "--agents", "replay"]) == 1
+    assert "FAIL  default base image: python:3.12-slim is not in the local image store" in capsys.readouterr().out
+
+
+def test_a_cli_agent_under_local_without_its_cli_says_how_to_provide_it(tmp_path: Path) -> None:
+    from pytest_skilleval.harbor.preflight import local_cli_checks
+
+    settings = RunSettings(env_mode="local", agents=["codex", "replay", "terminus-2"])
+    (check,) = local_cli_checks(settings)
+    if shutil.which("codex", path="/usr/local/bin:/usr/bin:/bin"):
+        pytest.skip("this machine has a codex on its system PATH, which the sandbox shows")
+    assert check.problem == (
+        "no codex CLI is available: the local sandbox cannot install it; run `npm install --prefix DIR "
+        "@openai/codex@0.171.0` once and pass --ek tools=DIR (see docs/agents.md)"
+    )
+    tools = tmp_path / "clis"
+    given = RunSettings(env_mode="local", agents=["claude"], env_kwargs={"tools": str(tools)})
+    assert local_cli_checks(given)[0].problem.startswith(f"--ek tools={tools} has no claude: ")
+    (tools / "node_modules" / ".bin").mkdir(parents=True)
+    (tools / "node_modules" / ".bin" / "claude").write_text("#!/bin/sh\n")
+    assert local_cli_checks(given)[0].ok
+    assert local_cli_checks(RunSettings(env_mode="docker", agents=["codex"])) == []

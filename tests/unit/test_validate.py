@@ -233,7 +233,7 @@ def test_files_entries_follow_the_staging_rules(tmp_path: Path) -> None:
     report = validate_skill(skill)
     assert rules(report) == {"files-entry"}
     assert len(report.findings) == len(bad)
-    for item, finding in zip(bad, report.findings):
+    for item, finding in zip(bad, report.findings, strict=True):
         assert repr(item) in finding.message and "case 'a'" in finding.message
 
 
@@ -292,14 +292,14 @@ def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
 def test_grader_missing_in_custom_only(tmp_path: Path) -> None:
     config = "schema_version: 1\ngrading:\n  mode: custom_only\n"
     assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"grader-missing"}
-    assert validate_skill(make_skill(tmp_path, entries("a"), config=config, grader=True, name="b")).findings == []
+    assert validate_skill(make_skill(tmp_path / "b", entries("a"), config=config, grader=True)).findings == []
 
 
 def test_grader_ignored_in_default_mode(tmp_path: Path) -> None:
     report = validate_skill(make_skill(tmp_path, entries("a"), grader=True))
     assert rules(report, "warning") == {"grader-ignored"}
     plus = "schema_version: 1\ngrading:\n  mode: aces_plus_custom\n"
-    assert validate_skill(make_skill(tmp_path, entries("a"), grader=True, config=plus, name="b")).findings == []
+    assert validate_skill(make_skill(tmp_path / "b", entries("a"), grader=True, config=plus)).findings == []
 
 
 def test_default_plus_custom_without_a_grader_warns(tmp_path: Path) -> None:
@@ -624,7 +624,7 @@ def test_resource_bombs_are_errors_not_crashes(tmp_path: Path) -> None:
     assert [f.message for f in report.errors] == ["nested deeper than 64 levels"]
     (skill / "evals" / "evals.json").unlink()
     bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
-        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi")
+        f"{n}: &{n} [" + ", ".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
     )
     (skill / "evals" / "evals.yaml").write_text("skill_name: demo\nevals: []\n" + bomb)
     (skill / "evals" / "config.yml").write_text("schema_version: 1\n" + bomb)

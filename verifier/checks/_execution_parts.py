@@ -1,5 +1,5 @@
 """The four sub-scores of skill_execution for a positive case: activation, script execution, workflow order and
-error recovery (facts 3.3-3.7, in-container variant). Each returns a details dict with a `score` key so an author can
+error recovery, read from what ran in the sandbox. Each returns a details dict with a `score` key so an author can
 see which call and which path earned or cost the score.
 """
 
@@ -51,9 +51,12 @@ def _activated(
     }
 
 
-def _best(candidates: list[tuple[tuple[str, float], ToolCallRecord, dict[str, Any]]]):  # type: ignore[no-untyped-def]
+_Candidate = tuple[tuple[str, float], ToolCallRecord, dict[str, Any]]
+
+
+def _best(candidates: list[_Candidate]) -> _Candidate | None:
     """The highest-scoring candidate, earliest first on ties."""
-    best = None
+    best: _Candidate | None = None
     for candidate in candidates:
         if best is None or candidate[0][1] > best[0][1]:
             best = candidate

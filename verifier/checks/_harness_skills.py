@@ -54,8 +54,8 @@ def _loads_in(text: str, source: str) -> Iterable[HarnessLoad]:
     for match in _CLAUDE_COMMAND.finditer(text):
         yield HarnessLoad(match.group(1), "claude-code slash command invoked the skill", source, match.group(0)[:200])
     if source == "user":
-        if match := _SLASH_AT_START.match(text):
-            yield HarnessLoad(match.group(1), "slash command invoked the skill", source, match.group(0)[:200])
+        if slash := _SLASH_AT_START.match(text):
+            yield HarnessLoad(slash.group(1), "slash command invoked the skill", source, slash.group(0)[:200])
         for match in _DOLLAR_MENTION.finditer(text):
             yield HarnessLoad(match.group(1), "codex $skill mention", source, match.group(0)[:200])
     for match in _FRONTMATTER_NAME.finditer(text):

@@ -1,4 +1,4 @@
-"""Did the agent use a given skill? Triggered, not triggered, or undeterminable (facts 3.8).
+"""Did the agent use a given skill? Triggered, not triggered, or undeterminable.
 
 A negative control passes only when the trajectory proves the skill was not used: reading `<skill>/SKILL.md`, running
 anything under `<skill>/scripts/`, or invoking the Skill tool for it counts as use, and a command that names the skill's
@@ -301,7 +301,7 @@ def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
 def check_invocation(
     calls: list[ToolCallRecord], target: str, loads: list[HarnessLoad] | None = None
 ) -> InvocationResult:
-    """Whether the calls used skill `target` (facts 3.8 order: Skill tool, file reads, shell commands); a skill
+    """Whether the calls used skill `target` (in this order: Skill tool, file reads, shell commands); a skill
     the harness loaded (`loads`, from the system and user messages) counts as used too."""
     wanted = target.strip().casefold()
     if not wanted:

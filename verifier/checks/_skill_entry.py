@@ -1,7 +1,7 @@
 """What a case says about skills: should it trigger, which skills are accepted, which skill is under test.
 
 Both skill checks and the invocation evidence read the entry through these helpers, so a case is interpreted the same
-way everywhere (facts 3.1).
+way everywhere.
 """
 
 from __future__ import annotations

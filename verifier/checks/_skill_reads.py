@@ -1,4 +1,4 @@
-"""Recognizing a read of a skill's SKILL.md, natively (a read tool) or through the shell (facts 3.3, 3.4).
+"""Recognizing a read of a skill's SKILL.md, natively (a read tool) or through the shell.
 
 Skills can live anywhere (Harbor's skills dir, `/workspace/skills`, `~/.claude/skills`, ...), so a SKILL.md is
 identified by its file name and the skill by the folder holding it, never by a root.

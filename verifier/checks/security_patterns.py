@@ -1,4 +1,5 @@
-"""Regex rules of the security evaluator that stay regex rules (facts 2.3.1, 2.3.2, 2.3.3 minus rm, 2.3.4, 2.3.6)."""
+"""Regex rules of the security evaluator that stay regex rules (every rule of docs/grading.md's `security` but the
+parser-based rm and network-upload ones)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ SECRET_PATTERNS = tuple(
     )
 )
 
-# Destructive patterns other than rm (the seed's parser-based rules replace the rm -rf row).
+# Destructive patterns other than rm (the parser-based rm rule in verifier.checks.shell covers rm -rf).
 DESTRUCTIVE_PATTERNS = tuple(
     (label, re.compile(p))
     for label, p in (

@@ -1,6 +1,6 @@
 """skill_efficiency (the Efficiency dimension): did the agent go straight to the right skill and spend its calls on
-the task (facts 4)? Mean of `routing` and `tool_efficiency`; negative, unlabeled and skill-less cases are skipped at
-1.0, as the reference grader does, so a control stays scoreable.
+the task? Mean of `routing` and `tool_efficiency`; negative, unlabeled and skill-less cases are skipped at 1.0, so a
+control stays scoreable.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _efficiency_text(arguments: Mapping[str, Any]) -> str:
 
 
 def classify_call(call: ToolCallRecord, skill: str, script: str) -> str:
-    """'productive' or 'wasted' (facts 4.3 order: skill/script use, setup noise, read/exec/skill, anything else)."""
+    """'productive' or 'wasted' (tested in this order: skill/script use, setup noise, read/exec/skill, anything else)."""
     tool = call.tool.lower()
     text = _efficiency_text(call.arguments)
     exec_call = is_exec_tool(call.tool)

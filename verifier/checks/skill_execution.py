@@ -1,7 +1,7 @@
-"""skill_execution (the Discoverability dimension): did the agent find, load and use the right skill (facts 3)?
+"""skill_execution (the Discoverability dimension): did the agent find, load and use the right skill?
 
-Positive cases score the mean of four sub-scores, or 0.0 when the skill never activated (seed 003 overrides the
-facts' plain mean there); negative controls score 1.0 only when the trajectory proves the
+Positive cases score the mean of four sub-scores, or 0.0 when the skill never activated (a skill that was never
+used earns nothing for the commands around it); negative controls score 1.0 only when the trajectory proves the
 skill under test was not used. `details["activation"]["score"]` is the activation sub-score aggregation reads for
 INCONCLUSIVE: a float when the trajectory confirms it, None when there is no activation to judge (negative control,
 unlabeled case, no expected skill, no trajectory).
@@ -34,7 +34,7 @@ SUB_SCORES = ("activation", "script_execution", "workflow_order", "error_recover
 
 
 def should_trigger(entry: Mapping[str, Any]) -> bool | None:
-    """True: the skill should be used; False: a negative control; None: unlabeled (facts 3.1)."""
+    """True: the skill should be used; False: a negative control; None: unlabeled."""
     return _should_trigger(entry)
 
 
@@ -149,7 +149,7 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
     mean = round(sum(parts[name]["score"] for name in SUB_SCORES) / len(SUB_SCORES), 4)
     summary = ", ".join(f"{name}={parts[name]['score']}" for name in SUB_SCORES)
     if parts["activation"]["score"] == 0.0:
-        # Seed 003: a positive case whose skill never activated scores zero, however well unrelated commands went.
+        # A positive case whose skill never activated scores zero, however well unrelated commands went.
         return MetricResult(
             score=0.0,
             details={

@@ -131,8 +131,7 @@ def _fact_tokens(texts: Sequence[str]) -> list[tuple[str, bool]]:
             tokens.append((match.group(0).rstrip(".,;:)]}'\""), True))
         for match in _BACKTICK.finditer(text):
             tokens.append((match.group(1).strip(), False))
-    seen: set[tuple[str, bool]] = set()
-    return [t for t in tokens if t[0] and not (t in seen or seen.add(t))]
+    return list(dict.fromkeys(t for t in tokens if t[0]))  # each once, in order
 
 
 def verified_facts(evidence: TrajectoryEvidence, texts: Sequence[str]) -> list[VerifiedFact]:

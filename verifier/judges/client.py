@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +35,8 @@ _TLS = re.compile(
     re.I,
 )
 NOT_RETRIED_5XX = {501, 505}
+# How often a request held behind a schema probe looks again.
+PROBE_POLL_SECONDS = 0.02
 
 
 class JudgeRequestError(Exception):
@@ -58,16 +61,48 @@ class Reply:
 
 @dataclass
 class SchemaSupport:
-    """Endpoints that rejected the schema option: skipped for the rest of the run, warned about once."""
+    """Whether each endpoint and model takes the schema option: rejected ones are skipped for the rest of the run
+    (warned about once), and until the first answer says, one request probes while the others wait, so trials
+    judged at the same moment do not all send a schema the endpoint rejects. Shared by every trial's loop."""
 
     rejected: set[tuple[str, str, str]] = field(default_factory=set)
+    confirmed: set[tuple[str, str, str]] = field(default_factory=set)
+    probing: set[tuple[str, str, str]] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def allows(self, key: tuple[str, str, str]) -> bool:
         return key not in self.rejected
 
+    async def claim(self, key: tuple[str, str, str], deadline: float) -> tuple[bool, bool]:
+        """(send the schema, this request is the probe); waits while another request probes the endpoint."""
+        while True:
+            with self._lock:
+                if key in self.rejected:
+                    return False, False
+                if key in self.confirmed:
+                    return True, False
+                if key not in self.probing:
+                    self.probing.add(key)
+                    return True, True
+            if time.monotonic() >= deadline:
+                raise JudgeRequestError("budget", "judge time budget exhausted waiting for the schema probe")
+            await asyncio.sleep(PROBE_POLL_SECONDS)
+
+    def settle(self, key: tuple[str, str, str], accepted: bool | None) -> None:
+        """The probe's outcome: accepted, rejected, or None (it failed for another reason: the next one probes)."""
+        with self._lock:
+            self.probing.discard(key)
+            if accepted:
+                self.confirmed.add(key)
+        if accepted is False:
+            self.reject(key)
+
     def reject(self, key: tuple[str, str, str]) -> None:
-        if key not in self.rejected:
+        with self._lock:
+            self.probing.discard(key)
+            new = key not in self.rejected
             self.rejected.add(key)
+        if new:
             log.warning(
                 "judge endpoint %s rejected the structured-output schema for model %s; "
                 "using prompt-only JSON for the rest of this run",
@@ -260,12 +295,17 @@ async def request_once(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise JudgeRequestError("budget", "judge time budget exhausted", requests)
-        use_schema = mode != "prompt" and support.allows(key)
+        use_schema, probe = await support.claim(key, deadline) if mode != "prompt" else (False, False)
+        remaining = deadline - time.monotonic()
         option = schema_option(mode, name, schema, base.get("reasoning_effort")) if use_schema else {}
-        kwargs = {**base, **option, "timeout": min(config.request_timeout, remaining)}
+        kwargs = {**base, **option, "timeout": max(0.001, min(config.request_timeout, remaining))}
         requests += 1
         try:
-            response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=remaining)
+            response = await asyncio.wait_for(litellm.acompletion(**kwargs), timeout=max(0.001, remaining))
+        except asyncio.CancelledError:
+            if probe:
+                support.settle(key, None)
+            raise
         except asyncio.TimeoutError:
             if time.monotonic() >= deadline - 0.01:
                 raise JudgeRequestError("budget", "judge time budget exhausted during a request", requests) from None
@@ -273,11 +313,15 @@ async def request_once(
         except Exception as caught:  # noqa: BLE001 - every provider error is classified below
             error = caught
         else:
+            if probe:
+                support.settle(key, True)
             text, finish, refused = _reply_of(response)
             return Reply(text, finish, refused, model, use_schema, requests)
         if use_schema and is_schema_rejection(error):
             support.reject(key)
             continue
+        if probe:
+            support.settle(key, None)  # not an answer about the schema: the next request (maybe this one) probes
         if is_tls_failure(error):
             raise JudgeRequestError("tls", "TLS certificate verification failed: " + error_text(error), requests)
         if isinstance(error, litellm.ContentPolicyViolationError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -165,7 +165,7 @@ def load_config(
         "final_response_limit",
         "observation_limit",
     }
-    values = {k: int(v) if k in ints else v for k, v in numbers.items()}
+    values: dict[str, Any] = {k: int(v) if k in ints else v for k, v in numbers.items()}  # JudgeConfig checks each
     return JudgeConfig(
         model=name,
         model_source=source,

@@ -11,6 +11,7 @@ import asyncio
 import os
 import signal
 import tempfile
+from concurrent.futures import Future
 from typing import Any
 
 from harbor.environments.base import ExecResult
@@ -39,7 +40,12 @@ async def _started(spawned: Spawned) -> int:
     try:
         return await asyncio.shield(asyncio.wrap_future(spawned.started))
     except asyncio.CancelledError:
-        spawned.started.add_done_callback(lambda f: f.exception() is None and kill_group(f.result()))
+
+        def kill_once_started(started: Future[int]) -> None:
+            if started.exception() is None:
+                kill_group(started.result())
+
+        spawned.started.add_done_callback(kill_once_started)
         raise
 
 
@@ -67,7 +73,7 @@ async def run_command(
             kill_group(pid)
             try:
                 await asyncio.wait_for(asyncio.shield(exited), timeout=5)
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the error that stopped the command is raised below
                 pass
             raise
         kill_group(pid)  # its `&` children, still in its process group

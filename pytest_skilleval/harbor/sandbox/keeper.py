@@ -12,8 +12,8 @@ stops, kills everything the trial started and waits until it is gone.
   command. Every command lives in the sandbox's PID namespace: when the sandbox ends, the kernel kills them all.
 
 Started by `keeper_client` through a *launcher*: one `python -I -S keeper.py --launcher FD` per host process, with
-standard library only (the sandbox sees nothing of our package), that forks a keeper per trial. A fork costs about a
-millisecond where a new interpreter costs 25-35 ms, and every trial pays it. Each keeper talks to the host over its
+standard library only (the sandbox sees nothing of our package), that forks a keeper per trial. A fork costs a small
+fraction of a new interpreter's start, and every trial pays it. Each keeper talks to the host over its
 own SOCK_SEQPACKET socket, handed over at launch: small JSON messages, with file descriptors attached for a spawn
 request (the request body, stdout, stderr). The socket closing (the host process died) is a stop. No socket or
 pipe of the keeper or the launcher is inheritable: a command never holds a channel to the host.
@@ -103,7 +103,7 @@ def _parses(data: bytes) -> bool:
     return True
 
 
-def _read_until(fd: int, deadline: float, done) -> bytes:  # noqa: ANN001 - predicate on the bytes so far
+def _read_until(fd: int, deadline: float, done: Callable[[bytes], bool]) -> bytes:
     data = b""
     while not done(data):
         left = deadline - time.monotonic()
@@ -131,9 +131,11 @@ class Sandbox:
             argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, cwd="/"
         )
         os.close(info_w)
+        stdout = self.proc.stdout
+        assert stdout is not None  # stdout=PIPE above
         deadline = time.monotonic() + START_TIMEOUT
         try:
-            ready = _read_until(self.proc.stdout.fileno(), deadline, lambda data: READY in data)
+            ready = _read_until(stdout.fileno(), deadline, lambda data: READY in data)
             info = _read_until(info_r, deadline, _parses) if READY in ready else b""
         finally:
             os.close(info_r)
@@ -143,7 +145,7 @@ class Sandbox:
             errors.seek(0)
             lines = errors.read().decode("utf-8", "replace").strip().splitlines()
             raise RuntimeError(f"bwrap could not start the sandbox: {lines[-1] if lines else 'no output'}")
-        self.proc.stdout.close()
+        stdout.close()
         errors.close()
         self.ended = False
         self.last_cap = _last_capability()

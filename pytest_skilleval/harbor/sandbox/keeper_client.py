@@ -252,9 +252,9 @@ class ProcessKeeper:
         with self._lock:
             pending, self._pending = self._pending, {}
         for spawned in pending.values():
-            for future in (spawned.started, spawned.exited):
-                if not future.done():
-                    future.set_exception(gone)
+            for outcome in (spawned.started, spawned.exited):
+                if not outcome.done():
+                    outcome.set_exception(gone)
 
     def _dispatch(self, message: dict) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ class Word:
 
     def __init__(self, parts: list[Part]) -> None:
         self.parts = parts
-        lit_parts = []
+        lit_parts: list[str] | None = []
         quoted = False
         for kind, value, q, _ in parts:
             if q:
@@ -29,7 +29,7 @@ class Word:
             if kind == "lit" and lit_parts is not None:
                 lit_parts.append(value)
             else:
-                lit_parts = None  # type: ignore[assignment]
+                lit_parts = None
         self.lit: str | None = "".join(lit_parts) if lit_parts is not None else None
         self.quoted = quoted
         self.assign: str | None = None
@@ -140,3 +140,7 @@ class FuncDef:
     def __init__(self, name: str, body: object) -> None:
         self.name = name
         self.body = body
+
+
+# Any node a command list holds.
+Node = Seq | Pipe | Simple | Compound | FuncDef

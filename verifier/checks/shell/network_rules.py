@@ -1,4 +1,4 @@
-"""The seed's network-upload rules for curl, wget and HTTPie, and the prose/mention rule.
+"""The network-upload rules for curl, wget and HTTPie, and the prose/mention rule.
 
 Each client's own option grammar decides what is an upload; nothing here looks at the network.
 """

@@ -1,7 +1,7 @@
 """A bounded recursive-descent parser for POSIX/bash command lines.
 
-Why our own parser: bashlex rejects `case`, `coproc`, `$(( ))`, arrays and `[[ ]]`, and costs ~0.4 ms per line,
-which alone would blow the 10,000-call budget. This one reads each character once (substitutions are parsed
+Why our own parser: bashlex rejects `case`, `coproc`, `$(( ))`, arrays and `[[ ]]`, and is too slow for the
+checks' target (benchmarks/bench_checks.py). This one reads each character once (substitutions are parsed
 inline, not re-lexed), never executes anything, and raises `ShellSyntaxError` on what it cannot read or on
 nesting deeper than `MAX_DEPTH`, so callers can fall back to a conservative scan.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from verifier.checks.shell.ast import Compound, FuncDef, HereDoc, Pipe, Redir, Seq, Simple, Word
+from verifier.checks.shell.ast import Compound, FuncDef, HereDoc, Node, Pipe, Redir, Seq, Simple, Word
 
 MAX_DEPTH = 40
 ARITH_SCAN_LIMIT = 4096
@@ -55,6 +55,14 @@ _EOF = ("eof", None)
 
 class ShellSyntaxError(ValueError):
     """The text is not a command line this parser can split into shell words."""
+
+
+def _match(pattern: re.Pattern[str], src: str, pos: int) -> re.Match[str]:
+    """`pattern` matched at `pos`; the callers have checked the first character, so no match is a syntax error."""
+    m = pattern.match(src, pos)
+    if m is None:
+        raise ShellSyntaxError(f"unexpected character {src[pos : pos + 1]!r}")
+    return m
 
 
 def parse(text: str, depth: int = 0) -> Seq:
@@ -191,7 +199,7 @@ class Parser:
                 self._read_backtick(parts, False)
                 i = self.pos
             else:
-                m = _PLAIN_RE.match(src, i)
+                m = _match(_PLAIN_RE, src, i)
                 parts.append(("lit", m.group(), False, None))
                 i = m.end()
         self.pos = i
@@ -200,9 +208,9 @@ class Parser:
         word = Word(_merge(parts))
         first = word.parts[0]
         if first[0] == "lit" and not first[2]:
-            m = _ASSIGN_RE.match(first[1])
-            if m:
-                word.assign = m.group(1)
+            assign = _ASSIGN_RE.match(first[1])
+            if assign:
+                word.assign = assign.group(1)
         return word
 
     def _read_array(self, parts: list) -> None:
@@ -254,7 +262,7 @@ class Parser:
                     self._read_backtick(parts, True)
                 i = self.pos
             else:
-                m = _DQ_PLAIN_RE.match(src, i)
+                m = _match(_DQ_PLAIN_RE, src, i)
                 buf.append(m.group())
                 i = m.end()
         if buf or len(parts) == first:
@@ -312,7 +320,7 @@ class Parser:
             self.pos = i + 1
             self._read_dq(parts)
         elif c and (c.isalpha() or c == "_"):
-            m = _NAME_RE.match(src, i)
+            m = _match(_NAME_RE, src, i)
             parts.append(("var", m.group(), quoted, None))
             self.pos = m.end()
         elif c and (c.isdigit() or c in "@*#?$!-"):
@@ -431,7 +439,7 @@ class Parser:
             items.append(self.parse_and_or())
         return Seq(items)
 
-    def parse_and_or(self):
+    def parse_and_or(self) -> Node:
         first = self.parse_pipeline()
         parts = None
         while True:
@@ -446,7 +454,7 @@ class Parser:
                 break
         return first if parts is None else Seq(parts)
 
-    def parse_pipeline(self):
+    def parse_pipeline(self) -> Node:
         while True:
             tok = self.peek()
             if tok[0] == "w" and tok[1].plain in ("!", "time"):
@@ -471,7 +479,7 @@ class Parser:
         if tok[0] != "w" or tok[1].plain != word:
             raise ShellSyntaxError(f"expected {word!r}, got {_show(tok)}")
 
-    def parse_redirs(self, node) -> None:
+    def parse_redirs(self, node: Simple | Compound) -> None:
         while True:
             tok = self.peek()
             if tok[0] == "op" and tok[1] in REDIR_OPS:
@@ -492,7 +500,7 @@ class Parser:
             return Redir(op, target, hd)
         return Redir(op, target)
 
-    def parse_command(self):
+    def parse_command(self) -> Node:
         tok = self.peek()
         kind, val = tok
         if kind == "op":
@@ -531,7 +539,7 @@ class Parser:
             raise ShellSyntaxError(f"unexpected {kw!r}")
         return self.parse_simple()
 
-    def parse_simple(self):
+    def parse_simple(self) -> Simple | FuncDef:
         node = Simple([], [], [])
         while True:
             tok = self.peek()

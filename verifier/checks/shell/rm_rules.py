@@ -1,4 +1,4 @@
-"""The seed's destructive-`rm` rule on already-resolved targets: option parsing and the verdict."""
+"""The destructive-`rm` rule on already-resolved targets: option parsing and the verdict."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Walks parsed command lines of a whole trace, tracking the shell's directory, variables and functions, and
-applies the seed's rm and network rules. Never executes anything; all work is charged to a per-trace budget."""
+applies the rm and network rules. Never executes anything; all work is charged to a per-trace budget."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from functools import lru_cache
 
 from verifier.checks.shell import network_rules as net
-from verifier.checks.shell.ast import Compound, FuncDef, Pipe, Seq, Simple, Word
+from verifier.checks.shell.ast import Compound, FuncDef, HereDoc, Pipe, Seq, Simple, Word
 from verifier.checks.shell.commands import (
     CLIENTS,
     MENTION_CLIENTS,
@@ -42,7 +42,7 @@ class BudgetSpent(Exception):
 
 
 class Limits:
-    """Per-trace caps (the seed's: >32 distinct directories in one call; a work budget)."""
+    """Per-trace caps: more than 32 distinct directories in one call, and a work budget."""
 
     __slots__ = ("unresolved", "budget", "spent")
 
@@ -187,7 +187,7 @@ class TraceWalker:
             self.runners_in_definition(node.body, st, fr)
 
     def runners_in_definition(self, body: object, st: ShellState, fr: Frame) -> None:
-        """The seed's runner rule holds after a function header even when the function is never called
+        """The runner rule holds after a function header even when the function is never called
         (`f(){ ssh host curl URL; }`): walk the body on a scratch result and keep only the runner warnings."""
         if not fr.net or fr.via:
             return
@@ -255,15 +255,15 @@ class TraceWalker:
             return fr.but(stdin=False) if fr.stdin else fr
         return fr.but(stdin=True) if has_input and not fr.stdin else fr
 
-    def heredoc(self, hd: object, st: ShellState, fr: Frame) -> None:
-        body = hd.body  # type: ignore[attr-defined]
+    def heredoc(self, hd: HereDoc, st: ShellState, fr: Frame) -> None:
+        body = hd.body
         if fr.net:
             for line in body.split("\n"):
                 reason = net.mention_upload(net.mention_tokens([line]))
                 if reason:
                     self.res.network.append(f"{reason} (in a here-document)")
                     break
-        live = not hd.quoted and ("$(" in body or "`" in body)  # type: ignore[attr-defined]
+        live = not hd.quoted and ("$(" in body or "`" in body)
         if not (_RM_WORD_RE.search(body) or live):
             return
         if fr.depth >= MAX_TEXT_DEPTH:
@@ -669,10 +669,10 @@ class TraceWalker:
         k = 0
         while (
             k < len(args)
-            and args[k].lit in ("-H", "-L", "-P")
-            or (k < len(args) and args[k].lit is not None and args[k].lit.startswith(("-D", "-O")))
+            and (opt := args[k].lit) is not None
+            and (opt in ("-H", "-L", "-P") or opt.startswith(("-D", "-O")))
         ):
-            k += 2 if args[k].lit == "-D" else 1
+            k += 2 if opt == "-D" else 1
         starts: list[Word] = []
         while k < len(args):
             lit = args[k].lit

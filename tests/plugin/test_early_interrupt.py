@@ -1,0 +1,118 @@
+"""An interrupt at any moment leaves a resumable run: the run folder (run_config.json, the dataset digest) exists
+before the first trial starts, so SIGTERM or Ctrl+C with 0, 1 or k of n trials finished still writes result.json
+marked interrupted with those trials, and `--resume latest` runs only the rest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.plugin.test_signals import _argv, _leftovers, _unique_sleep
+from tests.support import SkillProject, default_ctrl_c, simple_entries
+
+
+def _skill(project: SkillProject, quick: int, sleep: str, flag: Path) -> list[str]:
+    """`quick` cases that echo and one `slow` case that sleeps until `flag` exists (then it echoes too: the resumed
+    run finishes it without a change to the skill, which --resume would refuse)."""
+    cases = [f"q{n}" for n in range(1, quick + 1)] + ["slow"]
+    skill = project.make_skill("demo", simple_entries(*cases))
+    for case in cases:
+        command = "echo quick" if case != "slow" else f"[ -e {flag} ] && echo done || sleep {sleep}"
+        path = skill / "evals" / "replays" / f"{case}.json"
+        replay = json.loads(path.read_text())
+        replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = command
+        path.write_text(json.dumps(replay))
+    return cases
+
+
+def _trial_files(project: SkillProject) -> list[Path]:
+    return sorted((project.root / "results" / "demo").glob("2*/replay/with_skill/trials/*.json"))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts processes through /proc (Linux only)")
+@pytest.mark.parametrize(
+    ("finished", "sig", "extra"),
+    [
+        (0, signal.SIGTERM, ()),
+        (0, signal.SIGINT, ("-n", "2", "--n-concurrent", "1")),
+        (1, signal.SIGTERM, ("-n", "2")),
+        (2, signal.SIGINT, ("--n-concurrent", "1")),
+    ],
+    ids=["0-of-1-sigterm", "0-of-1-ctrl-c-xdist-serial", "1-of-2-sigterm-xdist", "2-of-3-ctrl-c-serial"],
+)
+def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
+    skill_project: SkillProject, finished: int, sig: int, extra: tuple[str, ...]
+) -> None:
+    sleep = _unique_sleep()
+    flag = Path("/tmp") / f"skilleval-early-{uuid.uuid4().hex}"
+    cases = _skill(skill_project, finished, sleep, flag)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        _argv(skill_project, *extra),
+        cwd=skill_project.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_ctrl_c,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (_leftovers(sleep) and len(_trial_files(skill_project)) >= finished):
+            assert proc.poll() is None and time.monotonic() < deadline, "the slow trial never started"
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = output.decode(errors="replace")
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+
+    (run,) = sorted((skill_project.root / "results" / "demo").glob("2*"))
+    result = json.loads((run / "result.json").read_text())
+    assert result["execution_status"] == "interrupted", text
+    assert sorted(t["case"] for t in result["trials"]) == cases[:finished]
+    assert (run / "run_config.json").is_file() and (run / "dataset_digest.json").is_file()
+    assert not (run.parent / "latest").exists()  # an interrupted run never becomes `latest`
+
+    flag.touch()
+    try:
+        resumed = subprocess.run(
+            _argv(skill_project, "--resume", "latest", *extra),
+            cwd=skill_project.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        flag.unlink()
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert sorted((skill_project.root / "results" / "demo").glob("2*")) == [run]
+    done = json.loads((run / "result.json").read_text())
+    assert done["execution_status"] == "succeeded"
+    assert sorted(t["case"] for t in done["trials"]) == sorted(cases)
+    said = " ".join(resumed.stdout.split())  # the start line wraps at the terminal's width
+    runs = "runs 1: slow[replay-with_skill-1]"
+    assert f"demo: --resume {run.name}: reuses {finished} of {len(cases)} planned trials, {runs}" in said
+
+
+def test_a_session_whose_skill_ran_nothing_leaves_no_run_folder(skill_project: SkillProject) -> None:
+    """Folders are made at start for every planned skill; one whose items were all deselected is removed again."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.make_skill("other", simple_entries("c2"))
+    result = skill_project.run("--agents", "replay", "--env-mode", "local", "--skip-baseline", "-k", "c2")
+    result.assert_outcomes(passed=1)
+    assert not (skill_project.root / "results" / "demo").exists() or not list(
+        (skill_project.root / "results" / "demo").glob("2*")
+    )
+    assert len(list((skill_project.root / "results" / "other").glob("2*/result.json"))) == 1

@@ -1,0 +1,41 @@
+"""`skilleval init`: a new skill that validates clean and runs offline at once, written only into a new folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.authoring.cli import main
+from pytest_skilleval.authoring.validate import validate_skill
+from tests.support import LOCAL_REPLAY, SkillProject
+
+
+def test_a_new_skill_validates_and_runs_both_arms_offline(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    skill = skill_project.root / "skills" / "note-taker"
+    assert main(["init", str(skill)]) == 0
+    said = capsys.readouterr().out
+    assert f"next: pytest --skill-eval {skill} --agents replay --env-mode local" in said
+    assert validate_skill(skill).findings == []
+    result = skill_project.run(*LOCAL_REPLAY)
+    result.assert_outcomes(passed=2)
+    (trial,) = [t for t in skill_project.result_json("note-taker")["trials"] if t["arm"] == "with_skill"]
+    assert trial["status"] == "scored" and trial["metrics"]["skill_execution"] == 1.0
+
+
+def test_init_never_writes_over_an_existing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    skill = tmp_path / "mine"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: mine\ndescription: mine\n---\n")
+    assert main(["init", str(skill)]) == 2
+    assert "the folder is not empty" in capsys.readouterr().err
+    assert [p.name for p in skill.iterdir()] == ["SKILL.md"]
+    assert (skill / "SKILL.md").read_text() == "---\nname: mine\ndescription: mine\n---\n"
+
+
+def test_a_name_that_cannot_be_a_skill_name_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path / "has space")]) == 2
+    assert "the folder's name is the skill's name" in capsys.readouterr().err
+    assert not (tmp_path / "has space").exists()
