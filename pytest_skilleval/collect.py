@@ -18,7 +18,8 @@ from pytest_skilleval.harbor.staging import StagingError, input_sources
 from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
-from pytest_skilleval.skill.plan import TrialSpec, native_claims, selected_cases, trial_keys, trial_label
+from pytest_skilleval.skill.host_code import enclosing_skill
+from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
 from pytest_skilleval.skill.settings import RunSettings
 
 try:
@@ -44,7 +45,7 @@ def case_fields(skill: SkillFolder, case_id: str, **fields: Any) -> CaseFields:
 
 
 def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> Iterator[SkillEvalItem]:
-    for agent, arm, attempt in trial_keys(skill):
+    for agent, arm, attempt in case_trials(skill):
         yield SkillEvalItem.create(parent, case, agent, arm, attempt)
 
 
@@ -179,6 +180,22 @@ def orphan_evals_dir(file_path: Path) -> Path | None:
     else:
         return None
     return None if (evals.parent / "SKILL.md").is_file() else evals
+
+
+def ignored_in_skill(path: Path) -> bool:
+    """Whether `path` lies in a skill folder but is none of what collection reads there: the skill folder, evals/,
+    its dataset file, evals/harbor/, a task folder there and its task.toml."""
+    skill = enclosing_skill(path)
+    if skill is None:
+        return False
+    parts = path.relative_to(skill).parts
+    if parts in ((), ("evals",), ("evals", "harbor")):
+        return False
+    if len(parts) == 2 and parts[0] == "evals":
+        return parts[1] not in DATASET_NAMES
+    if len(parts) == 3 and parts[:2] == ("evals", "harbor"):
+        return not path.is_dir()
+    return not (len(parts) == 4 and parts[:2] == ("evals", "harbor") and parts[3] == "task.toml")
 
 
 class DatasetFile(SkillCollector):

@@ -1,4 +1,5 @@
-"""Gives each item its trial record: through the in-process scheduler with look-ahead, or serially through a runner
+"""Gives each item its trial record as the trial's fate says (harbor/fate.py: run, reuse, regrade, skip), decided
+once per trial; a trial to run goes through the in-process scheduler with look-ahead, or serially through a runner
 that a conftest supplied (any object with `run(spec)`).
 
 The look-ahead is the items this process will run next: `session.items` after this one, or, under xdist, the
@@ -15,13 +16,16 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.collect import SkillEvalItem
-from pytest_skilleval.harbor.scheduler import StopOnPass, TrialScheduler
+from pytest_skilleval.harbor.fate import Fate, Regrade, Reuse, Run, Skip, StopOnPass, decide
+from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.session import SkillEvalSession
+from pytest_skilleval.skill.plan import TrialSpec
 
 SCHEDULER_KEY = pytest.StashKey[TrialScheduler]()
 STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
 POSITIONS_KEY = pytest.StashKey[dict[str, int]]()
+FATES_KEY = pytest.StashKey[dict[str, Fate]]()
 
 
 def _worker_queue(config: pytest.Config) -> list[int] | None:
@@ -70,24 +74,39 @@ def stop_on_pass(session: pytest.Session) -> StopOnPass:
     return tracker
 
 
+def fate_of(spec: TrialSpec, state: SkillEvalSession, session: pytest.Session) -> Fate:
+    """The trial's fate, decided once: from the resumed or regraded run and the attempts that passed so far. A
+    passing record reused from the resumed run counts for --stop-on-pass as it did in the run that stored it."""
+    tracker = stop_on_pass(session)
+    passed_at = tracker.passed_at(spec) if state.skill(spec.skill_dir).settings.stop_on_pass else None
+    fate = decide(spec, state.stored_record(spec), state.regrade_source(spec.skill_dir), passed_at)
+    if isinstance(fate, Reuse):
+        tracker.note(spec, fate.record)
+    return fate
+
+
+def _decided(session: pytest.Session) -> dict[str, Fate]:
+    """The fates decided ahead (for the items the scheduler looks ahead to), by node id, until their item runs."""
+    decided = session.stash.get(FATES_KEY, None)
+    if decided is None:
+        decided = session.stash[FATES_KEY] = {}
+    return decided
+
+
 def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> TrialRecord:
-    """This item's record; starts the trials of the items that follow while it waits, unless the run is stopping."""
+    """This item's record, as its fate says; while it runs, the trials of the items that follow and will run are
+    started too, unless the run is stopping."""
     session = item.session
-    stored = state.stored_record(item.spec)
-    if stored is not None:
-        return stored
-    source = state.regrade_source(item.spec.skill_dir)
-    if source is not None:
-        return _regrade(item, source, runner, state)
+    decided = _decided(session)
+    fate = decided.pop(item.nodeid, None) or fate_of(item.spec, state, session)
+    if isinstance(fate, Reuse | Skip):
+        return fate.record
+    if isinstance(fate, Regrade):
+        return _regrade(item, fate.source_run, runner, state)
     scheduler = _scheduler(session, runner, state)
     if scheduler is None:
-        settings = state.skill(item.spec.skill_dir).settings
-        tracker = stop_on_pass(session)
-        skipped = tracker.skipped_record(item.spec) if settings.stop_on_pass else None
-        if skipped is not None:
-            return skipped
         record = runner.run(item.spec)
-        tracker.note(item.spec, record)
+        stop_on_pass(session).note(item.spec, record)
         return record
     scheduler.submit(item.spec)  # first: the look-ahead sees it as in flight
     if not (session.shouldstop or session.shouldfail):
@@ -95,7 +114,13 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         ordered = state.skill(item.spec.skill_dir).settings.stop_on_pass
         # Under --stop-on-pass an attempt whose earlier attempt is still in flight would only wait: look further.
         for upcoming in upcoming_items(item, window * 4 if ordered else window):
-            if ordered and (window <= 0 or scheduler.waits_for_earlier_attempt(upcoming.spec)):
+            if ordered and window <= 0:
+                continue
+            if upcoming.nodeid not in decided:
+                decided[upcoming.nodeid] = fate_of(upcoming.spec, state, session)
+            if not isinstance(decided[upcoming.nodeid], Run):
+                continue
+            if ordered and scheduler.waits_for_earlier_attempt(upcoming.spec):
                 continue
             scheduler.submit(upcoming.spec)
             window -= 1

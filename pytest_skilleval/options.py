@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.settings import AGENT_ALIASES, LOCAL_ENV_MODES, RunSettings
+from pytest_skilleval.trust import TRUST_FLAG, TRUST_HELP
 
 GROUP = "skilleval"
 GRADING_MODE_ALIASES = {"aces_default": "default", "aces_plus_custom": "default_plus_custom"}
@@ -284,6 +285,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=False,
         help="Collect skills (folders with SKILL.md) under the given paths and run their evals.",
     )
+    group.addoption(TRUST_FLAG, action="store_true", dest="skilleval_trust_skill_code", default=False, help=TRUST_HELP)
     for spec in OPTION_SPECS:
         note = "" if spec.implemented else " (not implemented yet)"
         if spec.is_flag:

@@ -17,6 +17,7 @@ from pytest_skilleval.collect import (
     NativeTaskFile,
     OrphanEvalsFile,
     SkillEvalItem,
+    ignored_in_skill,
     orphan_evals_dir,
 )
 from pytest_skilleval.results.records import USER_PROPERTY_KEY
@@ -32,6 +33,7 @@ from pytest_skilleval.session import (
 )
 from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.skill.folder import find_skill_root
+from pytest_skilleval.skill.host_code import enclosing_skill
 
 RUN_ID_KEY = "skilleval_run_id"
 
@@ -126,31 +128,29 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.signals.release(process_ends=process_ends_with(config))
 
 
-def _evals_dir_of(path: Path) -> Path | None:
-    for parent in [path, *path.parents]:
-        if parent.name == "evals" and (parent.parent / "SKILL.md").is_file():
-            return parent
-    return None
+@pytest.hookimpl(tryfirst=True)  # before pytest imports the first conftest.py (its own implementation is trylast)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A conftest.py or pytest config file inside a skill folder is the skill's code on this machine: refused."""
+    from pytest_skilleval.trust import refuse_skill_code
+
+    refuse_skill_code(early_config)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Inside a skill's evals/, only datasets and native task.toml files are ours; nothing there is a test module
-    (fixtures, graders and Harbor test scripts would otherwise be collected as Python tests)."""
+    """Inside a skill folder only its datasets and native task.toml files (and the folders leading to them) are
+    collected: nothing a skill ships is a test module (scripts, fixtures, graders and Harbor test scripts would
+    otherwise be imported on the host as Python tests)."""
     if get_state(config) is None:
         return None
-    evals = _evals_dir_of(collection_path)
-    if evals is None:
+    return True if ignored_in_skill(collection_path) else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A folder inside a skill is a plain folder, never a Python package: pytest would import its __init__.py."""
+    if get_state(parent.config) is None or enclosing_skill(path) is None:
         return None
-    relative = collection_path.relative_to(evals).parts
-    if not relative:
-        return None
-    if relative[0] == "harbor":
-        if len(relative) <= 2 or relative[2:] == ("task.toml",):
-            return None
-        return True
-    if len(relative) == 1 and relative[0] in DATASET_NAMES:
-        return None
-    return True
+    return pytest.Dir.from_parent(parent, path=path)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

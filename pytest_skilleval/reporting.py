@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,12 @@ import pytest
 
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
-from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.summary import render_summary
-from pytest_skilleval.results.tree import trial_key, write_results_tree
+from pytest_skilleval.results.tree import write_results_tree
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.plan import CasePlan
+from pytest_skilleval.skill.plan import CasePlan, case_trials
 from verifier.custom import check_condition_metric_names
 
 
@@ -40,14 +41,8 @@ def build_plan(
     summary = dict(planned.summary)
     if settings.max_cases is not None:
         summary["max_cases"] = settings.max_cases
-    ran = {(r.case, r.agent, r.arm, r.attempt) for r in records}
-    expected = {
-        (c, a, arm, n)
-        for c in cases
-        for a in settings.agents
-        for arm in settings.arms
-        for n in range(1, settings.n_attempts + 1)
-    }
+    ran = {r.key for r in records}
+    expected = {TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in case_trials(skill)}
     seen_cases = {r.case for r in records}
     return RunPlan(
         skill=skill.name,
@@ -73,7 +68,19 @@ def build_plan(
     )
 
 
-def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
+@dataclass(frozen=True)
+class ConditionProblem:
+    """One agent and arm whose trials break a per-condition limit, and why."""
+
+    agent: str
+    arm: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.agent} {self.arm}: {self.problem}"
+
+
+def _condition_name_problems(records: Sequence[TrialRecord]) -> list[ConditionProblem]:
     """The per-condition limit on distinct custom metric names, checked before anything is aggregated."""
     from verifier.custom import SanitizedReward
 
@@ -86,12 +93,12 @@ def _condition_name_problems(records: Sequence[TrialRecord]) -> list[str]:
     for (agent, arm), rewards in sorted(conditions.items()):
         problem = check_condition_metric_names(rewards)
         if problem:
-            problems.append(f"{agent} {arm}: {problem}")
+            problems.append(ConditionProblem(agent, arm, problem))
     return problems
 
 
-def _drop_failed_conditions(records: list[TrialRecord], problems: list[str]) -> list[TrialRecord]:
-    failed = {tuple(problem.split(":", 1)[0].split(" ", 1)) for problem in problems}
+def _drop_failed_conditions(records: list[TrialRecord], problems: list[ConditionProblem]) -> list[TrialRecord]:
+    failed = {(problem.agent, problem.arm) for problem in problems}
     kept = []
     for record in records:
         if (record.agent, record.arm) in failed:
@@ -152,10 +159,10 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         skill = state.skill(skill_dir)
         records = state.records_for(str(skill_dir))
         problems = _condition_name_problems(records)
-        altered: set[tuple[str, str, str, int]] = set()
+        altered: set[TrialKey] = set()
         if problems:
             kept = _drop_failed_conditions(records, problems)
-            altered = {trial_key(new) for old, new in zip(records, kept, strict=True) if new is not old}
+            altered = {new.key for old, new in zip(records, kept, strict=True) if new is not old}
             records = kept
         plan = build_plan(
             skill,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.run_folder import read_trial
 from pytest_skilleval.results.tree import (
     DATASET_DIGEST_FILE,
@@ -38,7 +38,6 @@ NOT_MEASURED = frozenset(
         "max_cases",
     }
 )
-TrialKey = tuple[str, str, str, int]
 
 
 class ResumeError(Exception):
@@ -100,7 +99,7 @@ def resume_problem(run_dir: Path, run_config: Mapping[str, Any], dataset_digest:
 
 
 def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
-    """The finished trials a run folder holds, by (case, agent, arm, attempt)."""
+    """The finished trials a run folder holds, by their key."""
     found: dict[TrialKey, TrialRecord] = {}
     # Trial files (`<case>.<attempt>.json`), then the record.json of runs written with a folder per trial.
     for path in [*run_dir.glob("*/*/trials/*.json"), *run_dir.glob(f"*/*/trials/*/*/{TRIAL_RECORD_NAME}")]:
@@ -112,7 +111,7 @@ def stored_records(run_dir: Path) -> dict[TrialKey, TrialRecord]:
         except ValueError:
             continue
         if record.status in FINISHED:
-            found.setdefault((record.case, record.agent, record.arm, record.attempt), record)
+            found.setdefault(record.key, record)
     return found
 
 

@@ -21,19 +21,18 @@ from typing import Any, Literal
 import pytest
 
 from pytest_skilleval.early_results import EarlyResults
+from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
-from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
+from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
-from pytest_skilleval.resume import ResumeError, TrialKey, resolve_run_dir, resume_problem, stored_records
+from pytest_skilleval.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
-from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
+from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
 from pytest_skilleval.skill.settings import kwarg_leaves
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
-# Agents that never call a model: the plan line says so only for the others.
-OFFLINE_AGENTS = frozenset({"replay", "nop", "oracle"})
 # How many of the trials a resumed run still has to run are named in its start line.
 RESUME_LISTED = 5
 
@@ -160,7 +159,7 @@ class SkillEvalSession:
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
-        record = self._stored_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.arm, spec.attempt))
+        record = self._stored_in(spec.skill_dir).get(spec.key)
         if record is None:
             return None
         source_run = self.run_id_for(spec.skill_dir.resolve())
@@ -175,21 +174,16 @@ class SkillEvalSession:
             stored = self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
         return stored
 
-    def _resume_line(self, skill_dir: Path, cases: list[str], settings: Any) -> str | None:
+    def _resume_line(self, skill_dir: Path, cases: list[str]) -> str | None:
         """Under --resume: how many planned trials the run folder already holds and which ones this session runs."""
         run_dir = self.resumed_run_dir(skill_dir)
         if run_dir is None:
             return None
-        planned = [
-            (case, agent, arm, attempt)
-            for case in cases
-            for agent in settings.agents
-            for arm in settings.arms
-            for attempt in range(1, settings.n_attempts + 1)
-        ]
+        trials = list(case_trials(self.skill(skill_dir)))
+        planned = [TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in trials]
         stored = self._stored_in(skill_dir)
         missing = [key for key in planned if key not in stored]
-        shown = ", ".join(f"{c}[{a}-{arm}-{n}]" for c, a, arm, n in missing[:RESUME_LISTED])
+        shown = ", ".join(f"{k.case}[{trial_label(k.agent, k.arm, k.attempt)}]" for k in missing[:RESUME_LISTED])
         more = f", and {len(missing) - RESUME_LISTED} more" if len(missing) > RESUME_LISTED else ""
         runs = f"runs {len(missing)}: {shown}{more}" if missing else "runs none"
         return (
@@ -213,7 +207,7 @@ class SkillEvalSession:
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
-            resume = self._resume_line(skill_dir, plan.cases[:cases], settings)
+            resume = self._resume_line(skill_dir, plan.cases[:cases])
             if resume:
                 lines.append(resume)
         return lines

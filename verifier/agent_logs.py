@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier import safe_io
+from verifier.message_text import content_text
 
 Step = dict[str, Any]
 # A trajectory or agent log larger than this is refused before it is read: evidence, not a memory bomb.
@@ -37,30 +38,8 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def _text(value: Any) -> str:
-    """Text of a string, a content-block list ([image]/[audio] for media) or anything else as JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        value = [value]
-    if isinstance(value, list):
-        pieces = []
-        for block in value:
-            if isinstance(block, str):
-                pieces.append(block)
-            elif isinstance(block, Mapping):
-                kind = block.get("type")
-                if kind in ("image", "audio"):
-                    pieces.append(f"[{kind}]")
-                elif isinstance(block.get("text"), str):
-                    pieces.append(block["text"])
-                elif "content" in block:
-                    pieces.append(_text(block["content"]))
-                else:
-                    pieces.append(json.dumps(block, ensure_ascii=False, default=str))
-        return "\n".join(piece for piece in pieces if piece)
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """A log block's content as text (nested tool-result content read too, an unknown block kept as JSON)."""
+    return content_text(value, raw_log=True)
 
 
 def _status_header(status: Any = None, exit_code: Any = None) -> str:

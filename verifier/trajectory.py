@@ -17,34 +17,10 @@ from pydantic import ValidationError
 from verifier import safe_io
 from verifier.agent_logs import MAX_EVIDENCE_BYTES, rebuild_steps
 from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
+from verifier.message_text import content_text
 
 TRAJECTORY_FILE = "trajectory.json"
 _MAX_PROBLEMS = 10
-
-
-def content_text(content: Any) -> str:
-    """A message or observation as text: strings as they are, content parts joined, media as [image]/[audio]."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        content = [content]
-    if isinstance(content, list):
-        pieces: list[str] = []
-        for part in content:
-            if isinstance(part, str):
-                pieces.append(part)
-            elif isinstance(part, Mapping):
-                kind = part.get("type")
-                if kind in ("image", "audio"):
-                    pieces.append(f"[{kind}]")
-                elif part.get("text") is not None:
-                    pieces.append(str(part["text"]))
-            elif hasattr(part, "type"):
-                pieces.append(f"[{part.type}]" if part.type in ("image", "audio") else str(part.text or ""))
-        return "\n".join(piece for piece in pieces if piece)
-    return str(content)
 
 
 def _arguments(value: Any) -> dict[str, Any]:

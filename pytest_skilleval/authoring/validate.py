@@ -209,7 +209,7 @@ def _check_custom_dockerfile(ctx: ValidationContext) -> None:
     dockerfile = ctx.evals_dir / CUSTOM_DOCKERFILE
     if dockerfile.is_file():
         for problem in custom_dockerfile_problems(dockerfile):
-            ctx.add("custom-dockerfile", "error", problem.split(": ", 1)[1], dockerfile)
+            ctx.add("custom-dockerfile", "error", problem, dockerfile)
 
 
 def _skill_scripts(skill_dir: Path) -> list[Path]:
@@ -250,6 +250,13 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
                 "script execution is not checked for it",
                 ctx.dataset_path,
             )
+
+
+def _check_skill_code(ctx: ValidationContext) -> None:
+    from pytest_skilleval.skill.host_code import skill_code_findings
+
+    for rule, severity, message, path in skill_code_findings(ctx.skill_dir):
+        ctx.add(rule, severity, message, path)
 
 
 def _check_replays(ctx: ValidationContext) -> None:
@@ -474,6 +481,7 @@ def validate_skill(
     if harbor_contract:
         check_harbor_contract(ctx)
     _check_replays(ctx)
+    _check_skill_code(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 
 

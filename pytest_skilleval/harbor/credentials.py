@@ -9,14 +9,33 @@ import re
 from collections.abc import Iterable, Mapping
 
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# Agents that call no model: ours (replay) and Harbor's LLM-free ones.
+OFFLINE_AGENTS = frozenset({"replay", "oracle", "nop"})
+
+
+def needs_credential(agent: str) -> bool:
+    """Whether the agent's provider credential comes from the host: not for an offline agent, nor for an import
+    path (`module:Class`), whose own code says what it needs."""
+    return agent not in OFFLINE_AGENTS and ":" not in agent
+
+
+def credential_names(agent: str, model: str | None) -> tuple[list[str], list[str]]:
+    """(credential names the agent reads, base-URL names) from Harbor's own model-connection spec."""
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.trial.config import AgentConfig
+
+    cls = AgentFactory.get_agent_class_from_config(AgentConfig(name=agent, model_name=model))
+    spec = getattr(cls, "MODEL_CONNECTION", None)
+    access = getattr(spec, "agent_provider_access", None)
+    if access is None:
+        return [], []
+    return list(access.api_key_candidate_names), list(access.base_url_candidate_names)
 
 
 def agent_env(agent: str, model: str | None, environ: Mapping[str, str]) -> dict[str, str]:
     """The agent's own credential and base-URL variables that are set on the host, as templates."""
-    if agent in ("replay", "oracle", "nop") or ":" in agent:
+    if not needs_credential(agent):
         return {}
-    from pytest_skilleval.harbor.preflight import credential_names
-
     try:
         keys, urls = credential_names(agent, model)
     except ValueError:

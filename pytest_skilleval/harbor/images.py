@@ -92,20 +92,21 @@ def _non_comment_lines(text: str) -> list[str]:
 
 
 def custom_dockerfile_problems(path: Path) -> list[str]:
-    """Why a skill's evals/environment/Dockerfile cannot be used; empty when it can."""
+    """Why a skill's evals/environment/Dockerfile cannot be used, each without the file's name (the caller says
+    which file); empty when it can."""
     try:
         size = path.stat().st_size
     except OSError as error:
-        return [f"{path}: cannot read: {error}"]
+        return [f"cannot read: {error}"]
     if size > MAX_CUSTOM_DOCKERFILE_BYTES:
-        return [f"{path}: {size} bytes; a skill's Dockerfile may have at most {MAX_CUSTOM_DOCKERFILE_BYTES}"]
+        return [f"{size} bytes; a skill's Dockerfile may have at most {MAX_CUSTOM_DOCKERFILE_BYTES}"]
     text = path.read_text(encoding="utf-8", errors="replace")
     lines = [line for line in _non_comment_lines(text) if not line.lstrip().upper().startswith("ARG ")]
     problems = []
     if not lines or not _FROM_RE.match(lines[0]):
-        problems.append(f"{path}: the first instruction must be FROM")
+        problems.append("the first instruction must be FROM")
     if _COPY_ENV_RE.search(text):
-        problems.append(f"{path}: COPY/ADD paths are relative to evals/environment/; drop the 'environment/' prefix")
+        problems.append("COPY/ADD paths are relative to evals/environment/; drop the 'environment/' prefix")
     return problems
 
 
@@ -149,7 +150,7 @@ def image_plan(
     if custom.is_file():
         problems = custom_dockerfile_problems(custom)
         if problems:
-            raise ImageError("; ".join(problems))
+            raise ImageError("; ".join(f"{custom}: {problem}" for problem in problems))
         text = custom.read_text(encoding="utf-8")
         if custom_mode == "rebase" and base_image:
             text = _rebased(text, base_image)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.harbor.credentials import credential_names, needs_credential
 from pytest_skilleval.harbor.environments import EnvironmentMode, EnvironmentModeError, kwarg_problems, resolve_mode
 from pytest_skilleval.harbor.images import (
     CUSTOM_DOCKERFILE,
@@ -24,8 +25,6 @@ from pytest_skilleval.harbor.images import (
 )
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
-# Agents that need no model credential (ours, and Harbor's LLM-free ones).
-NO_CREDENTIAL_AGENTS = frozenset({"replay", "oracle", "nop"})
 DOCKER_HOW = "start the daemon (e.g. `dockerd &` or `systemctl start docker`) or point DOCKER_HOST at one"
 
 
@@ -145,19 +144,6 @@ def _backend_preflight(mode: EnvironmentMode) -> Check:
     return Check(f"environment {mode.name}", detail="Harbor preflight passed")
 
 
-def credential_names(agent: str, model: str | None) -> tuple[list[str], list[str]]:
-    """(credential names the agent reads, base-URL names) from Harbor's own model-connection spec."""
-    from harbor.agents.factory import AgentFactory
-    from harbor.models.trial.config import AgentConfig
-
-    cls = AgentFactory.get_agent_class_from_config(AgentConfig(name=agent, model_name=model))
-    spec = getattr(cls, "MODEL_CONNECTION", None)
-    access = getattr(spec, "agent_provider_access", None)
-    if access is None:
-        return [], []
-    return list(access.api_key_candidate_names), list(access.base_url_candidate_names)
-
-
 def known_agent_names() -> list[str]:
     """Every name `--agents` takes, sorted: Harbor's agents, ours (`replay`) and the aliases."""
     from harbor.models.agent.name import AgentName
@@ -217,7 +203,7 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
     """Each agent's own provider credential is set on the host (never from the skill)."""
     checks = []
     for agent in settings.agents:
-        if agent in NO_CREDENTIAL_AGENTS or ":" in agent:
+        if not needs_credential(agent):
             checks.append(Check(f"agent {agent}", detail="needs no credential"))
             continue
         try:
@@ -270,7 +256,9 @@ def skill_checks(
         )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE
     if custom.is_file():
-        checks += [Check(f"{name} Dockerfile", problem) for problem in custom_dockerfile_problems(custom)]
+        checks += [
+            Check(f"{name} Dockerfile", f"{custom}: {problem}") for problem in custom_dockerfile_problems(custom)
+        ]
     for include in settings.skill_workspace_include:
         path = (skill_dir / include).resolve()
         if not (path / "SKILL.md").is_file():

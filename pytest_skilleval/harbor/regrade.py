@@ -66,19 +66,9 @@ class Regrader:
     def regrade(
         self, spec: TrialSpec, settings: RunSettings, judge: dict[str, Any] | None, has_grader: bool
     ) -> TrialRecord:
-        key = (spec.agent, spec.arm, spec.case_id, spec.attempt)
-        content = TrialContent(read_trial(trial_file(self.source_run, *key), trial_folder(self.source_run, *key)) or {})
-        base: dict[str, Any] = dict(
-            skill=spec.skill_name,
-            skill_dir=str(spec.skill_dir),
-            case=spec.case_id,
-            agent=spec.agent,
-            arm=spec.arm,
-            attempt=spec.attempt,
-            nodeid=spec.nodeid,
-            grading_mode=settings.grading_mode,
-            source_run=None,
-        )
+        stored_files = trial_file(self.source_run, spec.key), trial_folder(self.source_run, spec.key)
+        content = TrialContent(read_trial(*stored_files) or {})
+        base = dict(**spec.record_fields(), grading_mode=settings.grading_mode, source_run=None)
         raw = content.record()
         if raw is None:
             return TrialRecord(

@@ -175,17 +175,7 @@ class SkillEvalRunner:
         skill = self._skill(spec)
         settings = skill.settings
         mode = settings.grading_mode
-        base = dict(
-            skill=spec.skill_name,
-            skill_dir=str(spec.skill_dir),
-            case=spec.case_id,
-            agent=spec.agent,
-            arm=spec.arm,
-            attempt=spec.attempt,
-            nodeid=spec.nodeid,
-            grading_mode=mode,
-            negative_control=should_trigger(spec.entry) is False,
-        )
+        base = dict(**spec.record_fields(), grading_mode=mode, negative_control=should_trigger(spec.entry) is False)
         if mode == "custom_only" and skill.grader is None and spec.source == "dataset":
             raise TrialError(f"{spec.skill_dir}/evals: grading mode custom_only needs evals/grader.py or grader.sh")
         trial_name = f"skilleval-{spec.case_id[:40]}__{_slug(spec)[:40]}__{uuid.uuid4().hex[:6]}"

@@ -12,10 +12,10 @@ competes with pytest's thread for the interpreter lock, and each hand-over betwe
 pytest, a worker thread's answer to the loop) can wait for a lock switch, which made the trials slower in
 benchmarks/bench_vs_harbor.py (figures in docs/performance.md).
 
-Stop-on-pass is decided when a trial is about to start, not when it is submitted, and under it attempt k of a case
-waits for this process's earlier attempts of that case to end: a pass skips it, whatever the window. The look-ahead
-fills the window with other cases' attempts meanwhile. Across xdist workers attempts of one case can still overlap
-(each worker orders only its own).
+A trial is submitted only when its fate (harbor/fate.py) is to run. Stop-on-pass is checked again when it is about
+to start, not when it is submitted, and under it attempt k of a case waits for this process's earlier attempts of
+that case to end: a pass skips it, whatever the window. The look-ahead fills the window with other cases' attempts
+meanwhile. Across xdist workers attempts of one case can still overlap (each worker orders only its own).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
+from pytest_skilleval.harbor.fate import StopOnPass, condition_key
 from pytest_skilleval.harbor.runner import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
@@ -41,43 +42,6 @@ RunTrial = Callable[[TrialSpec], Awaitable[TrialRecord]]
 SettingsFor = Callable[[Path], RunSettings]
 CANCEL_GRACE_SECONDS = 30.0
 T = TypeVar("T")
-
-
-def condition_key(spec: TrialSpec) -> tuple[str, str, str, str]:
-    return (str(spec.skill_dir), spec.case_id, spec.agent, spec.arm)
-
-
-class StopOnPass:
-    """Which case/agent/arm conditions already have a passing attempt (thread-safe: the loop writes, pytest reads)."""
-
-    def __init__(self) -> None:
-        self._passed: dict[tuple[str, str, str, str], int] = {}
-        self._lock = threading.Lock()
-
-    def note(self, spec: TrialSpec, record: TrialRecord) -> None:
-        if record.passed and record.status == "scored":
-            with self._lock:
-                key = condition_key(spec)
-                self._passed[key] = min(self._passed.get(key, spec.attempt), spec.attempt)
-
-    def skipped_record(self, spec: TrialSpec) -> TrialRecord | None:
-        """The skipped record for an attempt that need not run, or None when it must run."""
-        with self._lock:
-            passed_at = self._passed.get(condition_key(spec))
-        if passed_at is None or passed_at >= spec.attempt:
-            return None
-        return TrialRecord(
-            skill=spec.skill_name,
-            skill_dir=str(spec.skill_dir),
-            case=spec.case_id,
-            agent=spec.agent,
-            arm=spec.arm,
-            attempt=spec.attempt,
-            nodeid=spec.nodeid,
-            status="skipped",
-            stopped_on_pass=True,
-            reason=f"--stop-on-pass: attempt {passed_at} of this case already passed",
-        )
 
 
 class _AgentGate:
@@ -113,7 +77,7 @@ class TrialScheduler:
         self._stop_on_pass = stop_on_pass
         self._tasks: dict[str, asyncio.Task[TrialRecord]] = {}
         # Every attempt submitted, by case/agent/arm condition: --stop-on-pass orders the attempts of one condition.
-        self._attempts: dict[tuple[str, str, str, str], dict[int, asyncio.Task[TrialRecord]]] = {}
+        self._attempts: dict[tuple[Path, str, str, str], dict[int, asyncio.Task[TrialRecord]]] = {}
         self._slots: dict[Path, asyncio.Semaphore] = {}
         self._gates: dict[Path, _AgentGate] = {}
         self._loop = asyncio.new_event_loop()

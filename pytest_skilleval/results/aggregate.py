@@ -30,7 +30,7 @@ from pytest_skilleval.results.models import (
     VerdictPolicy,
 )
 from pytest_skilleval.results.natural_order import natural_key
-from pytest_skilleval.results.records import ARMS, TrialRecord
+from pytest_skilleval.results.records import ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
     ScoredTrial,
@@ -86,16 +86,12 @@ __all__ = [
 # --------------------------------------------------------------------------------------------- coverage
 
 
-def _trial_key(t: TrialRecord) -> tuple[str, str, str, int]:
-    return (t.agent, t.arm, t.case, t.attempt)
-
-
 def _prepare(records: Sequence[TrialRecord], plan: RunPlan) -> tuple[list[ScoredTrial], list[str]]:
     """Score every record and mark the ones that must not count (extra, duplicate, out of grid)."""
     warnings: list[str] = []
     cases, agents = set(plan.cases), set(plan.agents)
     trials = [score_trial(r, plan) for r in records]
-    last: dict[tuple[str, str, str, int], ScoredTrial] = {}
+    last: dict[TrialKey, ScoredTrial] = {}
     for t in trials:
         rec = t.record
         why = None
@@ -112,11 +108,11 @@ def _prepare(records: Sequence[TrialRecord], plan: RunPlan) -> tuple[list[Scored
             t.notes.append(why)
             warnings.append(f"ignored {rec.agent}/{rec.arm}/{rec.case}/{rec.attempt}: {why}")
             continue
-        key = _trial_key(rec)
+        key = rec.key
         if key in last:
             last[key].counted = False
             last[key].notes.append("duplicate; superseded by a later record")
-            warnings.append(f"duplicate record for {'/'.join(map(str, key))}; the last one counts")
+            warnings.append(f"duplicate record for {rec.agent}/{rec.arm}/{rec.case}/{rec.attempt}; the last one counts")
         last[key] = t
     return trials, warnings
 
@@ -127,6 +123,7 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
     for t in ran:
         by_key[(t.record.agent, t.record.arm)][t.record.case].append(t)
     missing: list[str] = []
+    missing_cases: set[str] = set()
     expected = 0
     for agent in plan.agents:
         for arm in plan.arms:
@@ -136,8 +133,10 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
                 # Attempts that ran past a pass (xdist workers overlap) count as expected too: run <= expected.
                 expected += max(need, len(items))
                 have = {t.record.attempt for t in items}
-                missing += [f"{agent}/{arm}/{case}/{a}" for a in range(1, need + 1) if a not in have]
-    missing_cases = {m.split("/")[2] for m in missing}
+                absent = [a for a in range(1, need + 1) if a not in have]
+                missing += [f"{agent}/{arm}/{case}/{a}" for a in absent]
+                if absent:
+                    missing_cases.add(case)
     touched = {t.record.case for t in ran}
     planned_skips = set(plan.skipped_cases)
     skipped = [c for c in plan.cases if c not in touched or c in planned_skips]

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_skilleval.results.records import ARMS, Arm
+from pytest_skilleval.results.records import ARMS, Arm, TrialKey
 from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION: Final = "2.0"
@@ -106,6 +106,10 @@ class TrialEntry(_Model):
     nodeid: str = ""
     counted: bool = Field(default=True, description="False for extra, duplicate or skipped records.")
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def key(self) -> TrialKey:
+        return TrialKey(self.case, self.agent, self.arm, self.attempt)
 
 
 class AttemptOutcome(_Model):

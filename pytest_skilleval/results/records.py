@@ -6,7 +6,7 @@ under `-n N` aggregates exactly what a plain run does.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +17,21 @@ ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
 TrialStatus = Literal["scored", "unscored", "error", "skipped"]
 
 USER_PROPERTY_KEY = "skilleval_trial"
+
+
+class TrialKey(NamedTuple):
+    """Which trial of a run, in one order everywhere: a resumed run's lookup, the run folder's file, the
+    aggregate's duplicates and the planned grid all key trials by it."""
+
+    case: str
+    agent: str
+    arm: str
+    attempt: int
+
+    @property
+    def condition(self) -> tuple[str, str, str]:
+        """The case, agent and arm: what --stop-on-pass and the per-case summary group attempts by."""
+        return (self.case, self.agent, self.arm)
 
 
 class TokenUsage(BaseModel):
@@ -59,3 +74,7 @@ class TrialRecord(BaseModel):
     passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
     source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")
     stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")
+
+    @property
+    def key(self) -> TrialKey:
+        return TrialKey(self.case, self.agent, self.arm, self.attempt)

@@ -86,8 +86,8 @@ class RunFolder:
         return [
             TrialFiles(
                 t,
-                trial_file(self.path, t.agent, t.arm, t.case, t.attempt),
-                trial_folder(self.path, t.agent, t.arm, t.case, t.attempt),
+                trial_file(self.path, t.key),
+                trial_folder(self.path, t.key),
             )
             for t in doc.trials
         ]

@@ -243,7 +243,7 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
     groups: dict[tuple[str, str, str], list[TrialEntry]] = {}
     for trial in res.trials:
         if trial.counted and trial.status != "skipped":
-            groups.setdefault((trial.case, trial.agent, trial.arm), []).append(trial)
+            groups.setdefault(trial.key.condition, []).append(trial)
     if not groups:
         return []
     threshold = f">={res.attempt_policy.pass_threshold:.2f}"

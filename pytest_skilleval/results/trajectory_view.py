@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilleval.results.redact import cap_text, redact_text
-from verifier.trajectory import content_text
+from verifier.message_text import content_text
 
 MAX_STEPS = 200
 MAX_TEXT = 4000

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
-from pytest_skilleval.results.records import ARMS, TrialRecord
+from pytest_skilleval.results.records import ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
 from pytest_skilleval.results.trial_file import (
     GRADER_OUTPUT_SOURCE,
@@ -316,11 +316,6 @@ def harbor_version() -> str | None:
 # --------------------------------------------------------------------------------------------- writer
 
 
-def trial_key(record: TrialRecord) -> tuple[str, str, str, int]:
-    """A trial's place in the run folder: (agent, arm, case, attempt)."""
-    return (record.agent, record.arm, record.case, record.attempt)
-
-
 @dataclass(frozen=True)
 class RunStart:
     """What `--resume` compares a stored run with: the settings as run (run_config.json) and the dataset's digest
@@ -359,7 +354,7 @@ class EarlyTrialFiles:
         self.max_artifact_bytes = max_artifact_bytes
         self.start = start
         self.batch = _Batch(self.results_root)
-        self.written: set[tuple[str, str, str, int]] = set()
+        self.written: set[TrialKey] = set()
         self._run_dir: Path | None = None
         self._made = False
 
@@ -406,17 +401,16 @@ class EarlyTrialFiles:
             _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor)
         finally:
             _BATCH.reset(token)
-        self.written.add(trial_key(record))
+        self.written.add(record.key)
 
 
 def _write_trial(run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor, stored: bool = False) -> None:
     """One trial's file; `stored`: the run folder already holds it (resumed, or written early) and only the record
     in it is replaced (the trial's own folder may be gone)."""
-    args = (record.agent, record.arm, record.case, record.attempt)
-    path = trial_file(run_dir, *args)
+    path = trial_file(run_dir, record.key)
     document = None
     if stored or record.source_run is not None:
-        document = stored_document(path, trial_folder(run_dir, *args), record, max_bytes)
+        document = stored_document(path, trial_folder(run_dir, record.key), record, max_bytes)
     if document is None:
         found = read_parts(Path(record.trial_dir), TRIAL_PARTS, max_bytes) if record.trial_dir else {}
         document = trial_document(record, found)
@@ -445,7 +439,7 @@ def write_results_tree(
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
     redactor: Redactor | None = None,
     early: EarlyTrialFiles | None = None,
-    altered: Collection[tuple[str, str, str, int]] = (),
+    altered: Collection[TrialKey] = (),
 ) -> Path:
     """Write `<results_root>/<run_id>/...` and return the run directory.
 
@@ -506,7 +500,7 @@ def _write_tree(
     dataset_snapshot: Mapping[str, Any] | None = None,
     max_artifact_bytes: int = MAX_ARTIFACT_BYTES,
     early: EarlyTrialFiles | None = None,
-    altered: Collection[tuple[str, str, str, int]] = (),
+    altered: Collection[TrialKey] = (),
 ) -> Path:
     def write_json(path: Path, data: Any) -> None:
         atomic_write_json(path, redactor.scrub(data), results_root)
@@ -538,7 +532,7 @@ def _write_tree(
         early = None  # written into another run folder: nothing of this one is there yet
     written = early.written if early is not None else set()
     for record in records:
-        key = trial_key(record)
+        key = record.key
         if key not in written:
             _write_trial(run_dir, record, max_artifact_bytes, redactor)
         elif key in altered:

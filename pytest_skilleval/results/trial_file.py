@@ -17,7 +17,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from verifier import safe_io
 
@@ -87,14 +87,16 @@ def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
     }
 
 
-def trial_file(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+def trial_file(run_dir: Path, key: TrialKey) -> Path:
     """`<run>/<agent>/<arm>/trials/<case>.<attempt>.json`: one trial's file (writer and readers agree)."""
-    return run_dir / safe_component(agent) / arm / "trials" / f"{safe_component(case)}.{int(attempt)}.json"
+    trials = run_dir / safe_component(key.agent) / key.arm / "trials"
+    return trials / f"{safe_component(key.case)}.{int(key.attempt)}.json"
 
 
-def trial_folder(run_dir: Path, agent: str, arm: str, case: str, attempt: int) -> Path:
+def trial_folder(run_dir: Path, key: TrialKey) -> Path:
     """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where runs of the earlier layout kept one trial's files."""
-    return run_dir / safe_component(agent) / arm / "trials" / safe_component(case) / str(int(attempt))
+    trials = run_dir / safe_component(key.agent) / key.arm / "trials"
+    return trials / safe_component(key.case) / str(int(key.attempt))
 
 
 def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int) -> dict[str, tuple[Any, str]]:

@@ -270,16 +270,15 @@ def _entry_label(index: int, raw: Any) -> str:
 
 
 def _validation_message(error: ValidationError) -> tuple[str | None, str]:
-    problems = []
-    first_field = None
-    for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or None
-        first_field = first_field or field
-        message = item["msg"].removeprefix("Value error, ")
-        problems.append(f"field '{field}': {message}" if field else message)
+    """The field at fault (when there is one problem) and the message: one problem's own text, or every problem
+    with its field."""
+    problems = [
+        (".".join(str(part) for part in item["loc"]) or None, item["msg"].removeprefix("Value error, "))
+        for item in error.errors()
+    ]
     if len(problems) == 1:
-        return first_field, problems[0].split(": ", 1)[-1] if first_field else problems[0]
-    return None, "; ".join(problems)
+        return problems[0]
+    return None, "; ".join(f"field '{field}': {message}" if field else message for field, message in problems)
 
 
 def _checked_entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SkipValidation
 
-from pytest_skilleval.results.records import Arm
+from pytest_skilleval.results.records import Arm, TrialKey
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.skill_names import name_mismatch
@@ -44,13 +44,29 @@ class TrialSpec(BaseModel):
     def label(self) -> str:
         return trial_label(self.agent, self.arm, self.attempt)
 
+    @property
+    def key(self) -> TrialKey:
+        return TrialKey(self.case_id, self.agent, self.arm, self.attempt)
+
+    def record_fields(self) -> dict[str, Any]:
+        """Where this trial's record sits: the same in every record made for it (run, regraded or skipped)."""
+        return {
+            "skill": self.skill_name,
+            "skill_dir": str(self.skill_dir),
+            "case": self.case_id,
+            "agent": self.agent,
+            "arm": self.arm,
+            "attempt": self.attempt,
+            "nodeid": self.nodeid,
+        }
+
 
 def trial_label(agent: str, arm: str, attempt: int) -> str:
     """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
     return f"{agent}-{arm}-{attempt}"
 
 
-def trial_keys(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
+def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
     """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects."""
     settings = skill.settings
     for agent in settings.agents:

@@ -12,6 +12,7 @@ from typing import Any
 
 from harbor.models.trajectories import Trajectory
 
+from pytest_skilleval.results.records import TrialKey
 from pytest_skilleval.results.tree import trial_file
 from pytest_skilleval.testing.scripted_model import LoggedRequest
 
@@ -80,7 +81,9 @@ def trials(results_root: Path, skill: str = SKILL) -> dict[tuple[str, str], Tria
     result = json.loads(result_path.read_text())
     views: dict[tuple[str, str], TrialView] = {}
     for record in result["trials"]:
-        path = trial_file(result_path.parent, record["agent"], record["arm"], record["case"], record["attempt"])
+        path = trial_file(
+            result_path.parent, TrialKey(record["case"], record["agent"], record["arm"], record["attempt"])
+        )
         views[(record["case"], record["arm"])] = TrialView(record["case"], record["arm"], record, path)
     return views
 

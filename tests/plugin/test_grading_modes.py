@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, LOGGING_AGENT, SkillProject, simple_entries
 
 STANDARD = ("security", "skill_execution", "skill_efficiency")
 
@@ -140,3 +140,33 @@ def test_an_error_that_is_not_the_trials_is_reported_as_pytest_reports_it(skill_
     assert "INTERNALERROR" not in output
     result.assert_outcomes(failed=1)
     assert "RuntimeError: a plugin broke" in output
+
+
+MANY_METRICS_GRADER = """
+import json, os
+from pathlib import Path
+case = json.loads(Path(os.environ["HARBOR_ENTRY_JSON"]).read_text())["id"]
+Path(os.environ["HARBOR_REWARD_JSON"]).write_text(json.dumps({"overall": 1.0, **{f"{case}_m{i}": 1.0 for i in range(70)}}))
+"""
+
+
+def test_an_import_path_agent_is_held_to_the_custom_metric_name_limit(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cases with 70 metric names each exceed a condition's 128 distinct names: every trial of the condition
+    becomes an error, for an agent given as `module:Class` as for a named one."""
+    skill = skill_project.make_skill("demo", simple_entries("c1", "c2"))
+    (skill / "evals" / "grader.py").write_text(MANY_METRICS_GRADER)
+    skill_project.pytester.makepyfile(logging_agent=LOGGING_AGENT)
+    monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
+    monkeypatch.setenv("SKILLEVAL_TEST_LOG", str(skill_project.root / "agent.log"))
+    monkeypatch.setenv("SKILLEVAL_TEST_SLEEP", "0")
+    agent = "logging_agent:LoggingAgent"
+    result = skill_project.run(
+        "--agents", agent, "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
+        "--skip-baseline",
+    )  # fmt: skip
+    trials = skill_project.result_json("demo")["trials"]
+    assert [(t["agent"], t["status"]) for t in trials] == [(agent, "error")] * 2, result.stdout.str()
+    assert {t["error"] for t in trials} == {"condition exceeded the custom metric name limit"}
+    assert f"{agent} with_skill: condition has 140 distinct custom metric names" in result.stdout.str()

@@ -147,3 +147,29 @@ def test_resume_of_an_unknown_run_is_a_usage_error(project: SkillProject) -> Non
     result = project.run(*RUN, "--resume", "20990101_000000_1_000000000000")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "no run 20990101_000000_1_000000000000" in result.stderr.str()
+
+
+def test_a_resumed_run_never_starts_a_stored_trial_ahead(project: SkillProject) -> None:
+    """The trials started ahead while an item waits (--n-concurrent) are only those that will run: a stored trial
+    after one that runs is handed back, not run again in the background."""
+    project.run(*RUN, "-k", "c2").assert_outcomes(passed=4)
+    assert _starts(project) == 4
+    resumed = project.run(*RUN[:-2], "--n-concurrent", "4", "--resume", "latest")
+    resumed.assert_outcomes(passed=12)
+    assert _starts(project) == 12  # c1 and c3 once each; c2's four trials read back
+
+
+def test_a_resumed_runs_passing_attempt_stops_the_later_attempts(
+    project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--stop-on-pass across a resume: an attempt that passed before the interruption skips the later attempts of
+    its case, as in a run never interrupted (one trial per case and arm in all)."""
+    monkeypatch.setenv("INTERRUPT_AFTER", "1")
+    assert project.run(*RUN, "--stop-on-pass").ret == pytest.ExitCode.INTERRUPTED
+    assert _starts(project) == 1
+    monkeypatch.setenv("INTERRUPT_AFTER", "0")
+    resumed = project.run(*RUN, "--stop-on-pass", "--resume", "latest")
+    resumed.assert_outcomes(passed=6, skipped=6)
+    assert _starts(project) == 6
+    trials = json.loads(next((project.root / "results" / "demo").glob("2*/result.json")).read_text())["trials"]
+    assert sorted((t["attempt"], t["status"]) for t in trials) == [(1, "scored")] * 6 + [(2, "skipped")] * 6

@@ -15,7 +15,7 @@ import pytest
 from pytest_skilleval.results import tree as results
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import AggregateResult, RunPlan
-from pytest_skilleval.results.records import TokenUsage, TrialRecord
+from pytest_skilleval.results.records import TokenUsage, TrialKey, TrialRecord
 from pytest_skilleval.results.tree import (
     MARKER_FILE,
     UnsafeResultsPath,
@@ -28,6 +28,7 @@ from pytest_skilleval.results.tree import (
 
 SCHEMA_PATH = Path(results.__file__).parents[1] / "schemas" / "result.schema.json"
 RUN_ID = "20250102_030405_42_0123456789ab"
+KEY = TrialKey("a", "codex", "with_skill", 1)
 
 
 def rec(case: str, arm: str, agent: str = "codex", attempt: int = 1, score: float = 0.8, **kw: Any) -> TrialRecord:
@@ -107,7 +108,10 @@ def test_writes_the_full_tree(tmp_path: Path) -> None:
             assert (run_dir / agent / arm / "summary.json").is_file()
             trial = json.loads((run_dir / agent / arm / "trials" / "a.1.json").read_text())
             assert trial["format"] == results.TRIAL_FORMAT and trial["record"]["case"] == "a"
-            assert results.trial_file(run_dir, agent, arm, "a", 1) == run_dir / agent / arm / "trials" / "a.1.json"
+            assert (
+                results.trial_file(run_dir, TrialKey("a", agent, arm, 1))
+                == run_dir / agent / arm / "trials" / "a.1.json"
+            )
     # One file per trial: no folder per trial, no per-artifact files.
     assert not [p for p in run_dir.glob("*/*/trials/*") if not p.name.endswith(".json")]
     policy = json.loads((run_dir / "attempt_policy.json").read_text())
@@ -198,19 +202,19 @@ def test_copies_harbor_artifacts_but_not_symlinks_or_oversize(tmp_path: Path) ->
     records = [rec("a", "with_skill", trial_dir=str(trial_dir))]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID, max_artifact_bytes=50)
-    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    trial = json.loads(results.trial_file(run_dir, KEY).read_text())
     assert trial["reward"] == {"security": 0.8}
     assert trial["trajectory"] is None  # symlink not followed
     assert trial["harbor_result"] is None  # over the cap
     assert trial["artifacts"] == {"reward": "verifier/reward.json"}
-    assert "TOKEN" not in results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text()
+    assert "TOKEN" not in results.trial_file(run_dir, KEY).read_text()
 
 
 def test_reward_json_from_record_when_harbor_left_none(tmp_path: Path) -> None:
     records = [rec("a", "with_skill")]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID)
-    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    trial = json.loads(results.trial_file(run_dir, KEY).read_text())
     assert trial["reward"] is None and trial["artifacts"] == {}  # Harbor's reward is missing, not invented
     assert trial["rich_reward"]["security"] == 0.8 and trial["rich_reward"]["evaluation_status"] == "scored"
 
@@ -232,7 +236,7 @@ def test_trial_folder_keeps_rich_reward_and_grader_output_redacted(tmp_path: Pat
     records = [rec("a", "with_skill", trial_dir=str(trial_dir))]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path / "out", RUN_ID)
-    trial = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())
+    trial = json.loads(results.trial_file(run_dir, KEY).read_text())
     kept = trial["rich_reward"]
     assert kept["details"]["security"]["findings"][0]["evidence"] == "echo [REDACTED]"
     assert kept["details"]["custom"]["api_key"] == "[REDACTED]"
@@ -247,7 +251,7 @@ def test_rich_reward_rebuilt_from_record_without_harbor_files(tmp_path: Path) ->
     records = [rec("a", "with_skill", details={"security": {"findings": [], "reason": "ok"}})]
     plan = RunPlan(skill="s", cases=["a"], agents=["codex"], arms=["with_skill"])
     run_dir = write_results_tree(aggregate(records, plan), records, tmp_path, RUN_ID)
-    kept = json.loads(results.trial_file(run_dir, "codex", "with_skill", "a", 1).read_text())["rich_reward"]
+    kept = json.loads(results.trial_file(run_dir, KEY).read_text())["rich_reward"]
     assert kept["details"] == {"security": {"findings": [], "reason": "ok"}} and kept["security"] == 0.8
 
 

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_skilleval.harbor.scheduler import StopOnPass, TrialScheduler
+from pytest_skilleval.harbor.fate import StopOnPass
+from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
 

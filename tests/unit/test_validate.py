@@ -111,6 +111,17 @@ def test_custom_dockerfile_rules_are_errors_naming_the_file(tmp_path: Path) -> N
     assert validate_skill(skill).findings == []
 
 
+def test_a_dockerfile_problem_keeps_its_text_under_a_folder_named_with_a_colon(tmp_path: Path) -> None:
+    """The problem is its own text, not cut out of a line that also names the file (whose path may hold ': ')."""
+    root = tmp_path / "team: evals"
+    root.mkdir()
+    skill = make_skill(root, entries("a"))
+    (skill / "evals" / "environment").mkdir()
+    (skill / "evals" / "environment" / "Dockerfile").write_text("RUN true\n")
+    found = [f.message for f in validate_skill(skill).findings if f.rule == "custom-dockerfile"]
+    assert found == ["the first instruction must be FROM"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # config.yml
 
@@ -676,3 +687,20 @@ def test_yaml_error_line_is_where_the_problem_starts(tmp_path: Path) -> None:
     (skill / "evals" / "evals.yaml").write_text("\n".join(lines) + "\n")
     (message,) = [f.message for f in validate_skill(skill).errors]
     assert message.startswith("invalid YAML at line 8 column 22: while scanning a quoted scalar")
+
+
+def test_pytest_files_a_run_refuses_are_named(tmp_path: Path) -> None:
+    """validate says what a run would refuse: a conftest.py anywhere in the skill, and a pytest config file that
+    pytest would choose (one that sets nothing for pytest is not named)."""
+    skill = make_skill(tmp_path, entries("a"))
+    (skill / "scripts" / "tests").mkdir(parents=True)
+    (skill / "scripts" / "tests" / "conftest.py").write_text("")
+    (skill / "tox.ini").write_text("[pytest]\naddopts = -p evilplug\n")
+    (skill / "setup.cfg").write_text("[metadata]\nname = demo\n")
+    (skill / "evals" / "pyproject.toml").write_text('[tool.pytest.ini_options]\nskilleval_ek = "sandbox=none"\n')
+    found = {(f.rule, f.severity, f.path) for f in validate_skill(skill).findings}
+    assert found == {
+        ("skill-conftest", "error", skill.resolve() / "scripts" / "tests" / "conftest.py"),
+        ("skill-pytest-config", "warning", skill.resolve() / "tox.ini"),
+        ("skill-pytest-config", "warning", skill.resolve() / "evals" / "pyproject.toml"),
+    }

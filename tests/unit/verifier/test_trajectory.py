@@ -7,7 +7,8 @@ import shutil
 
 from tests.unit.verifier.skill_builders import TRAJECTORY_FIXTURES
 from verifier.evidence import NO_TRAJECTORY
-from verifier.trajectory import content_text, evidence_from_atif, load_evidence
+from verifier.message_text import content_text
+from verifier.trajectory import evidence_from_atif, load_evidence
 
 
 def atif(*steps, **root):
