@@ -38,6 +38,22 @@ def require_system(name: str, how_to_install: str) -> NoReturn:
     pytest.skip(message)
 
 
+def bash_replay(*commands: str, message: str = "printing") -> dict[str, Any]:
+    """An ATIF trajectory for the replay agent: one agent step running `commands` as Bash tool calls, in order."""
+    calls = [
+        {"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": command}}
+        for i, command in enumerate(commands)
+    ]
+    return {
+        "schema_version": "ATIF-v1.6",
+        "agent": {"name": "recorded", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "do it"},
+            {"step_id": 2, "source": "agent", "message": message, "tool_calls": calls},
+        ],
+    }
+
+
 class SkillProject:
     """A pytester project holding skill folders, plus the way to run pytest on them."""
 

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from verifier import safe_io
+from verifier.secret_patterns import has_token_shape, is_credential_name
 
 MAX_METRICS_PER_REWARD = 128
 MAX_METRIC_NAMES_PER_CONDITION = 128
@@ -89,169 +90,26 @@ def normalize_mode(mode: str) -> str:
 # Names
 
 
-_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
-
-# Token counters are usage figures, not credentials.
-_TOKEN_COUNT_NAMES = frozenset(
-    {
-        "completion_tokens",
-        "input_tokens",
-        "n_input_tokens",
-        "n_output_tokens",
-        "output_tokens",
-        "prompt_tokens",
-        "last_token_usage",
-        "token_count",
-        "tokens",
-        "total_tokens",
-    }
-)
-_SENSITIVE_PARTS = frozenset(
-    {
-        "auth",
-        "authorization",
-        "bearer",
-        "credential",
-        "credentials",
-        "key",
-        "password",
-        "passwd",
-        "passphrase",
-        "private",
-        "secret",
-        "token",
-    }
-)
-_SENSITIVE_COMPACT = ("apikey", "accesskey", "privatekey", "sessiontoken")
-# Metric-shaped names: `<auth|secret|token>_<measure>` describe how a skill treats secrets, not a secret.
-_METRIC_SHAPED_FIRST = frozenset({"auth", "secret", "token"})
-_METRIC_SHAPED_SECOND = frozenset(
-    {
-        "accuracy",
-        "compliance",
-        "count",
-        "coverage",
-        "efficiency",
-        "handling",
-        "leakage",
-        "precision",
-        "quality",
-        "rate",
-        "ratio",
-        "recall",
-        "safety",
-        "score",
-        "usage",
-    }
-)
-
-# Names that look like a credential *value* (the name itself would leak it).
-_CREDENTIAL_VALUE_PATTERNS = tuple(
-    re.compile(p)
-    for p in (
-        r"-----BEGIN [A-Z ]*PRIVATE KEY",
-        r"(?i)\bauthorization\s*:",
-        r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}",
-        r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.",  # JWT
-        r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",
-        r"\bsk-[A-Za-z0-9_-]{8,}",
-        r"\bnvapi-[A-Za-z0-9_-]{8,}",
-        r"\bcrsr_[A-Za-z0-9_-]{8,}",
-        r"sha256~[A-Za-z0-9_-]{8,}",
-        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}",
-        r"\bgithub_pat_[A-Za-z0-9_]{20,}",
-        r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
-        r"\bAIza[0-9A-Za-z_-]{30,}",
-        r"(?i)(?:api[_-]?key|token|secret|password|passwd|auth)\s*[=:]\s*\S",
-    )
-)
-# A cheap first look: every pattern above needs one of these in the casefolded text (checked in the patterns'
-# tests), so text without any of them is skipped. Plain substring tests: a case-insensitive regex alternation
-# costs several times more on the long texts the results tree scans.
-_CREDENTIAL_HINTS = (
-    "begin",
-    "auth",
-    "bearer",
-    "eyj",
-    "akia",
-    "asia",
-    "sk-",
-    "nvapi-",
-    "crsr_",
-    "sha256~",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "xox",
-    "aiza",
-    "api_key",
-    "api-key",
-    "apikey",
-    "token",
-    "secret",
-    "passw",
-)
-_VALUE_END = frozenset("\"'`,;)]}>")
-# A long unbroken run of key-alphabet characters mixing letters and digits: hex or base64 key material.
-_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+/=-]{32,}")
-
-
-def _name_parts(name: str) -> list[str]:
-    split = _CAMEL_BOUNDARY.sub("_", name)
-    return [part for part in _NON_ALNUM.split(split.lower()) if part]
-
-
-def is_credential_field_name(name: str) -> bool:
-    """True for names like `api_key`, `github_token`, `password`; False for `secret_handling`, `token_efficiency`."""
-    parts = _name_parts(name)
-    if not parts:
-        return False
-    normalized = "_".join(parts)
-    if normalized in _TOKEN_COUNT_NAMES:
-        return False
-    if len(parts) == 2 and parts[0] in _METRIC_SHAPED_FIRST and parts[1] in _METRIC_SHAPED_SECOND:
-        return False
-    compact = "".join(parts)
-    if "api_key" in normalized or any(marker in compact for marker in _SENSITIVE_COMPACT):
-        return True
-    if compact.endswith("token"):
-        return True
-    return any(part in _SENSITIVE_PARTS for part in parts)
+# A long unbroken run of key-alphabet characters mixing letters and digits: hex or base64 key material. A metric
+# name is a short label, so such a run in one is refused (a path is not a metric name; this rule is for names only).
+_KEY_MATERIAL = re.compile(r"[A-Za-z0-9+=_-]{32,}")
 
 
 def is_credential_value_name(name: str) -> bool:
-    """True when the name itself looks like key material, a bearer token or a `key=value` secret."""
-    if any(pattern.search(name) for pattern in _CREDENTIAL_VALUE_PATTERNS):
+    """True when the name itself holds a token shape or a run of key material."""
+    if has_token_shape(name):
         return True
-    for run in _KEY_MATERIAL.findall(name):
-        if any(c.isdigit() for c in run) and any(c.isalpha() for c in run):
-            return True
-    return False
+    return any(any(c.isdigit() for c in run) and any(c.isalpha() for c in run) for run in _KEY_MATERIAL.findall(name))
 
 
 def looks_like_credential(name: str) -> bool:
-    return is_credential_field_name(name) or is_credential_value_name(name)
+    """A metric name the contract drops: a credential name (`api_key`, `db_pass`) or one holding key material."""
+    return is_credential_name(name) or is_credential_value_name(name)
 
 
-def credential_spans(text: str) -> list[tuple[int, int]]:
-    """Where credential-looking values sit in free text: each match runs on to the end of its word (up to a space,
-    quote or closing bracket), so a `token=abc...` loses its whole value, not only the first character the pattern
-    needs to see."""
-    folded = text.casefold()
-    if not any(hint in folded for hint in _CREDENTIAL_HINTS):
-        return []
-    spans = []
-    for pattern in _CREDENTIAL_VALUE_PATTERNS:
-        for match in pattern.finditer(text):
-            end = match.end()
-            while end < len(text) and not text[end].isspace() and text[end] not in _VALUE_END:
-                end += 1
-            spans.append((match.start(), end))
-    return spans
+def _reserved(name: str) -> str:
+    """A name as it is compared with the reserved names: trimmed and case-folded."""
+    return name.strip().casefold()
 
 
 def _display(name: str, limit: int = 80) -> str:
@@ -335,8 +193,10 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
         return result
     errors: list[str] = []
 
-    for name in sorted(STANDARD_METRIC_NAMES & {str(k) for k in raw}):
-        errors.append(f"custom grader cannot write reserved standard metric '{name}'")
+    # Reserved names are compared trimmed and case-folded: `" security"` or `"OVERALL"` is no custom metric.
+    for key in sorted(str(k) for k in raw if _reserved(str(k)) in STANDARD_METRIC_NAMES):
+        shown = "" if key == _reserved(key) else f" (written as '{_display(key)}')"
+        errors.append(f"custom grader cannot write reserved standard metric '{_reserved(key)}'{shown}")
 
     kept: dict[str, float] = {}
     kept_source: dict[str, str] = {}
@@ -345,11 +205,14 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
         if looks_like_credential(name):
             result.omitted.append(OmittedMetric(name=REDACTED_NAME, reason="metric name looks like a credential"))
             continue
-        if source != "top level" and name in RESERVED_NAMES:
-            errors.append(
-                f"custom metric '{_display(name)}' in `{source}` collides with a reserved field name "
-                f"({', '.join(sorted(RESERVED_NAMES))})"
-            )
+        reserved = _reserved(name)
+        if reserved in RESERVED_NAMES:
+            if not (source == "top level" and reserved in STANDARD_METRIC_NAMES):  # those are reported above
+                errors.append(
+                    f"custom metric '{_display(raw_name)}' in `{source}` collides with the reserved field name "
+                    f"'{reserved}' (reserved, compared trimmed and case-insensitively: "
+                    f"{', '.join(sorted(RESERVED_NAMES))})"
+                )
             continue
         value_problem = _value_problem(value)
         if value_problem is not None:

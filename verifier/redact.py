@@ -1,14 +1,15 @@
 """One redaction pass over everything we write or print: no secret reaches a file, JUnit or the terminal.
 
-What counts as a secret: the values of credential-looking variables in the host environment (`*_KEY`, `*_TOKEN`,
-`*SECRET*`, `*PASSWORD*`, provider keys, ...), the values of credential-looking `--ek`/agent kwargs, and anything
-shaped like a token (`sk-...`, `ghp_...`, `AKIA...`, `xoxb-...`, `Bearer ...`, private key blocks, URL passwords).
+What counts as a secret (the rules are `verifier.secret_patterns`, the one set): the values of credential-named
+variables in the host environment (`*_KEY`, `*_TOKEN`, `*SECRET*`, `*PASSWORD*`, `DB_PASS`, `SERVICE_PWD`,
+`STRIPE_SK`, ...), the values of credential-named or token-shaped `--ek`/agent kwargs, and anything shaped like a
+token (`sk-...`, `ghp_...`, `AKIA...`, `xoxb-...`, Slack webhooks, keys in URLs, `Bearer ...`, private key blocks).
 An agent or grader can print those every way it likes (an env dump, stderr, reward details, a traceback), so the
 pass runs where our output leaves the process: the results tree writer, the JUnit properties and failure text,
 the terminal summary. Values too short or too plain to be secrets (`true`, `default`) are left alone, since
 replacing them would corrupt ordinary fields.
 
-Pure standard library (plus the credential-name rules in `verifier.custom`).
+Pure standard library.
 """
 
 from __future__ import annotations
@@ -18,43 +19,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from verifier.custom import is_credential_field_name, looks_like_credential
+from verifier.secret_patterns import REDACTED, has_token_shape, is_credential_name, may_hold_token, redact_tokens
 
-REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8
-# A document is scanned for secrets once, as the text of all its strings: each TOKEN_PATTERNS row needs one of
-# these to match (a test checks a sample of every row), so text with none of them is left alone without running
-# fifteen substitutions over every string. Literal-prefixed patterns, because the regex engine scans a literal
-# prefix fast and an alternation slowly. `_LOWER_NEEDLES` are searched in the casefolded text.
-_NEEDLES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        r"PRIVATE KEY-----",
-        r"sk-(?:proj-|ant-|test-|live-)?[A-Za-z0-9_-]{12}",
-        r"gh[pousr]_[A-Za-z0-9]{20}",
-        r"github_pat_",
-        r"glpat-",
-        r"AKIA",
-        r"ASIA",
-        r"xox[abprs]-",
-        r"AIza",
-        r"nvapi-",
-        r"hf_[A-Za-z0-9]{24}",
-        r"eyJ",
-        r"://[^/\s:@'\"]+:[^/\s@'\"]{3,}@",
-    )
-)
-_LOWER_NEEDLES: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p)
-    for p in (
-        r"bearer",
-        r"authorization",
-        r"key\s*[=:]",
-        r"secret\s*[=:]",
-        r"passw(?:or)?d\s*[=:]",
-        r"token\s*[=:]",
-    )
-)
 # Plain lowercase words this long are passphrases rather than config values.
 MIN_PLAIN_SECRET_LENGTH = 16
 # Short strings (keys, statuses, names) repeat across thousands of trials: their redaction is remembered, up to a
@@ -62,45 +29,7 @@ MIN_PLAIN_SECRET_LENGTH = 16
 CACHED_TEXT_LENGTH = 64
 MAX_CACHED = 100_000
 
-_CREDENTIAL_NAME = re.compile(
-    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|(?:^|_)O?AUTH(?:$|_|TOKEN|KEY)|(?:^|_)PAT$",
-    re.IGNORECASE,
-)
-_TOKEN_COUNT_NAME = re.compile(r"TOKENS?_?(COUNT|LIMIT|USAGE)|MAX_?TOKENS|TOKENIZERS?", re.IGNORECASE)
-
-# (pattern, replacement): the replacement keeps any prefix group so the text still reads.
-TOKEN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, flags), replacement)
-    for pattern, flags, replacement in (
-        (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S, REDACTED),
-        (r"(?<![A-Za-z0-9])sk-(?:proj-|ant-|test-|live-)?[A-Za-z0-9_-]{12,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{20,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{16,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{30,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])nvapi-[A-Za-z0-9_-]{12,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{24,}", 0, REDACTED),
-        (r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", 0, REDACTED),
-        (r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{12,}", 0, r"\1" + REDACTED),
-        (r"(?i)(\bauthorization\s*[:=]\s*)(?!bearer\b)[^\s'\",;]{8,}", 0, r"\1" + REDACTED),
-        (r"(://[^/\s:@'\"]+:)[^/\s@'\"]{3,}(@)", 0, r"\1" + REDACTED + r"\2"),
-        (
-            r"(?i)(\b(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|password|passwd|token)\s*[=:]\s*['\"]?)"
-            r"(?!\[REDACTED\])[^\s'\",;&]{6,}",
-            0,
-            r"\1" + REDACTED,
-        ),
-    )
-)
-
-
-def is_credential_variable(name: str) -> bool:
-    """Whether an environment variable's name says its value is a credential (`OPENAI_API_KEY`, `PGPASSWORD`)."""
-    if _TOKEN_COUNT_NAME.search(name):
-        return False
-    return is_credential_field_name(name) or bool(_CREDENTIAL_NAME.search(name))
+__all__ = ["REDACTED", "Redactor", "environment_secrets", "is_secret_kwarg", "kwarg_secrets", "secret_forms"]
 
 
 def _secret_shaped(value: str) -> bool:
@@ -115,32 +44,36 @@ def _secret_shaped(value: str) -> bool:
 
 def environment_secrets(environ: Mapping[str, str]) -> list[str]:
     """Values of credential-looking variables in an environment (the host's, usually)."""
-    return [value for name, value in environ.items() if is_credential_variable(name) and _secret_shaped(value)]
+    return [value for name, value in environ.items() if is_credential_name(name) and _secret_shaped(value)]
+
+
+def is_secret_kwarg(key: str, value: Any) -> bool:
+    """A kwarg value is a secret when its name is a credential name or the value holds a token shape; a path or
+    any other plain value under an ordinary name (`replay_dir`) is not."""
+    text = str(value)
+    return len(text.strip()) >= 4 and (is_credential_name(key) or has_token_shape(text))
 
 
 def kwarg_secrets(kwargs: Mapping[str, Any]) -> list[str]:
     """Values of kwargs (`--ek`, agent kwargs) whose name or value looks like a credential."""
-    found = []
-    for key, value in kwargs.items():
-        text = str(value)
-        if (looks_like_credential(str(key)) or looks_like_credential(text)) and len(text.strip()) >= 4:
-            found.append(text)
-    return found
+    return [str(value) for key, value in kwargs.items() if is_secret_kwarg(str(key), value)]
+
+
+def secret_forms(secrets: Iterable[str]) -> set[str]:
+    """Each secret as written and as it appears inside a JSON string (escaped, with and without ASCII escapes)."""
+    forms: set[str] = set()
+    for secret in secrets:
+        secret = secret.strip()
+        if secret:
+            forms.update((secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]))
+    return forms
 
 
 class Redactor:
     """Replaces known secret values and token-shaped strings with `[REDACTED]` in text and in JSON-like data."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        forms: set[str] = set()
-        for secret in secrets:
-            secret = secret.strip()
-            if not secret:
-                continue
-            forms.add(secret)
-            forms.add(json.dumps(secret)[1:-1])  # as it appears inside a JSON string
-            forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
-        ordered = sorted(forms, key=len, reverse=True)
+        ordered = sorted(secret_forms(secrets), key=len, reverse=True)
         self._values = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
         self._short: dict[str, str] = {}
         self._credential_keys: dict[str, bool] = {}
@@ -166,7 +99,7 @@ class Redactor:
     def _credential_key(self, key: str) -> bool:
         known = self._credential_keys.get(key)
         if known is None:
-            known = looks_like_credential(key)
+            known = is_credential_name(key) or has_token_shape(key)
             if len(self._credential_keys) < MAX_CACHED:
                 self._credential_keys[key] = known
         return known
@@ -174,9 +107,7 @@ class Redactor:
     def _redact_text(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(REDACTED, text)
-        for pattern, replacement in TOKEN_PATTERNS:
-            text = pattern.sub(replacement, text)
-        return text
+        return redact_tokens(text)
 
     def value(self, data: Any) -> Any:
         """A copy of JSON-like data with every string redacted; credential-named keys lose their string values."""
@@ -211,10 +142,7 @@ class Redactor:
         """False only when no known secret and nothing any token pattern needs occurs in `text`."""
         if self._values is not None and self._values.search(text):
             return True
-        if any(needle.search(text) for needle in _NEEDLES):
-            return True
-        folded = text.casefold()
-        return any(needle.search(folded) for needle in _LOWER_NEEDLES)
+        return may_hold_token(text)
 
     def _gather(self, data: Any, strings: list[str]) -> bool:
         """Append every string of `data` to `strings`; False as soon as a key needs redaction on its own.

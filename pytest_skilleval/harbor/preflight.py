@@ -228,16 +228,17 @@ def skill_checks(
     allowed = set(pass_env)
     for var, value in settings.runtime_env.items():
         from pytest_skilleval.skill.config_file import referenced_env_names
+        from pytest_skilleval.skill.host_env import is_passable_name, unpassable_reference_message
 
         for ref in referenced_env_names(value):
             if ref not in allowed:
-                checks.append(
-                    Check(
-                        f"{name} runtime_env",
-                        f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} "
-                        f"references the host variable {ref}; pass it with --pass-env {ref}",
-                    )
+                where = f"{skill_dir}/evals/config.yml: harbor.runtime_env {var}"
+                why = (
+                    f"{where} references the host variable {ref}; pass it with --pass-env {ref}"
+                    if is_passable_name(ref)
+                    else unpassable_reference_message(where, ref)
                 )
+                checks.append(Check(f"{name} runtime_env", why))
             elif ref not in environ:
                 checks.append(
                     Check(

@@ -5,7 +5,7 @@ still see real effects in the sandbox. The agent reads
 ``<replay_dir>/<case_id>.<with-skill|without-skill>.json``, else ``<replay_dir>/<case_id>.json``
 (an ATIF ``Trajectory``). By default it re-executes every shell tool call (a call whose
 arguments hold ``command`` or ``cmd``; a list is shell-joined) in the environment, in order,
-with the call's ``workdir``/``cwd`` argument as cwd (else ``/workspace``), and replaces that
+in the call's ``workdir``/``cwd`` folder (else ``/workspace``), and replaces that
 call's observation content with the real output: stdout then stderr, plus
 ``[exit code: N]`` when N is non-zero. Agent messages are kept. A trajectory whose root
 ``extra`` holds ``{"replay": {"execute": false}}`` is written as it is, nothing run.
@@ -25,6 +25,10 @@ The agent's own record is authoritative: a replayed command can write ``/logs/ag
 Harbor's download of ``/logs/agent`` then overwrites the host copy with that forgery. The record is kept in
 memory (``self.record``) and ``restore_record()`` writes it back; the runner calls it when verification starts,
 so the host grades what the agent did, never a file from the sandbox.
+
+A recorded ``workdir`` is entered inside the sandbox (``cd`` before the command), never handed to the environment
+as its cwd: the local environment checks a cwd on the host, so a recorded ``/proc/<host pid>`` would tell host
+folders that exist from ones that do not. Both now get the same "cwd does not exist in the sandbox" answer.
 """
 
 from __future__ import annotations
@@ -86,6 +90,12 @@ def shell_command(arguments: dict[str, Any]) -> str | None:
     if isinstance(raw, list) and raw and all(isinstance(part, str) for part in raw):
         return shlex.join(raw)
     return None
+
+
+def in_workdir(command: str, workdir: str) -> str:
+    """`command` run from `workdir` as the sandbox sees it; a folder it lacks is one error, whatever the host has."""
+    missing = shlex.quote(f"cwd does not exist in the sandbox: {workdir}")
+    return f"cd -- {shlex.quote(workdir)} 2>/dev/null || {{ echo {missing} >&2; exit 1; }}\n{command}"
 
 
 def format_output(stdout: str | None, stderr: str | None, return_code: int) -> str:
@@ -200,8 +210,10 @@ class ReplayAgent(BaseAgent):
                 command = shell_command(call.arguments)
                 if command is None:
                     continue
-                cwd = call.arguments.get("workdir") or call.arguments.get("cwd") or DEFAULT_CWD
-                result = await environment.exec(command, cwd=str(cwd))
+                workdir = call.arguments.get("workdir") or call.arguments.get("cwd")
+                if workdir:
+                    command = in_workdir(command, str(workdir))
+                result = await environment.exec(command, cwd=DEFAULT_CWD)
                 self.executed_calls += 1
                 content = format_output(result.stdout, result.stderr, result.return_code)
                 if step.observation is None:

@@ -295,23 +295,14 @@ class SkillEvalRunner:
 
 def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
     """Harbor writes the agent's kwargs into the trial's config.json and result.json, and scrubs only secrets it
-    knows from the environment; a credential passed with --agent-kwarg is scrubbed here, from every text file."""
-    from verifier.redact import Redactor, kwarg_secrets
+    knows from the environment; a credential passed with --agent-kwarg is scrubbed here, from every file, streamed.
+    Runs only when a kwarg is a secret (a credential name or a token shape; a path like `replay_dir` is not)."""
+    from verifier.redact import kwarg_secrets
+    from verifier.redact_files import scrub_tree
 
     secrets = kwarg_secrets(dict(kwarg_leaves(kwargs)))
-    if not secrets:
-        return
-    redactor = Redactor(secrets)
-    for path in trial_dir.rglob("*"):
-        if path.is_symlink() or not path.is_file():
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        scrubbed = redactor.text(text)
-        if scrubbed != text:
-            path.write_text(scrubbed, encoding="utf-8")
+    if secrets:
+        scrub_tree(trial_dir, secrets)
 
 
 def _slug(spec: TrialSpec) -> str:

@@ -9,6 +9,7 @@ message names the limit, which the dataset and config loaders turn into their ow
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +20,9 @@ from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.resolver import Resolver
 
 MAX_DEPTH = 64
+# Python's own limit on decimal digits in an int read from text (`sys.set_int_max_str_digits`); a longer integer
+# raises a bare ValueError deep in the parser.
+DEFAULT_INT_DIGITS = 4300
 # After expanding aliases; every key, value and list item counts. 10,000 entries with a dozen fields fit.
 MAX_YAML_NODES = 250_000
 
@@ -34,6 +38,43 @@ class ParseLimitError(ValueError):
 
 def _mark_line(mark: Any) -> int | None:
     return mark.line + 1 if mark is not None else None
+
+
+def max_int_digits() -> int:
+    """The digits an integer may have: Python's current limit (0, no limit, counts as the default)."""
+    return sys.get_int_max_str_digits() or DEFAULT_INT_DIGITS
+
+
+class _LongInteger:
+    """Stands where an integer too long to convert was, so the refusal can name the field it sits in."""
+
+    def __init__(self, digits: int, line: int | None = None) -> None:
+        self.digits = digits
+        self.line = line
+
+
+def _field_path(path: str, key: Any) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+
+
+def refuse_long_integers(data: Any) -> None:
+    """Raise ParseLimitError naming the first field (`evals[0].max_turns`) that holds a too-long integer."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, _LongInteger):
+            raise ParseLimitError(
+                f"field '{path or '(top level)'}' is an integer of {value.digits:,} digits; the limit is "
+                f"{max_int_digits():,} digits (write a smaller number, or a string)",
+                value.line,
+            )
+        if isinstance(value, dict):
+            items = list(value.items())
+        elif isinstance(value, list):
+            items = list(enumerate(value))
+        else:
+            continue
+        stack.extend((child, _field_path(path, key)) for key, child in reversed(items))
 
 
 try:
@@ -74,6 +115,15 @@ class BoundedSafeLoader(_EventLoader):
         self._depth = 0
         self._expanded = 0
         self._sizes: dict[int, int] = {}
+        self.long_integers = False
+
+    def construct_long_safe_int(self, node: Any) -> Any:
+        """An integer; one too long for Python to convert becomes a marker `refuse_long_integers` names."""
+        digits = sum(char.isdigit() for char in str(node.value))
+        if digits > max_int_digits():
+            self.long_integers = True
+            return _LongInteger(digits, _mark_line(node.start_mark))
+        return self.construct_yaml_int(node)
 
     def _count(self, amount: int, mark: Any) -> None:
         self._expanded += amount
@@ -114,6 +164,13 @@ class BoundedSafeLoader(_EventLoader):
         return node
 
 
+# What `add_constructor` does (a copy of the inherited table with one entry replaced), without its Loader-only typing.
+BoundedSafeLoader.yaml_constructors = {
+    **BoundedSafeLoader.yaml_constructors,
+    "tag:yaml.org,2002:int": BoundedSafeLoader.construct_long_safe_int,
+}
+
+
 def yaml_error_message(error: yaml.YAMLError) -> str:
     """`invalid YAML at line L column C: what`, where L is the line the problem starts on.
 
@@ -137,7 +194,10 @@ def load_yaml(text: str, loader: type[BoundedSafeLoader] = BoundedSafeLoader) ->
     """One YAML document through a bounded loader; raises yaml.YAMLError or ParseLimitError."""
     instance = loader(text)
     try:
-        return instance.get_single_data()
+        data = instance.get_single_data()
+        if instance.long_integers:
+            refuse_long_integers(data)
+        return data
     except yaml.MarkedYAMLError as error:
         if "maximum nesting depth" in (error.problem or ""):  # LibYAML's own guard, further ahead than ours
             raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels", _mark_line(error.problem_mark)) from None
@@ -165,11 +225,22 @@ def nesting_depth_exceeds(data: Any, limit: int = MAX_DEPTH) -> bool:
 
 
 def load_json(text: str) -> Any:
-    """JSON with bounded nesting; raises json.JSONDecodeError or ParseLimitError."""
+    """JSON with bounded nesting and integers Python can convert; raises json.JSONDecodeError or ParseLimitError."""
+    long_integers = False
+
+    def parse_int(digits: str) -> Any:
+        nonlocal long_integers
+        if len(digits) - digits.startswith("-") > max_int_digits():
+            long_integers = True
+            return _LongInteger(len(digits.lstrip("-")))
+        return int(digits)
+
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=parse_int)
     except RecursionError:
         raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels") from None
     if nesting_depth_exceeds(data):
         raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels")
+    if long_integers:
+        refuse_long_integers(data)
     return data

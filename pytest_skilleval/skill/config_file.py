@@ -157,8 +157,10 @@ _EVALUATOR_PREFIXES = ("SKILL_EVAL_", "SKILLEVAL_", "SKILLEVALUATOR_", "LITELLM_
 _HOST_PREFIXES = ("COMPOSE_", "DOCKER_", "GIT_", "OTEL_", "PIP_", "UV_")
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# `${...}` takes whatever stands before `}` or `:-` as the name, as Harbor's template reader does (`${1PLAIN}`,
+# `${.DOTNAME}` read those host variables too); the bare `$NAME` and `%NAME%` forms need a real name.
 _REFERENCE_RES = (
-    re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)"),
+    re.compile(r"\$\{([^}:]+)"),
     re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)"),
     re.compile(r"%([A-Za-z_][A-Za-z0-9_]*)%"),
 )
@@ -195,7 +197,8 @@ def env_control_category(name: str) -> str | None:
 
 
 def referenced_env_names(value: str) -> list[str]:
-    """Names a value pulls from the host environment: `$NAME`, `${NAME}`, `${NAME:-x}`, `%NAME%`."""
+    """Names a value pulls from the host environment: `$NAME`, `${NAME}`, `${NAME:-x}`, `%NAME%`, and any other
+    `${...}` (`${1PLAIN}`, `${.DOTNAME}`: Harbor reads those too)."""
     names: list[str] = []
     for pattern in _REFERENCE_RES:
         for name in pattern.findall(value):

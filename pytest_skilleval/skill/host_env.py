@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from pytest_skilleval.skill.config_file import env_control_category
+from pytest_skilleval.skill.setting_specs import VARIABLE_NAME_RE
 from pytest_skilleval.skill.setting_specs import pass_env_names as pass_env_names
-from verifier.redact import is_credential_variable
+from verifier.secret_patterns import is_credential_name
 
 # Model providers and clouds: their variables configure accounts even when the name does not say "key".
 _PROVIDER_CLOUD_PREFIXES = (
@@ -48,7 +49,7 @@ def looks_like_credential(name: str) -> bool:
     written: `*_TOKEN`, `*_KEY`, `*_SECRET`, `*PASSWORD*`, ...), or configures a provider or cloud account."""
     upper = name.upper()
     return (
-        is_credential_variable(name)
+        is_credential_name(name)
         or upper.startswith(_PROVIDER_CLOUD_PREFIXES)
         or env_control_category(upper) == "provider-credential"
     )
@@ -59,8 +60,23 @@ def forwarded_env(allowance: Iterable[str], environ: Mapping[str, str]) -> dict[
     return {name: environ[name] for name in allowance if name in environ}
 
 
+def is_passable_name(name: str) -> bool:
+    """Whether `--pass-env` accepts the name (`${1PLAIN}` or `${.DOTNAME}` can never be passed)."""
+    return bool(VARIABLE_NAME_RE.fullmatch(name))
+
+
+def unpassable_reference_message(where: str, ref: str) -> str:
+    """Why a `${...}` reference whose name --pass-env cannot pass is refused."""
+    return (
+        f"{where} references the host variable {ref!r}, which is not a variable name --pass-env accepts; only "
+        "host variables the operator passes explicitly are read: write the value itself"
+    )
+
+
 def unpassed_reference_message(where: str, ref: str) -> str:
     """Why a reference to a host variable that was not passed is refused, and how to pass it."""
+    if not is_passable_name(ref):
+        return unpassable_reference_message(where, ref)
     credential = ", which looks like a credential" if looks_like_credential(ref) else ""
     return (
         f"{where} references the host variable {ref}{credential}; a native task reads only host variables the "

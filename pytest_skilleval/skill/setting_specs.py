@@ -125,7 +125,7 @@ def agent_kwarg(value: str) -> dict[str, dict[str, Any]]:
     return {agent: {key: _kwarg_value(item.strip())}}
 
 
-_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+VARIABLE_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def pass_env_names(values: Iterable[str]) -> list[str]:
@@ -133,7 +133,7 @@ def pass_env_names(values: Iterable[str]) -> list[str]:
     names: list[str] = []
     for value in values:
         name = value.strip()
-        if not _NAME_RE.fullmatch(name):
+        if not VARIABLE_NAME_RE.fullmatch(name):
             raise ValueError(f"--pass-env expects a variable name like MY_SERVICE_URL, got {value!r}")
         if name not in names:
             names.append(name)

@@ -86,15 +86,16 @@ def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
 
 
 def redacted_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments with every credential-looking value (by name or by value, nested ones too) replaced."""
-    from verifier.custom import looks_like_credential
+    """Keyword arguments with every secret value (a credential name or a token shape, nested ones too) replaced by
+    the redaction pass's mark; a path or other plain value under an ordinary name stays as it is."""
+    from verifier.redact import REDACTED, is_secret_kwarg
 
     def redact(key: str, value: Any) -> Any:
         if isinstance(value, dict):
             return {k: redact(str(k), v) for k, v in value.items()}
         if isinstance(value, list):
             return [redact(key, v) for v in value]
-        return "<redacted>" if looks_like_credential(key) or looks_like_credential(str(value)) else value
+        return REDACTED if is_secret_kwarg(key, value) else value
 
     return {key: redact(key, value) for key, value in kwargs.items()}
 

@@ -20,6 +20,17 @@ from pytest_skilleval.testing import dialects
 from pytest_skilleval.testing.dialects import Dialect, Frame
 
 IDLE_CONNECTION_TIMEOUT = 30.0
+# A request body, as sent and once decoded: far above any agent's request (a long context is a few MB), far below
+# what a small compressed body can expand to (1.5 MB of gzip is gigabytes of zeros).
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+DECODE_STEP = 1024 * 1024
+
+
+class BodyTooLarge(ValueError):
+    """A request body over MAX_REQUEST_BYTES, as sent or decoded: answered 413, never held in memory."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"the request body {what} is over {MAX_REQUEST_BYTES:,} bytes, the limit")
 
 
 @dataclass
@@ -104,6 +115,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         try:
             raw = self._read_body()
+        except BodyTooLarge as error:
+            self.close_connection = True  # the rest of the body is never read
+            self._send(error_answer(None, 413, f"scripted model server: {error}", "request_too_large"))
+            return
         except (ValueError, OSError):
             self.close_connection = True
             return
@@ -112,15 +127,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             chunks: list[bytes] = []
+            total = 0
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
+                total += size
+                if total > MAX_REQUEST_BYTES:
+                    raise BodyTooLarge("as sent")
                 chunks.append(self.rfile.read(size))
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_REQUEST_BYTES:
+            raise BodyTooLarge("as sent")
         return self.rfile.read(length) if length else b""
 
     def _serve(self, raw: bytes) -> None:
@@ -160,17 +181,33 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def decode_body(raw: bytes, encoding: str) -> bytes:
+    """The body as sent, decompressed: at most MAX_REQUEST_BYTES are ever produced (else BodyTooLarge)."""
     encoding = encoding.strip().lower()
     if encoding in {"", "identity"}:
         return raw
     if encoding in {"gzip", "x-gzip"}:
-        return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+        return _bounded(zlib.decompressobj(16 + zlib.MAX_WBITS), raw)
     if encoding == "deflate":
-        return zlib.decompress(raw)
+        return _bounded(zlib.decompressobj(), raw)
     if encoding == "zstd":
         try:
             from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
         except ImportError:
             raise ValueError("zstd request bodies need Python 3.14") from None
-        return zstd.decompress(raw)
+        return _bounded(zstd.ZstdDecompressor(), raw)
     raise ValueError(f"unsupported Content-Encoding {encoding!r}")
+
+
+def _bounded(decompressor: Any, raw: bytes) -> bytes:
+    """Decompress in 1 MiB steps with a ceiling: the output stops growing as soon as it passes the limit."""
+    data = bytearray()
+    pending = raw
+    while not decompressor.eof:
+        step = decompressor.decompress(pending, DECODE_STEP)
+        data += step
+        if len(data) > MAX_REQUEST_BYTES:
+            raise BodyTooLarge("once decompressed")
+        pending = getattr(decompressor, "unconsumed_tail", b"")
+        if not step and not pending:
+            raise ValueError("the compressed body is incomplete")
+    return bytes(data)

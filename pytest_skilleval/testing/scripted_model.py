@@ -77,7 +77,14 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_skilleval.testing import dialects
 from pytest_skilleval.testing.dialects import Dialect, RenderError, Turn
-from pytest_skilleval.testing.http import Answer, ScriptedHTTPServer, decode_body, error_answer, json_answer
+from pytest_skilleval.testing.http import (
+    Answer,
+    BodyTooLarge,
+    ScriptedHTTPServer,
+    decode_body,
+    error_answer,
+    json_answer,
+)
 from pytest_skilleval.testing.script import (
     DEFAULT_QUEUE,
     Reply,
@@ -383,6 +390,9 @@ class ScriptedModelServer:
             try:
                 raw = decode_body(raw, header_map.get("content-encoding", ""))
                 body = json.loads(raw)
+            except BodyTooLarge as error:
+                entry["raw_body"] = f"[{len(raw):,} bytes as sent, not kept]"
+                return self._logged(entry, error_answer(_dialect(route) if route else None, 413, str(error)))
             except (ValueError, zlib.error) as error:
                 entry["raw_body"] = raw.decode("utf-8", errors="replace")[:100_000]
                 if route is not None:

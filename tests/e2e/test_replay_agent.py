@@ -108,7 +108,7 @@ def test_replay_reexecutes_shell_calls_and_records_real_output(tmp_path: Path, k
         'grep -q "made" "$HARBOR_ATIF_PATH" && echo 1 > "$HARBOR_REWARD_TXT" || echo 0 > "$HARBOR_REWARD_TXT"\n',
     )
     trial, result = kit.run_trial(
-        kit.trial_config(task, tmp_path / "trials", sandbox=sandbox_mode, agent=replay_agent(replays))
+        kit.trial_config(task, tmp_path / "trials", sandbox="bwrap", agent=replay_agent(replays))
     )
     assert result.exception_info is None, result.exception_info
     # The verifier saw the written trajectory inside the sandbox (Harbor uploads <trial>/agent to /logs/agent).
@@ -384,3 +384,29 @@ def test_agent_timeout_kills_the_call_keeps_partial_trajectory_and_still_verifie
     rootfs = Path(trial.paths.trial_dir).resolve() / "local-sandbox" / "rootfs"
     assert (rootfs / "workspace/output/first.txt").exists()
     assert not (rootfs / "workspace/output/late").exists()
+
+
+def test_a_workdir_outside_the_sandbox_says_nothing_of_the_host(tmp_path: Path, kit) -> None:
+    """A recorded `workdir` that exists on the host but not in the sandbox (the host's /proc/<pid>, a host folder)
+    gets the same answer as one that exists nowhere: the sandbox decides, never a look at the host."""
+    import os
+
+    from tests.e2e.conftest import skip_without_bwrap
+
+    skip_without_bwrap("bwrap")  # `sandbox=none` is the host: it has nothing to hide
+    host_only = f"/proc/{os.getpid()}/fd"  # this process, on the host; the sandbox has its own pid namespace
+    assert os.path.isdir(host_only)
+    nowhere = "/proc/999999999/fd"
+    replays = tmp_path / "replays"
+    calls = [("Bash", {"command": "echo ran", "workdir": path}) for path in (host_only, nowhere, "/workspace")]
+    kit.write_json(replays / "case.json", trajectory(shell_step(2, calls)))
+    task = kit.make_task(tmp_path, REWARD_IF_TRAJECTORY)
+    trial, result = kit.run_trial(
+        kit.trial_config(task, tmp_path / "trials", sandbox="bwrap", agent=replay_agent(replays))
+    )
+    assert result.exception_info is None, result.exception_info
+    by_call = results_by_call(written_trajectory(trial))
+    first, second = (by_call[f"c2_{i}"] for i in (0, 1))
+    assert first.extra["exit_code"] == second.extra["exit_code"] != 0
+    assert first.content.replace(host_only, "X") == second.content.replace(nowhere, "X")
+    assert "ran" not in first.content and by_call["c2_2"].content == "ran\n"

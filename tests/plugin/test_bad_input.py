@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
@@ -61,6 +64,19 @@ BROKEN = {
     "unknown-shape": ("evals.json", {"questions": []}, ["unknown dataset shape"]),
     "empty-dataset": ("evals.json", {"skill_name": "b", "evals": []}, ["no eval entries"]),
     "entry-not-object": ("evals.json", ["just a string"], ["entry 0", "must be an object"]),
+    # Longer than Python converts (int max_str_digits): a one-line error naming the field, not an INTERNALERROR.
+    "huge-int-json": (
+        "evals.json",
+        '{"skill_name": "b", "evals": [{"id": "c", "prompt": "p", "expected_output": "e", "max_turns": '
+        + "9" * 5000
+        + "}]}",
+        ["field 'evals[0].max_turns' is an integer of 5,000 digits"],
+    ),
+    "huge-int-yaml": (
+        "evals.yaml",
+        "skill_name: b\nevals:\n  - id: c\n    prompt: p\n    expected_output: e\n    max_turns: " + "9" * 5000 + "\n",
+        ["field 'evals[0].max_turns' is an integer of 5,000 digits", "(at line 6)"],
+    ),
 }
 
 
@@ -110,3 +126,18 @@ def test_two_datasets_in_one_skill_are_refused(skill_project: SkillProject) -> N
     (skill / "evals" / "evals.yaml").write_text("skill_name: twice\nevals: []\n")
     result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
     assert "evals.yaml: the skill already has a dataset, evals.json" in result.stdout.str()
+
+
+@pytest.mark.parametrize("kind", ["huge-int-json", "huge-int-yaml"])
+def test_validate_names_the_field_of_a_huge_integer(skill_project: SkillProject, kind: str) -> None:
+    dataset_name, content, expected = BROKEN[kind]
+    skill = skill_project.make_skill("broken", raw=str(content), dataset_name=dataset_name)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_skilleval.authoring.cli", "validate", str(skill)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("error:")]
+    assert f"evals/{dataset_name}: [dataset-invalid]" in line and all(fragment in line for fragment in expected)

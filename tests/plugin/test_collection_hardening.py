@@ -52,6 +52,19 @@ def test_unpassed_host_variable_is_one_collection_error_naming_it(skill_project:
     assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
 
 
+def test_every_template_form_is_a_host_reference(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Harbor reads `${1PLAIN}` and `${.DOTNAME}` from the host as it reads `${NAME}`: refused the same way."""
+    monkeypatch.setenv("1PLAIN", "host-value-1")
+    monkeypatch.setenv(".DOTNAME", "host-value-2")
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    native_task(skill, "t1", '[environment.env]\nA = "${1PLAIN}"\nB = "x-${.DOTNAME:-d}"\n')
+    result, output = collect(skill_project, "--grading-mode", "custom_only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    for name, ref in (("A", "1PLAIN"), ("B", ".DOTNAME")):
+        assert f"[environment.env] {name} references the host variable '{ref}', which is not a variable name" in output
+    assert "host-value" not in output and "1 error" in output
+
+
 def test_passed_host_variable_reaches_the_verifier(
     skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -98,6 +98,27 @@ def test_reserved_metric_from_grader_is_an_item_error(skill_project: SkillProjec
     assert "reserved standard metric 'security'" in result.stdout.str()
 
 
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        ({"overall": 1.0, " security": 1.0}, "reserved standard metric 'security' (written as ' security')"),
+        ({"overall": 1.0, "OVERALL": 0.9}, "collides with the reserved field name 'overall'"),
+    ],
+)
+def test_reserved_metric_padded_or_cased_is_an_item_error(
+    skill_project: SkillProject, written: dict, said: str
+) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "grader.py").write_text(
+        "import json, os\nfrom pathlib import Path\n"
+        f"Path(os.environ['HARBOR_REWARD_JSON']).write_text(json.dumps({written!r}))\n"
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--grading-mode", "custom_only")
+    result.assert_outcomes(errors=1)
+    assert said in result.stdout.str()
+    assert skill_project.result_json("demo")["trials"][0]["custom_metrics"] == {}
+
+
 def test_conftest_can_override_the_runner(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1"))
     skill_project.pytester.makeconftest(PASSING_RUNNER_CONFTEST)

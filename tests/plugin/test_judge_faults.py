@@ -339,3 +339,21 @@ def test_the_cache_tells_endpoints_apart(scripted_model, judge_env, tmp_path):
     assert once(first).score == 0.9 and len(first.requests) == 1
     assert once(first).details.get("cached") is True and len(first.requests) == 1  # same endpoint: cached
     assert once(second).score == 0.9 and len(second.requests) == 1  # another endpoint: asked
+
+
+def test_a_bad_cache_entry_is_a_miss(scripted_model, judge_env, tmp_path):
+    """A cache entry nested 200,000 deep (or over the size cap) crashed the judge; it is a miss: the judge is asked."""
+    server = scripted_model({"models": {MODEL: [GOAL_OK] * 3}})
+    cache = JudgeCache(tmp_path / ".judge-cache", "on")
+    config = load_config(
+        {**judge_env, "LLM_JUDGE_MODEL": f"openai/{MODEL}", "SKILL_EVAL_LLM_BASE_URL": server.openai_base_url}
+    )
+    task = next(t for t in build_tasks(EVIDENCE, ENTRY, config) if t.metric == "goal_accuracy")
+    assert asyncio.run(run_task(task, config, cache, SchemaSupport())).score == 0.9
+    (entry,) = (tmp_path / ".judge-cache").rglob("*.json")
+    for planted in ("[" * 200_000 + "]" * 200_000, '{"key": "' + "k" * (2 * 1024 * 1024) + '"}'):
+        entry.write_text(planted)
+        asked = len(server.requests)
+        result = asyncio.run(run_task(task, config, cache, SchemaSupport()))
+        assert result.score == 0.9 and not result.details.get("cached") and len(server.requests) == asked + 1
+        entry.write_text(planted)  # the fresh verdict replaced it; plant it again for the next shape

@@ -13,7 +13,7 @@ import secrets
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, bash_replay
 from verifier.redact import REDACTED, Redactor
 
 # Token-shaped literals an agent might print that no variable holds.
@@ -43,21 +43,6 @@ if entry["id"] == "crasher":
 """
 
 
-def _replay(*commands: str) -> dict:
-    calls = [
-        {"tool_call_id": f"c{i}", "function_name": "Bash", "arguments": {"command": command}}
-        for i, command in enumerate(commands)
-    ]
-    return {
-        "schema_version": "ATIF-v1.6",
-        "agent": {"name": "recorded", "version": "1"},
-        "steps": [
-            {"step_id": 1, "source": "user", "message": "do it"},
-            {"step_id": 2, "source": "agent", "message": "printing", "tool_calls": calls},
-        ],
-    }
-
-
 @pytest.fixture
 def planted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     values = {
@@ -72,13 +57,10 @@ def planted(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 def test_no_secret_reaches_the_results_junit_or_terminal(skill_project: SkillProject, planted: dict[str, str]) -> None:
     ek_secret = "ekval-" + secrets.token_hex(12)
-    skill = skill_project.root / "skills" / "demo"
-    (skill / "evals" / "replays").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: test skill\n---\n# demo\n")
     entries = [{"id": case, "prompt": f"do {case}", "expected_output": "done"} for case in ("printer", "crasher")]
-    (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": entries}))
+    skill = skill_project.make_skill("demo", {"skill_name": "demo", "evals": entries}, grader=False)
     (skill / "evals" / "grader.py").write_text(GRADER)
-    replay = _replay(
+    replay = bash_replay(
         "env",
         "echo \"$OPENAI_API_KEY\" >&2; echo \"token=$MY_SERVICE_TOKEN\"",
         "echo " + " ".join(f"'{v}'" for v in LITERALS.values()),

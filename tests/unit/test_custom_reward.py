@@ -213,6 +213,24 @@ def test_top_level_standard_metric_is_rejected(name: str) -> None:
     assert not result.ok and name in result.errors[0]
 
 
+@pytest.mark.parametrize(
+    ("raw", "reserved"),
+    [
+        ({" security": 1.0}, "security"),
+        ({"OVERALL": 0.9}, "overall"),
+        ({"Skill_Execution ": 1.0}, "skill_execution"),
+        ({"custom_metrics": {"Accuracy ": 1.0}}, "accuracy"),
+        ({"custom_metrics": {" overall": 1.0}}, "overall"),
+        ({"metrics": {"DETAILS": 0.5}}, "details"),
+        ({"custom_metrics": {"Entry_ID": 0.5}}, "entry_id"),
+    ],
+)
+def test_reserved_names_padded_or_cased_are_refused(raw: dict, reserved: str) -> None:
+    result = sanitize_custom_reward({"overall": 0.5, **raw}, "default_plus_custom")
+    assert not result.ok and result.custom_metrics == {}
+    assert reserved in result.errors[0] and "reserved" in result.errors[0]
+
+
 def test_flat_native_reward_numbers_are_custom_metrics() -> None:
     raw = {"overall": 1.0, "native_quality": 0.75, "note": "text is ignored", "_private": 0.1, "entry_id": "x"}
     result = sanitize_custom_reward(raw, "custom_only")

@@ -11,32 +11,39 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.results.redact import MARK, redact_value
-from verifier import redact, safe_io
+from verifier import redact, safe_io, secret_patterns
 from verifier.redact import REDACTED, Redactor
 
-# One sample per TOKEN_PATTERNS row (in its order), in the case and spacing variants the patterns accept.
+# One sample per secret_patterns.TOKEN_PATTERNS row (in its order), in the case and spacing variants the patterns accept.
 SAMPLES = [
     "-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----",
-    "sk-proj-abcdefghijklmnop",
+    "sk-abc123de",
+    "sk_live_" + "a1" * 8,
     "ghp_" + "a1" * 12,
     "github_pat_" + "a1" * 12,
     "glpat-" + "a1" * 10,
     "AKIA" + "ABCDEFGH12345678",
     "xoxb-1234567890-abc",
+    "https://hooks.slack.com/services/T0001/B0001/abcdefghijkl",
+    "https://discord.com/api/webhooks/123456/abcdefghijkl",
     "AIza" + "a1" * 16,
     "nvapi-" + "a1" * 8,
-    "hf_" + "a1" * 13,
-    "eyJhbGciOiJI.eyJzdWIiOiIx.SflKxwRJSMeKK",
+    "hf_" + "a1" * 10,
+    "npm_" + "a1" * 18,
+    "SG." + "a1" * 11 + "." + "b2" * 11,
+    "sha256~abcdefghij",
+    "eyJhbGciOiJI.eyJzdWIiOiIx.sig",
     "BEARER abcdefghijklmnop",
     "Authorization = Basicabcdefgh",
     "https://user:hunter22@example.com/x",
+    "https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456",
     "PassWord \t= hunter22x",
 ]
 
 
 def test_every_token_pattern_has_a_sample() -> None:
-    assert len(SAMPLES) == len(redact.TOKEN_PATTERNS)
-    for (pattern, _), sample in zip(redact.TOKEN_PATTERNS, SAMPLES, strict=True):
+    assert len(SAMPLES) == len(secret_patterns.TOKEN_PATTERNS)
+    for (pattern, _), sample in zip(secret_patterns.TOKEN_PATTERNS, SAMPLES, strict=True):
         assert pattern.search(sample), sample
 
 
@@ -52,6 +59,18 @@ def test_a_document_holding_any_token_is_redacted(sample: str) -> None:
     text = json.dumps(scrubbed)
     assert REDACTED in text
     assert scrubbed == redactor.value(document)  # the same result as the string-by-string pass
+
+
+@pytest.mark.parametrize("sample", SAMPLES)
+def test_the_report_the_results_and_the_grader_agree_on_every_shape(sample: str) -> None:
+    """One pattern set: what the results tree redacts, the report redacts and the grader contract refuses."""
+    from pytest_skilleval.results.redact import redact_text
+    from verifier.custom import looks_like_credential
+
+    text = f"the agent printed {sample} and went on"
+    assert Redactor().text(text) == redact_text(text) != text
+    assert looks_like_credential(sample)
+    assert redact.kwarg_secrets({"plain_name": sample}) == [sample]
 
 
 def test_a_clean_document_is_returned_as_it_is() -> None:

@@ -348,35 +348,3 @@ def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path:
     assert "grader crashed: [REDACTED]" in html and SECRET not in html
     assert "FAILED" in card and "Skill Lift omitted" in card
     assert "NO SCORE → " in card  # the baseline that never ran is not a zero
-
-
-@pytest.mark.parametrize(
-    "sample",
-    [
-        "-----BEGIN RSA PRIVATE KEY-----",
-        "Authorization: x",
-        "bearer abcdefghijk",
-        "eyJhbGci.eyJzdWIi.sig",
-        "AKIA0123456789ABCDEF",
-        "ASIA0123456789ABCDEF",
-        "sk-abcdefghij",
-        "nvapi-abcdefghij",
-        "crsr_abcdefghij",
-        "sha256~abcdefghij",
-        "ghp_" + "a" * 20,
-        "github_pat_" + "a" * 20,
-        "xoxb-0123456789",
-        "AIza" + "a" * 30,
-        "api_key=1",
-        "TOKEN: 1",
-        "secret=1",
-        "password=1",
-        "passwd=1",
-        "auth: 1",
-    ],
-)
-def test_every_credential_pattern_passes_the_quick_hint(sample: str) -> None:
-    from verifier.custom import _CREDENTIAL_VALUE_PATTERNS, credential_spans
-
-    assert any(p.search(sample) for p in _CREDENTIAL_VALUE_PATTERNS)  # the sample is one the patterns catch
-    assert credential_spans(sample) and "[REDACTED]" in redact_text(sample)

@@ -474,6 +474,40 @@ def test_unreadable_body_is_logged_and_refused(scripted_model) -> None:
     assert server.requests[0].raw_body == "{not json" and server.pending() == {"*": 1}
 
 
+def test_compressed_and_oversized_bodies_are_bounded(scripted_model) -> None:
+    """A small gzip body that expands past the limit is answered 413 without expanding it (a 1.5 MB request grew
+    the server from 42 MB to 4.3 GB); an ordinary gzip body still works; a declared length over the limit is
+    refused before it is read."""
+    import gzip
+    import socket
+    import tracemalloc
+
+    from pytest_skilleval.testing import http
+
+    server = scripted_model({"replies": ["kept"]})
+    url = f"{server.openai_base_url}/chat/completions"
+    small = gzip.compress(json.dumps({"model": "m", "messages": USER}).encode())
+    response = httpx.post(url, content=small, headers={"Content-Encoding": "gzip"})
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "kept"
+
+    bomb = gzip.compress(b'{"model": "m", "pad": "' + b"0" * (3 * http.MAX_REQUEST_BYTES) + b'"}', compresslevel=9)
+    assert len(bomb) < 1024 * 1024
+    tracemalloc.start()
+    try:
+        response = httpx.post(url, content=bomb, headers={"Content-Encoding": "gzip"}, timeout=60)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert response.status_code == 413 and "once decompressed" in response.json()["error"]["message"]
+    assert peak < 1.5 * http.MAX_REQUEST_BYTES  # never the whole expansion (3x the limit)
+
+    host, port = server.openai_base_url.split("//")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {http.MAX_REQUEST_BYTES + 1}\r\n\r\n"
+        sock.sendall(head.encode())
+        assert sock.recv(4096).startswith(b"HTTP/1.1 413")
+
+
 # ---------------------------------------------------------------- TLS
 
 

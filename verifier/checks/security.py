@@ -14,6 +14,7 @@ from typing import Any
 from verifier.checks import security_patterns as pat
 from verifier.checks.shell.walker import TraceWalker
 from verifier.evidence import MetricResult, SecurityFinding, ToolCallRecord, TrajectoryEvidence
+from verifier.secret_patterns import redact_tokens
 from verifier.tools import (
     COMMAND_KEYS,
     command_text,
@@ -32,7 +33,9 @@ SECRET_EXPOSURE_EVIDENCE = "[redacted secret exposure]"
 
 
 def _evidence(text: str) -> str:
-    text = pat.redact(text[: EVIDENCE_LIMIT * 4])
+    # The one redaction pass's token shapes, then the check's own secret rules (its glued variants included), so
+    # evidence never shows what the check itself calls a secret.
+    text = pat.redact(redact_tokens(text[: EVIDENCE_LIMIT * 4]))
     return text if len(text) <= EVIDENCE_LIMIT else text[: EVIDENCE_LIMIT - 3] + "..."
 
 

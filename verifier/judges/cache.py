@@ -24,6 +24,8 @@ from typing import Any
 CACHE_DIR_NAME = ".judge-cache"
 CACHE_VERSION = 2
 KEY_FILE = "judge-cache.key"
+# A verdict is a score and a short reason; anything larger is not an entry we wrote.
+MAX_ENTRY_BYTES = 1024 * 1024
 
 
 def machine_key_path() -> Path:
@@ -88,20 +90,27 @@ class JudgeCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored verdict, or None: a bad entry (unreadable, oversized, nested past the parser's depth, not
+        ours) is a miss, never an error, so the judge is simply asked again."""
         if not self.reads:
             return None
         path = self._path(key)
         if self._through_symlink(path) or not path.is_file():
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(handle, "rb") as source:
+                raw = source.read(MAX_ENTRY_BYTES + 1)
+            if len(raw) > MAX_ENTRY_BYTES:
+                return None
+            data = json.loads(raw.decode("utf-8"))
+            if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("verdict"), dict):
+                return None
+            assert self.secret is not None
+            if not hmac.compare_digest(str(data.get("mac", "")), _mac(self.secret, key, data["verdict"])):
+                return None  # not written on this machine (a planted cache), or altered since
+        except (OSError, ValueError, RecursionError):
             return None
-        if not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("verdict"), dict):
-            return None
-        assert self.secret is not None
-        if not hmac.compare_digest(str(data.get("mac", "")), _mac(self.secret, key, data["verdict"])):
-            return None  # not written on this machine (a planted cache), or altered since
         return data["verdict"]
 
     def put(self, key: str, verdict: dict[str, Any]) -> None:
