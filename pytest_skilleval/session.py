@@ -22,6 +22,7 @@ import pytest
 
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
+from pytest_skilleval.regrade_plan import plan_line, regrade_source, with_source_plan
 from pytest_skilleval.results.early_results import EarlyResults
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
@@ -29,7 +30,7 @@ from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
-from pytest_skilleval.skill.settings import kwarg_leaves, unmeasured_settings
+from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves, unmeasured_settings
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -77,8 +78,16 @@ class SkillEvalSession:
     def skill(self, path: Path) -> SkillFolder:
         path = path.resolve()
         if path not in self.skills:
-            self.skills[path] = SkillFolder(path, partial(merge_settings, self.sources))
+            self.skills[path] = SkillFolder(path, partial(self._merged, path))
         return self.skills[path]
+
+    def _merged(self, skill_dir: Path, skill_config: Any) -> RunSettings:
+        """The skill's settings; under --regrade with the plan of the run graded again."""
+        settings = merge_settings(self.sources, skill_config)
+        if settings.regrade is None:
+            return settings
+        root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
+        return with_source_plan(settings, self.sources.cli, root)
 
     def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
         """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
@@ -115,20 +124,18 @@ class SkillEvalSession:
     def _find_requested_run(self, skill_dir: Path, option: Literal["resume", "regrade"]) -> Path | None:
         try:
             requested = getattr(self.skill(skill_dir).settings, option)
+        except pytest.UsageError:
+            raise  # a usage error (a regrade's plan contradicted) stops the session at its start
         except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
             return None
         if requested is None:
             return None
         try:
-            run_dir = resolve_run_dir(self.results_root(skill_dir), requested)
+            if option == "regrade":
+                return regrade_source(self.results_root(skill_dir), requested)
+            return resolve_run_dir(self.results_root(skill_dir), requested)
         except ResumeError as error:
             raise pytest.UsageError(f"--{option} {requested}: {error}") from None
-        if option == "regrade" and not (run_dir / "result.json").is_file():
-            raise pytest.UsageError(
-                f"--regrade {requested}: {run_dir} has no result.json; only a finished run "
-                "can be regraded (finish it with --resume first)"
-            )
-        return run_dir
 
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
@@ -208,6 +215,9 @@ class SkillEvalSession:
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
+            source = self.regrade_source(skill_dir)
+            if source is not None:
+                lines.append(plan_line(skill_dir.name, settings, source))
             resume = self._resume_line(skill_dir, plan.cases[:cases])
             if resume:
                 lines.append(resume)

@@ -52,6 +52,20 @@ def resolve_run_dir(results_root: Path, requested: str, seal: RunSeal | None = N
     return run_dir
 
 
+def latest_finished_run(results_root: Path, seal: RunSeal) -> Path:
+    """The newest run folder this machine wrote whose result.json (sealed) says its execution succeeded."""
+    runs = sorted(
+        p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir() and not p.is_symlink()
+    )
+    for run in reversed(runs):
+        if not _ours(run, seal):
+            continue
+        result = _json_object(run, "result.json", seal)
+        if result is not None and result.get("execution_status") == "succeeded":
+            return run
+    raise ResumeError(f"no finished run under {results_root} whose trials all ran (a regrade needs one)")
+
+
 def _ours(run_dir: Path, seal: RunSeal) -> bool:
     return seal.read(run_dir, run_dir / RUN_CONFIG_FILE, MAX_TRIAL_BYTES) is not None
 

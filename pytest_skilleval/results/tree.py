@@ -581,7 +581,7 @@ def _write_tree(
     validate_result(document, every_trial=False)
     _sync_tree(batch)  # every other file is durable before result.json says the run folder is complete
     write_sealed_json(run_dir, run_dir / "result.json", document, results_root, seal, durable=True)
-    if aggregate.execution_status != "interrupted":
+    if aggregate.execution_status == "succeeded":  # an interrupted or failed run (a regrade too) never is `latest`
         _publish_latest(results_root, run_id)
     return run_dir
 

@@ -63,7 +63,7 @@ def test_regrade_of_an_unknown_run_is_a_usage_error(skill_project: SkillProject)
     skill_project.copy_hello_skill()
     result = skill_project.run(*LOCAL_REPLAY, "--regrade", "latest")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--regrade latest: no run folder under" in result.stderr.str()
+    assert "--regrade latest: no finished run under" in result.stderr.str()
 
 
 CHANGED_GRADER = '''
@@ -107,3 +107,37 @@ def test_regrade_reruns_a_changed_grader_on_the_workspace_a_kept_run_recorded(sk
     assert any(
         t["custom_metrics"]["workspace_has_files"] == 1.0 for (_case, arm), t in after.items() if arm == "with_skill"
     )
+
+
+def test_regrade_latest_takes_its_plan_from_the_run_it_grades(skill_project: SkillProject) -> None:
+    """As the docs write it: `--regrade latest` with none of the first run's options grades every stored trial
+    (agents, attempts, arms from that run) and says so; a contradicting flag is one line; a regrade that failed never
+    becomes `latest` for the next one."""
+    skill_project.copy_hello_skill()
+    first_args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--n-attempts", "2", "--skip-baseline")
+    skill_project.run(*first_args).assert_outcomes(passed=8)
+    [first] = _runs(skill_project, "hello-skill")
+
+    contradicting = skill_project.run("--env-mode", "local", "--regrade", "latest", "--agents", "codex")
+    assert contradicting.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        f"--regrade {first.name}: --agents codex contradicts that run's replay; drop --agents"
+        in contradicting.stderr.str()
+    )
+
+    regraded = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", "latest")
+    regraded.assert_outcomes(passed=8)
+    said = " ".join(regraded.stdout.str().split())
+    assert f"--regrade {first.name}: grades that run's trials again with its plan: agents replay, 2 attempt(s)" in said
+    second = _runs(skill_project, "hello-skill")[-1]
+    assert json.loads((second / "run_config.json").read_text())["regraded_from"] == first.name
+
+    # A regrade whose every trial errors (its source's trial files are gone) is not `latest`, nor the next source.
+    shutil.rmtree(second / "replay")
+    failed = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", second.name)
+    assert failed.ret != 0
+    third = _runs(skill_project, "hello-skill")[-1]
+    assert json.loads((third / "result.json").read_text())["execution_status"] == "failed"
+    assert (skill_project.root / "results" / "hello-skill" / "latest").resolve() == second.resolve()
+    again = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", "latest")
+    assert f"--regrade {second.name}:" in " ".join(again.stdout.str().split())  # not the failed third

@@ -1,0 +1,95 @@
+"""`--regrade`: the run graded again decides what is graded (its agents, attempts, arms and case limit), so the
+command the docs give (`--regrade latest`, without repeating the first run's options) grades every stored trial.
+
+A setting given on the command line that contradicts the source run is refused with one line; the same setting from
+the ini file or `evals/config.yml` gives way to the source run, and the session's start says which plan it took.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from pytest_skilleval.results.resume import ResumeError, latest_finished_run, resolve_run_dir
+from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
+from pytest_skilleval.skill.settings import RunSettings
+
+# What a regrade takes from the run it grades again: the trials that run holds.
+PLAN_FIELDS = ("agents", "agent_models", "n_attempts", "skip_baseline", "skip_with_skill", "max_cases")
+FLAGS = {
+    "agents": "--agents",
+    "agent_models": "--agent-model",
+    "n_attempts": "--n-attempts",
+    "skip_baseline": "--skip-baseline",
+    "skip_with_skill": "--skip-with-skill",
+    "max_cases": "--max-cases",
+}
+
+
+def regrade_source(results_root: Path, requested: str, seal: RunSeal | None = None) -> Path:
+    """The run folder `--regrade` names: `latest` is the newest finished run this machine wrote whose execution
+    succeeded (a regrade or resume that failed is never taken for it). Raises ResumeError."""
+    seal = seal or RunSeal.of_this_machine()
+    if requested == "latest":
+        return latest_finished_run(results_root, seal)
+    run_dir = resolve_run_dir(results_root, requested, seal)
+    if not (run_dir / "result.json").is_file():
+        raise ResumeError(
+            f"{run_dir} has no result.json; only a finished run can be regraded (finish it with --resume)"
+        )
+    return run_dir
+
+
+def _source_plan(run_dir: Path) -> dict[str, Any]:
+    data = RunSeal.of_this_machine().read(run_dir, run_dir / RUN_CONFIG_FILE, MAX_TRIAL_BYTES)
+    config = json.loads(data) if data is not None else None
+    if not isinstance(config, dict):
+        raise ResumeError(f"{run_dir} has no readable {RUN_CONFIG_FILE}")
+    return {field: config[field] for field in PLAN_FIELDS if field in config}
+
+
+def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root: Path) -> RunSettings:
+    """`settings` with the source run's plan; a command-line value that contradicts it is a usage error."""
+    if settings.regrade is None:
+        return settings
+    try:
+        source = regrade_source(results_root, settings.regrade)
+        plan = _source_plan(source)
+    except ResumeError as error:
+        raise pytest.UsageError(f"--regrade {settings.regrade}: {error}") from None
+    for field, value in plan.items():
+        if field in cli and getattr(settings, field) != value:
+            raise pytest.UsageError(
+                f"--regrade {source.name}: {FLAGS[field]} {_shown(getattr(settings, field))} contradicts that run's "
+                f"{_shown(value)}; drop {FLAGS[field]} (a regrade grades the trials that run holds)"
+            )
+    try:
+        return RunSettings.model_validate({**settings.model_dump(), **plan})
+    except ValidationError as error:
+        raise pytest.UsageError(
+            f"--regrade {source.name}: its run_config.json does not read as settings: {error}"
+        ) from None
+
+
+def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:
+    """What the session's start says of a regrade: which run, and the plan taken from it."""
+    arms = " and ".join(settings.arms)
+    cases = f", the first {settings.max_cases} cases" if settings.max_cases else ""
+    return (
+        f"skilleval: {skill_name}: --regrade {source.name}: grades that run's trials again with its plan: agents "
+        f"{', '.join(settings.agents)}, {settings.n_attempts} attempt(s), {arms}{cases}"
+    )
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "(none)"
+    return str(value)
