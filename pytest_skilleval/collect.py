@@ -196,6 +196,15 @@ def ignored_in_skill(path: Path) -> bool:
     return not (len(parts) == 4 and parts[:2] == ("evals", "harbor") and parts[3] == "task.toml")
 
 
+def _pytest_strict(config: pytest.Config) -> bool:
+    """pytest's own strict mode (`--strict`, or `strict = true` in the ini file, pytest >= 9): a typo'd dataset key
+    is then an error, as an unknown ini key or marker is."""
+    try:
+        return bool(config.getini("strict"))
+    except ValueError:  # a pytest without the `strict` option
+        return False
+
+
 class DatasetFile(SkillCollector):
     """evals/evals.json|jsonl|yaml|yml: one item per case x agent x arm x attempt."""
 
@@ -209,6 +218,9 @@ class DatasetFile(SkillCollector):
             dataset = self.skill.load_dataset(self.path)
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
+        if dataset.key_typos and _pytest_strict(self.config):
+            typo = dataset.key_typos[0]
+            raise SkillEvalCollectError(f"{self.path}: {typo.message()} (an error under pytest's strict mode)")
         for typo in dataset.key_typos:
             self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
         settings = self._settings_or_error()

@@ -235,6 +235,20 @@ def test_near_miss_key_is_a_collection_warning(skill_project: SkillProject) -> N
     assert "greeting_name" not in output.split("warnings summary")[-1]
 
 
+@pytest.mark.parametrize("strict", [("--strict",), ("-o", "strict=true")], ids=["flag", "ini"])
+def test_near_miss_key_is_a_collection_error_under_pytest_strict(
+    skill_project: SkillProject, strict: tuple[str, ...]
+) -> None:
+    skill_project.make_skill("typo", simple_entries("neg", expected_skil=None))
+    skill_project.make_skill("fine", simple_entries("ok"))
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, *strict)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert "skills/typo/evals/evals.json: key 'expected_skil' (entry 0 (id 'neg')) is not a known field" in output
+    assert "(an error under pytest's strict mode)" in output and "1 error" in output
+    assert "skills/fine/evals/evals.json::ok[replay-with_skill-1]" in output
+
+
 def test_yaml_error_points_at_the_line_where_the_problem_starts(skill_project: SkillProject) -> None:
     lines = [
         "skill_name: b",
