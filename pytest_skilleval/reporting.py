@@ -20,6 +20,7 @@ from pytest_skilleval.compat import junit_xml
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
+from pytest_skilleval.results.retention import prune_runs
 from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
@@ -194,6 +195,13 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             blocking_codes.append(int(pytest.ExitCode.USAGE_ERROR))
             continue
         state.results_paths.append(run_dir)
+        if skill.settings.keep_runs is not None:
+            removed = prune_runs(run_dir.parent, skill.settings.keep_runs, run_dir)
+            if removed:
+                state.summary_lines.append(
+                    f"{skill.name}: --keep-runs {skill.settings.keep_runs}: removed {len(removed)} older run "
+                    f"folder(s) ({', '.join(run.name for run in removed)})"
+                )
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         state.summary_lines.extend(

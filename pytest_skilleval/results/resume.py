@@ -66,6 +66,11 @@ def latest_finished_run(results_root: Path, seal: RunSeal) -> Path:
     raise ResumeError(f"no finished run under {results_root} whose trials all ran (a regrade needs one)")
 
 
+def is_our_run(run_dir: Path, seal: RunSeal) -> bool:
+    """Whether this machine wrote the run folder (its run_config.json carries our seal)."""
+    return _ours(run_dir, seal)
+
+
 def _ours(run_dir: Path, seal: RunSeal) -> bool:
     return seal.read(run_dir, run_dir / RUN_CONFIG_FILE, MAX_TRIAL_BYTES) is not None
 

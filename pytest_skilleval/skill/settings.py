@@ -235,6 +235,17 @@ class RunSettings(BaseModel):
             default_text="<skill>/evals/results/",
         ),
     ] = None
+    keep_runs: Annotated[
+        PositiveCount | None,
+        Setting(
+            "After a run, keep only the newest N run folders of each skill that this machine wrote (sealed as "
+            "ours); older ones are deleted, nothing else ever is.",
+            parse=int,
+            metavar="N",
+            measured=False,
+            default_text="keep every run",
+        ),
+    ] = None
     harbor_keep_jobs: Annotated[
         bool,
         Setting(
