@@ -52,7 +52,8 @@ def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
     skill_project: SkillProject, finished: int, sig: int, extra: tuple[str, ...]
 ) -> None:
     sleep = _unique_sleep()
-    flag = Path("/tmp") / f"skilleval-early-{uuid.uuid4().hex}"
+    # /dev/shm: a host path the unsandboxed trial sees as is (its /tmp is the trial's own folder).
+    flag = Path("/dev/shm") / f"skilleval-early-{uuid.uuid4().hex}"
     cases = _skill(skill_project, finished, sleep, flag)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen(
