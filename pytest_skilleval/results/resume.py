@@ -57,12 +57,13 @@ def latest_finished_run(results_root: Path, seal: RunSeal) -> Path:
     runs = sorted(
         p for p in results_root.glob("*") if RUN_ID_PATTERN.match(p.name) and p.is_dir() and not p.is_symlink()
     )
-    for run in reversed(runs):
-        if not _ours(run, seal):
-            continue
+    ours = [run for run in reversed(runs) if _ours(run, seal)]
+    for run in ours:
         result = _json_object(run, "result.json", seal)
         if result is not None and result.get("execution_status") == "succeeded":
             return run
+    if runs and not ours:
+        raise ResumeError(_foreign(runs[-1], seal))
     raise ResumeError(f"no finished run under {results_root} whose trials all ran (a regrade needs one)")
 
 

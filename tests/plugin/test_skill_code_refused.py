@@ -141,12 +141,22 @@ def test_a_skill_config_file_cannot_turn_the_sandbox_off(skill_project: SkillPro
     assert not (skill_project.root / "results").exists()
 
 
+# A pytest config file inside the skill with a setting that weakens nothing.
+HARMLESS_INI = "[pytest]\nskilleval_n_attempts = 2\n"
+
+
 def test_trusting_the_skill_applies_its_config_file(skill_project: SkillProject) -> None:
+    """Trusted, the skill's config file applies; a setting that weakens isolation still comes only from the command
+    line, whoever wrote the file."""
     skill = skill_project.make_skill("hostile", simple_entries("one"))
-    (skill / "pytest.ini").write_text(SANDBOX_OFF["pytest.ini"])
+    (skill / "pytest.ini").write_text(HARMLESS_INI)
     result = skill_project.run(str(skill), "--trust-skill-code", "--skip-baseline", *LOCAL_REPLAY)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    assert skill_project.result_json("hostile")["run_config"]["sandbox"] == "none"
+    assert skill_project.result_json("hostile")["run_config"]["n_attempts"] == 2
+    (skill / "pytest.ini").write_text(SANDBOX_OFF["pytest.ini"])
+    refused = skill_project.run(str(skill), "--trust-skill-code", "--skip-baseline", *LOCAL_REPLAY)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "skilleval_ek: --ek sandbox=none weakens isolation and is command line only" in refused.stderr.str()
 
 
 def test_a_pyproject_without_pytest_settings_is_not_a_config_file(skill_project: SkillProject) -> None:
@@ -260,9 +270,12 @@ def test_as_an_unprivileged_user_a_skill_conftest_never_runs(skill_project: Skil
 
 def test_as_an_unprivileged_user_a_skill_config_file_is_refused(skill_project: SkillProject) -> None:
     skill = skill_project.make_skill("hostile", simple_entries("one"))
-    (skill / "tox.ini").write_text(SANDBOX_OFF["tox.ini"])
+    (skill / "tox.ini").write_text(HARMLESS_INI)  # refused for being the skill's, whatever it holds
     done = run_as_nobody(skill_project, str(skill), "--collect-only", *LOCAL_REPLAY)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
     assert f"{skill / 'tox.ini'} is pytest's config file for this run" in refusal_line(done)
-    trusted = run_as_nobody(skill_project, str(skill), "--collect-only", "--trust-skill-code", *LOCAL_REPLAY)
+    # This user keeps a capability to read the venv, which bwrap refuses to run with: no sandbox for the control.
+    trusted = run_as_nobody(
+        skill_project, str(skill), "--collect-only", "--trust-skill-code", "--ek", "sandbox=none", *LOCAL_REPLAY
+    )
     assert trusted.returncode == pytest.ExitCode.OK, trusted.stderr
