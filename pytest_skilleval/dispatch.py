@@ -114,8 +114,8 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         ordered = state.skill(item.spec.skill_dir).settings.stop_on_pass
         # Under --stop-on-pass an attempt whose earlier attempt is still in flight would only wait: look further.
         for upcoming in upcoming_items(item, window * 4 if ordered else window):
-            if ordered and window <= 0:
-                continue
+            if window <= 0:
+                break
             if upcoming.nodeid not in decided:
                 decided[upcoming.nodeid] = fate_of(upcoming.spec, state, session)
             if not isinstance(decided[upcoming.nodeid], Run):
