@@ -88,8 +88,13 @@ def _tree_rss_kb(root_pid: int) -> int:
 
 def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> Measured:
     """`pytest --skill-eval` on the project's skill; wall time from process start to exit."""
+    return measure(pytest_argv(project, *args), project, {"PYTHONPATH": str(project), **(env or {})})
+
+
+def pytest_argv(project: Path, *args: str) -> list[str]:
+    """The command line of `pytest --skill-eval` on a benchmark project's skill."""
     # Its own basetemp: pytest would otherwise spend seconds rotating the shared /tmp/pytest-of-<user> folders.
-    argv = [
+    return [
         str(PYTHON),
         "-m",
         "pytest",
@@ -104,7 +109,6 @@ def run_pytest(project: Path, *args: str, env: dict[str, str] | None = None) -> 
         str(project / "results"),
         *args,
     ]
-    return measure(argv, project, {"PYTHONPATH": str(project), **(env or {})})
 
 
 def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:

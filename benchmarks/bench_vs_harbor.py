@@ -61,9 +61,14 @@ def make_tasks(n: int) -> Path:
 
 
 def run_harbor(root: Path, n_concurrent: int, agent: str = "bench_agent:SleepAgent") -> Measured:
+    return measure(harbor_argv(root, n_concurrent, agent, "--ek", "sandbox=none"), root, {"PYTHONPATH": str(root)})
+
+
+def harbor_argv(root: Path, n_concurrent: int, agent: str, *env_args: str) -> list[str]:
+    """`harbor run` over the generated tasks in the `local` environment (`env_args`: its --ek settings)."""
     # Harbor's oracle agent takes no skills: that run has none, so there the plugin does strictly more work.
     skill = ["--skill", str(root / "skill" / "bench")] if agent != "oracle" else []
-    argv = [
+    return [
         str(REPO / ".venv" / "bin" / "harbor"),
         "run",
         "-p",
@@ -72,8 +77,7 @@ def run_harbor(root: Path, n_concurrent: int, agent: str = "bench_agent:SleepAge
         agent,
         "-e",
         LOCAL_ENV,
-        "--ek",
-        "sandbox=none",
+        *env_args,
         *skill,
         "-n",
         str(n_concurrent),
@@ -82,7 +86,6 @@ def run_harbor(root: Path, n_concurrent: int, agent: str = "bench_agent:SleepAge
         "-q",
         "-y",
     ]
-    return measure(argv, root, {"PYTHONPATH": str(root)})
 
 
 PLUGIN_ARGS = (

@@ -54,9 +54,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs
+    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs, raise_open_file_limit
 
     default_env()
+    raise_open_file_limit()
     if not (config.getoption("log_level", None) or config.getini("log_level")):  # a level the user asked for wins
         quiet_harbor_logs()
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.

@@ -12,6 +12,7 @@ from pytest_skilleval.harbor.preflight import (
     default_base_checks,
     environment_checks,
     local_cli_checks,
+    open_file_checks,
 )
 from pytest_skilleval.skill.setting_specs import pairs
 from pytest_skilleval.skill.settings import RunSettings
@@ -43,6 +44,7 @@ def run_doctor(argv: list[str]) -> int:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1
     checks = environment_checks(settings) + agent_checks(settings, os.environ) + local_cli_checks(settings)
+    checks += open_file_checks(settings)
     if all(check.ok for check in checks if check.name.startswith("docker")):
         checks += default_base_checks(settings, None)
     for check in checks:

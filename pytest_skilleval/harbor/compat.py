@@ -20,6 +20,15 @@ def environment_class_for(type_name: str) -> type[BaseEnvironment]:
     return _load_environment_class(EnvironmentType(type_name))
 
 
+def environment_extra(type_name: str) -> str | None:
+    """The `harbor[<extra>]` a built-in environment type needs (its SDK), or None when it needs none."""
+    from harbor.environments.factory import _ENVIRONMENT_REGISTRY
+    from harbor.models.environment_type import EnvironmentType
+
+    entry = _ENVIRONMENT_REGISTRY.get(EnvironmentType(type_name))
+    return entry.pip_extra if entry is not None else None
+
+
 def docker_compose_project_name(name: str) -> str:
     """The Compose project name Harbor's Docker environment derives from `name`."""
     from harbor.environments.docker.docker import _sanitize_docker_compose_project_name

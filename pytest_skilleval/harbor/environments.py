@@ -115,6 +115,39 @@ def environment_class(mode: EnvironmentMode) -> type[BaseEnvironment]:
     return environment_class_for(mode.type)
 
 
+def missing_extra(mode: EnvironmentMode) -> str | None:
+    """One line when the Python packages of the Harbor extra this mode needs (its cloud SDK) are not installed:
+    Harbor would otherwise construct, and fail, every trial of the run with the same MissingExtraError."""
+    if mode.type is None:
+        return None
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    from pytest_skilleval.harbor.compat import environment_extra
+
+    extra = environment_extra(mode.type)
+    if extra is None:
+        return None
+    missing = []
+    for text in metadata.requires("harbor") or []:
+        requirement = Requirement(text)
+        if requirement.marker is None or not requirement.marker.evaluate({"extra": extra}):
+            continue
+        if requirement.marker.evaluate({"extra": ""}):
+            continue  # a requirement of harbor itself, not of this extra
+        try:
+            metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            missing.append(requirement.name)
+    if not missing:
+        return None
+    return (
+        f"--env-mode {mode.name}: Harbor's {extra!r} extra is not installed ({', '.join(missing)} missing): "
+        f"pip install 'harbor[{extra}]' into this environment"
+    )
+
+
 def constructor_keys(cls: type) -> set[str]:
     """Keyword arguments the class's constructor chain accepts (following **kwargs up to the base class)."""
     keys: set[str] = set()

@@ -28,6 +28,8 @@ detached (a tmux server, ``setsid -f``, a double fork) dies when the trial stops
 
 Folder checks and resets Harbor would send as commands (``is_dir``, ``is_file``, ``empty_dirs``) are answered on
 the host through ``verifier.safe_io``, saving an exec each and never following a link the sandbox planted.
+``--ek remote_latency_ms=N`` makes it behave like a cloud sandbox for tests and the scale benchmark: every call
+waits N ms first and nothing is answered on the host (those checks and resets run as commands in the sandbox).
 
 Task inputs: when the task's ``environment/`` folder holds ``workspace/``, its contents are
 copied to ``/workspace`` at start (what ``COPY workspace/ /workspace/`` does in a Dockerfile).
@@ -212,11 +214,20 @@ def _left_out(source: str, target: Path, lines: list[str]) -> None:
 class LocalEnvironment(BaseEnvironment):
     """Per-trial host folder sandbox, isolated with bubblewrap unless ``sandbox=none`` is asked for."""
 
-    def __init__(self, *args: Any, sandbox: str = "auto", tools: str | None = None, **kwargs: Any) -> None:
-        options = local_env_options({"sandbox": sandbox, "tools": tools})
+    def __init__(
+        self,
+        *args: Any,
+        sandbox: str = "auto",
+        tools: str | None = None,
+        remote_latency_ms: float | str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        options = local_env_options({"sandbox": sandbox, "tools": tools, "remote_latency_ms": remote_latency_ms})
         # Resolved before super().__init__: the base class reads ``capabilities`` there.
         self.sandbox_mode: Literal["bwrap", "none"] = resolve_mode(options.sandbox)
         self.tools = options.tools
+        latency = options.remote_latency_ms
+        self.remote_latency: float | None = None if latency is None else latency / 1000
         if kwargs.get("mounts"):
             raise ValueError("the local environment does not support extra mounts")
         super().__init__(*args, **kwargs)
@@ -404,18 +415,20 @@ class LocalEnvironment(BaseEnvironment):
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
+        await self._remote_call()
         container_cwd = self._normalize(cwd or self.default_cwd)
         host_cwd = self._cwd_on_host(container_cwd)
         if not os.path.isdir(host_cwd):
             return ExecResult(stdout="", stderr=f"cwd does not exist in the sandbox: {container_cwd}", return_code=1)
         if self._keeper is None:
             raise RuntimeError("the local environment is not started (or already stopped)")
-        targets = _readable_targets(command)
-        if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
-            return ExecResult(stdout="", stderr="", return_code=0)
-        executable = _executable_target(command)
-        if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
-            return ExecResult(stdout="", stderr="", return_code=0)
+        if self.remote_latency is None:
+            targets = _readable_targets(command)
+            if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
+                return ExecResult(stdout="", stderr="", return_code=0)
+            executable = _executable_target(command)
+            if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
+                return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
         else:
@@ -438,6 +451,11 @@ class LocalEnvironment(BaseEnvironment):
                 self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
             )
 
+    async def _remote_call(self) -> None:
+        """`--ek remote_latency_ms`: the round trip a cloud sandbox's API costs each call."""
+        if self.remote_latency:
+            await asyncio.sleep(self.remote_latency)
+
     def _restart_keeper(self) -> None:
         self._stop_keeper()
         self._start_keeper()
@@ -450,10 +468,12 @@ class LocalEnvironment(BaseEnvironment):
         return self.host_path(container_path).relative_to(self.rootfs).as_posix()
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        await self._remote_call()
         source, rel = Path(source_path), self._rootfs_rel(target_path)
         await asyncio.to_thread(safe_io.copy_file, source.parent, source.name, self.rootfs, rel, dst_label="/")
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await self._remote_call()
         rel = self._rootfs_rel(target_dir)
         refused = await asyncio.to_thread(
             safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy", dst_label="/"
@@ -466,6 +486,7 @@ class LocalEnvironment(BaseEnvironment):
     # out is listed in a marker file beside the copy (`<target>.skilleval-left-out.txt`) and in the trial's log.
 
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
+        await self._remote_call()
         target = Path(target_path)
         try:
             await asyncio.to_thread(
@@ -482,6 +503,7 @@ class LocalEnvironment(BaseEnvironment):
             raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        await self._remote_call()
         limits = safe_io.CopyLimits(max_file_bytes=MAX_DOWNLOAD_FILE_BYTES, max_total_bytes=MAX_DOWNLOAD_BYTES)
         refused = await asyncio.to_thread(
             safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"
@@ -509,6 +531,13 @@ class LocalEnvironment(BaseEnvironment):
         """
         if not dirs:
             return None
+        if self.remote_latency is not None:  # in the sandbox, as a cloud sandbox would; its read-only /tests aside
+            read_only = [d for d in dirs if self._normalize(str(d)) == self.env_paths.tests_dir.as_posix()]
+            dirs = [d for d in dirs if d not in read_only]
+            result = await super().empty_dirs(dirs, chmod=chmod) if dirs else None
+            if result is not None and result.return_code != 0 or not read_only:
+                return result
+            dirs = read_only
         problem = await asyncio.to_thread(self._empty_dirs_on_host, dirs, 0o777 if chmod else None)
         if problem:
             _log.warning("local environment: %s", problem)
@@ -546,6 +575,8 @@ class LocalEnvironment(BaseEnvironment):
     async def _path_kind(self, path: str, user: str | int | None, require_dir: bool) -> bool:
         """`test -d` / `test -f` on rootfs/, except that a path through a link (at any component) answers False:
         the host never follows a link the sandbox could have planted. System folders are asked inside the sandbox."""
+        if self.remote_latency is not None:
+            return await (super().is_dir if require_dir else super().is_file)(path, user=user)
         try:
             rel = self._sandbox_rel(path)
         except (PermissionError, ValueError):

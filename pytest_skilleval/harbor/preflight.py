@@ -127,12 +127,21 @@ def environment_checks(settings: RunSettings) -> list[Check]:
     if mode.is_docker:
         checks += docker_checks(settings.base_image)
     elif not mode.is_local:
-        checks.append(_backend_preflight(mode))
+        checks += _backend_preflight(mode)
     return checks or [Check("environment", detail=mode.name)]
 
 
-def _backend_preflight(mode: EnvironmentMode) -> Check:
-    """Harbor's own preflight for a backend (its credentials, its CLI); an extra not installed says how."""
+def _backend_preflight(mode: EnvironmentMode) -> list[Check]:
+    """A backend's Harbor extra is installed (its SDK), and Harbor's own preflight for it passes (its credentials,
+    its CLI): each a line of its own, so a fresh machine learns both at once."""
+    from pytest_skilleval.harbor.environments import missing_extra
+
+    extra = missing_extra(mode)
+    checks = [Check(f"environment {mode.name} extra", extra)] if extra is not None else []
+    return checks + [_harbor_preflight(mode)]
+
+
+def _harbor_preflight(mode: EnvironmentMode) -> Check:
     from pytest_skilleval.harbor.environments import environment_class
 
     try:
@@ -272,6 +281,35 @@ def skill_checks(
     return checks
 
 
+# Open files of the pytest process per trial in flight (its sandbox's socket and pipes, an exec's pipes, Harbor's log
+# files): about 4 measured at 40 and 120 in flight (docs/performance.md), with a margin; plus what it holds at rest.
+FILES_PER_TRIAL = 6
+FILES_AT_REST = 64
+
+
+def open_file_checks(settings: RunSettings, limit: int | None = None) -> list[Check]:
+    """`--n-concurrent` trials in flight fit under the open-file limit (its soft value, already raised to the hard
+    one at start); else one line saying which limit and how to raise it, before a trial fails mid-run with EMFILE."""
+    import resource
+
+    if limit is None:
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    needed = FILES_AT_REST + FILES_PER_TRIAL * settings.n_concurrent
+    if limit == resource.RLIM_INFINITY or limit >= needed:
+        allowed = "no limit" if limit == resource.RLIM_INFINITY else f"{limit} allowed"
+        return [Check("open files", detail=f"{allowed}, about {needed} needed")]
+    most = max(1, (limit - FILES_AT_REST) // FILES_PER_TRIAL)
+    return [
+        Check(
+            "open files",
+            f"--n-concurrent {settings.n_concurrent} needs about {needed} open files and this process may open "
+            f"{limit} (RLIMIT_NOFILE, hard limit): raise it (`ulimit -n {needed}` in the shell that runs pytest, "
+            f"as root or within /etc/security/limits.conf; LimitNOFILE= for a systemd service) or use "
+            f"--n-concurrent {most} or less",
+        )
+    ]
+
+
 def problems(checks: Iterable[Check]) -> list[str]:
     """`<check>: <problem>` for each failed check (a problem that already names its file stands alone)."""
     return [
@@ -290,7 +328,7 @@ def session_problems(
     """Every problem, one line each: the environment, the agents, then each skill's own settings."""
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
-    found += problems(local_cli_checks(settings))
+    found += problems(local_cli_checks(settings)) + problems(open_file_checks(settings))
     if not found:  # the base image is asked about only once the daemon answers
         found += problems(default_base_checks(settings, list(skills)))
     for skill_dir, skill_settings in skills.items():

@@ -61,3 +61,20 @@ def forget_logger(name: str) -> None:
 def quiet_harbor_deprecations() -> None:
     """Harbor warns about its own API churn on every trial; that is not the skill author's concern."""
     warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"harbor\.")
+
+
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise this process's soft limit on open files to its hard limit (never above it), once at start: each trial
+    in flight holds its own pipes, log files and sandbox sockets, and the usual soft limit of 1024 runs out near a
+    hundred trials in flight. Returns the (soft, hard) limits now in force."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass  # a platform that refuses keeps its limit; the preflight says when it is too low
+    return soft, hard

@@ -92,3 +92,30 @@ def test_an_unknown_agent_gets_the_nearest_names_and_a_sorted_list(skill_project
     listed = line.split("known agents: ", 1)[1].split(" (or a module:Class", 1)[0].split(", ")
     assert listed == sorted(listed)
     assert {"replay", "claude", "claude-code", "terminus-2", "codex"} <= set(listed)
+
+
+def test_an_open_file_limit_below_the_concurrency_stops_the_run_naming_the_limit(skill_project: SkillProject) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    skill_project.make_skill("demo", simple_entries("c1"))
+
+    def low_limit() -> None:  # the hard limit too, so the start-up cannot raise the soft one past it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (512, 512))
+
+    def run(concurrency: int) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "pytest", "--skill-eval", "-p", "no:cacheprovider", "skills/demo", *LOCAL_REPLAY]
+        argv += ["--results-dir", "results", "--n-concurrent", str(concurrency)]
+        return subprocess.run(
+            argv, cwd=skill_project.root, capture_output=True, text=True, preexec_fn=low_limit, timeout=300
+        )
+
+    done = run(100)
+    output = done.stdout + done.stderr
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, output
+    assert "open files: --n-concurrent 100 needs about 664 open files and this process may open 512" in output
+    assert "ulimit -n 664" in output and "--n-concurrent 74 or less" in output
+    assert not (skill_project.root / "results").exists()
+    fits = run(4)
+    assert fits.returncode == 0, fits.stdout + fits.stderr

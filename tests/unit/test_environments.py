@@ -70,3 +70,40 @@ def test_constructor_keys_come_from_the_environment_class() -> None:
     assert "it accepts: kata_dns, kata_runtime" in kwarg_problems(resolve_mode("kata"), {"x": "1"})[0]
     assert kwarg_problems(resolve_mode("local"), {"sandbox": "none"}) == []
     assert "unknown to the local environment" in kwarg_problems(resolve_mode("local"), {"nope": "1"})[0]
+
+
+# Harbor's cloud sandboxes: the variable its own preflight names when the credentials are absent.
+CLOUD_CREDENTIALS = {
+    "daytona": "DAYTONA_API_KEY",
+    "modal": "MODAL_TOKEN_ID",
+    "e2b": "E2B_API_KEY",
+    "runloop": "RUNLOOP_API_KEY",
+    "gke": "KUBECONFIG",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOUD_CREDENTIALS))
+def test_cloud_modes_are_built_by_harbor_and_preflight_names_extra_and_credential(
+    name: str, monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    import importlib.util
+
+    from harbor.environments.factory import EnvironmentFactory
+    from harbor.models.trial.config import EnvironmentConfig
+
+    from pytest_skilleval.harbor.compat import environment_class_for, environment_extra
+    from pytest_skilleval.harbor.preflight import environment_checks
+
+    for variable in (*CLOUD_CREDENTIALS.values(), "MODAL_TOKEN_SECRET", "DAYTONA_JWT_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.modal.toml, no ~/.kube/config
+    config = environment_config(RunSettings(env_mode=name, env_kwargs={"region": "x"}), env={})
+    again = EnvironmentConfig.model_validate(config.model_dump(mode="json"))  # Harbor's own model takes it as is
+    assert again.type == EnvironmentType(name) and again.kwargs == {"region": "x"}
+    cls = environment_class_for(name)  # the class Harbor's factory constructs for this type
+    assert cls.type() == EnvironmentType(name) and hasattr(EnvironmentFactory, "create_environment_from_config")
+    lines = [check.line() for check in environment_checks(RunSettings(env_mode=name))]
+    assert any(CLOUD_CREDENTIALS[name] in line and line.startswith("FAIL") for line in lines), lines
+    sdk = {"daytona": "daytona", "modal": "modal", "e2b": "e2b", "runloop": "runloop_api_client", "gke": "kubernetes"}
+    if importlib.util.find_spec(sdk[name]) is None:  # every trial would fail constructing it: said at start instead
+        assert f"pip install 'harbor[{environment_extra(name)}]'" in " ".join(lines), lines

@@ -166,3 +166,36 @@ def test_a_cli_agent_under_local_without_its_cli_says_how_to_provide_it(tmp_path
     (tools / "node_modules" / ".bin" / "claude").write_text("#!/bin/sh\n")
     assert local_cli_checks(given)[0].ok
     assert local_cli_checks(RunSettings(env_mode="docker", agents=["codex"])) == []
+
+
+def test_open_file_limit_too_low_for_the_concurrency_says_which_limit_and_how() -> None:
+    from pytest_skilleval.harbor.preflight import FILES_AT_REST, FILES_PER_TRIAL, open_file_checks
+
+    settings = RunSettings(n_concurrent=200)
+    needed = FILES_AT_REST + FILES_PER_TRIAL * 200
+    [check] = open_file_checks(settings, limit=1024)
+    assert check.problem is not None
+    assert f"--n-concurrent 200 needs about {needed} open files" in check.problem
+    assert "RLIMIT_NOFILE" in check.problem and f"ulimit -n {needed}" in check.problem
+    assert f"--n-concurrent {(1024 - FILES_AT_REST) // FILES_PER_TRIAL} or less" in check.problem
+    [enough] = open_file_checks(settings, limit=needed)
+    assert enough.ok and f"about {needed} needed" in enough.line()
+
+
+def test_start_raises_the_soft_open_file_limit_to_the_hard_one() -> None:
+    import resource
+    import subprocess
+    import sys
+
+    script = (
+        "import resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "from pytest_skilleval.harbor.process_env import raise_open_file_limit\n"
+        "print(raise_open_file_limit() == (hard, hard), resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard)\n"
+    )
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 256:
+        pytest.skip(f"the hard open-file limit here ({hard}) leaves nothing to raise")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"]

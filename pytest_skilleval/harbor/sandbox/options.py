@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pytest_skilleval.harbor.sandbox.bwrap import usable_bwrap
 
@@ -25,6 +25,9 @@ class LocalEnvOptions(BaseModel):
 
     sandbox: SandboxMode = "auto"
     tools: Path | None = None
+    # Behave like a remote (cloud) sandbox: this many milliseconds before every call, and every folder check, reset
+    # and chmod sent as a command instead of answered on the host. None: the plain local environment.
+    remote_latency_ms: float | None = Field(default=None, ge=0, le=60_000)
 
     @field_validator("sandbox", mode="before")
     @classmethod

@@ -1,0 +1,235 @@
+"""Benchmark: many trials at once from one pytest process, against `harbor run -n` on the same work.
+
+Each trial's agent sleeps 2 s; the sandbox is the `local` environment with its default isolation (bwrap, one keeper
+per trial) and the grader a shell script, on both sides (the plugin: with-skill arm only, custom_only grading;
+Harbor: equivalent native tasks with the same environment class and the skill given with `--skill`).
+Printed per concurrency: wall / ideal (trials / concurrency x 2 s, plus the start-up of a one-trial run), CPU ms per
+trial over the whole process tree (user + system, every descendant reaped by this script as a subreaper), the
+pytest (or harbor) process's own CPU ms per trial, processes at the peak, peak PSS of the tree, whether every trial
+scored, and processes left behind after the run.
+Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest process's own CPU <= 15 ms a trial, tree
+CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
+
+Run: .venv/bin/python benchmarks/bench_scale.py [TRIALS] [CONCURRENCY ...]   (default 1000 at 25 50 100 200;
+BENCH_HARBOR=0 skips Harbor's side; BENCH_ENV_KWARG=remote_latency_ms=20 runs both through a remote-like sandbox)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from _harness import make_project, pytest_argv
+from bench_vs_harbor import harbor_argv, make_tasks
+
+SLEEP = 2.0
+PR_SET_CHILD_SUBREAPER = 36
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Scaled:
+    seconds: float
+    tree_cpu_s: float
+    own_cpu_s: float
+    peak_processes: int
+    peak_pss_mb: float
+    returncode: int
+    tail: str
+    left_behind: int
+
+
+def _descendants() -> dict[int, int]:
+    """pid -> parent pid of every process on the machine."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return parents
+
+
+def _tree(root: int) -> list[int]:
+    parents = _descendants()
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def _is_zombie(pid: int) -> bool:
+    """An exited process only waiting for this script to reap it (orphans are reparented here) is not left running."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            return next((int(line.split()[1]) for line in handle if line.startswith("Pss:")), 0)
+    except OSError:
+        return 0
+
+
+def _own_cpu_s(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
+    """Run a command as this process's child, with this process as the subreaper of everything it starts, so the
+    CPU of every descendant (daemons included) is counted once it is reaped."""
+    full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
+    os.sync()
+    before = os.times()
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak_processes, peak_pss, own = 0, 0, 0.0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak_processes, peak_pss, own
+        while not done.is_set():
+            pids = _tree(proc.pid)
+            peak_processes = max(peak_processes, len(pids))
+            peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
+            own = _own_cpu_s(proc.pid) or own
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, _ = proc.communicate()
+    elapsed = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
+    left_behind = len(left)
+    if left and os.environ.get("BENCH_SHOW_LEFT"):
+        for pid in left:
+            try:
+                print("left behind:", pid, open(f"/proc/{pid}/cmdline").read().replace("\0", " ")[:200])
+            except OSError:
+                pass
+    for pid in left:  # reap what was orphaned to us, so its CPU is counted and nothing stays
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
+    while True:
+        try:
+            if os.waitpid(-1, 0)[0] == 0:
+                break
+        except ChildProcessError:
+            break
+    after = os.times()
+    tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return Scaled(elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, proc.returncode, out[-1500:], left_behind)
+
+
+def env_args() -> list[str]:
+    """`--ek` for both sides from BENCH_ENV_KWARG (e.g. remote_latency_ms=20), else none."""
+    return ["--ek", os.environ["BENCH_ENV_KWARG"]] if os.environ.get("BENCH_ENV_KWARG") else []
+
+
+def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
+    project = make_project(trials)
+    extra = env_args()
+    argv = pytest_argv(
+        project,
+        "--agents",
+        "bench_agent:SleepAgent",
+        "--env-mode",
+        "local",
+        *extra,
+        "--grading-mode",
+        "custom_only",
+        "--skip-baseline",
+        "--n-concurrent",
+        str(concurrency),
+    )
+    try:
+        measured = measure_tree(argv, project, {"PYTHONPATH": str(project), "BENCH_AGENT_SLEEP": str(sleep)})
+        results = list((project / "results").glob("bench/2*/result.json"))
+        scored = False
+        if results:
+            data = json.loads(results[0].read_text())
+            scored = len(data["trials"]) == trials and all(t.get("overall") == 1.0 for t in data["trials"])
+        return measured, scored
+    finally:
+        shutil.rmtree(project, ignore_errors=True)
+
+
+def harbor_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
+    root = make_tasks(trials)
+    extra = env_args()
+    argv = harbor_argv(root, concurrency, "bench_agent:SleepAgent", *extra)
+    try:
+        measured = measure_tree(argv, root, {"PYTHONPATH": str(root), "BENCH_AGENT_SLEEP": str(sleep)})
+        results = list((root / "jobs").glob("*/result.json"))
+        scored = False
+        if results:
+            stats = json.loads(results[0].read_text())["stats"]
+            scored = stats["n_completed_trials"] == trials and not stats["n_errored_trials"]
+        return measured, scored
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def report(label: str, trials: int, concurrency: int, startup: float, measured: Scaled, scored: bool) -> None:
+    ideal = trials / concurrency * SLEEP + startup
+    print(
+        f"{label:7} c={concurrency:<4} wall {measured.seconds:7.1f} s  /ideal {measured.seconds / ideal:5.2f}  "
+        f"tree CPU {measured.tree_cpu_s / trials * 1000:6.1f} ms/trial  own CPU {measured.own_cpu_s / trials * 1000:5.1f}"
+        f" ms/trial  peak procs {measured.peak_processes:4}  peak PSS {measured.peak_pss_mb:6.0f} MB  "
+        f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}"
+    )
+    if measured.returncode != 0 or not scored:
+        print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)
+
+
+def main() -> None:
+    ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    trials = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    widths = [int(arg) for arg in sys.argv[2:]] or [25, 50, 100, 200]
+    with_harbor = os.environ.get("BENCH_HARBOR", "1") != "0"
+    print(
+        f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
+        f"load {os.getloadavg()[0]:.1f}; {trials} trials x {SLEEP:.0f} s"
+    )
+    startup_plugin = plugin_run(1, 1, 0.0)[0].seconds
+    startup_harbor = harbor_run(1, 1, 0.0)[0].seconds if with_harbor else 0.0
+    print(f"start-up (one trial, no sleep): plugin {startup_plugin:.2f} s, harbor {startup_harbor:.2f} s")
+    for width in widths:
+        measured, scored = plugin_run(trials, width, SLEEP)
+        report("plugin", trials, width, startup_plugin, measured, scored)
+        if with_harbor:
+            measured, scored = harbor_run(trials, width, SLEEP)
+            report("harbor", trials, width, startup_harbor, measured, scored)
+
+
+if __name__ == "__main__":
+    main()
