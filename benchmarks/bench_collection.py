@@ -1,7 +1,8 @@
 """Collection cost: `pytest --co -q` on a generated eval dataset vs a plain parametrized test with as many items.
 
-The eval dataset has n/2 cases run in both arms (n items). Both runs are whole processes (interpreter start, plugin import, collection, the `--co` listing) in the same
-project, so the plugin is loaded in both; the difference is what collecting skill-eval items costs. Prints the whole
+The eval dataset has n/2 cases run in both arms (n items). Both runs are whole processes (interpreter start,
+collection, the `--co` listing) in the same project; the plain run has the plugin disabled (`-p no:skilleval`), so the
+difference is everything the plugin costs, its import included. Prints the whole
 process time at each size, the per-item cost (slope between the smallest and each larger size, which removes the
 fixed start-up), and the plugin/plain ratio of wall time (the target) and of CPU time (steadier on a busy machine).
 
@@ -65,7 +66,7 @@ def measure(n: int, repeats: int = REPEATS) -> tuple[float, float, float, float]
             str(project / "results"),
             *(a for a in common_args() if a != "--skip-baseline"),
         ]
-        plain = base + ["test_plain.py"]
+        plain = base + ["-p", "no:skilleval", "test_plain.py"]  # plain pytest: the plugin not even imported
         runs = [(_timed(project, plugin), _timed(project, plain)) for _ in range(repeats)]
         return (
             min(p[0] for p, _ in runs),
