@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from pytest_skilleval.authoring.findings import ValidationContext
+from pytest_skilleval.results.correctness import HOW_TO_MEASURE, correctness_measured
 from pytest_skilleval.skill.dataset import DATASET_NAMES, EvalCase
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 
@@ -78,7 +79,24 @@ def check_anything_to_run(ctx: ValidationContext) -> None:
         )
 
 
+def check_correctness_measured(ctx: ValidationContext) -> None:
+    """A case nothing would grade for correctness: no checks, no custom grader the grading mode runs, and a judge
+    only if the run is given one (validate cannot know). Its score would say the skill was used, not that the
+    output was right."""
+    grader = ctx.grading_mode != "default" and ctx.usable_grader() is not None
+    for case in ctx.valid_cases:
+        if not correctness_measured(grader=grader, judge=False):
+            ctx.add(
+                "correctness-not-measured",
+                "warning",
+                f"{_label(case)}: correctness is not measured unless the run has a judge (--judge-model): the case "
+                f"has no checks and no custom grader runs in grading mode {ctx.grading_mode}; {HOW_TO_MEASURE}",
+                ctx.dataset_path,
+            )
+
+
 def check_cases(ctx: ValidationContext) -> None:
     """Every per-case warning, over the cases that loaded."""
     check_case_keys(ctx)
     check_negative_assertions(ctx)
+    check_correctness_measured(ctx)
