@@ -83,7 +83,8 @@ def check_correctness_measured(ctx: ValidationContext) -> None:
     """A case nothing would grade for correctness: no checks, no custom grader the grading mode runs, and a judge
     only if the run is given one (validate cannot know). Its score would say the skill was used, not that the
     output was right."""
-    grader = ctx.grading_mode != "default" and ctx.usable_grader() is not None
+    # custom_only: the grader's (or a native task's test's) overall is the score; a missing one is its own error.
+    grader = ctx.grading_mode == "custom_only" or (ctx.grading_mode != "default" and ctx.usable_grader() is not None)
     for case in ctx.valid_cases:
         if not correctness_measured(grader=grader, judge=False):
             ctx.add(

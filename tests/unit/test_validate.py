@@ -113,6 +113,11 @@ def test_every_case_without_a_correctness_signal_is_warned_about(tmp_path: Path)
     assert CORRECTNESS not in {f.rule for f in measured.findings}
     ignored = validate_skill(make_skill(tmp_path / "default", entries("a"), grader=True))  # default: grader not run
     assert CORRECTNESS in {f.rule for f in ignored.findings}
+    only = "schema_version: 1\ngrading:\n  mode: custom_only\n"  # the grader's overall is the score
+    custom = validate_skill(make_skill(tmp_path / "custom", entries("a"), config=only))
+    assert CORRECTNESS not in {f.rule for f in custom.findings} and "grader-missing" in {
+        f.rule for f in custom.findings
+    }
 
 
 def test_minimal_valid_skill_is_clean(tmp_path: Path) -> None:
@@ -521,7 +526,7 @@ def test_errors_exit_1_with_human_lines(capsys: pytest.CaptureFixture[str]) -> N
     lines = out.splitlines()
     assert f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key" in lines
     assert any(line.startswith(f"error: {skill}/evals: [grader-missing] ") for line in lines)
-    assert lines[-1] == "broken-config: FAILED: 3 error(s), 1 warning(s)"  # its one case: correctness not measured
+    assert lines[-1] == "broken-config: FAILED: 3 error(s), 0 warning(s)"
 
 
 def test_strict_makes_warnings_fail(capsys: pytest.CaptureFixture[str]) -> None:
