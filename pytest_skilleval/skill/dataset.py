@@ -195,8 +195,8 @@ class EvalCase(BaseModel):
         for optional in ("should_trigger", "expected_script"):
             if data.get(optional) is None:
                 data.pop(optional, None)
-        if not self.force_skill_invocation:
-            data.pop("force_skill_invocation", None)
+        if "force_skill_invocation" not in self.model_fields_set:
+            data.pop("force_skill_invocation", None)  # as authored: absent stays absent
         data["question"] = self.prompt
         data["ground_truth"] = self.expected_output
         data["expected_behavior"] = list(self.assertions)

@@ -107,3 +107,9 @@ def test_a_skill_creator_skill_collects_in_a_run(skill_project: SkillProject) ->
     result = skill_project.run("--collect-only", "-q", "--agents", "replay", "--env-mode", "local", subprocess=False)
     ids = [line for line in result.outlines if "evals.json::" in line]
     assert len(ids) == 4 and any("::1[replay-with_skill-1]" in line for line in ids), result.outlines
+
+
+def test_entry_json_keeps_force_skill_invocation_only_as_authored() -> None:
+    cases = {case.id: case for case in load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases}
+    assert cases["explicit"].entry_json()["force_skill_invocation"] is True
+    assert "force_skill_invocation" not in cases["implicit"].entry_json()
