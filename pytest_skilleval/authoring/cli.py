@@ -14,6 +14,7 @@ commands:
   init                  start a new skill that runs offline at once (SKILL.md, a script, a case, replays)
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
+  check-suite           run an agent that does nothing on every case: name cases that cannot fail
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
@@ -42,6 +43,12 @@ def _validate(argv: list[str]) -> int:
     from pytest_skilleval.authoring.validate import run_validate_command
 
     return run_validate_command(argv)
+
+
+def _check_suite(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.check_suite import run_check_suite_command
+
+    return run_check_suite_command(argv)
 
 
 def _init_custom_grader(argv: list[str]) -> int:
@@ -96,6 +103,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init": _init,
     "grade": _grade,
     "validate": _validate,
+    "check-suite": _check_suite,
     "init-custom-grader": _init_custom_grader,
     "init-harbor-task": _init_harbor_task,
     "install-skill": _install_skill,

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.authoring.case_warnings import check_anything_to_run, check_cases
 from pytest_skilleval.authoring.findings import (
     ARMS,
     REPLAY_ARM_NAMES,
@@ -430,16 +431,6 @@ def _check_native(ctx: ValidationContext) -> None:
     ctx.findings.extend(_from_native(ctx, finding) for finding in findings)
 
 
-def _check_anything_to_run(ctx: ValidationContext) -> None:
-    if ctx.dataset_path is None and not ctx.tasks and not any(f.rule.startswith("native-task") for f in ctx.findings):
-        ctx.add(
-            "no-evals",
-            "error",
-            f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run",
-            ctx.evals_dir,
-        )
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Entry points
 
@@ -471,8 +462,9 @@ def validate_skill(
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
     _check_config(ctx, mode)
     _check_dataset(ctx)
+    check_cases(ctx)
     _load_tasks(ctx)
-    _check_anything_to_run(ctx)
+    check_anything_to_run(ctx)
     _check_files(ctx)
     _check_custom_dockerfile(ctx)
     _check_expected_scripts(ctx)

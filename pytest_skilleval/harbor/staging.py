@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
+from pytest_skilleval.skill.dataset import arm_prompt
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from verifier import safe_io
@@ -244,7 +245,8 @@ def stage_dataset_task(
     tests = tmp / "tests"
     tests.mkdir(parents=True)
     environment.write(tmp / "environment", inputs)
-    (tmp / "instruction.md").write_text(str(spec.entry.get("prompt", "")).rstrip("\n") + "\n", encoding="utf-8")
+    prompt = arm_prompt(spec.entry, spec.arm, spec.skill_name)
+    (tmp / "instruction.md").write_text(prompt.rstrip("\n") + "\n", encoding="utf-8")
     (tmp / "task.toml").write_text(_task_toml(spec, environment, separate_verifier), encoding="utf-8")
     entry = entry if entry is not None else entry_document(spec, grading_mode, grader is not None)
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

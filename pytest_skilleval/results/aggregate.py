@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 
 from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, resource_delta
+from pytest_skilleval.results.assertion_rates import case_assertion_rates
+from pytest_skilleval.results.correctness import unmeasured_cases
 from pytest_skilleval.results.lift import agent_lift
 from pytest_skilleval.results.models import (
     AgentResources,
@@ -206,6 +208,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             lift, custom_lift = agent_lift(conds["with_skill"], conds["without_skill"], pass_w, pass_wo, ws, wos, plan)
         verdict, reason = agent_verdict(status, ws, activation.never_activated, plan)
         errors = [f"{arm}: {e}" for arm in ARMS for e in conds[arm].errors if conds[arm].status == "failed"]
+        assertion_rates = case_assertion_rates(agent, trials, plan)
         agents[agent] = AgentResult(
             name=agent,
             model=plan.agent_models.get(agent),
@@ -228,6 +231,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
                 without_skill=wos.resources,
                 delta=resource_delta(conds["with_skill"], conds["without_skill"], ws.resources, wos.resources),
             ),
+            assertions=assertion_rates,
         )
 
     coverage = _coverage(ran, plan).model_copy(update={"extra_cases": extra_cases})
@@ -296,4 +300,16 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         else None,
         trials=[trial_entry(t) for t in trials],
         warnings=warnings,
+        correctness_unmeasured=sorted(
+            unmeasured_cases(
+                [(t.record.case, t.record.grading_mode, t.metrics, t.custom, t.scored) for t in ran],
+                judge_enabled=_judge_enabled(plan),
+            ),
+            key=natural_key,
+        ),
     )
+
+
+def _judge_enabled(plan: RunPlan) -> bool:
+    judge = plan.run_config.get("judge")
+    return isinstance(judge, dict) and judge.get("enabled") is True

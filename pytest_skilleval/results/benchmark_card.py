@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
@@ -119,6 +120,7 @@ def render_card(run: RunFolder) -> str:
         "",
         "NO SCORE means not scored (never zero); N/A means the comparison could not be made.",
         "",
+        *([f"**{md(unmeasured_line(doc.correctness_unmeasured))}**", ""] if doc.correctness_unmeasured else []),
         *_intervals(agents),
         "",
         f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "

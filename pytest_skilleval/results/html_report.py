@@ -24,6 +24,8 @@ import jinja2
 from markupsafe import Markup
 
 from pytest_skilleval.results import charts
+from pytest_skilleval.results.assertion_rates import judged_results
+from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
 from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
@@ -35,6 +37,7 @@ from verifier.reward import RichReward
 __all__ = ["render_report", "write_report"]
 
 MAX_DETAILS_CHARS = 20_000
+MAX_REASON_CHARS = 2_000  # one assertion's text or the judge's reason for it
 NO_SCORE, NA, SKIPPED = "NO SCORE", "N/A", "SKIPPED"
 
 
@@ -106,6 +109,7 @@ class TrialView:
     security_reason: str | None
     details_json: str | None
     grader_output: str | None
+    assertion_results: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -255,6 +259,23 @@ def _findings(rich: RichReward | None) -> tuple[list[dict[str, str]], str | None
     return rows, redact_text(str(reason)) if reason is not None else None
 
 
+def _assertion_results(rich: RichReward | None) -> list[dict[str, Any]]:
+    """behavior_check's verdict per assertion in one trial, with the judge's reason (redacted on output)."""
+    results = judged_results(rich.details) if rich is not None else None
+    rows = []
+    for index, item in enumerate(results or [], start=1):
+        text = item.get("assertion")
+        reason = item.get("reason")
+        rows.append(
+            {
+                "text": cap_text(str(text), MAX_REASON_CHARS) if isinstance(text, str) else f"assertion {index}",
+                "passed": item.get("passed") is True,
+                "reason": cap_text(str(reason), MAX_REASON_CHARS) if isinstance(reason, str) else "",
+            }
+        )
+    return rows
+
+
 def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
     content = files.content()
     rich = content.rich_reward()
@@ -276,6 +297,7 @@ def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
         security_reason=reason,
         details_json=details,
         grader_output=cap_text(redact_text(output), MAX_DETAILS_CHARS) if output is not None else None,
+        assertion_results=_assertion_results(rich),
     )
 
 
@@ -362,6 +384,7 @@ def render_report(run: RunFolder) -> str:
             doc=doc,
             run_dir=str(run.path),
             headline=verdict_headline(doc),
+            unmeasured=unmeasured_line(doc.correctness_unmeasured) if doc.correctness_unmeasured else "",
             agents=_agent_views(run),
             dimensions=DIMENSIONS,
         )

@@ -248,6 +248,23 @@ class Activation(_Model):
     never_activated: bool
 
 
+class AssertionArm(_Model):
+    """One assertion in one arm, over the attempts whose behavior_check judged it."""
+
+    judged: int
+    passed: int
+    rate: float | None = Field(description="passed / judged; null when no attempt was judged.")
+
+
+class AssertionRate(_Model):
+    """One natural-language assertion of a case: its pass rate per arm (behavior_check's verdicts)."""
+
+    index: int = Field(description="1-based position in the case's assertions.")
+    text: str
+    with_skill: AssertionArm
+    without_skill: AssertionArm
+
+
 class AgentResources(_Model):
     with_skill: ArmResources
     without_skill: ArmResources
@@ -272,6 +289,10 @@ class AgentResult(_Model):
     custom_lift: dict[str, LiftStat] | None
     lift_omitted_reason: str | None = None
     resources: AgentResources
+    assertions: dict[str, list[AssertionRate]] = Field(
+        default_factory=dict,
+        description="case -> each assertion's pass rate per arm over attempts; cases judged by behavior_check only.",
+    )
 
 
 class Coverage(_Model):
@@ -335,6 +356,11 @@ class AggregateResult(_Model):
     comparison: dict[str, Any] | None = None
     trials: list[TrialEntry]
     warnings: list[str] = Field(default_factory=list)
+    correctness_unmeasured: list[str] = Field(
+        default_factory=list,
+        description="Cases with no correctness signal (no checks, no custom grader metric, no judge): their scores "
+        "say nothing about whether the output was right.",
+    )
 
 
 class ResultDocument(AggregateResult):

@@ -12,6 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
+from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.guidance import gate_line, next_step
 from pytest_skilleval.results.models import (
     DIMENSIONS,
@@ -324,6 +325,8 @@ def _footer(
         lines += wrap(
             f"Best agent: {res.best_agent}; overall {score(res.overall_score)}; lift {signed(res.overall_lift)}", width
         )
+    if res.correctness_unmeasured:
+        lines += wrap(unmeasured_line(res.correctness_unmeasured), width)
     lines.append(f"Overall verdict: {res.verdict.upper()}")
     if gate:
         lines += wrap(gate, width)

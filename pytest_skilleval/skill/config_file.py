@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.skill.bounded_parse import BoundedSafeLoader, ParseLimitError, load_yaml, yaml_error_message
+from pytest_skilleval.skill.foreign_formats import EXAM, exam_config
 from pytest_skilleval.skill.setting_specs import Setting
 from pytest_skilleval.skill.settings import GRADING_MODE_ALIASES as GRADING_MODE_ALIASES
 from pytest_skilleval.skill.settings import GRADING_MODES as GRADING_MODES
@@ -516,6 +517,8 @@ def parse_config(path: Path, data: Any) -> EvalsConfigBase:
         raise ConfigError(path, "", "config file is empty")
     if not isinstance(data, dict):
         raise ConfigError(path, "", f"config must be a mapping, not {type(data).__name__}")
+    if exam_config(data):
+        raise ConfigError(path, "", EXAM)
     try:
         return EvalsConfig.model_validate(data)
     except ValidationError as exc:

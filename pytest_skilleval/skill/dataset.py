@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, load_yaml, yaml_error_message
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.entry_keys import KeyTypo, near_miss_keys
+from pytest_skilleval.skill.foreign_formats import CRUCIBLE, crucible_suite
 
 DATASET_NAMES: tuple[str, ...] = ("evals.json", "evals.jsonl", "evals.yaml", "evals.yml")
 MAX_DATASET_BYTES = 64 * 1024 * 1024
@@ -28,6 +29,7 @@ MAX_ENTRIES = 10_000  # far beyond any real eval set; a flood of entries would c
 # Legacy (and skill-creator) names -> the names the runtime uses. Authored runtime names win when both appear.
 FIELD_ALIASES: dict[str, str] = {
     "question": "prompt",
+    "query": "prompt",
     "ground_truth": "expected_output",
     "expected_behavior": "assertions",
     "expectations": "assertions",
@@ -49,6 +51,20 @@ class DatasetError(ValueError):
         if field is not None:
             where.append(f"field '{field}'")
         super().__init__(f"{': '.join(where)}: {message}")
+
+
+def _assertion_text(item: Any) -> Any:
+    """An assertion object's text, as other tools write them: `{"text": ...}`, or `{"name", "description"}`
+    (`name: description`); a string stays as it is, anything else is left for the string check to refuse."""
+    if not isinstance(item, Mapping):
+        return item
+    text = item.get("text")
+    if isinstance(text, str) and text.strip():
+        return text
+    name, description = item.get("name"), item.get("description")
+    if isinstance(description, str) and description.strip():
+        return f"{name.strip()}: {description}" if isinstance(name, str) and name.strip() else description
+    raise ValueError("an assertion object needs a non-empty 'text', or a 'description' (with an optional 'name')")
 
 
 def _non_empty_strings(value: Any, field: str) -> list[str]:
@@ -80,6 +96,9 @@ class EvalCase(BaseModel):
     should_trigger: bool | None = None
     expected_script: str | None = None
     acceptable_skills: list[str] = Field(default_factory=list)
+    force_skill_invocation: bool = Field(
+        default=False, description="agent-skill-eval's flag: the with-skill prompt names the skill explicitly."
+    )
 
     @field_validator("id", mode="before")
     @classmethod
@@ -99,7 +118,11 @@ class EvalCase(BaseModel):
     @field_validator("assertions", mode="before")
     @classmethod
     def _assertion_list(cls, value: Any) -> list[str]:
-        return [] if value is None else _non_empty_strings(value, "assertions")
+        if value is None:
+            return []
+        if isinstance(value, list):
+            value = [_assertion_text(item) for item in value]
+        return _non_empty_strings(value, "assertions")
 
     @field_validator("files", mode="before")
     @classmethod
@@ -136,6 +159,24 @@ class EvalCase(BaseModel):
             raise ValueError("should_trigger must be true, false or null")
         return value
 
+    @field_validator("force_skill_invocation", mode="before")
+    @classmethod
+    def _strict_force(cls, value: Any) -> Any:
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ValueError("force_skill_invocation must be true or false")
+        return value
+
+    @model_validator(mode="after")
+    def _force_needs_a_positive_case(self) -> EvalCase:
+        if self.force_skill_invocation and self.is_negative:
+            raise ValueError(
+                "force_skill_invocation: true on a negative control names the skill the case says must stay unused; "
+                "drop one of them"
+            )
+        return self
+
     @property
     def is_negative(self) -> bool:
         """A negative control: the skill should stay unused (the grader's own tri-state rule decides)."""
@@ -154,11 +195,25 @@ class EvalCase(BaseModel):
         for optional in ("should_trigger", "expected_script"):
             if data.get(optional) is None:
                 data.pop(optional, None)
+        if "force_skill_invocation" not in self.model_fields_set:
+            data.pop("force_skill_invocation", None)  # as authored: absent stays absent
         data["question"] = self.prompt
         data["ground_truth"] = self.expected_output
         data["expected_behavior"] = list(self.assertions)
         data["acceptable_alternates"] = list(self.acceptable_skills)
         return data
+
+
+FORCED_INVOCATION = "Use the ${skill} skill. {prompt}"  # agent-skill-eval's wording, `$` included
+
+
+def arm_prompt(entry: Mapping[str, Any], arm: str, skill_name: str) -> str:
+    """The instruction the agent gets in one arm: the case's prompt, or under `force_skill_invocation: true` in the
+    with-skill arm the prompt that names the skill first, word for word as agent-skill-eval builds it."""
+    prompt = str(entry.get("prompt", ""))
+    if arm == "with_skill" and entry.get("force_skill_invocation") is True:
+        return FORCED_INVOCATION.format(skill=skill_name, prompt=prompt)
+    return prompt
 
 
 class Dataset(BaseModel):
@@ -233,6 +288,8 @@ def _entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:
         return "legacy", None, data["cases"]
     if isinstance(data, Mapping) and "id" in data:
         return "legacy", None, [data]
+    if crucible_suite(data):
+        raise DatasetError(path, CRUCIBLE)
     kind = type(data).__name__ if data is not None else "nothing"
     raise DatasetError(
         path,

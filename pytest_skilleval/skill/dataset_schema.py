@@ -32,6 +32,17 @@ def _entry_schema() -> dict[str, Any]:
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, {"type": "null"}]
     }
     properties["acceptable_skills"] = {"anyOf": [{"type": "string"}, {"type": "array"}, {"type": "null"}]}
+    assertion = {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}},
+            {"type": "object", "required": ["description"], "properties": {"description": {"type": "string"}}},
+        ]
+    }
+    properties["assertions"] = {
+        "description": "Behaviours to check: strings, or objects whose `text` (or `name: description`) is read.",
+        "anyOf": [{"type": "string"}, {"type": "array", "items": assertion}, {"type": "null"}],
+    }
     for alias, target in FIELD_ALIASES.items():
         properties[alias] = {**properties[target], "description": f"Alias of {target}."}
     for spec in properties.values():
@@ -40,7 +51,7 @@ def _entry_schema() -> dict[str, Any]:
     # Each required field may come under its runtime or its legacy name.
     required = [
         {"required": ["id"]},
-        {"anyOf": [{"required": ["prompt"]}, {"required": ["question"]}]},
+        {"anyOf": [{"required": ["prompt"]}, {"required": ["question"]}, {"required": ["query"]}]},
         {"anyOf": [{"required": ["expected_output"]}, {"required": ["ground_truth"]}]},
     ]
     return {"type": "object", "properties": properties, "allOf": required, "additionalProperties": True}

@@ -17,6 +17,7 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "id",
     "prompt",
     "question",
+    "query",
     "expected_output",
     "ground_truth",
     "assertions",
@@ -28,6 +29,7 @@ KNOWN_FIELDS: tuple[str, ...] = (
     "expected_script",
     "acceptable_skills",
     "acceptable_alternates",
+    "force_skill_invocation",
 )
 _SKIP_SHORTER_THAN = 4  # `id` is one or two edits from almost every short word
 

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
+from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
 
@@ -199,6 +200,9 @@ def no_skill_reason(path: Path) -> str:
         empty = [root for root in roots if not has_evals_to_run(root / "evals")]
         if empty:
             names = ", ".join(str(root / "evals") for root in empty[:5])
+            foreign = foreign_layout(empty[0] / "evals")
+            if foreign:
+                return f"{names}: {foreign}"
             return f"{names}: no dataset and no native task here, so nothing to run; expected {EXPECTED_LAYOUT}"
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():

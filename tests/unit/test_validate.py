@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilleval.authoring.findings import ValidationFinding
 from pytest_skilleval.authoring.validate import (
     UsageError,
     ValidationReport,
@@ -72,8 +73,17 @@ def native_task(skill: Path, case: str, toml_extra: str = "", instruction: bool 
     return task
 
 
+# Every case of a skill without a grader or checks draws this warning; tests of other rules leave it out.
+CORRECTNESS = "correctness-not-measured"
+
+
+def others(report: ValidationReport) -> list[ValidationFinding]:
+    """The findings other than the per-case correctness notice."""
+    return [f for f in report.findings if f.rule != CORRECTNESS]
+
+
 def rules(report: ValidationReport, severity: str | None = None) -> set[str]:
-    return {f.rule for f in report.findings if severity is None or f.severity == severity}
+    return {f.rule for f in others(report) if severity is None or f.severity == severity}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -88,12 +98,30 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def test_hello_skill_is_clean_even_with_harbor_contract() -> None:
     report = validate_skill(HELLO, harbor_contract=True)
-    assert report.findings == []
+    assert others(report) == []
     assert report.ok(strict=True)
 
 
+def test_every_case_without_a_correctness_signal_is_warned_about(tmp_path: Path) -> None:
+    report = validate_skill(make_skill(tmp_path, entries("a", "b")))
+    found = [f for f in report.findings if f.rule == CORRECTNESS]
+    assert [f.message.split("'")[1] for f in found] == ["a", "b"] and {f.severity for f in found} == {"warning"}
+    assert "--judge-model" in found[0].message and "evals/grader.py" in found[0].message
+    assert not report.ok(strict=True)
+    plus = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
+    measured = validate_skill(make_skill(tmp_path / "graded", entries("a"), grader=True, config=plus))
+    assert CORRECTNESS not in {f.rule for f in measured.findings}
+    ignored = validate_skill(make_skill(tmp_path / "default", entries("a"), grader=True))  # default: grader not run
+    assert CORRECTNESS in {f.rule for f in ignored.findings}
+    only = "schema_version: 1\ngrading:\n  mode: custom_only\n"  # the grader's overall is the score
+    custom = validate_skill(make_skill(tmp_path / "custom", entries("a"), config=only))
+    assert CORRECTNESS not in {f.rule for f in custom.findings} and "grader-missing" in {
+        f.rule for f in custom.findings
+    }
+
+
 def test_minimal_valid_skill_is_clean(tmp_path: Path) -> None:
-    assert validate_skill(make_skill(tmp_path, entries("a", "b"))).findings == []
+    assert others(validate_skill(make_skill(tmp_path, entries("a", "b")))) == []
 
 
 def test_custom_dockerfile_rules_are_errors_naming_the_file(tmp_path: Path) -> None:
@@ -108,7 +136,7 @@ def test_custom_dockerfile_rules_are_errors_naming_the_file(tmp_path: Path) -> N
     ]
     assert all(f.path == dockerfile and f.severity == "error" for f in found)
     dockerfile.write_text("FROM debian:12\nCOPY x /x\n")
-    assert validate_skill(skill).findings == []
+    assert others(validate_skill(skill)) == []
 
 
 def test_a_dockerfile_problem_keeps_its_text_under_a_folder_named_with_a_colon(tmp_path: Path) -> None:
@@ -243,8 +271,8 @@ def test_files_entries_follow_the_staging_rules(tmp_path: Path) -> None:
     (skill / "evals" / "evals.json").write_text(json.dumps(data))
     report = validate_skill(skill)
     assert rules(report) == {"files-entry"}
-    assert len(report.findings) == len(bad)
-    for item, finding in zip(bad, report.findings, strict=True):
+    assert len(others(report)) == len(bad)
+    for item, finding in zip(bad, others(report), strict=True):
         assert repr(item) in finding.message and "case 'a'" in finding.message
 
 
@@ -252,11 +280,11 @@ def test_omitted_files_in_a_multi_case_dataset_warns(tmp_path: Path) -> None:
     data = entries("a", "b")
     del data["evals"][1]["files"]
     skill = make_skill(tmp_path, data)
-    assert validate_skill(skill).findings == []  # no evals/files/: nothing is over-shared
+    assert others(validate_skill(skill)) == []  # no evals/files/: nothing is over-shared
     (skill / "evals" / "files").mkdir()
     report = validate_skill(skill)
     assert rules(report, "warning") == {"files-omitted"}
-    assert "'b'" not in report.findings[0].message and "b" in report.findings[0].message
+    assert "'b'" not in others(report)[0].message and "b" in others(report)[0].message
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -272,28 +300,29 @@ def test_expected_script_missing_and_unknown(tmp_path: Path) -> None:
     (skill / "scripts").mkdir()
     (skill / "scripts" / "greet.py").write_text("print('hi')\n")
     report = validate_skill(skill)
-    by_rule = {f.rule: f for f in report.findings}
+    by_rule = {f.rule: f for f in others(report)}
     assert set(by_rule) == {"expected-script-missing", "expected-script-unknown"}
     assert "'plain'" in by_rule["expected-script-missing"].message
     assert "'typo'" in by_rule["expected-script-unknown"].message
-    assert all(f.severity == "warning" for f in report.findings)
-    assert len(report.findings) == 2  # the negative case needs no script
+    assert all(f.severity == "warning" for f in others(report))
+    assert len(others(report)) == 2  # the negative case needs no script
 
 
 def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
-    skill = make_skill(tmp_path, entries("a", "b"), replays=False)
+    plus = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"  # a grader: no correctness warning
+    skill = make_skill(tmp_path, entries("a", "b"), replays=False, grader=True, config=plus)
     (skill / "evals" / "replays").mkdir()
     (skill / "evals" / "replays" / "a.with-skill.json").write_text("{}")
     report = validate_skill(skill)
     assert rules(report) == {"replay-missing"}
-    assert {f.severity for f in report.findings} == {"info"}
+    assert {f.severity for f in others(report)} == {"info"}
     assert report.ok(strict=True)
-    by_case = {f.message.split("'")[1]: f.message for f in report.findings}
+    by_case = {f.message.split("'")[1]: f.message for f in others(report)}
     assert "without_skill" in by_case["a"] and "with_skill," not in by_case["a"]
     assert "with_skill, without_skill" in by_case["b"]
     # A with-skill-only run needs only the with-skill replay.
     skipped = validate_skill(skill, skip_baseline=True)
-    assert [f.message.split("'")[1] for f in skipped.findings] == ["b"]
+    assert [f.message.split("'")[1] for f in others(skipped)] == ["b"]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -303,14 +332,14 @@ def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
 def test_grader_missing_in_custom_only(tmp_path: Path) -> None:
     config = "schema_version: 1\ngrading:\n  mode: custom_only\n"
     assert rules(validate_skill(make_skill(tmp_path, entries("a"), config=config))) == {"grader-missing"}
-    assert validate_skill(make_skill(tmp_path / "b", entries("a"), config=config, grader=True)).findings == []
+    assert others(validate_skill(make_skill(tmp_path / "b", entries("a"), config=config, grader=True))) == []
 
 
 def test_grader_ignored_in_default_mode(tmp_path: Path) -> None:
     report = validate_skill(make_skill(tmp_path, entries("a"), grader=True))
     assert rules(report, "warning") == {"grader-ignored"}
     plus = "schema_version: 1\ngrading:\n  mode: aces_plus_custom\n"
-    assert validate_skill(make_skill(tmp_path / "b", entries("a"), grader=True, config=plus)).findings == []
+    assert others(validate_skill(make_skill(tmp_path / "b", entries("a"), grader=True, config=plus))) == []
 
 
 def test_default_plus_custom_without_a_grader_warns(tmp_path: Path) -> None:
@@ -380,7 +409,7 @@ def test_native_entry_id_must_match_in_standard_modes(tmp_path: Path, mode: str)
 def test_native_entry_id_is_free_in_custom_only(tmp_path: Path) -> None:
     skill = make_skill(tmp_path, config="schema_version: 1\ngrading:\n  mode: custom_only\n")
     native_task(skill, "t1")
-    assert validate_skill(skill).findings == []
+    assert others(validate_skill(skill)) == []
 
 
 def test_native_task_without_dataset_in_default_mode(tmp_path: Path) -> None:
@@ -392,7 +421,7 @@ def test_native_task_without_dataset_in_default_mode(tmp_path: Path) -> None:
 def test_grading_mode_override_beats_config(tmp_path: Path) -> None:
     skill = make_skill(tmp_path)
     native_task(skill, "t1")
-    assert validate_skill(skill, grading_mode="custom_only").findings == []
+    assert others(validate_skill(skill, grading_mode="custom_only")) == []
     assert validate_skill(skill, grading_mode="aces_default").ok() is False
 
 
@@ -405,7 +434,7 @@ def test_paired_rules_apply_unless_skip_baseline(tmp_path: Path) -> None:
     assert rules(paired) == {"paired-healthcheck", "paired-prior-trajectory", "paired-pre-agent-setup"}
     setup = next(f for f in paired.findings if f.rule == "paired-pre-agent-setup")
     assert setup.path is not None and setup.path.name == "config.yml"
-    assert validate_skill(skill, skip_baseline=True).findings == []
+    assert others(validate_skill(skill, skip_baseline=True)) == []
 
 
 def test_native_task_rule_checks_are_reported(tmp_path: Path) -> None:
@@ -449,7 +478,7 @@ def test_harbor_contract_reports_what_harbor_rejects(tmp_path: Path) -> None:
     task = native_task(skill, "t1")
     (task / "tests" / "test.sh").unlink()
     (task / "tests" / "grader.py").write_text("print(1)\n")
-    assert validate_skill(skill).findings == []
+    assert others(validate_skill(skill)) == []
     report = validate_skill(skill, harbor_contract=True)
     assert rules(report) == {"harbor-task-rejected"}
     assert "test" in report.findings[0].message
@@ -459,7 +488,7 @@ def test_harbor_contract_loads_generated_and_staged_tasks(tmp_path: Path) -> Non
     config = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
     skill = make_skill(tmp_path, entries("a", "b"), config=config, grader=True)
     native_task(skill, "a")
-    assert validate_skill(skill, harbor_contract=True).findings == []
+    assert others(validate_skill(skill, harbor_contract=True)) == []
 
 
 def test_harbor_contract_reports_a_generated_task_harbor_rejects(
@@ -509,7 +538,8 @@ def test_strict_makes_warnings_fail(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_strict_ignores_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    skill = make_skill(tmp_path, entries("a"), replays=False)
+    plus = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"  # a grader measures correctness
+    skill = make_skill(tmp_path, entries("a"), replays=False, grader=True, config=plus)
     code, out, _ = run(capsys, str(skill), "--strict")
     assert code == 0 and "info: " in out and "[replay-missing]" in out
 
@@ -525,6 +555,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
         "legacy-dataset-shape",
         "expected-script-missing",
         "grader-ignored",
+        "correctness-not-measured",  # the grader is ignored in default mode: nothing measures correctness
     }
     for finding in document["warnings"] + document["info"]:
         assert set(finding) == {"rule", "severity", "message", "path"}
@@ -553,7 +584,8 @@ def test_paths_are_shown_as_the_user_spelled_the_skill(
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(capsys, "demo")
     assert code == 0
-    assert out.splitlines()[0].startswith("warning: demo/evals/grader.py: [grader-ignored] ")
+    assert out.splitlines()[0].startswith("warning: demo/evals/evals.json: [correctness-not-measured] case 'a'")
+    assert out.splitlines()[1].startswith("warning: demo/evals/grader.py: [grader-ignored] ")
 
 
 @pytest.mark.parametrize(
@@ -698,7 +730,7 @@ def test_pytest_files_a_run_refuses_are_named(tmp_path: Path) -> None:
     (skill / "tox.ini").write_text("[pytest]\naddopts = -p evilplug\n")
     (skill / "setup.cfg").write_text("[metadata]\nname = demo\n")
     (skill / "evals" / "pyproject.toml").write_text('[tool.pytest.ini_options]\nskilleval_ek = "sandbox=none"\n')
-    found = {(f.rule, f.severity, f.path) for f in validate_skill(skill).findings}
+    found = {(f.rule, f.severity, f.path) for f in others(validate_skill(skill))}
     assert found == {
         ("skill-conftest", "error", skill.resolve() / "scripts" / "tests" / "conftest.py"),
         ("skill-pytest-config", "warning", skill.resolve() / "tox.ini"),

@@ -146,19 +146,23 @@ def parse_goal(reply: Any) -> dict[str, Any]:
     }
 
 
-def _valid_results(results: Any) -> list[dict[str, Any]]:
+def _valid_results(results: Any, behaviors: Sequence[str]) -> list[dict[str, Any]]:
+    """Each verdict in order, with the behavior it judges (`assertion`), so a per-assertion table needs no guess."""
     if not isinstance(results, list):
         raise InvalidReply("results is not a list")
     for item in results:
         if not isinstance(item, Mapping) or not isinstance(item.get("passed"), bool):
             raise InvalidReply("every result needs a boolean passed")
-    return [dict(item) for item in results]
+    return [
+        {**item, "assertion": behaviors[index]} if index < len(behaviors) else dict(item)
+        for index, item in enumerate(results)
+    ]
 
 
 def parse_behavior(reply: Any, behaviors: Sequence[str]) -> dict[str, Any]:
     """One verdict per expected behavior; score = passed / behaviors (a `score` field must be finite, is ignored)."""
     data = _require_dict(reply)
-    results = _valid_results(data.get("results"))
+    results = _valid_results(data.get("results"), behaviors)
     if len(results) != len(behaviors):
         raise InvalidReply(f"{len(results)} results for {len(behaviors)} expected behaviors")
     if "score" in data and finite_score(data["score"]) is None:
@@ -169,7 +173,7 @@ def parse_behavior(reply: Any, behaviors: Sequence[str]) -> dict[str, Any]:
 
 def salvaged_behavior(results: list[dict[str, Any]], behaviors: Sequence[str]) -> dict[str, Any]:
     """A truncated reply's complete entries; the behaviors it never reached count as not passed."""
-    valid = _valid_results(results)
+    valid = _valid_results(results, behaviors)
     passed = sum(1 for item in valid if item["passed"])
     return {
         "score": round(passed / len(behaviors), 4),

@@ -1,0 +1,63 @@
+"""Whether a case's correctness was measured at all: the one decision the summary, report.html, BENCHMARK.md and
+`skilleval validate` share (pure).
+
+Without a correctness signal the standard score asks only whether the agent found and used the skill safely, so a
+PASS says nothing about whether the output was right. The signals: the case's own checks, a custom grader's metric
+(or its overall in `custom_only`), and the LLM judges (`--judge-model`). `correctness_measured` takes each as a
+flag, so a new signal is one more parameter here and nothing changes at the call sites that do not know it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+HOW_TO_MEASURE = (
+    "add checks to the case, a custom grader (evals/grader.py, run in default_plus_custom or custom_only), "
+    "or run with --judge-model"
+)
+
+
+def correctness_measured(*, checks: bool = False, grader: bool, judge: bool) -> bool:
+    """True when at least one signal says whether the output was right: the case has `checks`, a custom grader
+    scored it, or a judge model judged it."""
+    return checks or grader or judge
+
+
+def unmeasured_line(cases: Sequence[str], limit: int = 5) -> str:
+    """The plain sentence every surface prints for the cases with no correctness signal."""
+    shown = ", ".join(cases[:limit]) + (f" and {len(cases) - limit} more" if len(cases) > limit else "")
+    noun = "case" if len(cases) == 1 else "cases"
+    return (
+        f"Correctness not measured for {len(cases)} {noun} ({shown}): their scores say whether the skill was found "
+        f"and used safely, not whether the output was right; {HOW_TO_MEASURE}."
+    )
+
+
+JUDGE_METRICS = ("accuracy", "goal_accuracy", "behavior_check")
+
+
+def trial_signals(
+    grading_mode: str, metrics: Mapping[str, Any], custom_metrics: Mapping[str, Any], scored: bool
+) -> tuple[bool, bool]:
+    """(grader, judge) for one trial: a custom grader scored it (its metrics, or its overall in custom_only), and a
+    judge gave one of its metrics a score."""
+    grader = bool(custom_metrics) or (grading_mode == "custom_only" and scored)
+    judge = any(metrics.get(name) is not None for name in JUDGE_METRICS)
+    return grader, judge
+
+
+def unmeasured_cases(
+    trials: Sequence[tuple[str, str, Mapping[str, Any], Mapping[str, Any], bool]],
+    judge_enabled: bool,
+    cases_with_checks: Collection[str] = (),
+) -> list[str]:
+    """The cases, in the order first seen, none of whose trials (case, grading mode, metrics, custom metrics,
+    scored) has a correctness signal. A run with a judge model configured measures every case; so do a case's own
+    checks (`cases_with_checks`)."""
+    seen: dict[str, bool] = {}
+    for case, mode, metrics, custom, scored in trials:
+        grader, judge = trial_signals(mode, metrics, custom, scored)
+        measured = correctness_measured(checks=case in cases_with_checks, grader=grader, judge=judge or judge_enabled)
+        seen[case] = seen.get(case, False) or measured
+    return [case for case, measured in seen.items() if not measured]

@@ -1,0 +1,115 @@
+"""Eval files other skill-eval tools write (fixtures/formats/): what collects and means the same here, what is
+refused with the one line that names the format and the docs section mapping it, and what validate warns about."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.authoring.validate import validate_skill
+from pytest_skilleval.harbor.staging import stage_dataset_task
+from pytest_skilleval.skill.config_file import ConfigError, load_config
+from pytest_skilleval.skill.dataset import DatasetError, arm_prompt, load_dataset, parse_dataset
+from pytest_skilleval.skill.folder import no_skill_reason
+from pytest_skilleval.skill.plan import TrialSpec
+from tests.support import FIXTURES, SkillProject
+
+FORMATS = FIXTURES / "formats"
+
+
+def _skill(tmp_path: Path, source: Path, name: str = "demo") -> Path:
+    """A skill folder whose evals/ is a copy of one fixture layout."""
+    skill = tmp_path / name
+    shutil.copytree(source, skill / "evals")
+    (skill / "SKILL.md").write_text(f"---\nname: {name}\ndescription: d\n---\n")
+    return skill
+
+
+def test_skill_creator_expectations_collect_as_assertions() -> None:
+    dataset = load_dataset(FORMATS / "skill-creator" / "evals.json")
+    first = dataset.cases[0]
+    assert [case.id for case in dataset.cases] == ["1", "2"]
+    assert first.assertions[0] == "The output file summary.md exists" and len(first.assertions) == 3
+    assert first.expected_skill == "csv-summary" and first.entry_json()["expected_behavior"] == first.assertions
+
+
+def test_query_is_the_prompt_and_object_assertions_give_their_text() -> None:
+    cases = {case.id: case for case in load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases}
+    assert cases["implicit"].prompt == "Ship this change for review."
+    assert cases["explicit"].assertions == ["A new git branch was created", "pushed: The branch was pushed"]
+
+
+def test_an_assertion_object_without_text_names_the_field_and_what_it_needs(tmp_path: Path) -> None:
+    data = {"skill_name": "s", "evals": [{"id": "a", "prompt": "p", "expected_output": "e", "assertions": [{"x": 1}]}]}
+    with pytest.raises(DatasetError) as caught:
+        parse_dataset(tmp_path / "evals.json", json.dumps(data))
+    assert "field 'assertions'" in str(caught.value) and "'text'" in str(caught.value)
+
+
+def test_forced_invocation_names_the_skill_in_the_with_skill_arm_only(tmp_path: Path) -> None:
+    entry = load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases[0].entry_json()
+    assert arm_prompt(entry, "with_skill", "commit-push") == (
+        "Use the $commit-push skill. Commit the staged change and push it."
+    )
+    assert arm_prompt(entry, "without_skill", "commit-push") == "Commit the staged change and push it."
+    skill = _skill(tmp_path, FORMATS / "agent-skill-eval", "commit-push")
+    for arm in ("with_skill", "without_skill"):
+        spec = TrialSpec(
+            skill_dir=skill, skill_name="commit-push", case_id="explicit", source="dataset", entry=entry,
+            agent="replay", arm=arm, attempt=1,
+        )  # fmt: skip
+        task = stage_dataset_task(spec, tmp_path / f"task-{arm}", "default", None)
+        assert (task / "instruction.md").read_text() == arm_prompt(entry, arm, "commit-push") + "\n"
+
+
+def test_forced_invocation_on_a_negative_control_is_refused(tmp_path: Path) -> None:
+    row = {"id": "n", "prompt": "p", "expected_output": "e", "should_trigger": False, "force_skill_invocation": True}
+    with pytest.raises(DatasetError) as caught:
+        parse_dataset(tmp_path / "evals.json", json.dumps({"skill_name": "s", "evals": [row]}))
+    assert "force_skill_invocation" in str(caught.value) and "negative control" in str(caught.value)
+
+
+def test_validate_warns_on_keys_not_applied_and_positive_negatives(tmp_path: Path) -> None:
+    report = validate_skill(_skill(tmp_path, FORMATS / "agent-skill-eval", "commit-push"))
+    foreign = sorted(f.message.split(": ")[1] for f in report.findings if f.rule == "foreign-key-not-applied")
+    assert foreign == ["'side_effect_level'", "'stage_files'", "'tool_assertions'"]
+    negatives = [f.message for f in report.findings if f.rule == "negative-positive-assertions"]
+    assert len(negatives) == 1 and "case 'negative'" in negatives[0]
+    assert "'A new git branch was created'" in negatives[0] and "No commit was pushed" not in negatives[0]
+    assert all(f.severity == "warning" for f in report.findings if f.rule in {"foreign-key-not-applied"})
+
+
+def test_agent_crucible_suite_is_named_with_its_docs_section(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, FORMATS / "agent-crucible")
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(skill / "evals" / "evals.yaml")
+    assert "agent-crucible suite" in str(caught.value) and "docs/datasets.md#from-agent-crucible" in str(caught.value)
+    (skill / "evals" / "evals.yaml").unlink()  # evals.yaml is optional there: the task files alone say it
+    assert "docs/datasets.md#from-agent-crucible" in no_skill_reason(skill)
+    assert any("#from-agent-crucible" in f.message for f in validate_skill(skill).findings)
+
+
+def test_agent_exam_layout_is_named_with_its_docs_section(tmp_path: Path) -> None:
+    skill = _skill(tmp_path, FORMATS / "agent-exam")
+    with pytest.raises(ConfigError) as caught:
+        load_config(skill / "evals")
+    assert "agent-exam layout" in str(caught.value) and "docs/datasets.md#from-agent-exam" in str(caught.value)
+    (skill / "evals" / "config.yaml").unlink()
+    assert "docs/datasets.md#from-agent-exam" in no_skill_reason(skill)
+
+
+def test_a_skill_creator_skill_collects_in_a_run(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("csv-summary")
+    shutil.copy2(FORMATS / "skill-creator" / "evals.json", skill / "evals" / "evals.json")
+    result = skill_project.run("--collect-only", "-q", "--agents", "replay", "--env-mode", "local", subprocess=False)
+    ids = [line for line in result.outlines if "evals.json::" in line]
+    assert len(ids) == 4 and any("::1[replay-with_skill-1]" in line for line in ids), result.outlines
+
+
+def test_entry_json_keeps_force_skill_invocation_only_as_authored() -> None:
+    cases = {case.id: case for case in load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases}
+    assert cases["explicit"].entry_json()["force_skill_invocation"] is True
+    assert "force_skill_invocation" not in cases["implicit"].entry_json()
