@@ -87,6 +87,10 @@ def lookup(rel: str) -> tuple[int, str, os.stat_result | None]:
     return fd, parts[-1], st
 
 
+def quoted(data: bytes | str) -> str:
+    return "'" + shown(data) + "'"
+
+
 def kind_of(st: os.stat_result) -> str:
     if stat.S_ISLNK(st.st_mode):
         return "a symbolic link (not followed)"
@@ -150,21 +154,23 @@ def check_contains(spec: dict[str, Any], want: bool) -> Result:
     with handle:
         if spec.get("text") is not None:
             complete, found = scan_literal(handle, spec["text"].encode("utf-8"))
-            what = "text " + repr(shown(spec["text"]))
-            limit = MAX_LITERAL_SCAN
+            what, limit = "text " + quoted(spec["text"]), MAX_LITERAL_SCAN
         else:
             data = handle.read(MAX_REGEX_SCAN + 1)
             complete = len(data) <= MAX_REGEX_SCAN
             found = re.search(spec["regex"], data[:MAX_REGEX_SCAN].decode("utf-8", "replace")) is not None
-            what = "regex " + repr(shown(spec["regex"]))
-            limit = MAX_REGEX_SCAN
+            what, limit = "regex " + quoted(spec["regex"]), MAX_REGEX_SCAN
+        handle.seek(0)
+        head = handle.read(SNIPPET)
     where = ROOT + "/" + spec["path"]
     if found:
         return result("passed" if want else "failed", where + " contains " + what)
     if not complete:
         return result("error", where + " is " + str(size) + " bytes; only the first " + str(limit) + " were searched")
-    head = "" if size > MAX_STREAM else "; it starts " + repr(shown(open_file(spec["path"])[0].read(SNIPPET)))
-    return result("failed" if want else "passed", where + " (" + str(size) + " bytes) lacks " + what + head)
+    return result(
+        "failed" if want else "passed",
+        where + " (" + str(size) + " bytes) lacks " + what + "; it starts " + quoted(head),
+    )
 
 
 def check_equals(spec: dict[str, Any]) -> Result:
@@ -172,7 +178,7 @@ def check_equals(spec: dict[str, Any]) -> Result:
     where = ROOT + "/" + spec["path"]
     with handle:
         if size != spec["expected_size"]:
-            found = "" if size > MAX_STREAM else ", starting " + repr(shown(handle.read(SNIPPET)))
+            found = "" if size > MAX_STREAM else ", starting " + quoted(handle.read(SNIPPET))
             return result(
                 "failed", where + " is " + str(size) + " bytes, expected " + str(spec["expected_size"]) + found
             )
@@ -197,9 +203,9 @@ def check_equals(spec: dict[str, Any]) -> Result:
             + " differs at byte "
             + str(at)
             + ": expected "
-            + repr(shown(want[at : at + 40]))
+            + quoted(want[at : at + 40])
             + ", found "
-            + repr(shown(data[at : at + 40])),
+            + quoted(data[at : at + 40]),
         )
     return result(
         "failed", where + " differs from the expected file (same size, sha256 " + digest.hexdigest()[:12] + ")"
@@ -280,7 +286,7 @@ def json_path_verdict(spec: dict[str, Any], document: Any) -> Result:
     verb = "equals" if mode == "equals" else "contains"
     return result(
         "passed" if ok else "failed",
-        where + " is " + got + ("; " if ok else "; expected it " + verb + " ") + ("" if ok else expected),
+        where + " is " + got + ("" if ok else "; expected it " + verb + " " + expected),
     )
 
 
@@ -292,9 +298,9 @@ def read_stream(handle: IO[bytes]) -> str:
 def stream_match(name: str, text: str, spec: dict[str, Any]) -> str | None:
     literal, pattern = spec.get(name + "_contains"), spec.get(name + "_regex")
     if literal is not None and literal not in text:
-        return name + " lacks " + repr(shown(literal)) + "; it was " + repr(shown(text.strip()[-SNIPPET:]))
+        return name + " lacks " + quoted(literal) + "; it was " + quoted(text.strip()[-SNIPPET:])
     if pattern is not None and re.search(pattern, text) is None:
-        return name + " does not match " + repr(shown(pattern)) + "; it was " + repr(shown(text.strip()[-SNIPPET:]))
+        return name + " does not match " + quoted(pattern) + "; it was " + quoted(text.strip()[-SNIPPET:])
     return None
 
 
@@ -323,7 +329,7 @@ def check_command(spec: dict[str, Any]) -> Result:
         tail = (stderr or stdout).strip()[-SNIPPET:]
         return result(
             "failed",
-            "exit code " + str(code) + ", expected " + str(spec["exit_code"]) + "; output " + repr(shown(tail)),
+            "exit code " + str(code) + ", expected " + str(spec["exit_code"]) + "; output " + quoted(tail),
         )
     for name, text in (("stdout", stdout), ("stderr", stderr)):
         problem = stream_match(name, text, spec)

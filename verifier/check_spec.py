@@ -232,6 +232,9 @@ class FinalMessageContains(_Check):
     type: Literal["final_message_contains"]
     text: str
 
+    def default_label(self) -> str:
+        return f"final message contains {self.text[:60]!r}"
+
     @field_validator("text")
     @classmethod
     def _check_text(cls, value: str) -> str:
@@ -241,6 +244,9 @@ class FinalMessageContains(_Check):
 class FinalMessageMatches(_Check):
     type: Literal["final_message_matches"]
     regex: str
+
+    def default_label(self) -> str:
+        return f"final message matches {self.regex[:60]!r}"
 
     @field_validator("regex")
     @classmethod

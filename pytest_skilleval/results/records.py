@@ -11,6 +11,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifier.check_host import WorkspaceDiff
+from verifier.check_spec import CheckResult
 from verifier.reward import RichReward
 from verifier.scoring import clean_score, passes
 
@@ -62,6 +64,9 @@ class TrialRecord(BaseModel):
     overall: float | None = None
     metrics: dict[str, float | None] = Field(default_factory=dict, description="The six standard evaluators.")
     custom_metrics: dict[str, float] = Field(default_factory=dict)
+    custom_overall: float | None = Field(default=None, description="The custom grader's own overall, if it wrote one.")
+    checks: list[CheckResult] | None = Field(default=None, description="The case's checks; None when it has none.")
+    workspace_diff: WorkspaceDiff | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     activation: float | None = Field(default=None, description="skill_execution's activation sub-score.")
     negative_control: bool = False
@@ -97,6 +102,9 @@ def record_from_reward(
         overall=overall,
         metrics={name: clean_score(value) for name, value in reward.metrics.items()},
         custom_metrics=reward.custom_metrics,
+        custom_overall=clean_score(reward.custom_overall),
+        checks=reward.checks,
+        workspace_diff=reward.workspace_diff,
         details=reward.details,
         activation=clean_score(reward.activation_score),
         trajectory_source=reward.trajectory_source,
