@@ -13,16 +13,38 @@ from tests.support import LOCAL_REPLAY, SkillProject, shell_replay
 pytest_plugins = ["pytester"]
 
 
-def _skill(project: SkillProject, name: str, checks: list[dict[str, Any]], command: str, **entry: Any) -> Path:
+def _skill(
+    project: SkillProject, name: str, checks: list[dict[str, Any]], command: str, cases: int = 1, **entry: Any
+) -> Path:
+    ids = [f"c{n}" for n in range(1, cases + 1)]
     dataset = {
         "skill_name": name,
         "evals": [
-            {"id": "c1", "prompt": "write the result", "expected_output": "result.txt", "checks": checks, **entry}
+            {"id": case, "prompt": "write the result", "expected_output": "result.txt", "checks": checks, **entry}
+            for case in ids
         ],
     }
     skill = project.make_skill(name, dataset, grader=False)
-    (skill / "evals" / "replays" / "c1.json").write_text(json.dumps(shell_replay(command, message="Done: wrote it")))
+    for case in ids:
+        (skill / "evals" / "replays" / f"{case}.json").unlink()
+        write_replays(skill, case, command)
     return skill
+
+
+def write_replays(skill: Path, case: str, command: str) -> None:
+    """Both arms run `command`; the with-skill arm reads the skill's SKILL.md first (so the skill activates)."""
+    replays = skill / "evals" / "replays"
+    replays.mkdir(exist_ok=True)
+    baseline = shell_replay(command, message="Done: wrote it")
+    (replays / f"{case}.without-skill.json").write_text(json.dumps(baseline))
+    read = {
+        "tool_call_id": "r1",
+        "function_name": "Read",
+        "arguments": {"file_path": f"{{skills_dir}}/{skill.name}/SKILL.md"},
+    }
+    with_skill = json.loads(json.dumps(baseline))
+    with_skill["steps"][1]["tool_calls"].insert(0, read)
+    (replays / f"{case}.with-skill.json").write_text(json.dumps(with_skill))
 
 
 def _trial(project: SkillProject, skill: str, arm: str = "with_skill") -> dict[str, Any]:
@@ -60,3 +82,20 @@ def test_every_check_type_in_the_local_sandbox(pytester: pytest.Pytester) -> Non
     assert trial["metrics"]["checks"] == round(13 / 14, 4)
     assert "output/result.txt" in trial["workspace_diff"]["created"]
     assert "lacks text 'goodbye'; it starts 'hello\\n'" in trial["checks"][-1]["evidence"]
+
+
+def test_checks_reach_the_summary_lift_report_and_card(pytester: pytest.Pytester) -> None:
+    project = SkillProject(pytester)
+    checks = [{"type": "file_contains", "path": "output/result.txt", "text": "right", "name": "says right"}]
+    _skill(project, "reported", checks, "mkdir -p output && echo wrong > output/result.txt", cases=2)
+    result = project.run("skills/reported", *LOCAL_REPLAY)
+    result.stdout.fnmatch_lines(["*checks*0.0000*0.0000*", "*Checks*0.0000*0.0000*"])
+    run = sorted((project.root / "results" / "reported").glob("2*"))[-1]
+    doc = json.loads((run / "result.json").read_text())
+    lift = doc["agents"]["replay"]["lift"]["metrics"]["checks"]
+    assert lift["delta"] == 0.0 and lift["ci95"] == [0.0, 0.0] and lift["n_pairs"] == 2
+    assert doc["agents"]["replay"]["with_skill"]["checks_pass_at_k"]["passed_cases"] == 0
+    html = (run / "report.html").read_text()
+    assert "says right" in html and "lacks text &#39;right&#39;" in html and "+ output/result.txt" in html
+    card = (run / "BENCHMARK.md").read_text()
+    assert "| Checks | 0.0000" in card and "checks lift +0.0000" in card
