@@ -3,7 +3,6 @@ gate a with-skill item beside its overall. Real trials in the local sandbox, rep
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
