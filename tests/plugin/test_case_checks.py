@@ -99,3 +99,12 @@ def test_checks_reach_the_summary_lift_report_and_card(pytester: pytest.Pytester
     assert "says right" in html and "lacks text &#39;right&#39;" in html and "+ output/result.txt" in html
     card = (run / "BENCHMARK.md").read_text()
     assert "| Checks | 0.0000" in card and "checks lift +0.0000" in card
+
+
+def test_the_demo_shows_a_checks_row_offline(pytester: pytest.Pytester) -> None:
+    project = SkillProject(pytester)
+    project.copy_hello_skill()
+    result = project.run("skills/hello-skill", *LOCAL_REPLAY)
+    result.stdout.fnmatch_lines(["Results by Dimension", "*", "*Overall*", "  Checks*1.0000*0.3125*"])
+    trials = project.result_json("hello-skill")["trials"]
+    assert all(t["checks"] for t in trials) and all(t["passed"] for t in trials if t["arm"] == "with_skill")
