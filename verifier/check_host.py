@@ -113,15 +113,15 @@ def _final_message(spec: Any, evidence: TrajectoryEvidence | None) -> tuple[Chec
     final = evidence.final_response
     if spec.type == "final_message_contains":
         found = spec.text in final
-        what = f"text {_short(spec.text)!r}"
+        what = f"text '{_short(spec.text)}'"
     else:
         found = re.search(spec.regex, final) is not None
-        what = f"regex {_short(spec.regex)!r}"
+        what = f"regex '{_short(spec.regex)}'"
     if found:
         return "passed", f"the last message matches {what}"
     return (
         "failed",
-        f"the last message lacks {what}; it was {_short(final)!r}" if final else "the last message is empty",
+        f"the last message lacks {what}; it was '{_short(final)}'" if final else "the last message is empty",
     )
 
 
@@ -132,8 +132,8 @@ def _no_command(spec: Any, evidence: TrajectoryEvidence | None) -> tuple[CheckSt
     commands = [command_text(call.arguments) for call in evidence.tool_calls if is_exec_tool(call.tool)]
     for number, command in enumerate(commands):
         if command and pattern.search(command):
-            return "failed", f"command {number + 1} matches {_short(spec.regex)!r}: {_short(command)!r}"
-    return "passed", f"none of {len(commands)} shell command(s) matches {_short(spec.regex)!r}"
+            return "failed", f"command {number + 1} matches '{_short(spec.regex)}': '{_short(command)}'"
+    return "passed", f"none of {len(commands)} shell command(s) matches '{_short(spec.regex)}'"
 
 
 def host_result(
