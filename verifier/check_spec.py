@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 MAX_CHECKS = 64
 MAX_PATTERN_CHARS = 4096
@@ -49,9 +49,7 @@ def workspace_path(value: str) -> str:
     return normalized
 
 
-def _regex(value: str | None) -> str | None:
-    if value is None:
-        return None
+def _regex(value: str) -> str:
     if len(value) > MAX_PATTERN_CHARS:
         raise ValueError(f"is longer than {MAX_PATTERN_CHARS} characters")
     try:
@@ -61,10 +59,15 @@ def _regex(value: str | None) -> str | None:
     return value
 
 
-def _text(value: str | None) -> str | None:
-    if value is not None and len(value) > MAX_PATTERN_CHARS:
+def _text(value: str) -> str:
+    if len(value) > MAX_PATTERN_CHARS:
         raise ValueError(f"is longer than {MAX_PATTERN_CHARS} characters")
     return value
+
+
+# A literal to find, and a regular expression (Python's `re`, matched with re.search): checked when read.
+Text = Annotated[str, AfterValidator(_text)]
+Regex = Annotated[str, AfterValidator(_regex)]
 
 
 class _Check(BaseModel):
@@ -117,18 +120,8 @@ class FileAbsent(_PathCheck):
 
 
 class _TextOrRegex(_PathCheck):
-    text: str | None = Field(default=None, description="A literal to find.")
-    regex: str | None = Field(default=None, description="A regular expression, matched as Python's re.search.")
-
-    @field_validator("text")
-    @classmethod
-    def _check_text(cls, value: str | None) -> str | None:
-        return _text(value)
-
-    @field_validator("regex")
-    @classmethod
-    def _check_regex(cls, value: str | None) -> str | None:
-        return _regex(value)
+    text: Text | None = Field(default=None, description="A literal to find.")
+    regex: Regex | None = Field(default=None, description="A regular expression, matched as Python's re.search.")
 
     @model_validator(mode="after")
     def _one_of(self) -> _TextOrRegex:
@@ -195,20 +188,10 @@ class Command(_Check):
     run: str = Field(description="Shell text, run with bash -c (sh when bash is missing), cwd /workspace.")
     exit_code: int = 0
     timeout_sec: float = DEFAULT_COMMAND_TIMEOUT_SEC
-    stdout_contains: str | None = None
-    stdout_regex: str | None = None
-    stderr_contains: str | None = None
-    stderr_regex: str | None = None
-
-    @field_validator("stdout_contains", "stderr_contains")
-    @classmethod
-    def _check_texts(cls, value: str | None) -> str | None:
-        return _text(value)
-
-    @field_validator("stdout_regex", "stderr_regex")
-    @classmethod
-    def _check_regexes(cls, value: str | None) -> str | None:
-        return _regex(value)
+    stdout_contains: Text | None = None
+    stdout_regex: Regex | None = None
+    stderr_contains: Text | None = None
+    stderr_regex: Regex | None = None
 
     @field_validator("run")
     @classmethod
@@ -230,28 +213,18 @@ class Command(_Check):
 
 class FinalMessageContains(_Check):
     type: Literal["final_message_contains"]
-    text: str
+    text: Text
 
     def default_label(self) -> str:
         return f"final message contains {self.text[:60]!r}"
 
-    @field_validator("text")
-    @classmethod
-    def _check_text(cls, value: str) -> str:
-        return _text(value) or value
-
 
 class FinalMessageMatches(_Check):
     type: Literal["final_message_matches"]
-    regex: str
+    regex: Regex
 
     def default_label(self) -> str:
         return f"final message matches {self.regex[:60]!r}"
-
-    @field_validator("regex")
-    @classmethod
-    def _check_regex(cls, value: str) -> str:
-        return _regex(value) or value
 
 
 class _Globs(_Check):
@@ -279,12 +252,7 @@ class WorkspaceUnchanged(_Globs):
 
 class NoCommandMatching(_Check):
     type: Literal["no_command_matching"]
-    regex: str
-
-    @field_validator("regex")
-    @classmethod
-    def _check_regex(cls, value: str) -> str:
-        return _regex(value) or value
+    regex: Regex
 
     def default_label(self) -> str:
         return f"no command matching {self.regex[:60]}"
