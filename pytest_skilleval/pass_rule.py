@@ -1,7 +1,10 @@
 """The item's pass/fail rule: what the `skilleval_trial` fixture hands the call phase, and the call phase itself.
 
-With-skill trials must reach the skill's pass threshold; baseline trials only report their score. A trial that
-could not be scored never gets here: setup raises `TrialError` and the item is an ERROR, not a FAIL.
+With-skill trials must reach the skill's pass threshold; baseline trials only report their score. The overall alone
+does not say the output was right, so what does stands beside it (`verifier.scoring.correctness_gates`): a case's
+checks score must reach the threshold too, and in default_plus_custom with no judge so must the custom grader's own
+overall. A failed item says which gate failed and, for checks, the failed checks' evidence. A trial that could not
+be scored never gets here: setup raises `TrialError` and the item is an ERROR, not a FAIL.
 """
 
 from __future__ import annotations
@@ -9,10 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_skilleval.results.records import TrialRecord
+from verifier.scoring import passes
+
+MAX_FAILED_CHECKS_SHOWN = 3
 
 
 class TrialFailed(AssertionError):
-    """The with-skill score is below the pass threshold."""
+    """The with-skill score, or a correctness gate beside it, is below the pass threshold."""
 
 
 @dataclass(frozen=True)
@@ -24,14 +30,32 @@ class TrialOutcome:
 
 
 def judge(outcome: TrialOutcome) -> None:
-    """The call phase: with-skill trials must reach the threshold; baseline trials only report their score."""
+    """The call phase: with-skill trials must pass (overall and correctness gates); baseline trials only report."""
     record, threshold = outcome.record, outcome.pass_threshold
     if record.arm == "without_skill" or record.passed:
         return
-    raise TrialFailed(
-        f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: overall {record.overall:.4f} "
-        f"< pass threshold {threshold:.2f}" + _weakest(record)
-    )
+    head = f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: "
+    reasons = []
+    if passes(record.overall, threshold) is False:
+        reasons.append(f"overall {record.overall:.4f} < pass threshold {threshold:.2f}" + _weakest(record))
+    gates = record.gates()
+    checks = gates.get("checks")
+    if checks is not None and passes(checks, threshold) is False:
+        reasons.append(f"checks {checks:.4f} < pass threshold {threshold:.2f}: {_failed_checks(record)}")
+    custom = gates.get("custom overall")
+    if custom is not None and passes(custom, threshold) is False:
+        reasons.append(
+            f"the custom grader's overall {custom:.4f} < pass threshold {threshold:.2f} (it stands for correctness: "
+            "default_plus_custom with no judge)"
+        )
+    raise TrialFailed(head + "; ".join(reasons or [f"below pass threshold {threshold:.2f}"]))
+
+
+def _failed_checks(record: TrialRecord) -> str:
+    failed = [check for check in record.checks or () if check.status == "failed"]
+    shown = [f"{check.name}: {check.evidence}" for check in failed[:MAX_FAILED_CHECKS_SHOWN]]
+    more = len(failed) - len(shown)
+    return "; ".join(shown) + (f" (and {more} more failed check(s))" if more > 0 else "")
 
 
 def _weakest(record: TrialRecord) -> str:

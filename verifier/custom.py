@@ -63,7 +63,8 @@ class SanitizedReward(BaseModel):
     """What a grader's reward means after the contract's rules.
 
     `errors` non-empty means the reward failed: it contributes nothing (no metrics, no overall) and the trial is an
-    error, not a score. `overall` is only ever set in `custom_only`; `unscored_reason` says why it is None there.
+    error, not a score. `overall` is the trial's score in `custom_only` (`unscored_reason` says why it is None
+    there); in `default_plus_custom` it is kept beside the standard score.
     """
 
     custom_metrics: dict[str, float] = Field(default_factory=dict)
@@ -185,7 +186,8 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
 
     `reward_txt` is the numeric reward.txt, used in `custom_only` when reward.json has no valid `overall`.
     In `default` mode a grader is ignored, so nothing is returned. In `default_plus_custom` the grader's `overall`
-    is ignored: the standard scoring stays authoritative.
+    is not the trial's score (the standard scoring stays authoritative) but it is kept: with no judge it stands for
+    correctness in the item's pass (`verifier.scoring.correctness_gates`).
     """
     mode = normalize_mode(mode)
     result = SanitizedReward()
@@ -250,6 +252,8 @@ def sanitize_custom_reward(raw: Mapping[str, Any], mode: str, *, reward_txt: flo
 
     if mode == "custom_only":
         result.overall, result.unscored_reason = _custom_only_overall(raw, reward_txt)
+    else:
+        result.overall, _ = _custom_only_overall(raw, reward_txt)
     return result
 
 

@@ -21,6 +21,9 @@ STANDARD_METRICS: tuple[str, ...] = (
 )
 DETERMINISTIC_METRICS: tuple[str, ...] = ("security", "skill_execution", "skill_efficiency")
 JUDGE_METRICS: tuple[str, ...] = ("accuracy", "goal_accuracy", "behavior_check")
+# The case's own checks (weighted fraction passed): reported beside the standard evaluators, never a dimension.
+CHECKS_METRIC = "checks"
+REPORTED_METRICS: tuple[str, ...] = (*STANDARD_METRICS, CHECKS_METRIC)
 
 NO_TRAJECTORY = "No trajectory or reconstructible agent log"
 

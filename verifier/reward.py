@@ -18,8 +18,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verifier import safe_io
+from verifier.check_host import WorkspaceDiff
+from verifier.check_spec import CheckResult, checks_score
 from verifier.custom import SanitizedReward, flat_numeric_reward
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.evidence import CHECKS_METRIC, JUDGE_METRICS, STANDARD_METRICS
 from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
@@ -44,6 +46,14 @@ class RichReward(BaseModel):
     evaluation_errors: dict[str, str | None] | None = None
     overall: float | None = None
     overall_basis: list[str] = Field(default_factory=list)
+    checks: list[CheckResult] | None = Field(default=None, description="The case's checks; None when it has none.")
+    workspace_diff: WorkspaceDiff | None = Field(default=None, description="What the agent changed in /workspace.")
+
+    def set_checks(self, results: list[CheckResult] | None) -> None:
+        """The case's check results and their score, `checks` among the metrics (None when none is scored)."""
+        self.checks = results
+        if results is not None:
+            self.metrics = {**self.metrics, CHECKS_METRIC: checks_score(results)}
 
     def document(self) -> dict[str, Any]:
         """The JSON object written to the reward file (only the keys grading set, in field order)."""

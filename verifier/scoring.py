@@ -74,3 +74,30 @@ def passes(overall: float | None, threshold: float) -> bool | None:
     if overall is None:
         return None
     return round(overall, 4) >= threshold
+
+
+def correctness_gates(
+    grading_mode: str, metrics: Mapping[str, float | None], custom_overall: float | None
+) -> dict[str, float | None]:
+    """The scores that must reach the pass threshold beside the overall, because they say whether the output was
+    right: the case's `checks` (when it has checks), and in default_plus_custom with no accuracy judge the custom
+    grader's own overall. None means unscored (every check errored): that gate drops out."""
+    gates: dict[str, float | None] = {}
+    if "checks" in metrics:
+        gates["checks"] = clean_score(metrics["checks"])
+    custom = clean_score(custom_overall)
+    if grading_mode == "default_plus_custom" and clean_score(metrics.get("accuracy")) is None and custom is not None:
+        gates["custom overall"] = custom
+    return gates
+
+
+def item_passes(overall: float | None, threshold: float, gates: Mapping[str, float | None]) -> bool | None:
+    """The overall and every scored correctness gate reach the threshold (rounded to 4 places); None when unscored."""
+    if overall is None:
+        return None
+    return passes(overall, threshold) is True and all(passes(v, threshold) is not False for v in gates.values())
+
+
+def failed_gates(threshold: float, gates: Mapping[str, float | None]) -> list[str]:
+    """The gates below the threshold, as `name value`."""
+    return [f"{name} {value:.4f}" for name, value in gates.items() if passes(value, threshold) is False]

@@ -86,7 +86,7 @@ def check_correctness_measured(ctx: ValidationContext) -> None:
     # custom_only: the grader's (or a native task's test's) overall is the score; a missing one is its own error.
     grader = ctx.grading_mode == "custom_only" or (ctx.grading_mode != "default" and ctx.usable_grader() is not None)
     for case in ctx.valid_cases:
-        if not correctness_measured(grader=grader, judge=False):
+        if not correctness_measured(checks=bool(case.checks), grader=grader, judge=False):
             ctx.add(
                 "correctness-not-measured",
                 "warning",

@@ -77,6 +77,15 @@ def _dataset(name: str) -> dict[str, Any]:
                     f"The agent ran the skill's {SCRIPT} script",
                     f"{OUTPUT} contains `NOTE: ship it on Friday.`",
                 ],
+                # Deterministic checks, run in the sandbox after the agent: a pass means the note is right.
+                "checks": [
+                    {
+                        "type": "file_equals",
+                        "path": OUTPUT.removeprefix("/workspace/"),
+                        "text": "NOTE: ship it on Friday.\n",
+                        "name": "the note, in the skill's format",
+                    }
+                ],
             }
         ],
     }

@@ -34,6 +34,7 @@ from verifier.custom import SanitizedReward
 from verifier.reward import RICH_REWARD_NAME, RichReward, grade_on_host
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
+CHECKS_KEPT = "the case's checks were not re-run (they need the trial's workspace); their stored results are kept"
 CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
 Rerun = Callable[[TrialSpec, Path], TrialRecord]
 
@@ -124,9 +125,12 @@ class Regrader:
         custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
         reward = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))
+        reward.set_checks(stored.checks)
+        reward.workspace_diff = stored.workspace_diff
         reward.details["regrade"] = {
             "source_run": self.source_run.name,
             **({"custom_grader": CUSTOM_KEPT} if uses_grader else {}),
+            **({"checks": CHECKS_KEPT} if stored.checks is not None else {}),
         }
         (work / "verifier" / RICH_REWARD_NAME).write_text(json.dumps(reward.document(), indent=2, default=str) + "\n")
         (work / "verifier" / "reward.json").write_text(json.dumps(reward.flat(), indent=2) + "\n")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.harbor.case_checks import BEFORE_NAME, take_snapshot
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import (
@@ -43,6 +44,7 @@ from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_fro
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
+from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.reward import own_test_reward, read_rich_reward
 
@@ -230,6 +232,7 @@ class SkillEvalRunner:
                     "grading_mode": mode,
                     "grader": grader.name if grader else None,
                     "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None,
+                    "workspace_before": str(work / BEFORE_NAME),
                 },
             )
         allowance = settings.pass_env
@@ -264,6 +267,15 @@ class SkillEvalRunner:
                 await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
 
             trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
+
+        async def snapshot_workspace(_event: Any) -> None:
+            # The workspace as the agent finds it (inputs staged): the "before" of the trial's workspace diff.
+            snapshot = await take_snapshot(trial.agent_environment)
+            if snapshot is not None:
+                safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
+
+        if source_trial is None:
+            trial.add_hook(TrialEvent.AGENT_START, snapshot_workspace)
         try:
             result = await trial.run()
         finally:

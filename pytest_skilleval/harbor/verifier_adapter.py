@@ -24,8 +24,11 @@ from harbor.models.verifier.result import VerifierResult
 from harbor.verifier.base import BaseVerifier
 from harbor.verifier.verifier import Verifier
 
-from pytest_skilleval.harbor.grading_seal import seal_for_grading
+from pytest_skilleval.harbor import case_checks
+from pytest_skilleval.harbor.grading_seal import end_agent_processes, seal_for_grading
 from verifier import safe_io
+from verifier.check_host import Snapshot, WorkspaceDiff, assemble, diff_snapshots
+from verifier.check_spec import CheckResult, CheckSpec
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, read_grader_reward
 from verifier.redact import Redactor
 from verifier.reward import RICH_REWARD_NAME, grade_on_host
@@ -90,12 +93,14 @@ class HostVerifier(BaseVerifier):
         grading_mode: str = "default",
         grader: str | None = None,
         judge: dict[str, Any] | None = None,
+        workspace_before: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.grading_mode = grading_mode
         self.grader = grader
         self.judge = judge
+        self.workspace_before = Path(workspace_before) if workspace_before else None
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
         self.redactor = Redactor.from_environment(os.environ)
@@ -200,15 +205,49 @@ class HostVerifier(BaseVerifier):
             raise RewardRejected(f"{self.grader}'s reward was rejected: " + "; ".join(sanitized.errors))
         return sanitized
 
+    async def _run_checks(
+        self, checks: list[CheckSpec] | None, before: Snapshot | None
+    ) -> tuple[case_checks.SandboxChecks, WorkspaceDiff | None]:
+        """The case's sandbox checks (and the after-snapshot) in the sealed sandbox; the diff when both snapshots
+        exist. Processes a check command left behind are ended before anything else runs there."""
+        if checks:
+            found = await case_checks.run_in_sandbox(self.environment, checks, str(self.env_paths.tests_dir))
+            if any(check.type == "command" for check in checks):
+                await end_agent_processes(self.environment)
+        else:
+            found = case_checks.SandboxChecks(snapshot=await case_checks.take_snapshot(self.environment))
+        after = found.snapshot if found.snapshot is not None and found.snapshot.error is None else None
+        diff = diff_snapshots(before, after) if before is not None and after is not None else None
+        return found, diff
+
+    def _check_results(
+        self, checks: list[CheckSpec], found: case_checks.SandboxChecks, diff: WorkspaceDiff | None
+    ) -> list[CheckResult]:
+        from verifier.trajectory import load_evidence
+
+        evidence = load_evidence(self._agent_host_dir)
+        return assemble(checks, found.verdicts, evidence, diff, found.problem)
+
     async def verify(self) -> VerifierResult:
         agent_dir = str(self.env_paths.agent_dir)
         self._refuse_sandbox_links(agent_dir, f"{agent_dir}/trajectory.json", str(self.env_paths.verifier_dir))
-        entry = json.loads((Path(self.task.paths.tests_dir) / "entry.json").read_text(encoding="utf-8"))
+        tests_dir = Path(self.task.paths.tests_dir)
+        entry = json.loads((tests_dir / "entry.json").read_text(encoding="utf-8"))
+        checks = case_checks.case_checks(entry)
+        before = case_checks.read_before(self.workspace_before) if self.workspace_before else None
+        run_grader = self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only")
         custom = None
-        if self.grader is not None and self.grading_mode in ("default_plus_custom", "custom_only"):
+        found, diff = case_checks.SandboxChecks(), None
+        if checks:
+            case_checks.stage_runner(tests_dir, checks)
+        if run_grader or checks or before is not None:
             await self._prepare_sandbox()
+            found, diff = await self._run_checks(checks, before)
+        if run_grader:
             custom = await self._run_grader()
         reward = await grade_on_host(self._agent_host_dir, entry, self.grading_mode, self.judge, custom)
+        reward.set_checks(self._check_results(checks, found, diff) if checks else None)
+        reward.workspace_diff = diff
         host_dir = self._verifier_host_dir
         document = self.redactor.value(json.loads(json.dumps(reward.document(), default=str)))
         safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(document, indent=2) + "\n")

@@ -304,6 +304,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             unmeasured_cases(
                 [(t.record.case, t.record.grading_mode, t.metrics, t.custom, t.scored) for t in ran],
                 judge_enabled=_judge_enabled(plan),
+                cases_with_checks={t.record.case for t in ran if t.record.checks is not None},
             ),
             key=natural_key,
         ),

@@ -16,9 +16,9 @@ from pytest_skilleval.results.models import (
     RunPlan,
     TrialFailure,
 )
-from pytest_skilleval.results.passk import condition_pass_at_k
+from pytest_skilleval.results.passk import checks_pass_at_k, condition_pass_at_k
 from pytest_skilleval.results.trials import CUSTOM_ONLY, Condition, ScoredTrial, dimension_band, mean_of, r4
-from verifier.evidence import STANDARD_METRICS
+from verifier.evidence import REPORTED_METRICS
 from verifier.scoring import clean_score, dimension_scores
 
 # ---------------------------------------------------------------------------------------------- resources
@@ -81,7 +81,7 @@ def resource_delta(w: Condition, wo: Condition, rw: ArmResources, rwo: ArmResour
 def arm_summary(cond: Condition, plan: RunPlan) -> tuple[ArmSummary, dict[str, bool]]:
     scored = cond.scored
     custom_only = plan.grading_mode == CUSTOM_ONLY
-    metrics = {m: mean_of(t.metrics[m] for t in scored) for m in STANDARD_METRICS}
+    metrics = {m: mean_of(t.metrics[m] for t in scored) for m in REPORTED_METRICS}
     dims = dict.fromkeys(DIMENSIONS) if custom_only else dimension_scores(metrics)
     custom_names = sorted({name for t in scored for name in t.custom})
     custom = {name: r4(mean_of(t.custom.get(name) for t in scored)) for name in custom_names}
@@ -101,6 +101,7 @@ def arm_summary(cond: Condition, plan: RunPlan) -> tuple[ArmSummary, dict[str, b
         metrics={k: r4(v) for k, v in metrics.items()},
         custom_metrics=custom,
         pass_at_k=pass_k,
+        checks_pass_at_k=None if withheld else checks_pass_at_k(cond, plan),
         resources=arm_resources(cond.trials),
         trial_failures=[
             TrialFailure(case=t.record.case, attempt=t.record.attempt, status=t.record.status, error=t.record.error)

@@ -17,6 +17,7 @@ from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
+from verifier.evidence import CHECKS_METRIC
 
 __all__ = ["render_card"]
 
@@ -70,6 +71,7 @@ def _rows(agents: list[AgentResult]) -> list[str]:
             f"{score(wos.rate if wos else None)} {ARROW} {score(ws.rate if ws else None)} ({signed(lift)})"
         )
     lines.append("| pass@k | " + " | ".join(pass_cells) + " |")
+    lines += _checks_rows(agents)
     for name in sorted({n for a in agents for n in (*a.with_skill.custom_metrics, *a.without_skill.custom_metrics)}):
         cells = [
             _cell(
@@ -81,6 +83,28 @@ def _rows(agents: list[AgentResult]) -> list[str]:
         ]
         lines.append(f"| custom: {md(name)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _checks_rows(agents: list[AgentResult]) -> list[str]:
+    """The case's own checks (correctness the author stated) and their pass@k, when any case has checks."""
+    if all(
+        a.with_skill.metrics.get(CHECKS_METRIC) is None and a.without_skill.metrics.get(CHECKS_METRIC) is None
+        for a in agents
+    ):
+        return []
+    cells = [
+        _cell(
+            a.without_skill.metrics.get(CHECKS_METRIC),
+            a.with_skill.metrics.get(CHECKS_METRIC),
+            a.lift.metrics.get(CHECKS_METRIC) if a.lift else None,
+        )
+        for a in agents
+    ]
+    rates = []
+    for a in agents:
+        ws, wos = a.with_skill.checks_pass_at_k, a.without_skill.checks_pass_at_k
+        rates.append(f"{score(wos.rate if wos else None)} {ARROW} {score(ws.rate if ws else None)}")
+    return ["| Checks | " + " | ".join(cells) + " |", "| Checks pass@k | " + " | ".join(rates) + " |"]
 
 
 def _intervals(agents: list[AgentResult]) -> list[str]:
@@ -96,6 +120,12 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
             f"- {md(a.name)}: overall lift {signed(o.delta)}, 95% {ci}, {o.n_pairs} paired cases{few}; "
             f"verdict {a.verdict.upper()} ({md(a.verdict_reason)})"
         )
+        checks = a.lift.metrics.get(CHECKS_METRIC)
+        if checks is not None and checks.delta is not None:
+            cci = f"[{checks.ci95[0]:+.4f}, {checks.ci95[1]:+.4f}]" if checks.ci95 else "no interval"
+            lines.append(
+                f"- {md(a.name)}: checks lift {signed(checks.delta)}, 95% {cci}, {checks.n_pairs} paired cases"
+            )
     return lines
 
 

@@ -31,7 +31,8 @@ from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
-from verifier.evidence import STANDARD_METRICS
+from verifier.check_host import WorkspaceDiff
+from verifier.evidence import CHECKS_METRIC, REPORTED_METRICS
 from verifier.reward import RichReward
 
 __all__ = ["render_report", "write_report"]
@@ -110,6 +111,7 @@ class TrialView:
     details_json: str | None
     grader_output: str | None
     assertion_results: list[dict[str, Any]] = field(default_factory=list)
+    workspace_diff: WorkspaceDiff | None = None
 
 
 @dataclass
@@ -123,6 +125,39 @@ class AgentView:
     forest_svg: Markup | None
     pass_k_svg: Markup | None
     trials_by_case: dict[str, list[TrialView]] = field(default_factory=dict)
+    checks_by_case: dict[str, list[CheckTally]] = field(default_factory=dict)
+
+
+@dataclass
+class CheckTally:
+    """One check of one case: passed / scored attempts per arm, over the agent's counted trials."""
+
+    name: str
+    with_skill: str
+    without_skill: str
+
+
+def _check_tallies(doc: ResultDocument, agent: str) -> dict[str, list[CheckTally]]:
+    counts: dict[str, dict[str, dict[str, list[int]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    )
+    for trial in doc.trials:
+        if trial.agent != agent or not trial.counted or not trial.checks:
+            continue
+        for check in trial.checks:
+            tally = counts[trial.case][check.name][trial.arm]
+            if check.status != "error":
+                tally[0] += check.status == "passed"
+                tally[1] += 1
+
+    def cell(found: dict[str, list[int]], arm: str) -> str:
+        passed, scored = found.get(arm, [0, 0])
+        return f"{passed}/{scored}" if scored else NA
+
+    return {
+        case: [CheckTally(name, cell(arms, "with_skill"), cell(arms, "without_skill")) for name, arms in checks.items()]
+        for case, checks in counts.items()
+    }
 
 
 def _cell(arm: ArmSummary, value: float | None) -> str:
@@ -159,7 +194,8 @@ def _metric_rows(agent: AgentResult) -> tuple[list[Row], list[Row]]:
             None,
             lift.metrics.get(name) if lift else None,
         )
-        for name in STANDARD_METRICS
+        for name in REPORTED_METRICS
+        if name != CHECKS_METRIC or ws.metrics.get(name) is not None or wos.metrics.get(name) is not None
     ]
     custom_lift = agent.custom_lift or {}
     custom = [
@@ -298,6 +334,7 @@ def _trial_view(files: TrialFiles, run_dir: Path) -> TrialView:
         details_json=details,
         grader_output=cap_text(redact_text(output), MAX_DETAILS_CHARS) if output is not None else None,
         assertion_results=_assertion_results(rich),
+        workspace_diff=rich.workspace_diff if rich is not None else None,
     )
 
 
@@ -328,6 +365,7 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
                 ),
                 forest_svg=_forest(agent, chart_id),
                 pass_k_svg=_pass_k(agent, chart_id),
+                checks_by_case=_check_tallies(doc, name),
                 trials_by_case={
                     case: sorted(trials, key=lambda t: (t.entry.arm, t.entry.attempt))
                     for case, trials in sorted(trials_by_agent.get(name, {}).items(), key=lambda kv: natural_key(kv[0]))

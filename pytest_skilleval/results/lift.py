@@ -25,7 +25,7 @@ from pytest_skilleval.results.trials import (
     mean_of,
     r4,
 )
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.evidence import JUDGE_METRICS, REPORTED_METRICS
 from verifier.scoring import DIMENSION_SOURCES, dimension_scores
 
 # -------------------------------------------------------------------------------------------------- lift
@@ -45,7 +45,7 @@ class CaseScores:
 
 def case_scores(items: Sequence[ScoredTrial], custom_only: bool) -> CaseScores:
     scored = [t for t in items if t.scored]
-    metrics = {m: mean_of(t.metrics[m] for t in scored) for m in STANDARD_METRICS}
+    metrics = {m: mean_of(t.metrics[m] for t in scored) for m in REPORTED_METRICS}
     dims = dict.fromkeys(DIMENSIONS) if custom_only else dimension_scores(metrics)
     names = {n for t in scored for n in t.custom}
     judges = {
@@ -130,7 +130,7 @@ def agent_lift(
     outcome = paired_scores(common, w, wo, lambda s: s.outcome, any_mixed)
     dims = {d: paired_scores(common, w, wo, lambda s, d=d: s.dims[d], dim_exclude[d]) for d in DIMENSIONS}
     metrics = {
-        m: paired_scores(common, w, wo, lambda s, m=m: s.metrics[m], mixed.get(m, set())) for m in STANDARD_METRICS
+        m: paired_scores(common, w, wo, lambda s, m=m: s.metrics[m], mixed.get(m, set())) for m in REPORTED_METRICS
     }
 
     # McNemar on per-case pass/fail over the comparable, judge-consistent cases

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_skilleval.results.records import ARMS, Arm, TrialKey
+from verifier.check_spec import CheckResult
 from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION: Final = "2.0"
@@ -93,6 +94,7 @@ class TrialEntry(_Model):
     metrics: dict[str, float | None]
     dimensions: Dimensions
     custom_metrics: dict[str, float]
+    checks: list[CheckResult] | None = Field(default=None, description="The case's checks; null when it has none.")
     overall_basis: list[str] | None = Field(
         default=None, description="The dimensions the overall is the mean of; fewer than five: a partial overall."
     )
@@ -177,6 +179,17 @@ class TrialFailure(_Model):
     error: str | None = None
 
 
+class ChecksPassAtK(_Model):
+    """pass@k of the checks metric alone: over the cases that have checks, the share where some scored attempt's
+    checks score reached the pass threshold."""
+
+    k: int
+    passed_cases: int
+    total_cases: int
+    rate: float | None
+    wilson95: list[float] | None
+
+
 class ArmSummary(_Model):
     arm: Arm
     execution_status: ConditionStatus
@@ -191,6 +204,9 @@ class ArmSummary(_Model):
     metrics: dict[str, float | None]
     custom_metrics: dict[str, float | None]
     pass_at_k: PassAtK | None
+    checks_pass_at_k: ChecksPassAtK | None = Field(
+        default=None, description="Cases with checks where some attempt's checks score reached the threshold."
+    )
     resources: ArmResources
     trial_failures: list[TrialFailure] = Field(default_factory=list)
 

@@ -6,6 +6,7 @@ from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
     AttemptOutcome,
     CasePassAtK,
+    ChecksPassAtK,
     PassAtK,
     RunPlan,
 )
@@ -79,3 +80,24 @@ def condition_pass_at_k(cond: Condition, plan: RunPlan) -> tuple[PassAtK, dict[s
         cases=cases,
     )
     return result, per_case_pass
+
+
+def checks_pass_at_k(cond: Condition, plan: RunPlan) -> ChecksPassAtK | None:
+    """pass@k of the checks metric: cases whose trials scored checks, passed when any attempt reached the threshold.
+    None when no case of the condition has a checks score."""
+    outcomes: list[bool] = []
+    for case in cond.cases:
+        scores = [t.metrics.get("checks") for t in cond.by_case.get(case, []) if t.scored]
+        scored = [s for s in scores if s is not None]
+        if scored:
+            outcomes.append(any(round(s, 4) >= plan.pass_threshold for s in scored))
+    if not outcomes:
+        return None
+    passed = sum(outcomes)
+    return ChecksPassAtK(
+        k=plan.n_attempts,
+        passed_cases=passed,
+        total_cases=len(outcomes),
+        rate=r4(passed / len(outcomes)),
+        wilson95=interval_pair(stats.wilson_interval(passed, len(outcomes))),
+    )

@@ -11,8 +11,10 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from verifier.check_host import WorkspaceDiff
+from verifier.check_spec import CheckResult
 from verifier.reward import RichReward
-from verifier.scoring import clean_score, passes
+from verifier.scoring import clean_score, correctness_gates, item_passes
 
 Arm = Literal["with_skill", "without_skill"]
 ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
@@ -62,6 +64,9 @@ class TrialRecord(BaseModel):
     overall: float | None = None
     metrics: dict[str, float | None] = Field(default_factory=dict, description="The six standard evaluators.")
     custom_metrics: dict[str, float] = Field(default_factory=dict)
+    custom_overall: float | None = Field(default=None, description="The custom grader's own overall, if it wrote one.")
+    checks: list[CheckResult] | None = Field(default=None, description="The case's checks; None when it has none.")
+    workspace_diff: WorkspaceDiff | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     activation: float | None = Field(default=None, description="skill_execution's activation sub-score.")
     negative_control: bool = False
@@ -75,7 +80,14 @@ class TrialRecord(BaseModel):
         default_factory=dict, description="Judges that were configured and failed: metric -> why (trial unscored)."
     )
     trial_dir: str | None = None
-    passed: bool | None = Field(default=None, description="overall >= pass threshold; None when unscored.")
+    passed: bool | None = Field(
+        default=None, description="overall and the correctness gates >= pass threshold; None when unscored."
+    )
+
+    def gates(self) -> dict[str, float | None]:
+        """What stands for correctness in this trial's pass (checks, the custom grader's overall)."""
+        return correctness_gates(self.grading_mode, self.metrics, self.custom_overall)
+
     source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")
     stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")
 
@@ -97,10 +109,15 @@ def record_from_reward(
         overall=overall,
         metrics={name: clean_score(value) for name, value in reward.metrics.items()},
         custom_metrics=reward.custom_metrics,
+        custom_overall=clean_score(reward.custom_overall),
+        checks=reward.checks,
+        workspace_diff=reward.workspace_diff,
         details=reward.details,
         activation=clean_score(reward.activation_score),
         trajectory_source=reward.trajectory_source,
-        passed=passes(overall, pass_threshold),
+        passed=item_passes(
+            overall, pass_threshold, correctness_gates(base["grading_mode"], reward.metrics, reward.custom_overall)
+        ),
         error=error,
     )
     if overall is None:

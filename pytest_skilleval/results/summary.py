@@ -26,7 +26,7 @@ from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
 from pytest_skilleval.results.trials import CUSTOM_ONLY
 from pytest_skilleval.results.verdict import incomplete_why
-from verifier.evidence import JUDGE_METRICS, STANDARD_METRICS
+from verifier.evidence import CHECKS_METRIC, JUDGE_METRICS, STANDARD_METRICS
 
 __all__ = ["render_summary"]
 
@@ -61,6 +61,8 @@ def _evaluators(res: AggregateResult, agent: AgentResult, width: int) -> list[st
     customs = sorted(set(ws.custom_metrics) | set(wos.custom_metrics))
     shown = [m for m in STANDARD_METRICS if any(arm.metrics.get(m) is not None for arm in ran) or not ran]
     hidden = [m for m in STANDARD_METRICS if m not in shown]
+    if any(arm.metrics.get(CHECKS_METRIC) is not None for arm in ran):
+        shown.append(CHECKS_METRIC)
     cols = Columns(width, (14, 15, 15), [*shown, *(f"custom: {c}" for c in customs)])
     lines = ["Results by Evaluator", *cols.row("evaluator", "with skill", "without skill", "lift")]
     lift = agent.lift
@@ -114,7 +116,18 @@ def _dimensions(res: AggregateResult, agent: AgentResult, width: int) -> list[st
             _arm_cell(wos, getattr(wos.dimensions, dim), getattr(wos.dimension_bands, dim)),
         )
     lines += cols.row("Overall", _arm_cell(ws, ws.overall), _arm_cell(wos, wos.overall))
+    lines += _checks_row(agent, cols)
     return lines + _partial_overall(ws if ws.execution_status != "skipped" else wos, width)
+
+
+def _checks_row(agent: AgentResult, cols: Columns) -> list[str]:
+    """The case's own checks, the correctness an author stated (their own row: they are not a dimension)."""
+    ws, wos = agent.with_skill, agent.without_skill
+    if ws.metrics.get(CHECKS_METRIC) is None and wos.metrics.get(CHECKS_METRIC) is None:
+        return []
+    return cols.row(
+        "Checks", _arm_cell(ws, ws.metrics.get(CHECKS_METRIC)), _arm_cell(wos, wos.metrics.get(CHECKS_METRIC))
+    )
 
 
 def _lift_cells(stat: LiftStat | None) -> tuple[str, ...]:
@@ -136,6 +149,9 @@ def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
     for dim in () if custom_only else DIMENSIONS:
         lines += cols.row(dim.capitalize(), *_lift_cells(lift.dimensions.get(dim)))
     lines += cols.row("Overall", *_lift_cells(lift.overall))
+    checks = lift.metrics.get(CHECKS_METRIC)
+    if checks is not None and checks.delta is not None:
+        lines += cols.row("Checks", *_lift_cells(checks))
     if not custom_only:
         lines += cols.row("Outcome*", *_lift_cells(lift.outcome))
         lines.append(f"  * {lift.outcome_label}")
@@ -168,6 +184,11 @@ def condition_pass_at_k(agent: AgentResult, width: int) -> list[str]:
             lines += wrap(f"unbiased pass@k / pass^k: {est}", width, "    ")
         elif p.estimator_note:
             lines += wrap(p.estimator_note, width, "    ")
+    for label, arm in (("checks, with", ws), ("checks, without", wos)):
+        c = arm.checks_pass_at_k
+        if c is not None:
+            ci = f"95% [{c.wilson95[0]:.4f}, {c.wilson95[1]:.4f}]" if c.wilson95 else ""
+            lines += cols.row(label, f"{na(c.rate)} ({c.passed_cases}/{c.total_cases})", ci)
     if agent.lift is not None:
         pl = agent.lift.pass_at_k
         p_text = NA if pl.mcnemar_p is None else f"{pl.mcnemar_p:.4f}"

@@ -16,8 +16,8 @@ from pytest_skilleval.results.models import (
     TrialEntry,
 )
 from pytest_skilleval.results.records import Arm, TrialRecord
-from verifier.evidence import STANDARD_METRICS
-from verifier.scoring import clean_score, dimension_scores, overall_from_dimensions
+from verifier.evidence import REPORTED_METRICS, STANDARD_METRICS
+from verifier.scoring import clean_score, dimension_scores, item_passes, overall_from_dimensions
 
 OUTCOME_DIMENSIONS: tuple[str, str] = ("correctness", "effectiveness")
 
@@ -84,12 +84,12 @@ class ScoredTrial:
 
 
 def score_trial(record: TrialRecord, plan: RunPlan) -> ScoredTrial:
-    metrics = {name: clean_score(record.metrics.get(name)) for name in STANDARD_METRICS}
+    metrics = {name: clean_score(record.metrics.get(name)) for name in REPORTED_METRICS}
     custom = {k: v for k, v in ((k, clean_score(v)) for k, v in record.custom_metrics.items()) if v is not None}
     notes: list[str] = []
     mode = record.grading_mode or plan.grading_mode
     custom_scored = mode == CUSTOM_ONLY or (
-        all(v is None for v in metrics.values()) and clean_score(record.overall) is not None
+        all(metrics[name] is None for name in STANDARD_METRICS) and clean_score(record.overall) is not None
     )
     if custom_scored:
         dims: dict[str, float | None] = dict.fromkeys(DIMENSIONS)
@@ -104,7 +104,7 @@ def score_trial(record: TrialRecord, plan: RunPlan) -> ScoredTrial:
         notes.append("reported scored but no usable score")
     if not scored:
         overall = None
-    passed = None if overall is None else round(overall, 4) >= plan.pass_threshold
+    passed = item_passes(overall, plan.pass_threshold, record.gates())
     return ScoredTrial(record, metrics, custom, dims, overall, scored, passed, notes=notes)
 
 
@@ -129,6 +129,7 @@ def trial_entry(t: ScoredTrial) -> TrialEntry:
         metrics={k: r4(v) for k, v in t.metrics.items()},
         dimensions=Dimensions(**{k: r4(v) for k, v in t.dims.items()}),
         custom_metrics={k: r4(v) for k, v in t.custom.items()},  # type: ignore[misc]
+        checks=rec.checks,
         overall_basis=None
         if t.overall is None or rec.grading_mode == CUSTOM_ONLY
         else [d for d, v in t.dims.items() if v is not None],

@@ -19,8 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, load_yaml, yaml_error_message
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.check_files import expected_files
 from pytest_skilleval.skill.entry_keys import KeyTypo, near_miss_keys
 from pytest_skilleval.skill.foreign_formats import CRUCIBLE, crucible_suite
+from verifier.check_spec import CHECK_TYPES, MAX_CHECKS, CheckSpec
 
 DATASET_NAMES: tuple[str, ...] = ("evals.json", "evals.jsonl", "evals.yaml", "evals.yml")
 MAX_DATASET_BYTES = 64 * 1024 * 1024
@@ -99,6 +101,18 @@ class EvalCase(BaseModel):
     force_skill_invocation: bool = Field(
         default=False, description="agent-skill-eval's flag: the with-skill prompt names the skill explicitly."
     )
+    checks: list[CheckSpec] | None = Field(
+        default=None, description="Deterministic checks of the agent's result, graded after the agent (see grading.md)."
+    )
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _check_list(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, list):
+            raise ValueError("checks must be a list of check objects, each with a 'type'")
+        if isinstance(value, list) and len(value) > MAX_CHECKS:
+            raise ValueError(f"has {len(value)} checks; the limit per case is {MAX_CHECKS}")
+        return value or None
 
     @field_validator("id", mode="before")
     @classmethod
@@ -201,6 +215,10 @@ class EvalCase(BaseModel):
         data["ground_truth"] = self.expected_output
         data["expected_behavior"] = list(self.assertions)
         data["acceptable_alternates"] = list(self.acceptable_skills)
+        if self.checks is not None:
+            data["checks"] = [check.model_dump(mode="json", exclude_unset=True) for check in self.checks]
+        else:
+            data.pop("checks", None)
         return data
 
 
@@ -326,13 +344,21 @@ def _entry_label(index: int, raw: Any) -> str:
     return f"entry {index}"
 
 
+def _field_name(loc: tuple[Any, ...]) -> str | None:
+    """`checks.0.file_contains.path` -> `checks[0].path`: a check's place and field, not pydantic's union tag."""
+    parts = list(loc)
+    if len(parts) == 2 and parts[0] == "checks" and isinstance(parts[1], int):
+        return f"checks[{parts[1]}]"
+    if len(parts) >= 3 and parts[0] == "checks" and isinstance(parts[1], int) and isinstance(parts[2], str):
+        tail = [str(part) for part in parts[3:]] if parts[2] in CHECK_TYPES else [str(part) for part in parts[2:]]
+        return ".".join([f"checks[{parts[1]}]", *tail])
+    return ".".join(str(part) for part in parts) or None
+
+
 def _validation_message(error: ValidationError) -> tuple[str | None, str]:
     """The field at fault (when there is one problem) and the message: one problem's own text, or every problem
     with its field."""
-    problems = [
-        (".".join(str(part) for part in item["loc"]) or None, item["msg"].removeprefix("Value error, "))
-        for item in error.errors()
-    ]
+    problems = [(_field_name(item["loc"]), item["msg"].removeprefix("Value error, ")) for item in error.errors()]
     if len(problems) == 1:
         return problems[0]
     return None, "; ".join(f"field '{field}': {message}" if field else message for field, message in problems)
@@ -365,6 +391,10 @@ def entry_outcomes(path: Path, skill_name: str | None, raw_entries: list[Any]) -
         except ValidationError as error:
             field, message = _validation_message(error)
             yield DatasetError(path, message + _aliases_read(raw), entry=label, field=field)
+            continue
+        problem = expected_files(case, path.parent)
+        if problem is not None:
+            yield DatasetError(path, problem[1], entry=label, field=problem[0])
             continue
         key = duplicate_key(case.id)
         if key in seen:

@@ -18,7 +18,22 @@ SCHEMA_ID = "https://pytest-skilleval.invalid/schemas/evals.schema.json"
 INTERNAL_FIELDS = {"files_given", "expected_skill_given"}
 
 
-def _entry_schema() -> dict[str, Any]:
+# Filled in by the loader from a file_equals check's `text` or `file`: never authored.
+LOADER_CHECK_FIELDS = ("expected_sha256", "expected_size")
+
+
+def _check_defs(defs: dict[str, Any]) -> dict[str, Any]:
+    """The check models' definitions, without the fields only the loader sets."""
+    for definition in defs.values():
+        properties = definition.get("properties", {})
+        for name in LOADER_CHECK_FIELDS:
+            properties.pop(name, None)
+        if "paths" in properties:  # one glob or a list of them
+            properties["paths"] = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+    return defs
+
+
+def _entry_schema() -> tuple[dict[str, Any], dict[str, Any]]:
     schema = EvalCase.model_json_schema()
     properties: dict[str, Any] = {k: v for k, v in schema["properties"].items() if k not in INTERNAL_FIELDS}
     properties["id"] = {
@@ -54,17 +69,18 @@ def _entry_schema() -> dict[str, Any]:
         {"anyOf": [{"required": ["prompt"]}, {"required": ["question"]}, {"required": ["query"]}]},
         {"anyOf": [{"required": ["expected_output"]}, {"required": ["ground_truth"]}]},
     ]
-    return {"type": "object", "properties": properties, "allOf": required, "additionalProperties": True}
+    entry = {"type": "object", "properties": properties, "allOf": required, "additionalProperties": True}
+    return entry, _check_defs(schema.get("$defs", {}))
 
 
 def dataset_json_schema() -> dict[str, Any]:
-    entry = _entry_schema()
+    entry, check_defs = _entry_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "pytest-skilleval eval dataset",
         "description": "The agentskills shape {skill_name, evals: [...]} or a legacy flat list of entries.",
-        "$defs": {"entry": entry},
+        "$defs": {"entry": entry, **check_defs},
         "oneOf": [
             {
                 "type": "object",

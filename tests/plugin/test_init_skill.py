@@ -22,8 +22,12 @@ def test_a_new_skill_validates_and_runs_both_arms_offline(
     assert [f.rule for f in validate_skill(skill).findings if f.rule != "correctness-not-measured"] == []
     result = skill_project.run(*LOCAL_REPLAY)
     result.assert_outcomes(passed=2)
-    (trial,) = [t for t in skill_project.result_json("note-taker")["trials"] if t["arm"] == "with_skill"]
+    trials = {t["arm"]: t for t in skill_project.result_json("note-taker")["trials"]}
+    trial = trials["with_skill"]
     assert trial["status"] == "scored" and trial["metrics"]["skill_execution"] == 1.0
+    # The starter case carries a check: the skill's note is right, the baseline's hand-written one is not.
+    assert [c["status"] for c in trial["checks"]] == ["passed"] and trial["metrics"]["checks"] == 1.0
+    assert trials["without_skill"]["metrics"]["checks"] == 0.0
 
 
 def test_init_never_writes_over_an_existing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

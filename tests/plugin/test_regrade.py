@@ -74,7 +74,7 @@ workspace = Path(os.environ.get("HARBOR_WORKSPACE_DIR", "/workspace"))
 files = sorted(str(p.relative_to(workspace)) for p in workspace.rglob("*") if p.is_file())
 verifier = Path(os.environ.get("HARBOR_VERIFIER_DIR", "/logs/verifier"))
 verifier.mkdir(parents=True, exist_ok=True)
-(verifier / "reward.json").write_text(json.dumps({"overall": 0.25, "regraded": 1.0,
+(verifier / "reward.json").write_text(json.dumps({"overall": 1.0, "regraded": 1.0,
                                                   "workspace_has_files": 1.0 if files else 0.0}))
 '''
 

@@ -33,7 +33,7 @@ def metrics(n: int, prefix: str = "m") -> dict[str, float]:
 def test_seed_example_in_both_custom_modes() -> None:
     plus = sanitize_custom_reward(SEED_REWARD, "default_plus_custom")
     assert plus.ok and plus.custom_metrics == {"custom_check": 0.85}
-    assert plus.overall is None  # the standard overall stays authoritative
+    assert plus.overall == 0.85  # kept: with no judge it gates the item's pass (the trial's score stays standard)
     assert plus.details == {"custom_check": {"score": 0.85, "reason": "starter"}}
     only = sanitize_custom_reward(SEED_REWARD, "custom_only")
     assert only.ok and only.overall == 0.85 and only.custom_metrics == {"custom_check": 0.85}
@@ -267,8 +267,15 @@ def test_custom_only_falls_back_to_reward_txt() -> None:
     assert sanitize_custom_reward({"a": 0.3}, "custom_only", reward_txt=4.0).overall is None
 
 
-def test_default_plus_custom_ignores_grader_overall() -> None:
-    assert sanitize_custom_reward({"overall": 0.2, "cc": 0.9}, "default_plus_custom").overall is None
+def test_default_plus_custom_keeps_the_graders_overall_but_does_not_score_with_it() -> None:
+    from verifier.scoring import correctness_gates, trial_overall
+
+    kept = sanitize_custom_reward({"overall": 0.2, "cc": 0.9}, "default_plus_custom").overall
+    assert kept == 0.2
+    metrics = {"security": 1.0, "skill_execution": 1.0, "skill_efficiency": 1.0}
+    assert trial_overall("default_plus_custom", metrics, kept) == 1.0
+    assert correctness_gates("default_plus_custom", {**metrics, "accuracy": None}, kept) == {"custom overall": 0.2}
+    assert correctness_gates("default_plus_custom", {**metrics, "accuracy": 0.9}, kept) == {}  # a judge: no gate
 
 
 # --- files -------------------------------------------------------------------------------------------------------

@@ -156,7 +156,9 @@ def test_result_json_minimum_shape_and_schema(tmp_path: Path) -> None:
         "accuracy",
         "goal_accuracy",
         "behavior_check",
+        "checks",
     }
+    assert arm["metrics"]["checks"] is None and trial["checks"] is None  # no case has checks: null, not 0
     assert set(arm["pass_at_k"]) >= {"k", "rate", "unbiased", "pass_hat_k"}
     assert set(arm) >= {"overall", "custom_metrics", "n_trials", "n_scored", "resources"}
     lift = agent["lift"]
