@@ -99,7 +99,11 @@ def test_each_assertion_has_its_pass_rate_per_arm_and_its_reason_per_trial(
 
 def test_without_a_judge_no_assertion_is_reported_and_correctness_is_unmeasured(skill_project: SkillProject) -> None:
     skill = _one_case(skill_project)
-    (skill / "evals" / "config.yml").unlink()  # default mode: the grader does not run, nothing measures correctness
+    (skill / "evals" / "config.yml").unlink()  # default mode: the grader does not run
+    dataset = skill / "evals" / "evals.json"
+    data = json.loads(dataset.read_text())
+    del data["evals"][0]["checks"]  # and with no checks, nothing measures correctness
+    dataset.write_text(json.dumps(data))
     run = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
     run.assert_outcomes(passed=1)
     result = skill_project.result_json("hello-skill")

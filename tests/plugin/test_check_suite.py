@@ -61,6 +61,7 @@ def test_a_case_that_cannot_fail_and_a_negative_that_fails_are_each_one_line(ski
         [
             _case("already-true", files=["files/data.txt"]),
             _case("needs-work"),
+            _case("absent-check", checks=[{"type": "file_absent", "path": "output/never.txt"}]),
             _case("neg-strict", should_trigger=False),
             _case("neg-fine", should_trigger=False),
         ],
@@ -69,11 +70,14 @@ def test_a_case_that_cannot_fail_and_a_negative_that_fails_are_each_one_line(ski
     done = _check_suite(skill, skill_project.root)
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 2, lines
-    assert lines[0].startswith(f"{skill}: case 'already-true': cannot fail: ")
-    assert "grader file_ok 1.00" in lines[0]
-    assert lines[1].startswith(f"{skill}: case 'neg-strict': negative control fails for an agent that does nothing")
-    assert "grader file_ok 0.00" in lines[1]
+    assert len(lines) == 3, lines
+    # a check that holds on the untouched workspace cannot fail either (the grader scores this case 0)
+    assert lines[0].startswith(f"{skill}: case 'absent-check': cannot fail: ") and "checks 1.00" in lines[0]
+    assert "grader" not in lines[0]
+    assert lines[1].startswith(f"{skill}: case 'already-true': cannot fail: ")
+    assert "grader overall 1.00" in lines[1]
+    assert lines[2].startswith(f"{skill}: case 'neg-strict': negative control fails for an agent that does nothing")
+    assert "grader overall 0.00" in lines[2]
     assert _tree(skill) == before  # nothing written into the skill folder (no evals/results/)
 
 
