@@ -37,7 +37,10 @@ def test_defaults_and_spelling() -> None:
     [
         ({"sandbox": "bogus"}, "--ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
         ({"sandbox": "docker"}, "--ek sandbox must be one of auto, bwrap, none (got 'docker')"),
-        ({"sandbx": "none"}, "--ek sandbx is not a setting of the local environment (known: sandbox, tools, remote_latency_ms)"),
+        (
+            {"sandbx": "none"},
+            "--ek sandbx is not a setting of the local environment (known: sandbox, tools, remote_latency_ms)",
+        ),
         ({"tools": "/no/such/dir"}, "--ek tools must be a directory (got '/no/such/dir')"),
     ],
 )
