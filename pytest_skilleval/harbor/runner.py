@@ -118,6 +118,10 @@ class SkillEvalRunner:
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
 
+    def skill_of(self, spec: TrialSpec) -> SkillFolder:
+        """The skill a trial belongs to, as the session read it."""
+        return self._skill(spec)
+
     def task_environment(self, skill: SkillFolder) -> TaskEnvironment:
         """The skill's sandbox recipe; under Docker its image is built here, once per skill and run (trials in
         flight ask from worker threads at once: the lock keeps them from building the same image twice)."""

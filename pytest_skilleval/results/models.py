@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_skilleval.results.records import ARMS, Arm, TrialKey
+from pytest_skilleval.results.triggering import TriggeringAgent
 from verifier.scoring import SCORE_POLICY
 
 SCHEMA_VERSION: Final = "2.0"
@@ -335,6 +336,10 @@ class AggregateResult(_Model):
     comparison: dict[str, Any] | None = None
     trials: list[TrialEntry]
     warnings: list[str] = Field(default_factory=list)
+    triggering: dict[str, TriggeringAgent] = Field(
+        default_factory=dict,
+        description="Trigger-set metrics per agent (evals/triggers.json); never part of the dimensions or lift.",
+    )
 
 
 class ResultDocument(AggregateResult):
