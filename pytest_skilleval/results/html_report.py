@@ -353,6 +353,23 @@ def verdict_headline(doc: ResultDocument) -> str:
     return f"{doc.verdict.upper()}{incomplete}"
 
 
+def _trigger_views(doc: ResultDocument) -> list[dict[str, Any]]:
+    """Per agent with trigger items: its metrics and the per-query chart."""
+    return [
+        {
+            "agent": agent,
+            "metrics": metrics,
+            "svg": Markup(
+                charts.trigger_chart(
+                    f"triggers{index}",
+                    [(query.id, query.should_trigger, query.trigger_rate) for query in metrics.queries],
+                )
+            ),
+        }
+        for index, (agent, metrics) in enumerate(doc.triggering.items(), start=1)
+    ]
+
+
 def render_report(run: RunFolder) -> str:
     doc = run.document
     return (
@@ -363,6 +380,7 @@ def render_report(run: RunFolder) -> str:
             run_dir=str(run.path),
             headline=verdict_headline(doc),
             agents=_agent_views(run),
+            triggering=_trigger_views(doc),
             dimensions=DIMENSIONS,
         )
     )

@@ -147,7 +147,8 @@ def test_replayed_trigger_set_gives_the_precision_and_recall_its_replays_imply(
     skill_project: SkillProject, workers: tuple[str, ...]
 ) -> None:
     trigger_skill(skill_project)
-    result = skill_project.run(*LOCAL_REPLAY, *workers, "-v")
+    junit = skill_project.root / "junit.xml"
+    result = skill_project.run(*LOCAL_REPLAY, *workers, "-v", f"--junitxml={junit}")
     result.assert_outcomes(passed=4, failed=2)
     triggering = _triggering(skill_project)
     assert triggering["precision"] == pytest.approx(2 / 3, abs=1e-4)
@@ -168,6 +169,18 @@ def test_replayed_trigger_set_gives_the_precision_and_recall_its_replays_imply(
     assert "missed: greet-cy (loaded other)" in output
     assert "false triggers: hello-world" in output
     assert "greet-cy [replay-1]: should trigger, but the agent did not load the skill; loaded instead: other" in output
+
+    # The same figures in every published form: report.html (a chart per agent), BENCHMARK.md, JUnit properties.
+    run_dir = sorted((skill_project.root / "results" / "demo").glob("2*/result.json"))[-1].parent
+    report = (run_dir / "report.html").read_text()
+    assert "Triggering: replay" in report and 'id="chart-triggers1"' in report
+    assert "should not trigger" in report and "other (1)" in report
+    card = (run_dir / "BENCHMARK.md").read_text()
+    assert "| replay | 6 | 0.67 [" in card
+    assert "- replay missed: `greet-cy`" in card and "- replay false triggers: `hello-world`" in card
+    xml = junit.read_text()
+    assert '<property name="skilleval.demo.replay.trigger_recall" value="0.6667"' in xml
+    assert '<property name="skilleval.triggered" value="false"' in xml
 
 
 def test_last_failed_reruns_only_the_failed_queries(skill_project: SkillProject) -> None:
