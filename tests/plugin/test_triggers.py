@@ -4,6 +4,7 @@ precision and recall; offline with the replay agent, whose replays decide which 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,9 @@ import pytest
 import yaml
 
 from pytest_skilleval.skill.triggers import SCHEMA_PATH, render_schema
-from tests.support import LOCAL_REPLAY, SkillProject, bash_replay
+from tests.support import LOCAL_REPLAY, SkillProject, bash_replay, simple_entries
 
+DEMO_SIBLING = Path(__file__).parents[2] / "examples" / "farewell-skill"
 READ_OWN = "cat {skills_dir}/demo/SKILL.md"
 READ_SIBLING = "cat {skills_dir}/other/SKILL.md"
 NOTHING = "echo 144"
@@ -203,3 +205,25 @@ def test_distractor_skills_dir_replaces_the_siblings(skill_project: SkillProject
     assert triggering["missed_to"] == {"greet-cy": ["elsewhere"]}
     assert triggering["recall"] == 0.0
     assert triggering["precision"] is None  # nothing triggered: no precision to report, never a zero
+
+
+def test_demo_trigger_set_runs_offline_with_its_sibling_as_distractor(skill_project: SkillProject) -> None:
+    skill = skill_project.copy_hello_skill(triggers=True)
+    shutil.copytree(DEMO_SIBLING, skill.parent / "farewell-skill")
+    result = skill_project.run(*LOCAL_REPLAY, "-m", "skilleval_trigger", "-q")
+    result.assert_outcomes(passed=7)
+    assert "hello-skill triggering (replay, 7 queries): precision 1.00 [1.00, 1.00]  recall 1.00" in result.stdout.str()
+    triggering = skill_project.result_json("hello-skill")["triggering"]["replay"]
+    rates = {query["id"]: query for query in triggering["queries"]}
+    assert rates["t-farewell"]["distractors_loaded"] == {"farewell-skill": 1}
+    assert {query["split"] for query in triggering["queries"]} == {"train", "test"}
+
+
+def test_regrade_runs_no_trigger_item(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("demo", simple_entries("alpha"))
+    (skill / "evals" / "triggers.json").write_text(json.dumps([{"id": "t", "query": "hi", "should_trigger": True}]))
+    (skill / "evals" / "replays" / "t.json").write_text(json.dumps(bash_replay(READ_OWN)))
+    skill_project.run(*LOCAL_REPLAY, "--skip-baseline").assert_outcomes(passed=2)
+    regrade = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--regrade", "latest", "-rs")
+    regrade.assert_outcomes(passed=1, skipped=1)
+    assert "trigger items run no agent then" in regrade.stdout.str()
