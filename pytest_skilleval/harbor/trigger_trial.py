@@ -96,6 +96,8 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
     timing = result.agent_execution
     if timing is not None and timing.started_at and timing.finished_at:
         base["agent_seconds"] = round((timing.finished_at - timing.started_at).total_seconds(), 3)
+    if result.agent_result is not None and result.agent_result.cost_usd is not None:
+        base["cost_usd"] = result.agent_result.cost_usd
     exception = result.exception_info
     error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
     try:

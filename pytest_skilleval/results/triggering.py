@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -47,6 +47,7 @@ class TriggerRecord(BaseModel):
     error: str | None = None
     trial_dir: str | None = None
     agent_seconds: float | None = None
+    cost_usd: float | None = Field(default=None, description="The agent's reported cost; None when not reported.")
 
     @property
     def passed(self) -> bool | None:
@@ -83,6 +84,7 @@ class TriggeringAgent(BaseModel):
     )
     unscored: list[str] = Field(default_factory=list, description="Queries with no scored attempt (left out).")
     errors: int = 0
+    cost_usd: float | None = Field(default=None, description="Reported agent cost of the trigger trials, if any.")
 
 
 def _confusion(rows: Sequence[tuple[bool, bool]]) -> dict[MetricName, float | None]:
@@ -182,7 +184,23 @@ def agent_metrics(records: Sequence[TriggerRecord], planned: Sequence[dict[str, 
         },
         unscored=[rate.id for rate in rates if rate.trigger_rate is None],
         errors=sum(1 for record in records if record.status != "scored"),
+        cost_usd=_cost(records),
     )
+
+
+def _cost(records: Sequence[TriggerRecord]) -> float | None:
+    known = [record.cost_usd for record in records if record.cost_usd is not None]
+    return round(math.fsum(known), 6) if known else None
+
+
+def subset_scores(queries: Sequence[QueryRate], ids: Collection[str]) -> dict[str, float | None]:
+    """precision, recall, f1 and accuracy over the scored queries among `ids` (a split of the trigger set)."""
+    rows = [
+        (query.should_trigger, query.trigger_rate >= TRIGGERED_AT)
+        for query in queries
+        if query.trigger_rate is not None and query.id in ids
+    ]
+    return {name: _rounded(value) for name, value in _confusion(rows).items()}
 
 
 def triggering_section(
