@@ -191,8 +191,6 @@ class SkillEvalRunner:
     ) -> tuple[Path, Any]:
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
-        from harbor.trial.hooks import TrialEvent
-        from harbor.trial.trial import Trial
 
         settings = skill.settings
         work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
@@ -253,28 +251,7 @@ class SkillEvalRunner:
                 else None
             ),
         )
-        trial = await Trial.create(config)
-
-        async def keep_agent_record(_event: Any) -> None:
-            # The replay agent's own record beats any trajectory.json the sandbox wrote.
-            restore = getattr(trial.agent, "restore_record", None)
-            if callable(restore):
-                restore()
-
-        trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
-        if inputs is not None:
-
-            async def upload_inputs(_event: Any) -> None:
-                await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
-
-            trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
-        try:
-            result = await trial.run()
-        finally:
-            # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
-            # process, for every trial. Only a logger named after this trial goes, never a shared one.
-            if trial.logger.name.endswith(f".{trial_name}"):
-                forget_logger(trial.logger.name)
+        result = await run_trial(config, inputs)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 
@@ -295,6 +272,36 @@ class SkillEvalRunner:
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
         error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
         return record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
+
+
+async def run_trial(config: Any, inputs: Path | None) -> Any:
+    """One Harbor trial from its config: the case's inputs uploaded when the agent starts, the replay agent's own
+    record restored before verification, Harbor's per-trial logger released after."""
+    from harbor.trial.hooks import TrialEvent
+    from harbor.trial.trial import Trial
+
+    trial = await Trial.create(config)
+
+    async def keep_agent_record(_event: Any) -> None:
+        # The replay agent's own record beats any trajectory.json the sandbox wrote.
+        restore = getattr(trial.agent, "restore_record", None)
+        if callable(restore):
+            restore()
+
+    trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
+    if inputs is not None:
+
+        async def upload_inputs(_event: Any) -> None:
+            await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
+
+        trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
+    try:
+        return await trial.run()
+    finally:
+        # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
+        # process, for every trial. Only a logger named after this trial goes, never a shared one.
+        if trial.logger.name.endswith(f".{config.trial_name}"):
+            forget_logger(trial.logger.name)
 
 
 def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:

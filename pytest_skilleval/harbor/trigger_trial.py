@@ -18,13 +18,12 @@ from pytest_skilleval.harbor.credentials import runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import EnvironmentModeError
 from pytest_skilleval.harbor.images import ImageError
-from pytest_skilleval.harbor.process_env import forget_logger
 from pytest_skilleval.harbor.runner import (
-    INPUT_DIR,
     SkillEvalRunner,
     TrialError,
     agent_config,
     environment_config,
+    run_trial,
     scrub_agent_kwarg_secrets,
 )
 from pytest_skilleval.harbor.staging import StagingError, entry_document, stage_dataset_task, stage_inputs, stage_skill
@@ -123,8 +122,6 @@ async def _run(
     runner: SkillEvalRunner, spec: TrialSpec, skill: SkillFolder, trial_name: str
 ) -> tuple[Path, Any, list[str]]:
     from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
-    from harbor.trial.hooks import TrialEvent
-    from harbor.trial.trial import Trial
 
     settings = skill.settings
     work = runner.run_dir / spec.skill_name / "_triggers" / spec.case_id / f"{spec.label.replace('/', '_')}"
@@ -151,24 +148,6 @@ async def _run(
         ),
         timeout_multiplier=settings.timeout_multiplier,
     )
-    trial = await Trial.create(config)
-
-    async def keep_agent_record(_event: Any) -> None:
-        restore = getattr(trial.agent, "restore_record", None)
-        if callable(restore):
-            restore()
-
-    trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
-    if inputs is not None:
-
-        async def upload_inputs(_event: Any) -> None:
-            await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
-
-        trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
-    try:
-        result = await trial.run()
-    finally:
-        if trial.logger.name.endswith(f".{trial_name}"):
-            forget_logger(trial.logger.name)
+    result = await run_trial(config, inputs)
     scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
     return work / "trials" / trial_name, result, names

@@ -14,11 +14,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from pytest_skilleval.skill.case_ids import MAX_CASE_ID_LENGTH, CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.case_ids import MAX_CASE_ID_LENGTH, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.dataset import (
     MAX_ENTRIES,
     DatasetError,
@@ -39,7 +39,9 @@ class TriggerQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str = Field(description="Query id (case-id rules); default `query-<n>`, the entry's 1-based position.")
+    id: Annotated[str, BeforeValidator(canonical_case_id)] = Field(
+        description="Query id (case-id rules); default `query-<n>`, the entry's 1-based position."
+    )
     query: str = Field(description="The request given to the agent as its task.")
     should_trigger: bool = Field(description="Whether the agent should load the skill under test for this query.")
     files: list[str] | None = Field(
@@ -49,14 +51,6 @@ class TriggerQuery(BaseModel):
     split: Split | None = Field(
         default=None, description="train or test: `optimize-description` shows only train failures to the proposer."
     )
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _canonical_id(cls, value: Any) -> str:
-        try:
-            return canonical_case_id(value)
-        except CaseIdError as error:
-            raise ValueError(str(error)) from None
 
     @field_validator("query", mode="before")
     @classmethod

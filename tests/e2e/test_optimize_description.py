@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_runs import regex_all
+from tests.e2e.agent_runs import TERMINUS_PLAN, regex_all, terminus_episode
 from tests.support import SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]
@@ -27,29 +27,18 @@ AGENT_MODEL = "scripted"
 PROPOSER_MODEL = "proposer"
 GOOD = "TRIGGERWORD greets new teammates by name"
 BAD = "Handles miscellaneous requests"
-FOLLOW = "Follow the script."
+FOLLOW = TERMINUS_PLAN
 # train: p1 (should), n1 (should not); held out: p2, p3 (should), n2, n3 (should not).
 QUERIES = [("p1", True, "train"), ("n1", False, "train")] + [
     (qid, should, "test") for qid, should in (("p2", True), ("p3", True), ("n2", False), ("n3", False))
 ]
 
 
-def episode(*keystrokes: str, done: bool = False) -> str:
-    return json.dumps(
-        {
-            "analysis": "Scripted.",
-            "plan": FOLLOW,
-            "commands": [{"keystrokes": keys + "\n", "duration": 0.2} for keys in keystrokes],
-            "task_complete": done,
-        }
-    )
-
-
 def agent_script() -> dict[str, Any]:
     reads = [
         {
             "match_regex": regex_all(f"QUERY {qid} END", "TRIGGERWORD", absent=(FOLLOW,)),
-            "text": episode("cat /runtime/skills/demo/SKILL.md"),
+            "text": terminus_episode("cat /runtime/skills/demo/SKILL.md"),
             "repeat": "forever",
         }
         for qid, should, _ in QUERIES
@@ -57,10 +46,10 @@ def agent_script() -> dict[str, Any]:
     ]
     first_answer = {
         "match_regex": regex_all("QUERY", absent=(FOLLOW,)),
-        "text": episode(done=True),
+        "text": terminus_episode(done=True),
         "repeat": "forever",
     }
-    confirm = {"match_regex": regex_all(FOLLOW), "text": episode(done=True), "repeat": "forever"}
+    confirm = {"match_regex": regex_all(FOLLOW), "text": terminus_episode(done=True), "repeat": "forever"}
     return {"models": {AGENT_MODEL: [*reads, first_answer, confirm]}}
 
 

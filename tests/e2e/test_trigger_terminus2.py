@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_runs import regex_all
+from tests.e2e.agent_runs import regex_all, terminus_episode
 from tests.support import SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]
@@ -38,24 +38,13 @@ QUERIES = [
 ]
 
 
-def episode(*keystrokes: str, done: bool = False) -> str:
-    return json.dumps(
-        {
-            "analysis": "Scripted.",
-            "plan": "Follow the script.",
-            "commands": [{"keystrokes": keys + "\n", "duration": 0.3} for keys in keystrokes],
-            "task_complete": done,
-        }
-    )
-
-
 def script(queries: list[tuple[str, bool, str]]) -> dict[str, Any]:
     replies = []
     for qid, _, command in queries:
         guard = regex_all(f"QUERY {qid} END")
         replies += [
-            {"match_regex": guard, "text": episode(command)},
-            {"match_regex": guard, "text": episode(done=True), "repeat": "forever"},
+            {"match_regex": guard, "text": terminus_episode(command)},
+            {"match_regex": guard, "text": terminus_episode(done=True), "repeat": "forever"},
         ]
     return {"models": {MODEL: replies}}
 
