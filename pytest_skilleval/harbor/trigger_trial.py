@@ -36,6 +36,7 @@ from verifier import safe_io
 from verifier.triggering import TRIGGER_FILE, TriggerVerdict
 
 MAX_DISTRACTORS = 64
+MAX_DISTRACTOR_BYTES = 32 * 1024 * 1024  # a skill is text and small scripts; a copy per run, not per trial
 # Agents whose Harbor constructor takes a turn budget, and its name.
 TURN_BUDGET_KWARGS = {"terminus-2": "max_turns", "claude-code": "max_turns"}
 
@@ -51,12 +52,30 @@ def distractor_dirs(skill: SkillFolder, settings: RunSettings) -> list[Path]:
         manifest = candidate / "SKILL.md"
         if candidate.is_symlink() or not candidate.is_dir() or manifest.is_symlink() or not manifest.is_file():
             continue
-        if candidate.name == skill.path.name or candidate.resolve() == skill.path or manifest.read_bytes() == own:
+        if candidate.name == skill.path.name or candidate.resolve() == skill.path:
             continue
+        if manifest.stat().st_size == len(own) and manifest.read_bytes() == own:
+            continue  # the skill under test under another name
+        if _larger_than(candidate, MAX_DISTRACTOR_BYTES):
+            raise StagingError(
+                f"distractor skill {candidate} holds more than {MAX_DISTRACTOR_BYTES // (1024 * 1024)} MiB; move it "
+                "out of the skill's folder's parent, or pass --distractor-skills DIR with the skills to install"
+            )
         found.append(candidate)
         if len(found) == MAX_DISTRACTORS:
             break
     return found
+
+
+def _larger_than(folder: Path, limit: int) -> bool:
+    """Whether the files under `folder` (links not followed, each counted by its own size) exceed `limit` bytes."""
+    total = 0
+    for current, dirs, files in os.walk(folder, followlinks=False):
+        for name in files + dirs:
+            total += os.lstat(os.path.join(current, name)).st_size
+            if total > limit:
+                return True
+    return False
 
 
 def _agent_config(runner_spec: TrialSpec, settings: RunSettings, skills: list[Path]) -> Any:

@@ -227,3 +227,23 @@ def test_regrade_runs_no_trigger_item(skill_project: SkillProject) -> None:
     regrade = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--regrade", "latest", "-rs")
     regrade.assert_outcomes(passed=1, skipped=1)
     assert "trigger items run no agent then" in regrade.stdout.str()
+
+
+def test_a_linked_sibling_is_never_installed_as_a_distractor(skill_project: SkillProject) -> None:
+    trigger_skill(skill_project, [("greet-cy", True, "cat {skills_dir}/linked/SKILL.md")])
+    outside = skill_project.root / "outside"
+    outside.mkdir()
+    (outside / "SKILL.md").write_text("---\nname: linked\ndescription: x\n---\n")
+    (skill_project.root / "skills" / "linked").symlink_to(outside, target_is_directory=True)
+    skill_project.run(*LOCAL_REPLAY).assert_outcomes(failed=1)
+    triggering = _triggering(skill_project)
+    assert triggering["queries"][0]["distractors_loaded"] == {} and triggering["missed_to"] == {}
+
+
+def test_an_oversized_sibling_is_refused_naming_it(skill_project: SkillProject) -> None:
+    trigger_skill(skill_project, QUERIES[:1])
+    with (skill_project.root / "skills" / "other" / "blob.bin").open("wb") as blob:
+        blob.truncate(33 * 1024 * 1024)  # sparse: costs no disk, counts by its size
+    result = skill_project.run(*LOCAL_REPLAY)
+    result.assert_outcomes(errors=1)
+    assert "distractor skill" in result.stdout.str() and "holds more than 32 MiB" in result.stdout.str()
