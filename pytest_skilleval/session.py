@@ -271,7 +271,7 @@ class SkillEvalSession:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
         for index, (key, value) in enumerate(report.user_properties):
             if key == TRIGGER_PROPERTY_KEY and report.nodeid not in self._triggers:
-                self._triggers[report.nodeid] = TriggerRecord.model_validate_json(value)
+                self._triggers[report.nodeid] = TriggerRecord.model_validate_json(str(value))
             if key != USER_PROPERTY_KEY:
                 continue
             text = value if isinstance(value, str) else json.dumps(value)

@@ -92,7 +92,7 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
     """Stage, run and read one trigger trial; a trial without a verdict is an error record."""
     skill = runner.skill_of(spec)
     settings = skill.settings
-    base = {
+    base: dict[str, Any] = {
         "skill": spec.skill_name,
         "skill_dir": str(spec.skill_dir),
         "query": spec.case_id,
@@ -108,8 +108,8 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
     try:
         async with tracked(project):
             trial_dir, result, distractors = await _run(runner, spec, skill, trial_name)
-    except (StagingError, ImageError, EnvironmentModeError) as error:
-        raise TrialError(str(error)) from None
+    except (StagingError, ImageError, EnvironmentModeError) as refused:
+        raise TrialError(str(refused)) from None
     base.update(trial_dir=str(trial_dir), distractors=distractors)
     timing = result.agent_execution
     if timing is not None and timing.started_at and timing.finished_at:
@@ -126,10 +126,9 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
         return TriggerRecord(
             **base, status="error", error=f"{error or 'no trigger verdict written'} (trial: {trial_dir})"
         )
-    status = "scored" if verdict.triggered is not None else "unscored"
     return TriggerRecord(
         **base,
-        status=status,
+        status="scored" if verdict.triggered is not None else "unscored",
         triggered=verdict.triggered,
         distractors_loaded=verdict.distractors_loaded,
         reason=verdict.reason,

@@ -14,6 +14,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -104,6 +105,10 @@ def _confusion(rows: Sequence[tuple[bool, bool]]) -> dict[MetricName, float | No
     return {"precision": precision, "recall": recall, "f1": f1, "accuracy": accuracy}
 
 
+def _figure_of(name: MetricName, rows: Sequence[tuple[bool, bool]]) -> float | None:
+    return _confusion(rows)[name]
+
+
 def _bootstrap(
     rows: Sequence[tuple[bool, bool]], metric: Callable[[Sequence[tuple[bool, bool]]], float | None]
 ) -> tuple[float, float] | None:
@@ -165,7 +170,7 @@ def agent_metrics(records: Sequence[TriggerRecord], planned: Sequence[dict[str, 
     figures = _confusion(rows)
     intervals: dict[str, tuple[float, float] | None] = {}
     for name in METRICS:
-        interval = _bootstrap(rows, lambda sample, name=name: _confusion(sample)[name])
+        interval = _bootstrap(rows, partial(_figure_of, name))
         intervals[name] = (round(interval[0], 4), round(interval[1], 4)) if interval else None
     missed = [rate.id for rate, (want, got) in zip(scored, rows, strict=True) if want and not got]
     false = [rate.id for rate, (want, got) in zip(scored, rows, strict=True) if not want and got]
