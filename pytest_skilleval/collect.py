@@ -20,10 +20,20 @@ from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
-from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
+from pytest_skilleval.skill.plan import (
+    TrialSpec,
+    case_trials,
+    native_claims,
+    selected_cases,
+    trial_label,
+    trigger_label,
+    trigger_trials,
+)
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.triggers import TRIGGER_NAMES, find_trigger_set
 
 MARKER = "skilleval"
+TRIGGER_MARKER = "skilleval_trigger"
 CaseFields = dict[str, Any]  # TrialSpec's fields shared by a case's trials (see `case_fields`)
 
 
@@ -182,7 +192,7 @@ def orphan_evals_dir(file_path: Path) -> Path | None:
 
 def ignored_in_skill(path: Path) -> bool:
     """Whether `path` lies in a skill folder but is none of what collection reads there: the skill folder, evals/,
-    its dataset file, evals/harbor/, a task folder there and its task.toml."""
+    its dataset file, its trigger set, evals/harbor/, a task folder there and its task.toml."""
     skill = enclosing_skill(path)
     if skill is None:
         return False
@@ -190,7 +200,7 @@ def ignored_in_skill(path: Path) -> bool:
     if parts in ((), ("evals",), ("evals", "harbor")):
         return False
     if len(parts) == 2 and parts[0] == "evals":
-        return parts[1] not in DATASET_NAMES
+        return parts[1] not in DATASET_NAMES and parts[1] not in TRIGGER_NAMES
     if len(parts) == 3 and parts[:2] == ("evals", "harbor"):
         return not path.is_dir()
     return not (len(parts) == 4 and parts[:2] == ("evals", "harbor") and parts[3] == "task.toml")
@@ -309,3 +319,71 @@ class NativeTaskFile(SkillCollector):
             self.skill,
             case_fields(self.skill, task.case_id, source="native", native_task_dir=task.path, entry=entry, files=files),
         )
+
+
+class TriggerItem(SkillEvalItem):
+    """One trigger trial: query x agent x attempt, node id `.../evals/triggers.json::<id>[<agent>-<attempt>]`. It
+    has one arm (the skill installed among distractors); its record is a `TriggerRecord`, never a case's."""
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        agent, _, attempt = self._trial
+        return (self.path, 0, f"{self.originalname} [{trigger_label(agent, attempt)}]")
+
+    @classmethod
+    def create_trigger(cls, parent: pytest.Collector, case: CaseFields, agent: str, attempt: int) -> TriggerItem:
+        query_id = case["case_id"]
+        item = cls.from_parent(
+            parent,
+            name=f"{query_id}[{trigger_label(agent, attempt)}]",
+            case=case,
+            agent=agent,
+            arm="with_skill",
+            attempt=attempt,
+            callobj=_judge_trial,
+            originalname=query_id,
+            fixtureinfo=getattr(parent, "_skilleval_fixtureinfo", None),
+        )
+        if getattr(parent, "_skilleval_fixtureinfo", None) is None:
+            parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
+        should = bool(case["entry"].get("should_trigger"))
+        item.add_marker(getattr(pytest.mark, MARKER)(agent=agent, arm="with_skill", attempt=attempt, case=query_id))
+        item.add_marker(getattr(pytest.mark, TRIGGER_MARKER)(should_trigger=should, split=case["entry"].get("split")))
+        item.extra_keyword_matches.update(("trigger", "should_trigger" if should else "should_not_trigger"))
+        return item
+
+
+class TriggerFile(SkillCollector):
+    """evals/triggers.json|jsonl|yaml|yml: one item per query x agent x attempt."""
+
+    def collect(self) -> Iterator[TriggerItem]:
+        from pytest_skilleval.skill.triggers import load_trigger_set
+
+        chosen = find_trigger_set(self.path.parent)
+        if chosen is not None and chosen != self.path:
+            raise SkillEvalCollectError(
+                f"{self.path}: the skill already has a trigger set, {chosen.name}; keep one of "
+                f"{', '.join(TRIGGER_NAMES)}"
+            )
+        try:
+            triggers = load_trigger_set(self.path)
+        except DatasetError as error:
+            raise SkillEvalCollectError(str(error)) from None
+        self._settings_or_error()
+        evals_dir = self.skill.evals_dir
+        for query in triggers.queries:
+            files = list(query.files or [])
+            try:
+                input_sources(evals_dir, files, query.id)
+            except StagingError as error:
+                raise SkillEvalCollectError(f"{self.path}: {error}") from None
+            entry = {
+                "id": query.id,
+                "prompt": query.query,
+                "should_trigger": query.should_trigger,
+                "expected_skill": self.skill.name,
+                "trigger": True,
+                **({"split": query.split} if query.split else {}),
+            }
+            case = case_fields(self.skill, query.id, source="trigger", entry=entry, files=files)
+            for agent, attempt in trigger_trials(self.skill):
+                yield TriggerItem.create_trigger(self, case, agent, attempt)

@@ -62,9 +62,22 @@ def _scheduler(session: pytest.Session, runner: Any, state: SkillEvalSession) ->
         return None
     scheduler = session.stash.get(SCHEDULER_KEY, None)
     if scheduler is None:
-        scheduler = TrialScheduler(runner.run_async, lambda path: state.skill(path).settings, stop_on_pass(session))
+        scheduler = TrialScheduler(_routed(runner), lambda path: state.skill(path).settings, stop_on_pass(session))
         session.stash[SCHEDULER_KEY] = scheduler
     return scheduler
+
+
+def _routed(runner: Any) -> Any:
+    """The scheduler's trial function: a trigger item's trial (harbor/trigger_trial.py) or a case's."""
+
+    async def run(spec: TrialSpec) -> Any:
+        if spec.source == "trigger":
+            from pytest_skilleval.harbor.trigger_trial import run_trigger_trial
+
+            return await run_trigger_trial(runner, spec)
+        return await runner.run_async(spec)
+
+    return run
 
 
 def stop_on_pass(session: pytest.Session) -> StopOnPass:
@@ -77,6 +90,8 @@ def stop_on_pass(session: pytest.Session) -> StopOnPass:
 def fate_of(spec: TrialSpec, state: SkillEvalSession, session: pytest.Session) -> Fate:
     """The trial's fate, decided once: from the resumed or regraded run and the attempts that passed so far. A
     passing record reused from the resumed run counts for --stop-on-pass as it did in the run that stored it."""
+    if spec.source == "trigger":
+        return Run()  # every attempt of a query runs: its rate is the measure (no resume, regrade or stop-on-pass)
     tracker = stop_on_pass(session)
     passed_at = tracker.passed_at(spec) if state.skill(spec.skill_dir).settings.stop_on_pass else None
     fate = decide(spec, state.stored_record(spec), state.regrade_source(spec.skill_dir), passed_at)
@@ -93,8 +108,8 @@ def _decided(session: pytest.Session) -> dict[str, Fate]:
     return decided
 
 
-def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> TrialRecord:
-    """This item's record, as its fate says; while it runs, the trials of the items that follow and will run are
+def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> Any:
+    """This item's record (a `TriggerRecord` for a trigger item), as its fate says; while it runs, the trials of the items that follow and will run are
     started too, unless the run is stopping."""
     session = item.session
     decided = _decided(session)
@@ -105,6 +120,10 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> T
         return _regrade(item, fate.source_run, runner, state)
     scheduler = _scheduler(session, runner, state)
     if scheduler is None:
+        if item.spec.source == "trigger":
+            from pytest_skilleval.harbor.runner import TrialError
+
+            raise TrialError("trigger items need the plugin's own runner (the skilleval_runner fixture was replaced)")
         record = runner.run(item.spec)
         stop_on_pass(session).note(item.spec, record)
         return record

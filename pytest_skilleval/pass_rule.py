@@ -10,8 +10,10 @@ be scored never gets here: setup raises `TrialError` and the item is an ERROR, n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from verifier.scoring import passes
 
 MAX_FAILED_CHECKS_SHOWN = 3
@@ -29,8 +31,58 @@ class TrialOutcome:
     pass_threshold: float
 
 
-def judge(outcome: TrialOutcome) -> None:
-    """The call phase: with-skill trials must pass (overall and correctness gates); baseline trials only report."""
+@dataclass(frozen=True)
+class TriggerOutcome:
+    """What the `skilleval_trial` fixture hands a trigger item's call phase."""
+
+    record: TriggerRecord
+
+
+def trigger_outcome(item: Any, record: TriggerRecord, state: Any) -> TriggerOutcome:
+    """A trigger item's setup after its trial: the record redacted and reported under its own key (it never joins
+    the case records), an ERROR when there is no verdict."""
+    from pytest_skilleval.harbor.runner import TrialError
+
+    identity = {"skill", "skill_dir", "query", "agent", "attempt", "nodeid"}
+    data = record.model_dump(mode="json")
+    redacted = state.redactor.value({key: value for key, value in data.items() if key not in identity})
+    record = TriggerRecord.model_validate({**redacted, **{key: data[key] for key in identity}})
+    item.user_properties.append((TRIGGER_PROPERTY_KEY, record.model_dump_json()))
+    if getattr(item.config.option, "xmlpath", None):
+        item.user_properties.extend(
+            [
+                ("skilleval.agent", record.agent),
+                ("skilleval.attempt", str(record.attempt)),
+                ("skilleval.trigger_query", record.query),
+                ("skilleval.should_trigger", str(record.should_trigger).lower()),
+                ("skilleval.triggered", "null" if record.triggered is None else str(record.triggered).lower()),
+                ("skilleval.distractors_loaded", ",".join(record.distractors_loaded)),
+            ]
+        )
+    if record.status == "error":
+        raise TrialError(record.error or "the trigger trial failed")
+    if record.status == "unscored":
+        raise TrialError(f"{record.query}: no trigger verdict: {record.reason or 'the detector could not tell'}")
+    return TriggerOutcome(record)
+
+
+def _judge_trigger(record: TriggerRecord) -> None:
+    if record.passed:
+        return
+    wanted = "should trigger" if record.should_trigger else "should not trigger"
+    what = "loaded the skill" if record.triggered else "did not load the skill"
+    instead = f"; loaded instead: {', '.join(record.distractors_loaded)}" if record.distractors_loaded else ""
+    raise TrialFailed(
+        f"{record.query} [{record.agent}-{record.attempt}]: {wanted}, but the agent {what}{instead} ({record.reason})"
+    )
+
+
+def judge(outcome: TrialOutcome | TriggerOutcome) -> None:
+    """The call phase: with-skill trials must pass (overall and correctness gates); baseline trials only report;
+    a trigger item passes when the skill loaded exactly when it should."""
+    if isinstance(outcome, TriggerOutcome):
+        _judge_trigger(outcome.record)
+        return
     record, threshold = outcome.record, outcome.pass_threshold
     if record.arm == "without_skill" or record.passed:
         return

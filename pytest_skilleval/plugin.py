@@ -13,10 +13,13 @@ import pytest
 from pytest_skilleval import options
 from pytest_skilleval.collect import (
     MARKER,
+    TRIGGER_MARKER,
     DatasetFile,
     NativeTaskFile,
     OrphanEvalsFile,
     SkillEvalItem,
+    TriggerFile,
+    TriggerItem,
     ignored_in_skill,
     orphan_evals_dir,
 )
@@ -34,6 +37,7 @@ from pytest_skilleval.session import (
 from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.skill.folder import find_skill_root
 from pytest_skilleval.skill.host_code import enclosing_skill
+from pytest_skilleval.skill.triggers import TRIGGER_NAMES
 
 RUN_ID_KEY = "skilleval_run_id"
 
@@ -51,6 +55,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MARKER}(agent, arm, attempt, case): a pytest-skilleval trial (select with -m)"
+    )
+    config.addinivalue_line(
+        "markers", f"{TRIGGER_MARKER}(should_trigger, split): a trigger-set trial (evals/triggers.json)"
     )
     if not config.getoption("skill_eval", False):
         return
@@ -167,6 +174,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     evals = skill.evals_dir
     if file_path.parent == evals and file_path.name in DATASET_NAMES:
         return DatasetFile.from_parent(parent, path=file_path, skill=skill)
+    if file_path.parent == evals and file_path.name in TRIGGER_NAMES:
+        return TriggerFile.from_parent(parent, path=file_path, skill=skill)
     if file_path.name == "task.toml" and file_path.parent.parent == evals / "harbor":
         if file_path.parent.name.startswith((".", "_")):
             return None
@@ -211,6 +220,13 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     state = get_state(item.config)
     if state is None:
         raise pytest.UsageError("skilleval_trial needs --skill-eval")
+    if isinstance(item, TriggerItem):
+        from pytest_skilleval.pass_rule import trigger_outcome
+
+        if state.regrade_source(item.spec.skill_dir) is not None:
+            pytest.skip("--regrade grades the stored case trials again; trigger items run no agent then")
+
+        return trigger_outcome(item, trial_record(item, skilleval_runner, state), state)
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
     if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them; else kept for nothing

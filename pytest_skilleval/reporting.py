@@ -23,6 +23,7 @@ from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.retention import prune_runs
 from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
+from pytest_skilleval.results.triggering import junit_trigger_properties, triggering_lines, triggering_section
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan, case_trials
@@ -126,6 +127,8 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(f"skilleval.{skill}.{name}.verdict", str(agent.verdict))
         overall = agent.lift.overall if agent.lift is not None else None
         xml.add_global_property(f"skilleval.{skill}.{name}.lift", "null" if overall is None else f"{overall.delta}")
+    for key, value in junit_trigger_properties(skill, result.triggering):
+        xml.add_global_property(key, value)
 
 
 def _write_reports(run_dir: Path) -> dict[str, str]:
@@ -179,6 +182,10 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             round(time.monotonic() - state.started, 3),
         )
         result = aggregate(records, plan)
+        # Trigger items: their own section, computed from their own records, never part of the dimensions or lift.
+        result.triggering = triggering_section(
+            state.trigger_records_for(str(skill_dir)), state.case_plan(skill_dir).triggers
+        )
         try:
             run_dir = write_results_tree(
                 result,
@@ -204,16 +211,22 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                 )
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
-        state.summary_lines.extend(
-            render_summary(
-                result,
-                str(run_dir / "result.json"),
-                width,
-                **_write_reports(run_dir),
-                block_on_agent_eval=block,
-                pytest_status=int(session.exitstatus),
+        reports = _write_reports(run_dir)
+        if records or plan.cases:
+            state.summary_lines.extend(
+                render_summary(
+                    result,
+                    str(run_dir / "result.json"),
+                    width,
+                    **reports,
+                    block_on_agent_eval=block,
+                    pytest_status=int(session.exitstatus),
+                )
             )
-        )
+        else:  # a trigger set alone: its lines are the whole story
+            state.summary_lines.append(f"{skill.name}: trigger set only; results: {run_dir / 'result.json'}")
+            state.summary_lines.extend(f"{name}: {path}" for name, path in reports.items())
+        state.summary_lines.extend(triggering_lines(skill.name, result.triggering))
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
             config=session.config, skill=skill.name, result=result, run_dir=run_dir

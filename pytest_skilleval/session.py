@@ -27,6 +27,7 @@ from pytest_skilleval.results.early_results import EarlyResults
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
+from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
@@ -57,6 +58,8 @@ class SkillEvalSession:
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
         self._skill_dirs: dict[str, str] = {}
+        # Trigger items' records (evals/triggers.json), by node id: kept apart, they never join the case records.
+        self._triggers: dict[str, TriggerRecord] = {}
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
@@ -215,6 +218,12 @@ class SkillEvalSession:
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
+            if plan.triggers:
+                lines.append(
+                    f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(settings.agents) * settings.n_attempts} "
+                    f"trigger trials planned ({len(plan.triggers)} queries x {len(settings.agents)} agents x "
+                    f"{settings.n_attempts} attempts)"
+                )
             source = self.regrade_source(skill_dir)
             if source is not None:
                 lines.append(plan_line(skill_dir.name, settings, source))
@@ -261,6 +270,8 @@ class SkillEvalSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
         for index, (key, value) in enumerate(report.user_properties):
+            if key == TRIGGER_PROPERTY_KEY and report.nodeid not in self._triggers:
+                self._triggers[report.nodeid] = TriggerRecord.model_validate_json(str(value))
             if key != USER_PROPERTY_KEY:
                 continue
             text = value if isinstance(value, str) else json.dumps(value)
@@ -292,11 +303,15 @@ class SkillEvalSession:
         return {nodeid: TrialRecord.model_validate_json(text) for nodeid, (_, text) in self._records.items()}
 
     def has_records(self) -> bool:
-        return bool(self._records)
+        return bool(self._records) or bool(self._triggers)
 
     def record_skill_dirs(self) -> list[str]:
         """The skill folders that have records (under xdist the controller collects nothing: these say which)."""
-        return sorted({skill_dir for skill_dir, _ in self._records.values()})
+        triggers = {record.skill_dir for record in self._triggers.values()}
+        return sorted({skill_dir for skill_dir, _ in self._records.values()} | triggers)
+
+    def trigger_records_for(self, skill_dir: str) -> list[TriggerRecord]:
+        return [record for record in self._triggers.values() if record.skill_dir == skill_dir]
 
     def skill_dirs_to_report(self, interrupted: bool) -> list[str]:
         """The skills whose run is written at the end: those with records and, after an interrupt, every run folder

@@ -61,9 +61,12 @@ class SkillProject:
         self.pytester = pytester
         self.root = pytester.path
 
-    def copy_hello_skill(self, name: str = "hello-skill") -> Path:
+    def copy_hello_skill(self, name: str = "hello-skill", triggers: bool = False) -> Path:
+        """The demo skill; its trigger set (evals/triggers.json) only when asked for, so a test of its cases counts
+        its cases' items alone."""
         target = self.root / "skills" / name
-        shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns("results", "__pycache__"))
+        ignored = ("results", "__pycache__") if triggers else ("results", "__pycache__", "triggers.json")
+        shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns(*ignored))
         return target
 
     def make_skill(

@@ -67,9 +67,15 @@ def check_negative_assertions(ctx: ValidationContext) -> None:
             )
 
 
-def check_anything_to_run(ctx: ValidationContext) -> None:
-    """Nothing would run: said with the other tool's layout when evals/ holds one."""
-    if ctx.dataset_path is None and not ctx.tasks and not any(f.rule.startswith("native-task") for f in ctx.findings):
+def check_anything_to_run(ctx: ValidationContext, triggers: list[str] | None = None) -> None:
+    """Nothing would run (no dataset, no native task, no trigger set): said with the other tool's layout when
+    evals/ holds one."""
+    if (
+        ctx.dataset_path is None
+        and not ctx.tasks
+        and triggers is None
+        and not any(f.rule.startswith(("native-task", "trigger")) for f in ctx.findings)
+    ):
         ctx.add(
             "no-evals",
             "error",

@@ -23,6 +23,7 @@ commands:
   view                  print a finished run's summary again and the path of its report.html
   compare               per-case and per-dimension differences between two runs (or two agents of one run)
   trajectory            print a trial's trajectory from a finished run (--replay: ready to commit as a replay)
+  optimize-description  propose better SKILL.md descriptions and measure each on the trigger set
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -99,6 +100,12 @@ def _trajectory(argv: list[str]) -> int:
     return run_trajectory_command(argv)
 
 
+def _optimize_description(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.optimize_description import run_optimize_command
+
+    return run_optimize_command(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init": _init,
     "grade": _grade,
@@ -112,6 +119,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": _compare,
     "trajectory": _trajectory,
     "doctor": _doctor,
+    "optimize-description": _optimize_description,
 }
 
 

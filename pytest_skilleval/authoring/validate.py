@@ -23,8 +23,6 @@ from typing import Any
 
 from pytest_skilleval.authoring.case_warnings import check_anything_to_run, check_cases
 from pytest_skilleval.authoring.findings import (
-    ARMS,
-    REPLAY_ARM_NAMES,
     SEVERITIES,
     Severity,
     UsageError,
@@ -33,6 +31,8 @@ from pytest_skilleval.authoring.findings import (
     ValidationReport,
 )
 from pytest_skilleval.authoring.harbor_contract import check_harbor_contract
+from pytest_skilleval.authoring.validate_replays import check_replays
+from pytest_skilleval.authoring.validate_triggers import check_trigger_set
 from pytest_skilleval.skill.bounded_parse import load_yaml
 from pytest_skilleval.skill.case_ids import duplicate_key
 from pytest_skilleval.skill.config_file import (
@@ -260,29 +260,6 @@ def _check_skill_code(ctx: ValidationContext) -> None:
         ctx.add(rule, severity, message, path)
 
 
-def _check_replays(ctx: ValidationContext) -> None:
-    """Only informative: the replay agent needs `evals/replays/<case>[.<arm>].json`, live agents do not."""
-    replays = ctx.evals_dir / "replays"
-    case_ids = [case.id for case in ctx.valid_cases] + [task.case_id for task in ctx.tasks]
-    arms = ARMS if ctx.paired else ARMS[:1]
-    for case_id in dict.fromkeys(case_ids):
-        missing = [
-            arm
-            for arm in arms
-            if not any(
-                (replays / name).is_file() for name in (f"{case_id}.{REPLAY_ARM_NAMES[arm]}.json", f"{case_id}.json")
-            )
-        ]
-        if missing:
-            ctx.add(
-                "replay-missing",
-                "info",
-                f"case {case_id!r} has no replay for {', '.join(missing)} (evals/replays/{case_id}.json or "
-                f"{case_id}.<arm>.json); only the replay agent needs one",
-                replays,
-            )
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # Graders
 
@@ -463,8 +440,9 @@ def validate_skill(
     _check_config(ctx, mode)
     _check_dataset(ctx)
     check_cases(ctx)
+    triggers = check_trigger_set(ctx)
     _load_tasks(ctx)
-    check_anything_to_run(ctx)
+    check_anything_to_run(ctx, triggers)
     _check_files(ctx)
     _check_custom_dockerfile(ctx)
     _check_expected_scripts(ctx)
@@ -472,7 +450,7 @@ def validate_skill(
     _check_native(ctx)
     if harbor_contract:
         check_harbor_contract(ctx)
-    _check_replays(ctx)
+    check_replays(ctx, triggers or [])
     _check_skill_code(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 

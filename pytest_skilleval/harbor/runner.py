@@ -13,7 +13,7 @@ import shutil
 import threading
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,10 @@ class SkillEvalRunner:
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
 
+    def skill_of(self, spec: TrialSpec) -> SkillFolder:
+        """The skill a trial belongs to, as the session read it."""
+        return self._skill(spec)
+
     def task_environment(self, skill: SkillFolder) -> TaskEnvironment:
         """The skill's sandbox recipe; under Docker its image is built here, once per skill and run (trials in
         flight ask from worker threads at once: the lock keeps them from building the same image twice)."""
@@ -189,8 +193,6 @@ class SkillEvalRunner:
     ) -> tuple[Path, Any]:
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
-        from harbor.trial.hooks import TrialEvent
-        from harbor.trial.trial import Trial
 
         settings = skill.settings
         work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
@@ -252,37 +254,14 @@ class SkillEvalRunner:
                 else None
             ),
         )
-        trial = await Trial.create(config)
 
-        async def keep_agent_record(_event: Any) -> None:
-            # The replay agent's own record beats any trajectory.json the sandbox wrote.
-            restore = getattr(trial.agent, "restore_record", None)
-            if callable(restore):
-                restore()
-
-        trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
-        if inputs is not None:
-
-            async def upload_inputs(_event: Any) -> None:
-                await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
-
-            trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
-
-        async def snapshot_workspace(_event: Any) -> None:
+        async def snapshot_workspace(trial: Any) -> None:
             # The workspace as the agent finds it (inputs staged): the "before" of the trial's workspace diff.
             snapshot = await take_snapshot(trial.agent_environment)
             if snapshot is not None:
                 safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
 
-        if source_trial is None:
-            trial.add_hook(TrialEvent.AGENT_START, snapshot_workspace)
-        try:
-            result = await trial.run()
-        finally:
-            # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
-            # process, for every trial. Only a logger named after this trial goes, never a shared one.
-            if trial.logger.name.endswith(f".{trial_name}"):
-                forget_logger(trial.logger.name)
+        result = await run_trial(config, inputs, at_agent_start=snapshot_workspace if source_trial is None else None)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 
@@ -303,6 +282,46 @@ class SkillEvalRunner:
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
         error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
         return record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
+
+
+async def run_trial(
+    config: Any, inputs: Path | None, at_agent_start: Callable[[Any], Awaitable[None]] | None = None
+) -> Any:
+    """One Harbor trial from its config: the case's inputs uploaded when the agent starts (then `at_agent_start`,
+    given the trial), the replay agent's own record restored before verification, Harbor's per-trial logger
+    released after."""
+    from harbor.trial.hooks import TrialEvent
+    from harbor.trial.trial import Trial
+
+    trial = await Trial.create(config)
+
+    async def keep_agent_record(_event: Any) -> None:
+        # The replay agent's own record beats any trajectory.json the sandbox wrote.
+        restore = getattr(trial.agent, "restore_record", None)
+        if callable(restore):
+            restore()
+
+    trial.add_hook(TrialEvent.VERIFICATION_START, keep_agent_record)
+    if inputs is not None:
+
+        async def upload_inputs(_event: Any) -> None:
+            await trial.agent_environment.upload_dir(inputs, INPUT_DIR)
+
+        trial.add_hook(TrialEvent.AGENT_START, upload_inputs)
+    if at_agent_start is not None:
+        hook = at_agent_start
+
+        async def agent_start(_event: Any) -> None:
+            await hook(trial)
+
+        trial.add_hook(TrialEvent.AGENT_START, agent_start)
+    try:
+        return await trial.run()
+    finally:
+        # Harbor's per-trial logger (and its agent's, environment's and verifier's) would live as long as the
+        # process, for every trial. Only a logger named after this trial goes, never a shared one.
+        if trial.logger.name.endswith(f".{config.trial_name}"):
+            forget_logger(trial.logger.name)
 
 
 def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:

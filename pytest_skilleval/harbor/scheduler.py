@@ -110,19 +110,20 @@ class TrialScheduler:
 
     async def _guarded(self, spec: TrialSpec) -> TrialRecord:
         settings = self._settings_for(spec.skill_dir)
-        if settings.stop_on_pass:
+        ordered = settings.stop_on_pass and spec.source != "trigger"  # a query's attempts all run
+        if ordered:
             await self._after_earlier_attempts(spec)
         slots = self._slots.setdefault(spec.skill_dir, asyncio.Semaphore(settings.n_concurrent))
         gate = self._gates.setdefault(spec.skill_dir, _AgentGate(settings.max_agents))
         await gate.enter(spec.agent)
         try:
             async with slots:
-                if settings.stop_on_pass and (skipped := self._stop_on_pass.skipped_record(spec)) is not None:
+                if ordered and (skipped := self._stop_on_pass.skipped_record(spec)) is not None:
                     return skipped
                 record = await self._run_trial(spec)
         finally:
             await gate.leave(spec.agent)
-        if settings.stop_on_pass:
+        if ordered:
             self._stop_on_pass.note(spec, record)
         return record
 

@@ -129,6 +129,30 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
     return lines
 
 
+def _triggering(doc: ResultDocument) -> list[str]:
+    """The trigger set's metrics per agent (never part of the results table above)."""
+    if not doc.triggering:
+        return []
+
+    def cell(value: float | None, interval: tuple[float, float] | None) -> str:
+        if value is None:
+            return "N/A"
+        return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+    lines = ["## Triggering (evals/triggers.json)", "", "| agent | queries | precision | recall | F1 | accuracy |"]
+    lines.append("| --- | --- | --- | --- | --- | --- |")
+    for agent, m in doc.triggering.items():
+        cells = [cell(getattr(m, name), m.intervals.get(name)) for name in ("precision", "recall", "f1", "accuracy")]
+        scored = sum(1 for query in m.queries if query.trigger_rate is not None)
+        lines.append(f"| {md(agent)} | {scored} | " + " | ".join(cells) + " |")
+    for agent, m in doc.triggering.items():
+        if m.missed:
+            lines.append(f"- {md(agent)} missed: {', '.join(code(query) for query in m.missed)}")
+        if m.false_triggers:
+            lines.append(f"- {md(agent)} false triggers: {', '.join(code(query) for query in m.false_triggers)}")
+    return [*lines, ""]
+
+
 def render_card(run: RunFolder) -> str:
     doc = run.document
     agents = list(doc.agents.values())
@@ -153,6 +177,7 @@ def render_card(run: RunFolder) -> str:
         *([f"**{md(unmeasured_line(doc.correctness_unmeasured))}**", ""] if doc.correctness_unmeasured else []),
         *_intervals(agents),
         "",
+        *_triggering(doc),
         f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "
         f"{cov.scored_trials} scored, {doc.attempt_policy.max_attempts} attempt(s) per case and arm, grading "
         f"{code(doc.grading_mode)}. Full report: [{REPORT_FILE}]({REPORT_FILE}).",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pygal
 from pygal.style import Style
 
-__all__ = ["ForestRow", "case_chart", "forest_chart", "pass_k_chart"]
+__all__ = ["ForestRow", "case_chart", "forest_chart", "pass_k_chart", "trigger_chart"]
 
 GREY, BLUE, GREEN, RED, AMBER = "#8c959f", "#1f6feb", "#1a7f37", "#cf222e", "#9a6700"
 MAX_LABELLED_CASES = 40
@@ -131,4 +131,22 @@ def pass_k_chart(chart_id: str, ks: Sequence[int], series: Sequence[tuple[str, S
     for label, values in series:
         dashed = "pass^k" in label
         chart.add(label, list(values), stroke_style={"width": 2, "dasharray": "6,4" if dashed else "0"}, dots_size=4)
+    return _render(chart, chart_id)
+
+
+def trigger_chart(chart_id: str, queries: Sequence[tuple[str, bool, float | None]]) -> str:
+    """Trigger rate per query, should-trigger queries (blue, want 1) beside should-not ones (grey, want 0)."""
+    many = len(queries) > MAX_LABELLED_CASES
+    chart = pygal.Bar(
+        style=_style((BLUE, GREY)),
+        height=300,
+        range=(0, 1),
+        x_label_rotation=25 if len(queries) > 5 else 0,
+        show_x_labels=not many,
+        y_title="trigger rate",
+        **_COMMON,
+    )
+    chart.x_labels = [query for query, _, _ in queries]
+    chart.add("should trigger", [rate if should else None for _, should, rate in queries])
+    chart.add("should not trigger", [None if should else rate for _, should, rate in queries])
     return _render(chart, chart_id)

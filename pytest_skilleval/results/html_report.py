@@ -413,6 +413,23 @@ def verdict_headline(doc: ResultDocument) -> str:
     return f"{doc.verdict.upper()}{incomplete}"
 
 
+def _trigger_views(doc: ResultDocument) -> list[dict[str, Any]]:
+    """Per agent with trigger items: its metrics and the per-query chart."""
+    return [
+        {
+            "agent": agent,
+            "metrics": metrics,
+            "svg": Markup(
+                charts.trigger_chart(
+                    f"triggers{index}",
+                    [(query.id, query.should_trigger, query.trigger_rate) for query in metrics.queries],
+                )
+            ),
+        }
+        for index, (agent, metrics) in enumerate(doc.triggering.items(), start=1)
+    ]
+
+
 def render_report(run: RunFolder) -> str:
     doc = run.document
     return (
@@ -424,6 +441,7 @@ def render_report(run: RunFolder) -> str:
             headline=verdict_headline(doc),
             unmeasured=unmeasured_line(doc.correctness_unmeasured) if doc.correctness_unmeasured else "",
             agents=_agent_views(run),
+            triggering=_trigger_views(doc),
             dimensions=DIMENSIONS,
         )
     )

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_skilleval.results.records import ARMS, Arm, TrialKey
+from pytest_skilleval.results.triggering import TriggeringAgent
 from verifier.check_spec import CheckResult
 from verifier.scoring import SCORE_POLICY
 
@@ -376,6 +377,10 @@ class AggregateResult(_Model):
         default_factory=list,
         description="Cases with no correctness signal (no checks, no custom grader metric, no judge): their scores "
         "say nothing about whether the output was right.",
+    )
+    triggering: dict[str, TriggeringAgent] = Field(
+        default_factory=dict,
+        description="Trigger-set metrics per agent (evals/triggers.json); never part of the dimensions or lift.",
     )
 
 

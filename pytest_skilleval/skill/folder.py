@@ -14,6 +14,7 @@ from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset,
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
+from pytest_skilleval.skill.triggers import find_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -180,14 +181,18 @@ def missing_skill_md(evals_dir: Path) -> str:
 
 
 def has_evals_to_run(evals_dir: Path) -> bool:
-    """A dataset file or at least one native task folder under evals/harbor/."""
+    """A dataset file, a trigger set or at least one native task folder under evals/harbor/."""
     harbor = evals_dir / "harbor"
-    return find_dataset(evals_dir) is not None or (harbor.is_dir() and any(harbor.glob("*/task.toml")))
+    return (
+        find_dataset(evals_dir) is not None
+        or find_trigger_set(evals_dir) is not None
+        or (harbor.is_dir() and any(harbor.glob("*/task.toml")))
+    )
 
 
 EXPECTED_LAYOUT = (
-    "a skill folder: SKILL.md next to evals/, which holds evals.json (or .jsonl, .yaml, .yml) or native tasks "
-    "under evals/harbor/<case>/task.toml"
+    "a skill folder: SKILL.md next to evals/, which holds evals.json (or .jsonl, .yaml, .yml), a trigger set "
+    "triggers.json (or .jsonl, .yaml, .yml) or native tasks under evals/harbor/<case>/task.toml"
 )
 
 

@@ -25,7 +25,7 @@ class TrialSpec(BaseModel):
     skill_dir: Path
     skill_name: str
     case_id: str
-    source: Literal["dataset", "native"]
+    source: Literal["dataset", "native", "trigger"]
     # Not validated (so not copied): built from an already validated dataset entry, shared read-only by the case's
     # items (a copy per item was most of an item's memory and garbage-collector work at 20,000 items).
     entry: Annotated[dict[str, Any], SkipValidation] = Field(
@@ -42,11 +42,16 @@ class TrialSpec(BaseModel):
 
     @property
     def label(self) -> str:
+        if self.source == "trigger":
+            return trigger_label(self.agent, self.attempt)
         return trial_label(self.agent, self.arm, self.attempt)
 
     @property
     def key(self) -> TrialKey:
-        return TrialKey(self.case_id, self.agent, self.arm, self.attempt)
+        """A trigger query's key never equals a case's (`:` is in no case id): they share no resume, stop-on-pass
+        or scheduling state."""
+        case = f"trigger:{self.case_id}" if self.source == "trigger" else self.case_id
+        return TrialKey(case, self.agent, self.arm, self.attempt)
 
     def record_fields(self) -> dict[str, Any]:
         """Where this trial's record sits: the same in every record made for it (run, regraded or skipped)."""
@@ -64,6 +69,19 @@ class TrialSpec(BaseModel):
 def trial_label(agent: str, arm: str, attempt: int) -> str:
     """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
     return f"{agent}-{arm}-{attempt}"
+
+
+def trigger_label(agent: str, attempt: int) -> str:
+    """A trigger item's part of its node id: `<agent>-<attempt>` (it has one arm: the skill installed)."""
+    return f"{agent}-{attempt}"
+
+
+def trigger_trials(skill: SkillFolder) -> Iterator[tuple[str, int]]:
+    """(agent, attempt) for each trial of one trigger query, in the fixed order every xdist worker collects."""
+    settings = skill.settings
+    for agent in settings.agents:
+        for attempt in range(1, settings.n_attempts + 1):
+            yield agent, attempt
 
 
 def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
@@ -84,6 +102,10 @@ class CasePlan(BaseModel):
     digest: str | None = None
     snapshot: dict[str, Any] | None = None
     selected: list[str] | None = Field(default=None, description="Under --max-cases: the cases that run.")
+    triggers: list[dict[str, Any]] = Field(
+        default_factory=list, description="The trigger set's queries (id, should_trigger, split), as read at start."
+    )
+    triggers_digest: str | None = None
 
 
 def native_case_names(evals_dir: Path) -> list[str]:
@@ -126,6 +148,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
                 "skill_name": dataset.skill_name,
                 "entries": list(entries),
             }
+    _add_triggers(plan, skill)
     try:
         source = skill.settings.task_source
     except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report
@@ -145,6 +168,24 @@ def case_plan(skill: SkillFolder) -> CasePlan:
         if plan.snapshot is not None:
             plan.snapshot["entries"] = [e for e in plan.snapshot["entries"] if str(e.get("id")) in selected]
     return plan
+
+
+def _add_triggers(plan: CasePlan, skill: SkillFolder) -> None:
+    """The trigger set's queries; an unreadable set contributes none (its collector says why)."""
+    from pytest_skilleval.skill.triggers import find_trigger_set, load_trigger_set
+
+    path = find_trigger_set(skill.evals_dir)
+    if path is None:
+        return
+    try:
+        triggers = load_trigger_set(path)
+    except DatasetError:
+        return
+    plan.triggers = [
+        {"id": query.id, "should_trigger": query.should_trigger, "split": query.split} for query in triggers.queries
+    ]
+    plan.triggers_digest = triggers.digest
+    plan.summary.update(triggers=path.name, n_trigger_queries=len(plan.triggers))
 
 
 def native_claims(evals_dir: Path) -> dict[str, str]:

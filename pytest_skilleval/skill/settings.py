@@ -327,6 +327,25 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = False
+    distractor_skills: Annotated[
+        str | None,
+        Setting(
+            "Trigger items install the skill among the skills in DIR (its folders with a SKILL.md) instead of the "
+            "skill's siblings.",
+            metavar="DIR",
+            default_text="the folders with a SKILL.md next to the skill's own",
+        ),
+    ] = None
+    trigger_max_turns: Annotated[
+        PositiveCount,
+        Setting(
+            "Turn budget of a trigger item's agent (only its choice of skill matters), for agents that take one "
+            "(terminus-2, claude-code).",
+            parse=int,
+            metavar="N",
+            config="harbor.trigger_max_turns",
+        ),
+    ] = 3
     # Set only in evals/config.yml (see docs/datasets.md): how a skill's sandbox and tasks are built.
     base_image_mode: Annotated[
         Literal["reuse", "rebuild", "disabled"],

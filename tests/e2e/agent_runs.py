@@ -31,6 +31,21 @@ NEGATIVE_CASE = "negative-arithmetic"
 CASES = (POSITIVE_CASE, NEGATIVE_CASE)
 
 
+TERMINUS_PLAN = "Follow the script."
+
+
+def terminus_episode(*keystrokes: str, done: bool = False, duration: float = 0.5) -> str:
+    """One terminus-2 reply: its JSON response format, with the commands it should type."""
+    return json.dumps(
+        {
+            "analysis": "Scripted.",
+            "plan": TERMINUS_PLAN,
+            "commands": [{"keystrokes": keys + "\n", "duration": duration} for keys in keystrokes],
+            "task_complete": done,
+        }
+    )
+
+
 def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
     """A regex that matches a conversation holding every needle and none of `absent`."""
     ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)

@@ -9,8 +9,6 @@ baseline arm's model requests and trajectory never held the skill.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.e2e.agent_runs import (
@@ -23,6 +21,7 @@ from tests.e2e.agent_runs import (
     regex_all,
     trials,
 )
+from tests.e2e.agent_runs import terminus_episode as episode
 from tests.support import SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]
@@ -33,18 +32,6 @@ GREET = f"cd /workspace && python3 /runtime/skills/{SKILL}/scripts/greet.py --na
 LISTING = "<available_skills>"  # what terminus-2 adds to the instruction when it was given skills
 ADA = "Ada Lovelace"
 ARITHMETIC = "17 multiplied by 23"
-
-
-def episode(*keystrokes: str, done: bool = False) -> str:
-    """One terminus-2 reply: its JSON response format, with the commands it should type."""
-    return json.dumps(
-        {
-            "analysis": "Scripted.",
-            "plan": "Follow the script.",
-            "commands": [{"keystrokes": keys + "\n", "duration": 0.5} for keys in keystrokes],
-            "task_complete": done,
-        }
-    )
 
 
 def script() -> dict:

@@ -1,0 +1,135 @@
+"""Trigger sets with terminus-2, Harbor's own agent, against the scripted model server.
+
+The script makes terminus-2 read the skill's SKILL.md on some queries and not on others, read a sibling skill's
+SKILL.md on one (a distractor load), and read a SKILL.md path that does not exist on another (a failed read). The
+run's precision and recall must be exactly what the script implies; the distractor read is attributed to the
+distractor; the failed read is no trigger.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.agent_runs import regex_all, terminus_episode
+from tests.support import SkillProject, require_system
+
+pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+
+MODEL = "scripted"
+OWN = "cat /runtime/skills/demo/SKILL.md"
+SIBLING = "cat /runtime/skills/other/SKILL.md"
+NOTHING = "echo 144"
+FAILED_READ = "cat /workspace/demo/SKILL.md"  # the skill's name, not its installed path: "No such file"
+
+# (id, should_trigger, what the scripted model types). TP: read-a, read-b; FN: miss; FP: false-read;
+# TN: clean, distractor. Precision 2/3, recall 2/3, accuracy 4/6.
+QUERIES = [
+    ("read-a", True, OWN),
+    ("read-b", True, OWN),
+    ("miss", True, NOTHING),
+    ("false-read", False, OWN),
+    ("clean", False, NOTHING),
+    ("distractor", False, SIBLING),
+]
+
+
+def script(queries: list[tuple[str, bool, str]]) -> dict[str, Any]:
+    replies = []
+    for qid, _, command in queries:
+        guard = regex_all(f"QUERY {qid} END")
+        replies += [
+            {"match_regex": guard, "text": terminus_episode(command)},
+            {"match_regex": guard, "text": terminus_episode(done=True), "repeat": "forever"},
+        ]
+    return {"models": {MODEL: replies}}
+
+
+def project_with(project: SkillProject, queries: list[tuple[str, bool, str]]) -> Path:
+    skill = project.root / "skills" / "demo"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: greets people by name\n---\n# demo\n")
+    other = project.root / "skills" / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\ndescription: writes farewell notes\n---\n# other\n")
+    rows = [{"id": qid, "query": f"QUERY {qid} END", "should_trigger": should} for qid, should, _ in queries]
+    (skill / "evals" / "triggers.json").write_text(json.dumps(rows))
+    return skill
+
+
+def run_terminus(
+    project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch, environment: tuple[str, ...]
+) -> pytest.RunResult:
+    for name, value in scripted_model.client_env().items():
+        monkeypatch.setenv(name, value)
+    return project.run(
+        "--agents",
+        "terminus-2",
+        "--agent-model",
+        f"terminus-2=openai/{MODEL}",
+        *environment,
+        "--agent-kwarg",
+        "terminus-2:record_terminal_session=false",
+        "-v",
+    )
+
+
+def local_environment() -> tuple[str, ...]:
+    from pytest_skilleval.harbor.local_env import bwrap_available
+
+    if not bwrap_available():
+        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
+    if shutil.which("tmux") is None:
+        require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
+    return ("--env-mode", "local")
+
+
+@pytest.mark.parametrize("where", ["local", pytest.param("docker", marks=pytest.mark.docker)])
+def test_terminus2_trigger_set_scores_what_the_script_implies(
+    skill_project: SkillProject,
+    scripted_model: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    where: str,
+) -> None:
+    environment = (
+        ("--env-mode", "docker", "--base-image", request.getfixturevalue("test_base_image"))
+        if where == "docker"
+        else local_environment()
+    )
+    project_with(skill_project, QUERIES)
+    server = scripted_model(script(QUERIES))
+    result = run_terminus(skill_project, server, monkeypatch, environment)
+    result.assert_outcomes(passed=4, failed=2)
+    triggering = skill_project.result_json("demo")["triggering"]["terminus-2"]
+    assert (triggering["precision"], triggering["recall"]) == (pytest.approx(2 / 3, abs=1e-4),) * 2
+    assert triggering["accuracy"] == pytest.approx(4 / 6, abs=1e-4)
+    assert triggering["missed"] == ["miss"] and triggering["false_triggers"] == ["false-read"]
+    rates = {query["id"]: query for query in triggering["queries"]}
+    assert rates["distractor"]["distractors_loaded"] == {"other": 1}
+    assert rates["distractor"]["trigger_rate"] == 0.0
+    assert all(not rates[qid]["distractors_loaded"] for qid, _, command in QUERIES if command != SIBLING)
+    # The agent saw both skills listed (the skills mechanism installed them), and only the choice mattered.
+    listed = [entry for entry in server.requests if "QUERY read-a END" in entry.text]
+    assert listed and all("other" in entry.text and "demo" in entry.text for entry in listed)
+    assert all(entry.status == 200 for entry in server.requests), [(e.path, e.status) for e in server.requests]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the activation detector counts a read of any path ending in <skill>/SKILL.md, failed or not; the "
+    "activation branch (issue 23) makes it count only successful loads by installed path, and this test then passes",
+)
+def test_terminus2_failed_read_is_not_a_trigger(
+    skill_project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = [("failed", True, FAILED_READ)]
+    project_with(skill_project, queries)
+    run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, local_environment())
+    triggering = skill_project.result_json("demo")["triggering"]["terminus-2"]
+    assert triggering["missed"] == ["failed"]
+    assert triggering["queries"][0]["trigger_rate"] == 0.0
