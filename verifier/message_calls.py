@@ -1,0 +1,100 @@
+"""Tool calls an agent carried in its message text, read the way its harness read them; never guessed from prose.
+
+Some agents act through text, not structured tool calls, and some trajectories keep only that text:
+
+- terminus-2 with `trajectory_config={"raw_content": true}`: each agent step's message is the model's raw reply (a
+  JSON or XML plan, `agent.extra.parser`) and the step has no tool calls. The plan's commands become the
+  `bash_command` calls (`keystrokes`, `duration`) and `mark_task_complete` Harbor records in its default mode, and the
+  message becomes its default-mode `Analysis: ...` / `Plan: ...` text, so one run grades the same in both modes.
+  A reply Harbor refused (its observation begins "Previous response had parsing errors") typed nothing.
+- OpenHands without function calling (`disable_tool_calls`, Harbor's `raw_content`): the reply ends in one
+  `<function=NAME><parameter=KEY>VALUE</parameter>...</function>` block, parsed with OpenHands' own patterns
+  (`openhands/llm/fn_call_converter.py`: the first block only, a missing `</function>` stop word restored, values
+  stripped). The block becomes a call of that tool, and the message the text before it.
+
+Only agent steps of those agents with no tool calls of their own are read, and never a step copied from an earlier
+segment (`is_copied_context`): its actions were taken, and graded, where it first appeared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from verifier.message_text import content_text
+from verifier.terminus_plan import parse_plan
+
+TERMINUS_AGENTS = frozenset({"terminus-2"})
+OPENHANDS_AGENTS = frozenset({"openhands"})
+PARSE_ERROR_PREFIX = "Previous response had parsing errors:"
+
+_FUNCTION = re.compile(r"<function=([^>]+)>\n(.*?)</function>", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.DOTALL)
+
+
+def agent_shape(document: Mapping[str, Any]) -> tuple[str, str]:
+    """(agent name, terminus-2 parser) from a trajectory's root `agent` object."""
+    agent = document.get("agent") if isinstance(document.get("agent"), Mapping) else {}
+    extra = agent.get("extra") if isinstance(agent.get("extra"), Mapping) else {}
+    parser = extra.get("parser") if extra.get("parser") in ("json", "xml") else "json"
+    return str(agent.get("name") or ""), parser
+
+
+def _reads_text(step: Mapping[str, Any]) -> bool:
+    return step.get("source") == "agent" and not step.get("tool_calls") and step.get("is_copied_context") is not True
+
+
+def _observation_text(step: Mapping[str, Any]) -> str:
+    observation = step.get("observation")
+    results = observation.get("results") if isinstance(observation, Mapping) else None
+    return "\n".join(content_text(r.get("content")) for r in results or [] if isinstance(r, Mapping))
+
+
+def text_calls(agent: str, parser: str, step: Mapping[str, Any], call_prefix: str) -> tuple[str, list[dict]] | None:
+    """(message, ATIF tool-call dicts) a text-acting agent's step carries, or None when the step is read as it is."""
+    if not _reads_text(step):
+        return None
+    message = content_text(step.get("message"))
+    if agent in TERMINUS_AGENTS:
+        if _observation_text(step).startswith(PARSE_ERROR_PREFIX):
+            return None
+        return _terminus(message, parser, call_prefix)
+    if agent in OPENHANDS_AGENTS:
+        return _openhands(message, call_prefix)
+    return None
+
+
+def _terminus(message: str, parser: str, call_prefix: str) -> tuple[str, list[dict]] | None:
+    plan = parse_plan(message, parser)
+    if plan.error:
+        return None
+    calls = [
+        {
+            "tool_call_id": f"{call_prefix}_{number}",
+            "function_name": "bash_command",
+            "arguments": {"keystrokes": command.keystrokes, "duration": command.duration},
+        }
+        for number, command in enumerate(plan.commands, start=1)
+    ]
+    if plan.task_complete:
+        calls.append({"tool_call_id": f"{call_prefix}_task_complete", "function_name": "mark_task_complete"})
+    parts = [f"{label}: {value}" for label, value in (("Analysis", plan.analysis), ("Plan", plan.plan)) if value]
+    return "\n".join(parts), calls
+
+
+def _fix_stopword(content: str) -> str:
+    """OpenHands stops the model at `</function`; a reply with one call gets its closing tag back."""
+    if content.count("<function=") == 1:
+        return content.rstrip() + "function>" if content.endswith("</") else content + "\n</function>"
+    return content
+
+
+def _openhands(message: str, call_prefix: str) -> tuple[str, list[dict]] | None:
+    content = _fix_stopword(message)
+    match = _FUNCTION.search(content)
+    if match is None:
+        return None
+    arguments = {name: value.strip() for name, value in _PARAMETER.findall(match.group(2))}
+    call = {"tool_call_id": call_prefix, "function_name": match.group(1), "arguments": arguments}
+    return content.split("<function=")[0].strip(), [call]
