@@ -55,6 +55,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 from pytest_skilleval import __version__
 from pytest_skilleval.harbor.replay_actions import Editor, Terminal, is_edit, keystrokes_of
 from verifier import safe_io
+from verifier.atif_repair import repaired
 from verifier.message_calls import agent_shape, text_calls
 from verifier.tools import is_exec_tool
 
@@ -212,6 +213,8 @@ class ReplayAgent(BaseAgent):
             self.replay_path = find_replay(self.replay_dir, self.case_id, self.arm)
         text = self.replay_path.read_text(encoding="utf-8")
         data = json.loads(text.replace(SKILLS_DIR_PLACEHOLDER, self.effective_skills_dir))
+        if isinstance(data, dict):
+            data, _ = repaired(data)  # what real agents write that the strict model refuses (verifier.atif_repair)
         return Trajectory.model_validate(data)
 
     async def setup(self, environment: BaseEnvironment) -> None:
