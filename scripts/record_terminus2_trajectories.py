@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Record terminus-2 runs of the demo skill through the plugin, in its default mode and with raw_content.
 
-terminus-2 (Harbor's own agent) runs in `--env-mode local` (bwrap) against the scripted model server; the script
-makes it read SKILL.md and run the skill's script with the skill, and write a wrong greeting by hand without it.
-Each arm's trajectory (as the results tree keeps it) and the run's scores go to
+terminus-2 (Harbor's own agent) runs in `--env-mode local` (bwrap) against the scripted model server, with the
+replies of tests/e2e/test_terminus2.py: with the skill it reads SKILL.md and runs the skill's script; without it, it
+writes a wrong greeting by hand. Each arm's trajectory (as the results tree keeps it) and the run's scores go to
 fixtures/trajectories/terminus-2-recorded/<mode>/<arm>/, for the grading and replay tests.
 
     .venv/bin/python scripts/record_terminus2_trajectories.py [OUT_DIR]
@@ -24,37 +24,15 @@ from pytest_skilleval.results.tree import trial_file
 from pytest_skilleval.testing.scripted_model import ScriptedModelServer
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.e2e.test_terminus2 import script  # noqa: E402  (the e2e test's own scripted replies)
+
 SKILL = "hello-skill"
 CASE = "explicit-greeting"
-LISTING = "<available_skills>"
-ADA = "Ada Lovelace"
-SKILL_MD = f"/runtime/skills/{SKILL}/SKILL.md"
-GREET = f"cd /workspace && python3 /runtime/skills/{SKILL}/scripts/greet.py --name 'Ada Lovelace'"
-BY_HAND = "mkdir -p /workspace/output && printf 'Hello Ada Lovelace\\n' > /workspace/output/greeting.txt"
 MODES = {"tool-calls": {}, "raw-content": {"raw_content": True}}
-
-
-def episode(*keystrokes: str, done: bool = False) -> str:
-    return json.dumps(
-        {
-            "analysis": "Scripted.",
-            "plan": "Follow the script.",
-            "commands": [{"keystrokes": keys + "\n", "duration": 0.5} for keys in keystrokes],
-            "task_complete": done,
-        }
-    )
-
-
-def guard(with_skill: bool) -> str:
-    return f"(?s)^(?=.*{LISTING})(?=.*{ADA})" if with_skill else f"(?s)^(?!.*{LISTING})(?=.*{ADA})"
-
-
-def script() -> dict:
-    replies = []
-    for with_skill, steps in ((True, (f"cat {SKILL_MD}", GREET)), (False, (BY_HAND,))):
-        replies.append({"match_regex": guard(with_skill), "text": episode(*steps)})
-        replies.append({"match_regex": guard(with_skill), "text": episode(done=True), "repeat": "forever"})
-    return {"models": {"scripted": replies}}
+PYTEST = (sys.executable, "-m", "pytest", "-p", "no:cacheprovider")
+TERMINUS = ("--agents", "terminus-2", "--agent-model", "terminus-2=openai/scripted")
+LOCAL = ("--env-mode", "local", "--ek", "sandbox=bwrap", "--agent-kwarg", "terminus-2:record_terminal_session=false")
 
 
 def record(mode: str, trajectory_config: dict, out: Path, server: ScriptedModelServer) -> None:
@@ -62,27 +40,7 @@ def record(mode: str, trajectory_config: dict, out: Path, server: ScriptedModelS
         project = Path(tmp)
         skill = project / SKILL
         shutil.copytree(REPO / "examples" / SKILL, skill, ignore=shutil.ignore_patterns("results", "__pycache__"))
-        argv = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--skill-eval",
-            str(skill),
-            "--agents",
-            "terminus-2",
-            "--agent-model",
-            "terminus-2=openai/scripted",
-            "--env-mode",
-            "local",
-            "--ek",
-            "sandbox=bwrap",
-            "--agent-kwarg",
-            "terminus-2:record_terminal_session=false",
-            "-k",
-            CASE,
-        ]
+        argv = [*PYTEST, "--skill-eval", str(skill), *TERMINUS, *LOCAL, "-k", CASE]
         if trajectory_config:
             argv += ["--agent-kwarg", f"terminus-2:trajectory_config={json.dumps(trajectory_config)}"]
         env = {**os.environ, **server.client_env(), "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
