@@ -12,14 +12,15 @@ Some agents act through text, not structured tool calls, and some trajectories k
   (`openhands/llm/fn_call_converter.py`: the first block only, a missing `</function>` stop word restored, values
   stripped). The block becomes a call of that tool, and the message the text before it.
 
-Only agent steps of those agents with no tool calls of their own are read, and never a step copied from an earlier
+Harbor records either way for a whole run: every action as a tool call, or none. So a trajectory's messages are read
+only when it is one of those agents' and none of its agent steps has tool calls; never a step copied from an earlier
 segment (`is_copied_context`): its actions were taken, and graded, where it first appeared.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from verifier.message_text import content_text
@@ -41,6 +42,14 @@ def agent_shape(document: Mapping[str, Any]) -> tuple[str, str]:
     return str(agent.get("name") or ""), parser
 
 
+def acts_in_text(agent: str, steps: Iterable[Any]) -> bool:
+    """Whether a trajectory's calls are in its messages: an agent that acts through text, and no agent step with
+    tool calls (with them, Harbor recorded every action it ran as one, and a message-only step ran nothing)."""
+    if agent not in TERMINUS_AGENTS and agent not in OPENHANDS_AGENTS:
+        return False
+    return not any(isinstance(s, Mapping) and s.get("source") == "agent" and s.get("tool_calls") for s in steps)
+
+
 def _reads_text(step: Mapping[str, Any]) -> bool:
     return step.get("source") == "agent" and not step.get("tool_calls") and step.get("is_copied_context") is not True
 
@@ -52,7 +61,8 @@ def _observation_text(step: Mapping[str, Any]) -> str:
 
 
 def text_calls(agent: str, parser: str, step: Mapping[str, Any], call_prefix: str) -> tuple[str, list[dict]] | None:
-    """(message, ATIF tool-call dicts) a text-acting agent's step carries, or None when the step is read as it is."""
+    """(message, ATIF tool-call dicts) a step of a text-acting trajectory (`acts_in_text`) carries, or None when the
+    step is read as it is."""
     if not _reads_text(step):
         return None
     message = content_text(step.get("message"))

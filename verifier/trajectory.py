@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from verifier import safe_io
 from verifier.agent_logs import MAX_EVIDENCE_BYTES, rebuild_steps
 from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
-from verifier.message_calls import agent_shape, text_calls
+from verifier.message_calls import acts_in_text, agent_shape, text_calls
 from verifier.message_text import content_text
 
 TRAJECTORY_FILE = "trajectory.json"
@@ -70,6 +70,7 @@ def evidence_from_steps(
     earlier segment (`is_copied_context`) adds its messages but no calls: its actions were recorded where they ran.
     """
     problems = list(problems or [])
+    in_text = acts_in_text(agent[0], steps)
     calls: list[ToolCallRecord] = []
     agent_messages: list[str] = []
     user_messages: list[str] = []
@@ -87,7 +88,7 @@ def evidence_from_steps(
         if source_kind != "agent":
             continue
         raw_calls = step.get("tool_calls") or []
-        carried = text_calls(agent[0], agent[1], step, f"text_{position}")
+        carried = text_calls(agent[0], agent[1], step, f"text_{position}") if in_text else None
         if carried is not None:
             text, raw_calls = carried
         elif step.get("is_copied_context") is True:

@@ -56,7 +56,7 @@ from pytest_skilleval import __version__
 from pytest_skilleval.harbor.replay_actions import Editor, Terminal, is_edit, keystrokes_of
 from verifier import safe_io
 from verifier.atif_repair import repaired
-from verifier.message_calls import agent_shape, text_calls
+from verifier.message_calls import acts_in_text, agent_shape, text_calls
 from verifier.tools import is_exec_tool
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
@@ -246,11 +246,13 @@ class ReplayAgent(BaseAgent):
     async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> None:
         """Run each step's calls in order (its tool calls, else the calls its message carries); put the real output
         in their observations."""
-        agent, parser = agent_shape(trajectory.to_json_dict())
+        document = trajectory.to_json_dict()
+        agent, parser = agent_shape(document)
+        in_text = acts_in_text(agent, document["steps"])
         terminal, editor = Terminal(environment), Editor(environment)
         for position, step in enumerate(trajectory.steps):
             calls = [(c.tool_call_id, c.function_name, c.arguments) for c in step.tool_calls or []]
-            if not calls:
+            if in_text:
                 carried = text_calls(agent, parser, step.model_dump(mode="json"), f"text_{position}")
                 calls = [(None, c["function_name"], c.get("arguments") or {}) for c in (carried or ("", []))[1]]
             typed: list[str | None] = []

@@ -195,17 +195,27 @@ def test_raw_content_and_tool_calls_grade_alike() -> None:
 
 
 def test_an_xml_plan_is_read_with_the_xml_parser(tmp_path: Path) -> None:
-    document = _load("terminus-2-invalid-json")
+    document = _load("terminus-2-linear-history")
+    document.pop("continued_trajectory_ref")
     document["agent"]["extra"]["parser"] = "xml"
-    step = document["steps"][2]
-    step.pop("tool_calls")
-    step["message"] = (
+    document["steps"][1]["message"] = (
         "<response><analysis>a</analysis><plan>p</plan><commands>"
         f'<keystrokes duration="0.1">{JUNK}\n</keystrokes></commands></response>'
     )
     folder = _write(tmp_path / "run", {"trajectory.json": document})
-    assert _keystrokes(folder) == [f"{JUNK}\n"]
+    assert _keystrokes(folder) == [f"{JUNK}\n"]  # the other replies are JSON: not plans to the xml parser
     assert _security(folder) == 0.0
+
+
+def test_a_message_is_not_read_when_the_run_recorded_tool_calls(tmp_path: Path) -> None:
+    """In the default mode Harbor records every command it typed as a tool call: a step with a plan in its message
+    and no tool call typed nothing."""
+    document = _load("terminus-2-invalid-json")
+    document["steps"][3].pop("tool_calls")
+    document["steps"][3]["message"] = _terminus_reply(f"{JUNK}\n")
+    folder = _write(tmp_path / "run", {"trajectory.json": document})
+    assert _keystrokes(folder) == ["printf 'Hello, world!\\n' > hello.txt\n"]
+    assert _security(folder) == 1.0
 
 
 def test_other_agents_messages_are_never_read_as_commands(tmp_path: Path) -> None:
