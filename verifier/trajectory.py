@@ -213,6 +213,27 @@ def _continuations(
     problems.append(f"more than {MAX_SEGMENTS} continued trajectory segments; the rest were not read")
 
 
+def merged_trajectory(data: Mapping[str, Any], read: Continuation) -> tuple[dict[str, Any], list[str]]:
+    """A linear-history trajectory as one document: every segment's steps in order, numbered from 1, without
+    `continued_trajectory_ref`, the files read named in `extra.segments`; the document itself when it continues
+    nowhere. Also the problems met following the chain (`_continuations`)."""
+    problems: list[str] = []
+    steps = list(data.get("steps") or [])
+    names = []
+    for name, segment in _continuations(data, read, problems):
+        names.append(name)
+        steps.extend(segment["steps"])
+    if not names:
+        return dict(data), problems
+    merged = {key: value for key, value in data.items() if key != "continued_trajectory_ref"}
+    merged["steps"] = [
+        {**step, "step_id": number} if isinstance(step, Mapping) else step for number, step in enumerate(steps, 1)
+    ]
+    extra = data.get("extra") if isinstance(data.get("extra"), Mapping) else {}
+    merged["extra"] = {**extra, "segments": [TRAJECTORY_FILE, *names]}
+    return merged, problems
+
+
 def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
     """What to grade for one trial: trajectory.json (and the segments it continues in) if it has steps, else the
     first agent log that rebuilds any."""
