@@ -36,9 +36,11 @@ _PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.DOTALL)
 
 def agent_shape(document: Mapping[str, Any]) -> tuple[str, str]:
     """(agent name, terminus-2 parser) from a trajectory's root `agent` object."""
-    agent = document.get("agent") if isinstance(document.get("agent"), Mapping) else {}
-    extra = agent.get("extra") if isinstance(agent.get("extra"), Mapping) else {}
-    parser = extra.get("parser") if extra.get("parser") in ("json", "xml") else "json"
+    agent = document.get("agent")
+    agent = agent if isinstance(agent, Mapping) else {}
+    extra = agent.get("extra")
+    extra = extra if isinstance(extra, Mapping) else {}
+    parser = "xml" if extra.get("parser") == "xml" else "json"
     return str(agent.get("name") or ""), parser
 
 

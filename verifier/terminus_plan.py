@@ -120,10 +120,10 @@ def _try_json(response: str) -> Plan:
     if isinstance(complete, str):
         complete = complete.lower() in ("true", "1", "yes")
     analysis, plan = data.get("analysis", ""), data.get("plan", "")
-    commands, error = _json_commands(raw_commands)
-    if error:
+    commands, problem = _json_commands(raw_commands)
+    if problem:
         # Harbor treats a broken command list of a completing reply as a warning: nothing typed, task complete.
-        return Plan(task_complete=True, analysis=analysis, plan=plan) if complete else Plan(error=error)
+        return Plan(task_complete=True, analysis=analysis, plan=plan) if complete else Plan(error=problem)
     return Plan(commands=commands, task_complete=bool(complete), analysis=analysis, plan=plan)
 
 

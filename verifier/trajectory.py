@@ -229,8 +229,8 @@ def merged_trajectory(data: Mapping[str, Any], read: Continuation) -> tuple[dict
     merged["steps"] = [
         {**step, "step_id": number} if isinstance(step, Mapping) else step for number, step in enumerate(steps, 1)
     ]
-    extra = data.get("extra") if isinstance(data.get("extra"), Mapping) else {}
-    merged["extra"] = {**extra, "segments": [TRAJECTORY_FILE, *names]}
+    extra = data.get("extra")
+    merged["extra"] = {**(extra if isinstance(extra, Mapping) else {}), "segments": [TRAJECTORY_FILE, *names]}
     return merged, problems
 
 

@@ -251,7 +251,9 @@ class ReplayAgent(BaseAgent):
         in_text = acts_in_text(agent, document["steps"])
         terminal, editor = Terminal(environment), Editor(environment)
         for position, step in enumerate(trajectory.steps):
-            calls = [(c.tool_call_id, c.function_name, c.arguments) for c in step.tool_calls or []]
+            calls: list[tuple[str | None, str, dict[str, Any]]] = [
+                (c.tool_call_id, c.function_name, c.arguments) for c in step.tool_calls or []
+            ]
             if in_text:
                 carried = text_calls(agent, parser, step.model_dump(mode="json"), f"text_{position}")
                 calls = [(None, c["function_name"], c.get("arguments") or {}) for c in (carried or ("", []))[1]]
