@@ -19,19 +19,16 @@ segment (`is_copied_context`): its actions were taken, and graded, where it firs
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from verifier.message_text import content_text
+from verifier.tag_scan import tagged_spans
 from verifier.terminus_plan import parse_plan
 
 TERMINUS_AGENTS = frozenset({"terminus-2"})
 OPENHANDS_AGENTS = frozenset({"openhands"})
 PARSE_ERROR_PREFIX = "Previous response had parsing errors:"
-
-_FUNCTION = re.compile(r"<function=([^>]+)>\n(.*?)</function>", re.DOTALL)
-_PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.DOTALL)
 
 
 def agent_shape(document: Mapping[str, Any]) -> tuple[str, str]:
@@ -104,9 +101,10 @@ def _fix_stopword(content: str) -> str:
 
 def _openhands(message: str, call_prefix: str) -> tuple[str, list[dict]] | None:
     content = _fix_stopword(message)
-    match = _FUNCTION.search(content)
-    if match is None:
+    match = tagged_spans(content, "<function=", "</function>", name_then_newline=True, first_only=True)
+    if not match:
         return None
-    arguments = {name: value.strip() for name, value in _PARAMETER.findall(match.group(2))}
-    call = {"tool_call_id": call_prefix, "function_name": match.group(1), "arguments": arguments}
+    ((name, body),) = match
+    arguments = {key: value.strip() for key, value in tagged_spans(body, "<parameter=", "</parameter>")}
+    call = {"tool_call_id": call_prefix, "function_name": name, "arguments": arguments}
     return content.split("<function=")[0].strip(), [call]

@@ -6,7 +6,8 @@ calls, except with `trajectory_config={"raw_content": true}`, where the step's m
 nothing else says what ran. This module repeats Harbor 0.25's parsers (`terminus_json_plain_parser`,
 `terminus_xml_plain_parser`: the same extraction, validation and auto-fixes), so a reply that Harbor refused
 (its step then says "Previous response had parsing errors") yields no command here either, and one Harbor ran
-yields exactly the keystrokes it typed. Warnings never matter: Harbor runs a reply with warnings.
+yields exactly the keystrokes it typed. Warnings never matter: Harbor runs a reply with warnings. The tag searches
+run in linear time (`verifier.tag_scan`) with the results of Harbor's regexes.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from verifier.tag_scan import first_between, tagged_spans
+
 # Harbor caps each command's wait at 60 s before it types it (Terminus2._handle_llm_interaction).
 MAX_DURATION_SEC = 60.0
 DEFAULT_DURATION_SEC = 1.0
 _REQUIRED_JSON_FIELDS = ("analysis", "plan", "commands")
 _JSON_FIX_ERRORS = ("Invalid JSON", "Expecting", "Unterminated", "No valid JSON found")
 _MIXED_JSON = re.compile(r"\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", re.DOTALL)
-_KEYSTROKES_XML = re.compile(r"<keystrokes([^>]*)>(.*?)</keystrokes>", re.DOTALL)
 _DURATION_XML = re.compile(r'duration\s*=\s*["\']([^"\']*)["\']')
 _COMPLETE_XML = re.compile(r"<task_complete>\s*true\s*</task_complete>", re.IGNORECASE)
 
@@ -168,9 +170,9 @@ def _fix_mixed_content(response: str, error: str) -> str | None:
 
 def _section(content: str, name: str) -> str | None:
     """A section's stripped text, "" when present but empty (self-closing too), None when absent."""
-    match = re.search(rf"<{name}>(.*?)</{name}>", content, re.DOTALL)
-    if match:
-        return match.group(1).strip()
+    body = first_between(content, f"<{name}>", f"</{name}>")
+    if body is not None:
+        return body.strip()
     if re.search(rf"<{name}\s*/>", content) or f"<{name}></{name}>" in content:
         return ""
     return None
@@ -193,7 +195,7 @@ def _parse_xml(response: str) -> Plan:
             return Plan(error="Missing <commands> section")
         return Plan(task_complete=complete, analysis=analysis, plan=plan)
     commands = []
-    for attributes, keystrokes in _KEYSTROKES_XML.findall(commands_text):
+    for attributes, keystrokes in tagged_spans(commands_text, "<keystrokes", "</keystrokes>", empty_name=True):
         duration = DEFAULT_DURATION_SEC
         found = _DURATION_XML.search(attributes)
         if found:
