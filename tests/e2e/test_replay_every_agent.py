@@ -6,6 +6,7 @@ calling)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from harbor.models.trajectories import Trajectory
 from pytest_skilleval.authoring.cli import main
 from tests.e2e.conftest import skip_without_bwrap
 from tests.e2e.test_replay_agent import replay_agent, written_trajectory
-from tests.support import FIXTURES
+from tests.support import FIXTURES, require_system
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +37,8 @@ def test_replay_output_replays(
     tmp_path: Path, kit, capsys: pytest.CaptureFixture[str], agent: str, fixture: str, actions: int
 ) -> None:
     skip_without_bwrap("bwrap")
+    if agent.startswith("terminus-2") and shutil.which("tmux") is None:
+        require_system("tmux (the replay types terminus-2's keystrokes into tmux)", "apt-get install tmux")
     trial_file = tmp_path / "case.1.json"
     trial_file.write_text(json.dumps({"trajectory": json.loads((TRAJECTORIES / fixture).read_text())}))
     out = tmp_path / "replays" / "case.json"

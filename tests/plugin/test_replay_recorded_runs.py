@@ -4,6 +4,7 @@ local bwrap trial, and the trial scores what the recorded run scored, custom gra
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,8 @@ def test_a_recorded_terminus2_run_replays_to_the_same_scores(
 ) -> None:
     if usable_bwrap()[0] is None:
         require_system(f"bubblewrap ({usable_bwrap()[1]})", "apt-get install bubblewrap (or run .ci/run)")
+    if shutil.which("tmux") is None:
+        require_system("tmux (the replay types terminus-2's keystrokes into tmux)", "apt-get install tmux")
     skill = skill_project.copy_hello_skill()
     for arm, spelled in ARMS.items():
         recorded = json.loads((RECORDED / mode / arm / "trajectory.json").read_text(encoding="utf-8"))
