@@ -55,6 +55,9 @@ class TrajectoryEvidence(BaseModel):
         default_factory=list, description="Validation problems met while reading leniently; never fatal."
     )
     detail: str | None = Field(default=None, description="Why nothing usable was found, when source is 'none'.")
+    segments: list[str] = Field(
+        default_factory=list, description="The trajectory files read, in order, when more than one document was."
+    )
 
     @property
     def usable(self) -> bool:

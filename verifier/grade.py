@@ -104,8 +104,10 @@ def grade(
             "acceptable_alternates": accepted[1:],
             "acceptable_alternate_score": ACCEPTABLE_ALTERNATE_SCORE,
         }
-    if evidence.source != TRAJECTORY_FILE or evidence.problems:
+    if evidence.source != TRAJECTORY_FILE or evidence.problems or evidence.segments:
         details["_trajectory_load"] = {"source": evidence.source, "problems": evidence.problems[:20]}
+        if evidence.segments:
+            details["_trajectory_load"]["segments"] = evidence.segments
         if not evidence.usable:
             details["_trajectory_load"]["error"] = NO_TRAJECTORY
     graded: dict[str, Any] = {"metrics": scores, "details": details, "trajectory_source": evidence.source}

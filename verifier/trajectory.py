@@ -8,7 +8,8 @@ leniently from the raw JSON. Only a missing file or one without steps sends us t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,15 @@ from pydantic import ValidationError
 from verifier import safe_io
 from verifier.agent_logs import MAX_EVIDENCE_BYTES, rebuild_steps
 from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
+from verifier.message_calls import acts_in_text, agent_shape, text_calls
 from verifier.message_text import content_text
 
 TRAJECTORY_FILE = "trajectory.json"
 _MAX_PROBLEMS = 10
+# Harbor names a linear-history segment `trajectory.cont-<N>.json`; nothing else is followed.
+_SEGMENT_NAME = re.compile(r"trajectory\.cont-[1-9][0-9]{0,5}\.json")
+MAX_SEGMENTS = 256
+Continuation = Callable[[str], str]
 
 
 def _arguments(value: Any) -> dict[str, Any]:
@@ -54,9 +60,17 @@ def _validation_problems(data: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | None = None) -> TrajectoryEvidence:
-    """Evidence from ATIF-shaped step dicts: agent tool calls with their matched observations, and messages."""
+def evidence_from_steps(
+    steps: list[Any], source: str, problems: list[str] | None = None, agent: tuple[str, str] = ("", "json")
+) -> TrajectoryEvidence:
+    """Evidence from ATIF-shaped step dicts: agent tool calls with their matched observations, and messages.
+
+    `agent` is (name, terminus-2 parser) from the document's root (`message_calls.agent_shape`): a step of an agent
+    that acts through text gets the calls its message carries (`verifier.message_calls`). A step copied from an
+    earlier segment (`is_copied_context`) adds its messages but no calls: its actions were recorded where they ran.
+    """
     problems = list(problems or [])
+    in_text = acts_in_text(agent[0], steps)
     calls: list[ToolCallRecord] = []
     agent_messages: list[str] = []
     user_messages: list[str] = []
@@ -73,12 +87,18 @@ def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | Non
             continue
         if source_kind != "agent":
             continue
+        raw_calls = step.get("tool_calls") or []
+        carried = text_calls(agent[0], agent[1], step, f"text_{position}") if in_text else None
+        if carried is not None:
+            text, raw_calls = carried
+        elif step.get("is_copied_context") is True:
+            raw_calls = []
         if text.strip():
             agent_messages.append(text)
         results = (step.get("observation") or {}).get("results") if isinstance(step.get("observation"), Mapping) else []
         results = [r for r in results or [] if isinstance(r, Mapping)]
         step_id = step.get("step_id") if isinstance(step.get("step_id"), int) else None
-        for raw_call in step.get("tool_calls") or []:
+        for raw_call in raw_calls:
             if not isinstance(raw_call, Mapping):
                 problems.append(f"steps[{position}] has a tool call that is not an object; skipped")
                 continue
@@ -125,8 +145,15 @@ def _none(problems: list[str], detail: str = NO_TRAJECTORY) -> TrajectoryEvidenc
     return TrajectoryEvidence(source="none", problems=problems, detail=detail)
 
 
-def evidence_from_atif(data: Mapping[str, Any] | str, source: str = TRAJECTORY_FILE) -> TrajectoryEvidence:
-    """Evidence from an ATIF document (dict or JSON text); one without steps gives unusable ('none') evidence."""
+def evidence_from_atif(
+    data: Mapping[str, Any] | str, source: str = TRAJECTORY_FILE, continuation: Continuation | None = None
+) -> TrajectoryEvidence:
+    """Evidence from an ATIF document (dict or JSON text); one without steps gives unusable ('none') evidence.
+
+    `continuation` reads a segment the document continues in (`continued_trajectory_ref`: Harbor's terminus-2 with
+    `linear_history` splits its trajectory at each context summarization into `trajectory.cont-N.json`); the
+    segments' steps are read in order, as one trajectory.
+    """
     if isinstance(data, str):
         try:
             data = json.loads(data)
@@ -136,11 +163,80 @@ def evidence_from_atif(data: Mapping[str, Any] | str, source: str = TRAJECTORY_F
     if not steps:
         return _none(problems)
     problems = _validation_problems(data)  # type: ignore[arg-type]
-    return evidence_from_steps(steps, source, problems)
+    segments = [source]
+    steps = list(steps)
+    if continuation is not None:
+        for name, segment in _continuations(data, continuation, problems):  # type: ignore[arg-type]
+            segments.append(name)
+            problems.extend(_validation_problems(segment))
+            steps.extend(segment["steps"])
+    evidence = evidence_from_steps(steps, source, problems, agent_shape(data))  # type: ignore[arg-type]
+    if len(segments) > 1:
+        evidence.segments = segments
+    return evidence
+
+
+def _continuations(
+    data: Mapping[str, Any], read: Continuation, problems: list[str]
+) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Each segment the document continues in, in order; a bad reference ends the chain with a problem."""
+    seen: set[str] = set()
+    while len(seen) < MAX_SEGMENTS:
+        ref = data.get("continued_trajectory_ref")
+        if ref is None:
+            return
+        if not isinstance(ref, str) or not _SEGMENT_NAME.fullmatch(ref) or ref in seen:
+            problems.append(
+                f"continued_trajectory_ref {str(ref)[:80]!r} not followed: only a trajectory.cont-N.json beside it, once"
+            )
+            return
+        seen.add(ref)
+        try:
+            text = read(ref)
+        except FileNotFoundError:
+            problems.append(f"{ref} (continued_trajectory_ref) not found")
+            return
+        except safe_io.UnsafePathError:
+            raise  # a link the sandbox planted ends the grading, as for trajectory.json itself
+        except (OSError, safe_io.FileTooLargeError) as error:
+            problems.append(f"{ref} unreadable: {error}")
+            return
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            problems.append(f"{ref} is not valid JSON: {error}")
+            return
+        if not isinstance(data, Mapping) or not isinstance(data.get("steps"), list):
+            problems.append(f"{ref} has no steps list")
+            return
+        yield ref, data
+    problems.append(f"more than {MAX_SEGMENTS} continued trajectory segments; the rest were not read")
+
+
+def merged_trajectory(data: Mapping[str, Any], read: Continuation) -> tuple[dict[str, Any], list[str]]:
+    """A linear-history trajectory as one document: every segment's steps in order, numbered from 1, without
+    `continued_trajectory_ref`, the files read named in `extra.segments`; the document itself when it continues
+    nowhere. Also the problems met following the chain (`_continuations`)."""
+    problems: list[str] = []
+    steps = list(data.get("steps") or [])
+    names = []
+    for name, segment in _continuations(data, read, problems):
+        names.append(name)
+        steps.extend(segment["steps"])
+    if not names:
+        return dict(data), problems
+    merged = {key: value for key, value in data.items() if key != "continued_trajectory_ref"}
+    merged["steps"] = [
+        {**step, "step_id": number} if isinstance(step, Mapping) else step for number, step in enumerate(steps, 1)
+    ]
+    extra = data.get("extra")
+    merged["extra"] = {**(extra if isinstance(extra, Mapping) else {}), "segments": [TRAJECTORY_FILE, *names]}
+    return merged, problems
 
 
 def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
-    """What to grade for one trial: trajectory.json if it has steps, else the first agent log that rebuilds any."""
+    """What to grade for one trial: trajectory.json (and the segments it continues in) if it has steps, else the
+    first agent log that rebuilds any."""
     agent_logs_dir = Path(agent_logs_dir)
     path = Path(trajectory_path) if trajectory_path is not None else agent_logs_dir / TRAJECTORY_FILE
     problems: list[str] = []
@@ -156,7 +252,17 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
     except (OSError, safe_io.FileTooLargeError) as error:
         problems.append(f"{path.name} unreadable: {error}")
     else:
-        evidence = evidence_from_atif(text, source=path.name)
+        budget = [MAX_EVIDENCE_BYTES - len(text)]
+
+        def continuation(name: str) -> str:
+            # The same no-link read; all segments together stay within one trajectory's size limit.
+            segment = safe_io.read_text(
+                path.parent, name, max_bytes=max(budget[0], 0), errors="replace", label=str(path.parent)
+            )
+            budget[0] -= len(segment)
+            return segment
+
+        evidence = evidence_from_atif(text, source=path.name, continuation=continuation)
         if evidence.usable:
             return evidence
         problems.extend(evidence.problems)

@@ -3,12 +3,19 @@
 Why: evals must be runnable (and the plugin testable) with no API key, yet the grader should
 still see real effects in the sandbox. The agent reads
 ``<replay_dir>/<case_id>.<with-skill|without-skill>.json``, else ``<replay_dir>/<case_id>.json``
-(an ATIF ``Trajectory``). By default it re-executes every shell tool call (a call whose
-arguments hold ``command`` or ``cmd``; a list is shell-joined) in the environment, in order,
-in the call's ``workdir``/``cwd`` folder (else ``/workspace``), and replaces that
-call's observation content with the real output: stdout then stderr, plus
-``[exit code: N]`` when N is non-zero. Agent messages are kept. A trajectory whose root
-``extra`` holds ``{"replay": {"execute": false}}`` is written as it is, nothing run.
+(an ATIF ``Trajectory``). By default it re-executes, in order, what the recorded agent did in the environment and
+replaces each call's observation content with the real output:
+
+- a shell tool call (a shell tool, `verifier.tools.is_exec_tool`, whose arguments hold ``command`` or ``cmd``; a list
+  is shell-joined) runs in the call's ``workdir``/``cwd`` folder (else ``/workspace``); its output is stdout then
+  stderr, plus ``[exit code: N]`` when N is non-zero;
+- terminus-2's keystrokes are typed into a tmux session, and OpenHands' ``str_replace_editor`` edits are made to the
+  file (`replay_actions`);
+- a step without tool calls whose message carries them (terminus-2 with ``raw_content``, OpenHands without function
+  calling; `verifier.message_calls`) has those calls replayed, read the way the grader reads them.
+
+Agent messages are kept. A trajectory whose root ``extra`` holds ``{"replay": {"execute": false}}`` is written as it
+is, nothing run.
 
 Placeholder: every literal ``{skills_dir}`` in the trajectory (commands, arguments, messages)
 is replaced by the skills dir Harbor gives the agent (``self.skills_dir``: ``/harbor/skills`` on
@@ -42,11 +49,15 @@ from harbor.agents.base import BaseAgent
 from harbor.agents.capabilities import AgentCapabilities
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
-from harbor.models.trajectories import Observation, ObservationResult, Trajectory
+from harbor.models.trajectories import Observation, ObservationResult, Step, Trajectory
 from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval import __version__
+from pytest_skilleval.harbor.replay_actions import Editor, Terminal, is_edit, keystrokes_of
 from verifier import safe_io
+from verifier.atif_repair import repaired
+from verifier.message_calls import acts_in_text, agent_shape, text_calls
+from verifier.tools import is_exec_tool
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
@@ -82,8 +93,14 @@ def find_replay(replay_dir: str | Path, case_id: str, arm: str) -> Path:
     raise ReplayFileNotFoundError(f"no replay trajectory for case {case_id!r} ({arm}); looked for: {looked}")
 
 
-def shell_command(arguments: dict[str, Any]) -> str | None:
-    """The shell command of a tool call, or None when it is not a shell call."""
+def shell_command(arguments: dict[str, Any], tool: str | None = None) -> str | None:
+    """The shell command of a tool call, or None when it is not a shell call: `tool`, when given, must be a shell
+    tool (`verifier.tools.is_exec_tool`: `Bash`, `exec_command`, `execute_bash`, ...), so a `command` argument of
+    another tool (a Skill, a task tracker) is never run; input typed to a running process (`is_input`) is not either."""
+    if tool is not None and not is_exec_tool(tool):
+        return None
+    if arguments.get("is_input") in (True, "true"):
+        return None
     raw = arguments.get("command", arguments.get("cmd"))
     if isinstance(raw, str):
         return raw
@@ -131,6 +148,27 @@ def fill_context(trajectory: Trajectory, context: AgentContext) -> None:
     context.cost_usd = total("cost_usd")
 
 
+def _record(step: Step, call_ids: list[str | None], content: str, exit_code: int | None) -> None:
+    """Put a replayed output in the observation results of `call_ids`, else in the step's results without a call id
+    (the shared output terminus-2 and OpenHands without function calling write); add one when there is neither."""
+    if step.observation is None:
+        step.observation = Observation(results=[])
+    ids = {call_id for call_id in call_ids if call_id is not None}
+    matches = [r for r in step.observation.results if r.source_call_id in ids]
+    if not matches:
+        matches = [r for r in step.observation.results if r.source_call_id is None]
+    if not matches:
+        single = call_ids[0] if len(call_ids) == 1 else None
+        matches = [ObservationResult(source_call_id=single)]
+        step.observation.results.append(matches[0])
+    extra: dict[str, Any] = {"replayed": True}
+    if exit_code is not None:
+        extra["exit_code"] = exit_code
+    for obs in matches:
+        obs.content = content
+        obs.extra = {**(obs.extra or {}), **extra}
+
+
 class ReplayAgent(BaseAgent):
     """Deterministic agent that replays (and by default re-executes) an ATIF trajectory."""
 
@@ -175,6 +213,8 @@ class ReplayAgent(BaseAgent):
             self.replay_path = find_replay(self.replay_dir, self.case_id, self.arm)
         text = self.replay_path.read_text(encoding="utf-8")
         data = json.loads(text.replace(SKILLS_DIR_PLACEHOLDER, self.effective_skills_dir))
+        if isinstance(data, dict):
+            data, _ = repaired(data)  # what real agents write that the strict model refuses (verifier.atif_repair)
         return Trajectory.model_validate(data)
 
     async def setup(self, environment: BaseEnvironment) -> None:
@@ -204,27 +244,45 @@ class ReplayAgent(BaseAgent):
             }
 
     async def _execute(self, trajectory: Trajectory, environment: BaseEnvironment) -> None:
-        """Run shell calls in order; put the real output in their observations."""
-        for step in trajectory.steps:
-            for call in step.tool_calls or []:
-                command = shell_command(call.arguments)
-                if command is None:
+        """Run each step's calls in order (its tool calls, else the calls its message carries); put the real output
+        in their observations."""
+        document = trajectory.to_json_dict()
+        agent, parser = agent_shape(document)
+        in_text = acts_in_text(agent, document["steps"])
+        terminal, editor = Terminal(environment), Editor(environment)
+        for position, step in enumerate(trajectory.steps):
+            calls: list[tuple[str | None, str, dict[str, Any]]] = [
+                (c.tool_call_id, c.function_name, c.arguments) for c in step.tool_calls or []
+            ]
+            if in_text:
+                carried = text_calls(agent, parser, step.model_dump(mode="json"), f"text_{position}")
+                calls = [(None, c["function_name"], c.get("arguments") or {}) for c in (carried or ("", []))[1]]
+            typed: list[str | None] = []
+            for call_id, tool, arguments in calls:
+                keys = keystrokes_of(arguments)
+                if keys is not None:
+                    await terminal.type(*keys)
+                    typed.append(call_id)
+                elif is_edit(tool, arguments):
+                    content, code = await editor.apply(arguments)
+                    _record(step, [call_id], content, code)
+                elif (command := shell_command(arguments, tool)) is not None:
+                    workdir = arguments.get("workdir") or arguments.get("cwd")
+                    if workdir:
+                        command = in_workdir(command, str(workdir))
+                    result = await environment.exec(command, cwd=DEFAULT_CWD)
+                    _record(
+                        step,
+                        [call_id],
+                        format_output(result.stdout, result.stderr, result.return_code),
+                        result.return_code,
+                    )
+                else:
                     continue
-                workdir = call.arguments.get("workdir") or call.arguments.get("cwd")
-                if workdir:
-                    command = in_workdir(command, str(workdir))
-                result = await environment.exec(command, cwd=DEFAULT_CWD)
                 self.executed_calls += 1
-                content = format_output(result.stdout, result.stderr, result.return_code)
-                if step.observation is None:
-                    step.observation = Observation(results=[])
-                matches = [r for r in step.observation.results if r.source_call_id == call.tool_call_id]
-                if not matches:
-                    matches = [ObservationResult(source_call_id=call.tool_call_id)]
-                    step.observation.results.append(matches[0])
-                for obs in matches:
-                    obs.content = content
-                    obs.extra = {**(obs.extra or {}), "exit_code": result.return_code, "replayed": True}
+            if typed:
+                # terminus-2 reads the terminal once per reply: one output for the step's commands together.
+                _record(step, typed, await terminal.output(), None)
 
     def _write(self, trajectory: Trajectory) -> None:
         self.record = trajectory

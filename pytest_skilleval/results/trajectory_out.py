@@ -3,7 +3,8 @@
 A run keeps each trial as one JSON file (`<run>/<agent>/<arm>/trials/<case>.<attempt>.json`); its `trajectory` is
 the ATIF document the agent wrote, redacted. Printed as it is, or with `--replay`, ready to commit as the case's
 replay: the skills folder the agent saw becomes the `{skills_dir}` placeholder, so the replay works on every
-Harbor version.
+Harbor version, and what Harbor's strict ATIF model would refuse of what the agent wrote is repaired
+(`verifier.atif_repair`; each repair named on stderr), so the replay agent can load it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.trial_file import read_trial
+from verifier.atif_repair import repaired
 
 SKILLS_DIRS = ("/runtime/skills", "/harbor/skills")  # Harbor 0.25's and 0.24's skills folders
 PLACEHOLDER = "{skills_dir}"
@@ -59,7 +61,20 @@ def run_trajectory_command(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 1
-    text = json.dumps(as_replay(trajectory) if args.replay else trajectory, indent=2, ensure_ascii=False) + "\n"
+    if args.replay:
+        try:
+            trajectory, repairs = repaired(trajectory)
+        except ValueError as error:
+            print(f"skilleval trajectory: {path}: {error}", file=sys.stderr)
+            return 1
+        if repairs:
+            shown = "; ".join(repairs[:5]) + ("; ..." if len(repairs) > 5 else "")
+            print(
+                f"skilleval trajectory: {len(repairs)} repair(s) so Harbor's ATIF model accepts it: {shown}",
+                file=sys.stderr,
+            )
+        trajectory = as_replay(trajectory)
+    text = json.dumps(trajectory, indent=2, ensure_ascii=False) + "\n"
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

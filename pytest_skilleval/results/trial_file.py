@@ -12,6 +12,7 @@ Pure except for the file system; imports neither pytest nor Harbor.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from hashlib import sha256
 from pathlib import Path
@@ -22,6 +23,7 @@ from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.trajectory_cap import MAX_TRAJECTORY_READ_BYTES, capped_trajectory, too_large_to_read
 from verifier import safe_io
 from verifier.reward import RICH_REWARD_NAME
+from verifier.trajectory import merged_trajectory
 
 MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
 # A trial file holds up to five artifacts of MAX_ARTIFACT_BYTES each.
@@ -128,7 +130,29 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
             found[key] = (json.loads(text), rel)
         except ValueError:
             found[key] = (text, rel)
+    if isinstance(found.get("trajectory", (None,))[0], dict):
+        trajectory, rel = found["trajectory"]
+        found["trajectory"] = (_with_segments(folder, rel, trajectory, max_bytes), rel)
     return found
+
+
+def _with_segments(folder: Path, rel: str, trajectory: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """A trajectory that continues in other files (terminus-2's `linear_history`: `trajectory.cont-N.json` beside
+    it) kept as one document (`verifier.trajectory.merged_trajectory`), so a regrade or a replay of the trial sees
+    every segment; the segments together stay within one artifact's cap."""
+    if not trajectory.get("continued_trajectory_ref"):
+        return trajectory
+    base = posixpath.dirname(rel)
+    budget = [max_bytes]
+
+    def read(name: str) -> str:
+        data = _read_artifact(folder, posixpath.join(base, name), max(budget[0], 0))
+        if data is None:
+            raise FileNotFoundError(name)
+        budget[0] -= len(data)
+        return data.decode("utf-8", errors="replace")
+
+    return merged_trajectory(trajectory, read)[0]
 
 
 def _large_trajectory(folder: Path, rel: str, max_bytes: int) -> Any:
