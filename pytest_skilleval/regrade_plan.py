@@ -83,7 +83,7 @@ def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:
     cases = f", the first {settings.max_cases} cases" if settings.max_cases else ""
     return (
         f"skilleval: {skill_name}: --regrade {source.name}: grades that run's trials again with its plan: agents "
-        f"{', '.join(settings.agents)}, {settings.n_attempts} attempt(s), {arms}{cases}"
+        f"{', '.join(v.name for v in settings.variants)}, {settings.n_attempts} attempt(s), {arms}{cases}"
     )
 
 
@@ -91,5 +91,5 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value))
     if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items()) or "(none)"
+        return ",".join(f"{k}={_shown(v)}" for k, v in value.items()) or "(none)"
     return str(value)

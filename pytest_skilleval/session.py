@@ -208,11 +208,12 @@ class SkillEvalSession:
             except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
                 continue
             cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
-            total = cases * len(settings.agents) * len(settings.arms) * settings.n_attempts
-            real = [agent for agent in settings.agents if agent not in OFFLINE_AGENTS]
+            variants = settings.variants
+            total = cases * len(variants) * len(settings.arms) * settings.n_attempts
+            real = [v.name for v in variants if v.agent not in OFFLINE_AGENTS]
             models = f"; calls models through {', '.join(real)}" if real else ""
             lines.append(
-                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
+                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
             source = self.regrade_source(skill_dir)

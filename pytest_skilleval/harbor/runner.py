@@ -63,16 +63,16 @@ def agent_config(
 
     skills: list[str | Path] = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
     skills += [str(path) for path in workspace_skills]
-    model = settings.agent_models.get(spec.agent)
-    kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
-    if spec.agent == "replay":
+    agent, model = settings.variant(spec.agent)[1:]
+    kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(agent, {}))
+    if agent == "replay":
         kwargs.update(replay_dir=str(spec.skill_dir / "evals" / "replays"), case_id=spec.case_id, arm=spec.arm)
         return AgentConfig(import_path=REPLAY_AGENT_IMPORT_PATH, model_name=model, kwargs=kwargs, skills=skills)
-    if ":" in spec.agent:
-        return AgentConfig(import_path=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
+    if ":" in agent:
+        return AgentConfig(import_path=agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
-    env = agent_env(spec.agent, model, os.environ)
-    return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
+    env = agent_env(agent, model, os.environ)
+    return AgentConfig(name=agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
 
 def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:

@@ -67,12 +67,13 @@ def trial_label(agent: str, arm: str, attempt: int) -> str:
 
 
 def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
-    """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects."""
+    """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects; the agent
+    is a variant's name (`codex`, or `codex@gpt-5` when codex runs on several models)."""
     settings = skill.settings
-    for agent in settings.agents:
+    for variant in settings.variants:
         for arm in settings.arms:
             for attempt in range(1, settings.n_attempts + 1):
-                yield agent, arm, attempt
+                yield variant.name, arm, attempt
 
 
 class CasePlan(BaseModel):

@@ -80,6 +80,18 @@ def pairs(flag: str) -> Callable[[str], dict[str, str]]:
     return parse
 
 
+def agent_model(value: str) -> dict[str, list[str]]:
+    """`AGENT=MODEL` (or several, comma-separated) as {AGENT: [MODEL, ...]}: repeated flags add models, so one
+    agent can run on several."""
+    models: dict[str, list[str]] = {}
+    for item in split_list(value) if "=" in value else [value]:
+        for agent, model in pairs("--agent-model")(item).items():
+            if not model:
+                raise ValueError(f"--agent-model {agent}=: the model is empty; give AGENT=MODEL")
+            models.setdefault(agent, []).append(model)
+    return models
+
+
 # Constructor arguments Harbor or the plugin set themselves; an --agent-kwarg for one would clash or change meaning.
 RESERVED_AGENT_KWARGS = frozenset(
     {

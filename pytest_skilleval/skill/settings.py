@@ -7,7 +7,7 @@ compares it. Adding a setting is one field here plus its behaviour. Plain data: 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
 from pydantic.fields import FieldInfo
@@ -17,6 +17,7 @@ from pytest_skilleval.results.records import Arm
 from pytest_skilleval.skill.setting_specs import (
     Setting,
     agent_kwarg,
+    agent_model,
     ek_file_refusal,
     lower,
     pairs,
@@ -52,6 +53,14 @@ def normalize_grading_mode(value: Any) -> str:
     return key
 
 
+class AgentVariant(NamedTuple):
+    """One agent on one model: `name` is what node ids, markers and result.json call it."""
+
+    name: str
+    agent: str
+    model: str | None
+
+
 class ResourcesConfig(BaseModel):
     """`harbor.resources` in evals/config.yml: the sandbox's CPUs, memory and disk."""
 
@@ -73,6 +82,23 @@ class AgentSettings(BaseModel):
         if not isinstance(value, str) or not value.strip():
             raise PydanticCustomError("model", "model must be a non-empty string")
         return value.strip()
+
+
+def canonical_models(value: Any) -> Any:
+    """Models per agent as a list, each once, under the agent's canonical name (`claude` is `claude-code`);
+    evals/config.yml's `harbor.agents` ({name: {model: ...}}) names models too. Anything else is left to pydantic."""
+    if not isinstance(value, dict):
+        return value
+    models: dict[str, list[Any]] = {}
+    for name, item in value.items():
+        agent = AGENT_ALIASES.get(str(name).strip(), str(name).strip())
+        given = item.get("model") if isinstance(item, dict) else item
+        listed = models.setdefault(agent, [])
+        for model in given if isinstance(given, list) else [given]:
+            model = model.strip() if isinstance(model, str) else model
+            if model not in listed:
+                listed.append(model)
+    return models
 
 
 def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
@@ -120,11 +146,12 @@ class RunSettings(BaseModel):
         ),
     ] = Field(default_factory=lambda: ["codex"])
     agent_models: Annotated[
-        dict[str, str],
+        dict[str, list[str]],
         Setting(
-            "Model for one agent, AGENT=MODEL (repeatable).",
+            "Model for one agent, AGENT=MODEL (repeatable). Two models for one agent run it once per model, as the "
+            "variants AGENT@MODEL.",
             option="agent_model",
-            parse=pairs("--agent-model"),
+            parse=agent_model,
             repeat=True,
             metavar="AGENT=MODEL",
             config="harbor.agents",
@@ -395,14 +422,8 @@ class RunSettings(BaseModel):
 
     @field_validator("agent_models", mode="before")
     @classmethod
-    def _models_from_config(cls, value: Any) -> Any:
-        """evals/config.yml's `harbor.agents` ({name: {model: ...}}) names models too."""
-        if isinstance(value, dict) and any(isinstance(item, dict) for item in value.values()):
-            return {
-                AGENT_ALIASES.get(name, name): item.get("model") if isinstance(item, dict) else item
-                for name, item in value.items()
-            }
-        return value
+    def _canonical_models(cls, value: Any) -> Any:
+        return canonical_models(value)
 
     @field_validator("agent_kwargs", mode="before")
     @classmethod
@@ -428,6 +449,23 @@ class RunSettings(BaseModel):
         if self.env_mode not in LOCAL_ENV_MODES:
             return None
         return "none" if str(self.env_kwargs.get("sandbox", "auto")).strip().lower() == "none" else "bwrap"
+
+    @property
+    def variants(self) -> tuple[AgentVariant, ...]:
+        """What runs, in order: each agent once per model given; an agent with one model (or none) keeps its
+        name, one with several runs as `<agent>@<model>` per model."""
+        found: list[AgentVariant] = []
+        for agent in self.agents:
+            models: list[str | None] = list(self.agent_models.get(agent) or [None])
+            if len(models) == 1:
+                found.append(AgentVariant(agent, agent, models[0]))
+            else:
+                found += [AgentVariant(f"{agent}@{model}", agent, model) for model in models]
+        return tuple(found)
+
+    def variant(self, name: str) -> AgentVariant:
+        """The variant a trial's agent name stands for (a name outside the plan is an agent with no model)."""
+        return next((v for v in self.variants if v.name == name), AgentVariant(name, name, None))
 
     @property
     def arms(self) -> tuple[Arm, ...]:
