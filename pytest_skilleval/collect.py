@@ -17,10 +17,18 @@ import pytest
 from pytest_skilleval.compat import structured_node_id
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 from pytest_skilleval.results.records import Arm
+from pytest_skilleval.skill.baseline import BaselineError, BaselineVersion
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
-from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
+from pytest_skilleval.skill.plan import (
+    TrialSpec,
+    baseline_version,
+    case_trials,
+    native_claims,
+    selected_cases,
+    trial_label,
+)
 from pytest_skilleval.skill.settings import RunSettings
 
 MARKER = "skilleval"
@@ -41,8 +49,12 @@ def case_fields(skill: SkillFolder, case_id: str, **fields: Any) -> CaseFields:
 
 
 def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> Iterator[SkillEvalItem]:
+    try:
+        version = baseline_version(skill)
+    except BaselineError as error:
+        raise SkillEvalCollectError(f"{skill.path}: {error}") from None
     for agent, arm, attempt in case_trials(skill):
-        yield SkillEvalItem.create(parent, case, agent, arm, attempt)
+        yield SkillEvalItem.create(parent, case, agent, arm, attempt, version)
 
 
 class SkillEvalItem(pytest.Function):
@@ -79,10 +91,19 @@ class SkillEvalItem(pytest.Function):
             self._id = structured
 
     @classmethod
-    def create(cls, parent: pytest.Collector, case: CaseFields, agent: str, arm: Arm, attempt: int) -> SkillEvalItem:
+    def create(
+        cls,
+        parent: pytest.Collector,
+        case: CaseFields,
+        agent: str,
+        arm: Arm,
+        attempt: int,
+        version: BaselineVersion | None = None,
+    ) -> SkillEvalItem:
         """One item of `case` (TrialSpec's fields but the trial's own: see `case_fields`)."""
         case_id = case["case_id"]
-        name = f"{case_id}[{trial_label(agent, arm, attempt)}]"
+        short = version.short if version is not None and arm == "baseline_skill" else None
+        name = f"{case_id}[{trial_label(agent, arm, attempt, short)}]"
         # Every item of one collector has the same fixture closure (same parent, same function, no own marks but
         # the skilleval one): compute it for the first item and share it, as pytest does for parametrized tests.
         # The marker decorator is looked up once per collector too (pytest.mark checks it is registered).
@@ -103,7 +124,8 @@ class SkillEvalItem(pytest.Function):
         )
         if fixtureinfo is None:
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
-        item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id))
+        extra = {"version": version.label} if short is not None and version is not None else {}
+        item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id, **extra))
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

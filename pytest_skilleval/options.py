@@ -235,6 +235,10 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     if settings.resume and settings.regrade:
         raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
     _refuse_unselected(sources, settings)
+    if settings.selected_arms is not None and (settings.skip_baseline or settings.skip_with_skill):
+        raise pytest.UsageError("--arms and --skip-baseline/--skip-with-skill together: give the arms with --arms only")
+    if "baseline_skill" in settings.arms and not settings.baseline_skill:
+        raise pytest.UsageError("--arms baseline_skill needs --baseline-skill PATH|git:REF (the version to compare to)")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings

@@ -26,7 +26,7 @@ class TrialOutcome:
 def judge(outcome: TrialOutcome) -> None:
     """The call phase: with-skill trials must reach the threshold; baseline trials only report their score."""
     record, threshold = outcome.record, outcome.pass_threshold
-    if record.arm == "without_skill" or record.passed:
+    if record.arm in ("without_skill", "baseline_skill") or record.passed:
         return
     raise TrialFailed(
         f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: overall {record.overall:.4f} "

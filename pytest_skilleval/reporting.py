@@ -24,8 +24,9 @@ from pytest_skilleval.results.retention import prune_runs
 from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from pytest_skilleval.session import SkillEvalSession
+from pytest_skilleval.skill.baseline import BaselineError
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.plan import CasePlan, case_trials
+from pytest_skilleval.skill.plan import CasePlan, baseline_version, case_trials
 from verifier.custom import check_condition_metric_names
 
 
@@ -62,12 +63,23 @@ def build_plan(
         interrupted=interrupted,
         run_config=run_config,
         agent_models={variant.name: variant.model for variant in settings.variants},
+        baseline_version=_baseline_json(skill),
         dataset_summary=summary,
         dataset_digest=planned.digest,
         dataset_digest_algorithm="sha256" if planned.digest else None,
         dataset_snapshot=planned.snapshot,
         duration_seconds=duration_seconds,
     )
+
+
+def _baseline_json(skill: SkillFolder) -> dict[str, Any] | None:
+    """The baseline_skill arm's version as result.json records it (None without that arm or when unresolvable:
+    collection and the preflight said why)."""
+    try:
+        version = baseline_version(skill)
+    except BaselineError:
+        return None
+    return version.as_json() if version is not None else None
 
 
 @dataclass(frozen=True)

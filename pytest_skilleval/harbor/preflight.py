@@ -225,6 +225,14 @@ def skill_checks(
     """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
     name = skill_dir.name
     checks: list[Check] = []
+    if settings.baseline_skill and "baseline_skill" in settings.arms:
+        from pytest_skilleval.skill.baseline import BaselineError, resolve_baseline
+
+        try:
+            version = resolve_baseline(settings.baseline_skill, skill_dir)
+            checks.append(Check(f"{name} baseline skill", detail=version.label))
+        except BaselineError as error:
+            checks.append(Check(f"{name} baseline skill", str(error)))
     allowed = set(pass_env)
     for var, value in settings.runtime_env.items():
         from pytest_skilleval.skill.config_file import referenced_env_names

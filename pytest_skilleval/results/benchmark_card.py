@@ -98,6 +98,26 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
     return lines
 
 
+def _edit_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
+    """The edit under test against its previous version (--baseline-skill): one line per agent."""
+    if not any(a.baseline_skill is not None for a in agents):
+        return []
+    version = md((doc.baseline_version or {}).get("label") or "the previous version")
+    lines = [f"## Edit: this version against {version}", ""]
+    for a in agents:
+        if a.edit_lift is None:
+            lines.append(f"- {md(a.name)}: edit lift omitted ({md(a.edit_lift_omitted_reason or 'not available')})")
+            continue
+        o = a.edit_lift.overall
+        ci = f"[{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
+        p = a.edit_lift.mcnemar.p_value
+        lines.append(
+            f"- {md(a.name)}: {score(o.without_skill)} {ARROW} {score(o.with_skill)} ({signed(o.delta)}), 95% {ci}, "
+            f"{o.n_pairs} paired cases, McNemar p={NA if p is None else f'{p:.4f}'}: **{a.edit_verdict}**"
+        )
+    return [*lines, ""]
+
+
 def render_card(run: RunFolder) -> str:
     doc = run.document
     agents = list(doc.agents.values())
@@ -121,6 +141,7 @@ def render_card(run: RunFolder) -> str:
         "",
         *_intervals(agents),
         "",
+        *_edit_lines(doc, agents),
         f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "
         f"{cov.scored_trials} scored, {doc.attempt_policy.max_attempts} attempt(s) per case and arm, grading "
         f"{code(doc.grading_mode)}. Full report: [{REPORT_FILE}]({REPORT_FILE}).",

@@ -55,6 +55,9 @@ class RunPlan(_Model):
     dataset_snapshot: dict[str, Any] | None = Field(default=None, description="Written as dataset_snapshot.json.")
     evaluated_at: str | None = Field(default=None, description="ISO-8601 UTC; the aggregate stamps now if None.")
     duration_seconds: float | None = None
+    baseline_version: dict[str, Any] | None = Field(
+        default=None, description="--baseline-skill: source (path or git:REF), commit, short and label."
+    )
 
 
 class Dimensions(_Model):
@@ -254,6 +257,9 @@ class AgentResources(_Model):
     delta: ResourceDelta
 
 
+EditVerdict = Literal["the edit helps", "the edit hurts", "no evidence"]
+
+
 class AgentResult(_Model):
     name: str
     model: str | None = None
@@ -272,6 +278,16 @@ class AgentResult(_Model):
     custom_lift: dict[str, LiftStat] | None
     lift_omitted_reason: str | None = None
     resources: AgentResources
+    baseline_skill: ArmSummary | None = Field(
+        default=None, description="The previous version of the skill (--baseline-skill), when that arm ran."
+    )
+    edit_lift: LiftSection | None = Field(
+        default=None,
+        description="with_skill minus baseline_skill, paired by case as Skill Lift is (with_skill/only_with_skill "
+        "name the version under test, without_skill/only_without_skill the baseline version).",
+    )
+    edit_verdict: EditVerdict | None = Field(default=None, description="What the edit did, from edit_lift.")
+    edit_lift_omitted_reason: str | None = None
 
 
 class Coverage(_Model):
@@ -332,6 +348,9 @@ class AggregateResult(_Model):
     overall_score: float | None
     overall_lift: float | None
     agents: dict[str, AgentResult]
+    baseline_version: dict[str, Any] | None = Field(
+        default=None, description="The baseline_skill arm's version: source (path or git:REF), commit, short, label."
+    )
     comparison: dict[str, Any] | None = None
     trials: list[TrialEntry]
     warnings: list[str] = Field(default_factory=list)

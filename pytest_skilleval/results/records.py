@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from verifier.reward import RichReward
 from verifier.scoring import clean_score, passes
 
-Arm = Literal["with_skill", "without_skill"]
+Arm = Literal["with_skill", "without_skill", "baseline_skill"]
 ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
+# Every arm a run may hold: the skill under test, no skill, and a previous version of the skill (--baseline-skill).
+ALL_ARMS: tuple[Arm, Arm, Arm] = ("with_skill", "without_skill", "baseline_skill")
 # "scored": a usable overall; "unscored": the trial ran but nothing could be scored (missing is not zero);
 # "error": Harbor, the agent or the grader failed; "skipped": not run (no grader, selection, ...).
 TrialStatus = Literal["scored", "unscored", "error", "skipped"]

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SkipValidation
 
 from pytest_skilleval.results.records import Arm, TrialKey
+from pytest_skilleval.skill.baseline import BaselineVersion, resolve_baseline
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.skill_names import name_mismatch
@@ -61,9 +62,20 @@ class TrialSpec(BaseModel):
         }
 
 
-def trial_label(agent: str, arm: str, attempt: int) -> str:
-    """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
+def trial_label(agent: str, arm: str, attempt: int, version: str | None = None) -> str:
+    """The trial's part of its node id: `<agent>-<arm>-<attempt>`; the baseline_skill arm names its version
+    (`<agent>-baseline_skill@<short sha or folder>-<attempt>`)."""
+    if arm == "baseline_skill" and version:
+        return f"{agent}-{arm}@{version}-{attempt}"
     return f"{agent}-{arm}-{attempt}"
+
+
+def baseline_version(skill: SkillFolder) -> BaselineVersion | None:
+    """The version the baseline_skill arm runs, resolved once per skill and process; None without that arm."""
+    given = skill.settings.baseline_skill
+    if not given or "baseline_skill" not in skill.settings.arms:
+        return None
+    return skill.once("baseline_version", lambda: resolve_baseline(given, skill.path))
 
 
 def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:

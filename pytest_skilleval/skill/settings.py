@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, f
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from pytest_skilleval.results.records import Arm
+from pytest_skilleval.results.records import ALL_ARMS, Arm
 from pytest_skilleval.skill.setting_specs import (
     Setting,
     agent_kwarg,
@@ -214,6 +214,27 @@ class RunSettings(BaseModel):
         ),
     ] = "default"
     skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
+    baseline_skill: Annotated[
+        str | None,
+        Setting(
+            "A previous version of the skill as the baseline_skill arm: its folder, or git:REF (the skill's folder at "
+            "that revision, read from git; the working tree is never touched). The arms become with_skill and "
+            "baseline_skill unless --arms says otherwise.",
+            metavar="PATH|git:REF",
+            default_text="none",
+        ),
+    ] = None
+    selected_arms: Annotated[
+        list[Arm] | None,
+        Setting(
+            "The arms to run, any of with_skill, without_skill, baseline_skill (baseline_skill needs "
+            "--baseline-skill).",
+            option="arms",
+            parse=split_list,
+            metavar="A,B",
+            default_text="with_skill,without_skill (with --baseline-skill: with_skill,baseline_skill)",
+        ),
+    ] = None
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
     max_cases: Annotated[
         PositiveCount | None,
@@ -469,6 +490,10 @@ class RunSettings(BaseModel):
 
     @property
     def arms(self) -> tuple[Arm, ...]:
+        if self.selected_arms:
+            return tuple(arm for arm in ALL_ARMS if arm in self.selected_arms)
+        if self.baseline_skill:
+            return ("with_skill", "baseline_skill")
         arms: list[Arm] = []
         if not self.skip_with_skill:
             arms.append("with_skill")
