@@ -21,7 +21,16 @@ from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
 from pytest_skilleval.skill.settings import RunSettings
 
 # What a regrade takes from the run it grades again: the trials that run holds.
-PLAN_FIELDS = ("agents", "agent_models", "n_attempts", "skip_baseline", "skip_with_skill", "max_cases")
+PLAN_FIELDS = (
+    "agents",
+    "agent_models",
+    "n_attempts",
+    "skip_baseline",
+    "skip_with_skill",
+    "selected_arms",
+    "baseline_skill",
+    "max_cases",
+)
 FLAGS = {
     "agents": "--agents",
     "agent_models": "--agent-model",
@@ -29,6 +38,8 @@ FLAGS = {
     "skip_baseline": "--skip-baseline",
     "skip_with_skill": "--skip-with-skill",
     "max_cases": "--max-cases",
+    "selected_arms": "--arms",
+    "baseline_skill": "--baseline-skill",
 }
 
 

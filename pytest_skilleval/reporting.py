@@ -190,6 +190,13 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             state.run_config(skill_dir),
             round(time.monotonic() - state.started, 3),
         )
+        budget = state.budget(skill_dir)
+        if budget is not None and not plan.selection_complete and budget.reached():
+            plan = plan.model_copy(
+                update={"budget_stopped": f"${budget.spent():.4f} of --max-cost ${budget.limit:.4f}"}
+            )
+        if budget is not None:
+            shutil.rmtree(budget.folder, ignore_errors=True)  # this session's ledger: a resume keeps its own
         result = aggregate(records, plan)
         try:
             run_dir = write_results_tree(

@@ -20,10 +20,12 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.regrade_plan import plan_line, regrade_source, with_source_plan
 from pytest_skilleval.results.early_results import EarlyResults
+from pytest_skilleval.results.estimate import cost_estimate
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
@@ -57,6 +59,8 @@ class SkillEvalSession:
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
         self._skill_dirs: dict[str, str] = {}
+        self._budgets: dict[Path, Budget | None] = {}
+        self.budget_counted: set[str] = set()  # node ids of reused trials already added to the spend
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
@@ -137,6 +141,15 @@ class SkillEvalSession:
         except ResumeError as error:
             raise pytest.UsageError(f"--{option} {requested}: {error}") from None
 
+    def budget(self, skill_dir: Path) -> Budget | None:
+        """--max-cost for this skill's run (one per skill and process), or None without a limit."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self._budgets:
+            limit = self.skill(skill_dir).settings.max_cost
+            name = self.skill(skill_dir).name
+            self._budgets[skill_dir] = None if limit is None else Budget.for_run(self.run_id, name, limit)
+        return self._budgets[skill_dir]
+
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
         return resumed.name if resumed is not None else self.run_id
@@ -212,6 +225,8 @@ class SkillEvalSession:
             total = cases * len(variants) * len(settings.arms) * settings.n_attempts
             real = [v.name for v in variants if v.agent not in OFFLINE_AGENTS]
             models = f"; calls models through {', '.join(real)}" if real else ""
+            estimate = cost_estimate(self.results_root(skill_dir), {v.name for v in variants}, total)
+            models += f"; {estimate}" if estimate else ""
             lines.append(
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"

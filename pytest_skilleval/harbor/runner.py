@@ -26,6 +26,7 @@ from pytest_skilleval.harbor.environments import (
 )
 from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
 from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.pricing import priced
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
@@ -301,7 +302,7 @@ class SkillEvalRunner:
             reward = own_test_reward(trial_dir / "verifier")
         base.update(
             trial_dir=str(trial_dir),
-            tokens=_tokens(result.agent_result),
+            tokens=priced(_tokens(result.agent_result), settings.variant(spec.agent).model, settings.model_prices),
             agent_seconds=_seconds(result.agent_execution),
         )
         if reward is None:

@@ -143,6 +143,7 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
     partial = [c for c in plan.cases if c in missing_cases and c not in skipped]
     complete = plan.selection_complete and not plan.interrupted and not missing and not plan.skipped_cases
     return Coverage(
+        budget_stopped=plan.budget_stopped,
         publication_complete=complete,
         selection_complete=plan.selection_complete,
         interrupted=plan.interrupted,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
+from pytest_skilleval.results.html_report import NA, interval, score, signed, verdict_headline
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
 
@@ -98,6 +98,21 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
     return lines
 
 
+def _cost_lines(agents: list[AgentResult]) -> list[str]:
+    """Each agent's cost per arm (USD), with the difference and its paired interval when both arms have one."""
+    lines = []
+    for a in agents:
+        res, d = a.resources, a.resources.delta
+        if res.with_skill.cost_usd is None and res.without_skill.cost_usd is None:
+            continue
+        extra = f" ({signed(d.cost_usd)}, 95% {interval(d.cost_usd_ci95)})" if d.cost_usd is not None else ""
+        lines.append(
+            f"- {md(a.name)}: cost USD {score(res.without_skill.cost_usd)} {ARROW} "
+            f"{score(res.with_skill.cost_usd)}{extra}"
+        )
+    return lines
+
+
 def _edit_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
     """The edit under test against its previous version (--baseline-skill): one line per agent."""
     if not any(a.baseline_skill is not None for a in agents):
@@ -140,6 +155,7 @@ def render_card(run: RunFolder) -> str:
         "NO SCORE means not scored (never zero); N/A means the comparison could not be made.",
         "",
         *_intervals(agents),
+        *_cost_lines(agents),
         "",
         *_edit_lines(doc, agents),
         f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "

@@ -58,6 +58,7 @@ class RunPlan(_Model):
     baseline_version: dict[str, Any] | None = Field(
         default=None, description="--baseline-skill: source (path or git:REF), commit, short and label."
     )
+    budget_stopped: str | None = Field(default=None, description="--max-cost stopped the run: what was spent.")
 
 
 class Dimensions(_Model):
@@ -82,6 +83,9 @@ class TokenCounts(_Model):
     cache: int | None = None
     total: int | None = Field(default=None, description="prompt + completion; cache is inside prompt.")
     cost_usd: float | None = None
+    cost_source: Literal["agent", "override", "price_map"] | None = Field(
+        default=None, description="The agent's own figure, a --model-price override, or litellm's installed price map."
+    )
 
 
 class TrialEntry(_Model):
@@ -171,6 +175,10 @@ class ResourceDelta(_Model):
     completion_tokens: int | None = None
     total_tokens: int | None = None
     agent_seconds: float | None = None
+    cost_usd: float | None = Field(default=None, description="With-skill minus without-skill cost in USD.")
+    cost_usd_ci95: list[float] | None = Field(
+        default=None, description="[lo, hi] of cost_usd: paired bootstrap over cases of the per-case cost difference."
+    )
 
 
 class TrialFailure(_Model):
@@ -301,6 +309,9 @@ class Coverage(_Model):
     skipped_cases: list[str] = Field(description="Cases with no trial run (deselected, --max-cases, interrupted).")
     partial_cases: list[str] = Field(default_factory=list, description="Cases with some expected trials missing.")
     extra_cases: list[str]
+    budget_stopped: str | None = Field(
+        default=None, description="--max-cost stopped new trials (spent of limit); --resume continues the run."
+    )
 
 
 class AttemptPolicy(_Model):

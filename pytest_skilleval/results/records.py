@@ -47,6 +47,8 @@ class TokenUsage(BaseModel):
     completion: int | None = None
     cache: int | None = None
     cost_usd: float | None = None
+    # Where cost_usd came from: the agent's own report, a --model-price override, or litellm's price map.
+    cost_source: Literal["agent", "override", "price_map"] | None = None
 
 
 class TrialRecord(BaseModel):

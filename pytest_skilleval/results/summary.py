@@ -239,6 +239,16 @@ def _resources(agent: AgentResult, width: int) -> list[str]:
         SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
         _seconds(d.agent_seconds, signed_=True) if d.available else NA,
     )
+    cost_delta = NA
+    if d.available and d.cost_usd is not None:
+        ci = f" [{d.cost_usd_ci95[0]:+.4f}, {d.cost_usd_ci95[1]:+.4f}]" if d.cost_usd_ci95 else ""
+        cost_delta = f"{d.cost_usd:+.4f}{ci}"
+    lines += cols.row(
+        "cost (USD)",
+        SKIPPED if ws_skipped else na(w.cost_usd),
+        SKIPPED if wos_skipped else na(wo.cost_usd),
+        cost_delta,
+    )
     if not d.available and d.reason:
         lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines

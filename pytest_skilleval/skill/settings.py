@@ -20,6 +20,7 @@ from pytest_skilleval.skill.setting_specs import (
     agent_model,
     ek_file_refusal,
     lower,
+    model_price,
     pairs,
     pass_env_name,
     pass_env_names,
@@ -59,6 +60,14 @@ class AgentVariant(NamedTuple):
     name: str
     agent: str
     model: str | None
+
+
+class ModelPrice(BaseModel):
+    """A model's price in USD per million tokens, for a gateway or a model litellm's price map does not know."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_per_mtok: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    output_per_mtok: Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class ResourcesConfig(BaseModel):
@@ -259,6 +268,31 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = 4
+    max_cost: Annotated[
+        Annotated[float, Field(gt=0, allow_inf_nan=False)] | None,
+        Setting(
+            "Stop starting trials once the run's trials have cost USD (running ones finish); the run is marked "
+            "budget-stopped and --resume continues it.",
+            parse=float,
+            metavar="USD",
+            config="harbor.max_cost",
+            measured=False,
+            default_text="no limit",
+        ),
+    ] = None
+    model_prices: Annotated[
+        dict[str, ModelPrice],
+        Setting(
+            "Price of a model in USD per million tokens, MODEL=INPUT/OUTPUT (repeatable), e.g. gw/gpt-5=1.25/10; "
+            "else litellm's installed price map.",
+            option="model_price",
+            parse=model_price,
+            repeat=True,
+            metavar="MODEL=IN/OUT",
+            config="harbor.model_prices",
+            default_text="litellm's price map",
+        ),
+    ] = Field(default_factory=dict)
     max_agents: Annotated[
         PositiveCount | None,
         Setting(
