@@ -64,6 +64,7 @@ def build_plan(
         run_config=run_config,
         agent_models={variant.name: variant.model for variant in settings.variants},
         baseline_version=_baseline_json(skill),
+        min_lift=settings.min_lift,
         dataset_summary=summary,
         dataset_digest=planned.digest,
         dataset_digest_algorithm="sha256" if planned.digest else None,

@@ -30,6 +30,7 @@ from pytest_skilleval.results.models import (
     VerdictPolicy,
 )
 from pytest_skilleval.results.natural_order import natural_key
+from pytest_skilleval.results.power import suggest_attempts
 from pytest_skilleval.results.records import ALL_ARMS, ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
@@ -208,6 +209,11 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         verdict, reason = agent_verdict(status, ws, activation.never_activated, plan)
         errors = [f"{arm}: {e}" for arm in ALL_ARMS for e in conds[arm].errors if conds[arm].status == "failed"]
         edit = edit_lift(conds["with_skill"], conds["baseline_skill"], summaries, plan)
+        if lift is not None or (
+            plan.min_lift is not None and "skipped" not in (ws.execution_status, wos.execution_status)
+        ):
+            observed = lift.overall.delta if lift is not None else None
+            edit["power"] = suggest_attempts(conds["with_skill"], conds["without_skill"], observed, plan.min_lift)
         agents[agent] = AgentResult(
             name=agent,
             model=plan.agent_models.get(agent),

@@ -59,6 +59,7 @@ class RunPlan(_Model):
         default=None, description="--baseline-skill: source (path or git:REF), commit, short and label."
     )
     budget_stopped: str | None = Field(default=None, description="--max-cost stopped the run: what was spent.")
+    min_lift: float | None = Field(default=None, description="--min-lift: the lift the power suggestion aims at.")
 
 
 class Dimensions(_Model):
@@ -265,6 +266,23 @@ class AgentResources(_Model):
     delta: ResourceDelta
 
 
+class PowerSuggestion(_Model):
+    """Attempts per case that would detect `target_lift` at 80% power (two-sided, alpha 0.05), from this run's
+    per-case spread; `suggested_attempts` None means attempts cannot get there (see `cases_needed`, `note`)."""
+
+    target_lift: float | None
+    target_source: Literal["observed", "min_lift"]
+    n_cases: int
+    power: float
+    alpha: float
+    attempts_now: int | None = None
+    suggested_attempts: int | None = None
+    cases_needed: int | None = None
+    within_case_sd: float | None = None
+    between_case_sd: float | None = None
+    note: str | None = None
+
+
 EditVerdict = Literal["the edit helps", "the edit hurts", "no evidence"]
 
 
@@ -296,6 +314,9 @@ class AgentResult(_Model):
     )
     edit_verdict: EditVerdict | None = Field(default=None, description="What the edit did, from edit_lift.")
     edit_lift_omitted_reason: str | None = None
+    power: PowerSuggestion | None = Field(
+        default=None, description="Attempts that would detect the observed lift (or --min-lift) at 80% power."
+    )
 
 
 class Coverage(_Model):

@@ -129,6 +129,21 @@ def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
     return _lift_table(res, agent.lift, head, agent.lift_omitted_reason, width)
 
 
+def _power(agent: AgentResult, width: int) -> list[str]:
+    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread."""
+    p = agent.power
+    if p is None or p.target_lift is None:
+        return []
+    head = f"Attempts for 80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
+    if p.suggested_attempts is not None:
+        text = f"{head} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm (now {p.attempts_now})"
+    elif p.cases_needed is not None:
+        text = f"{head}: about {p.cases_needed} cases (now {p.n_cases})"
+    else:
+        text = head + ": not estimable"
+    return wrap(text + (f"; {p.note}" if p.note else ""), width, "  ")
+
+
 def _edit_lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
     """with skill minus the previous version (--baseline-skill), as Skill Lift is shown, with the edit's verdict."""
     if agent.baseline_skill is None:
@@ -261,7 +276,7 @@ def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[s
     for err in agent.execution_errors:
         lines += wrap(f"! {err}", width, "  ")
     lines += ["", *_evaluators(res, agent, width), "", *_dimensions(res, agent, width)]
-    lines += ["", *_lift(res, agent, width), *_edit_lift(res, agent, width)]
+    lines += ["", *_lift(res, agent, width), *_power(agent, width), *_edit_lift(res, agent, width)]
     lines += ["", *condition_pass_at_k(agent, width)]
     return lines + ["", *_resources(agent, width)]
 

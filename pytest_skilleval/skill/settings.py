@@ -268,6 +268,16 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = 4
+    min_lift: Annotated[
+        Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None,
+        Setting(
+            "The lift the attempts suggestion aims at (at a power of 0.8), instead of the lift observed.",
+            parse=float,
+            metavar="X",
+            measured=False,
+            default_text="the observed lift",
+        ),
+    ] = None
     max_cost: Annotated[
         Annotated[float, Field(gt=0, allow_inf_nan=False)] | None,
         Setting(
