@@ -57,6 +57,19 @@ def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> It
         yield SkillEvalItem.create(parent, case, agent, arm, attempt, version)
 
 
+def _tag_mark(config: pytest.Config, tag: str) -> pytest.MarkDecorator:
+    """A case tag (`tags` in evals.json, names checked by the dataset model) as a marker, registered once so
+    `--strict-markers` accepts it and `-m "not slow"` selects by it."""
+    registered = config.stash.setdefault(_TAGS_KEY, set())
+    if tag not in registered:
+        registered.add(tag)
+        config.addinivalue_line("markers", f"{tag}: a case tag from a skill's evals.json")
+    return getattr(pytest.mark, tag)
+
+
+_TAGS_KEY = pytest.StashKey[set[str]]()
+
+
 class SkillEvalItem(pytest.Function):
     """One trial: case x agent x arm x attempt. The trial runs in the `skilleval_trial` fixture (setup), so a
     Harbor or grader failure is an ERROR; the call phase then judges the score.
@@ -126,6 +139,8 @@ class SkillEvalItem(pytest.Function):
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
         extra = {"version": version.label} if short is not None and version is not None else {}
         item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id, **extra))
+        for tag in case.get("entry", {}).get("tags") or ():
+            item.add_marker(_tag_mark(parent.config, tag))
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

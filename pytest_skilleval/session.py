@@ -30,6 +30,7 @@ from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialR
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.signals import SignalGuard
+from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves, unmeasured_settings
@@ -95,11 +96,47 @@ class SkillEvalSession:
 
     def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
         """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
-        for arg in args:
-            target = Path(arg.split("::", 1)[0])
-            target = target if target.is_absolute() else invocation_dir / target
-            for root in skill_roots_under(target):
+        for root in self.reachable_skills():
+            if root not in self.left_out():
                 self.case_plan(root)
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def reachable_skills(self) -> tuple[Path, ...]:
+        """Every skill folder under the command line's paths."""
+        found: list[Path] = []
+        for arg in self.config.args:
+            target = Path(arg.split("::", 1)[0])
+            target = target if target.is_absolute() else self.config.invocation_params.dir / target
+            found += [root.resolve() for root in skill_roots_under(target) if root.resolve() not in found]
+        return tuple(found)
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def changes(self) -> tuple[SkillChange, ...] | None:
+        """--changed-since: each reachable skill and whether it changed; None without the option."""
+        ref = merge_settings(self.sources).changed_since
+        if ref is None:
+            return None
+        try:
+            return tuple(skill_change(root, ref) for root in self.reachable_skills())
+        except ChangedSinceError as error:
+            raise pytest.UsageError(str(error)) from None
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def left_out(self) -> frozenset[Path]:
+        """The skill folders --changed-since leaves out (nothing under them is collected)."""
+        return frozenset(change.skill_dir for change in self.changes() or () if not change.kept)
+
+    def changed_since_line(self) -> str | None:
+        changes = self.changes()
+        if changes is None:
+            return None
+        ref = merge_settings(self.sources).changed_since
+        kept = [c.reason() for c in changes if c.kept]
+        left = [c.reason() for c in changes if not c.kept]
+        if not kept:
+            return f"skilleval: --changed-since {ref}: no skill changed ({len(left)} looked at); nothing to run"
+        out = f"; leaves out {', '.join(left)}" if left else ""
+        return f"skilleval: --changed-since {ref}: keeps {', '.join(kept)}{out}"
 
     def results_root(self, skill_dir: Path) -> Path:
         return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
@@ -214,7 +251,8 @@ class SkillEvalSession:
 
     def planned_lines(self) -> list[str]:
         """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
-        lines = []
+        changed = self.changed_since_line()
+        lines = [changed] if changed else []
         for skill_dir, plan in sorted(self.case_plans.items()):
             try:
                 settings = self.skill(skill_dir).settings

@@ -49,7 +49,7 @@ class BaselineVersion:
         return {"source": self.source, "commit": self.commit, "short": self.short, "label": self.label}
 
 
-def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
+def git_output(repo: Path, *args: str, data: bytes | None = None) -> bytes:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
     try:
         done = subprocess.run(
@@ -73,7 +73,7 @@ def resolve_baseline(given: str, skill_dir: Path) -> BaselineVersion:
     if not ref or ref.startswith("-"):
         raise BaselineError(f"--baseline-skill {given}: expected git:REF, e.g. git:main or git:HEAD~1")
     try:
-        commit = _git(skill_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+        commit = git_output(skill_dir, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
     except BaselineError as error:
         raise BaselineError(
             f"--baseline-skill {given}: {skill_dir} has no git revision {ref!r} ({error or 'unknown revision'})"
@@ -86,8 +86,8 @@ def export_baseline(version: BaselineVersion, skill_dir: Path) -> Path:
     if version.commit is None:
         assert version.folder is not None
         return version.folder
-    prefix = _git(skill_dir, "rev-parse", "--show-prefix").decode().strip()
-    listing = _git(skill_dir, "ls-tree", "-r", "-z", "--full-tree", version.commit, "--", prefix or ".")
+    prefix = git_output(skill_dir, "rev-parse", "--show-prefix").decode().strip()
+    listing = git_output(skill_dir, "ls-tree", "-r", "-z", "--full-tree", version.commit, "--", prefix or ".")
     root = Path(tempfile.mkdtemp(prefix="skilleval-baseline-"))
     atexit.register(shutil.rmtree, root, True)
     dest = root / skill_dir.name
@@ -106,7 +106,7 @@ def export_baseline(version: BaselineVersion, skill_dir: Path) -> Path:
         blobs.append((sha, mode == "100755", relative))
     if len(blobs) > MAX_FILES:
         raise BaselineError(f"--baseline-skill {version.source}: more than {MAX_FILES} files in the skill folder")
-    sizes = _git(
+    sizes = git_output(
         skill_dir, "cat-file", "--batch-check=%(objectsize)", data="".join(f"{s}\n" for s, _, _ in blobs).encode()
     )
     if sum(int(size) for size in sizes.split()) > MAX_BYTES:
@@ -114,7 +114,7 @@ def export_baseline(version: BaselineVersion, skill_dir: Path) -> Path:
     for sha, executable, relative in blobs:
         target = dest.joinpath(*relative.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(_git(skill_dir, "cat-file", "blob", sha))
+        target.write_bytes(git_output(skill_dir, "cat-file", "blob", sha))
         if executable:
             target.chmod(0o755)
     if not (dest / "SKILL.md").is_file():

@@ -268,6 +268,16 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = 4
+    changed_since: Annotated[
+        str | None,
+        Setting(
+            "Run only the skills whose folder differs from git revision REF (committed, uncommitted or untracked "
+            "changes); none changed exits 0.",
+            metavar="REF",
+            measured=False,
+            default_text="every skill",
+        ),
+    ] = None
     min_lift: Annotated[
         Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None,
         Setting(
