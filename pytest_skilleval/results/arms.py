@@ -46,6 +46,7 @@ def arm_resources(trials: Sequence[ScoredTrial]) -> ArmResources:
         total_tokens=None if prompt is None or completion is None else int(prompt + completion),
         agent_seconds=r4(seconds),
         cost_usd=r4(total_of([r.tokens.cost_usd if r.tokens else None for r in recs])),
+        judge_cost_usd=r4(total_of([r.judge_cost_usd for r in recs])),
         trials_missing_tokens=missing_tokens,
         trials_missing_seconds=missing_seconds,
     )

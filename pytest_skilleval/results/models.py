@@ -165,6 +165,9 @@ class ArmResources(_Model):
     total_tokens: int | None
     agent_seconds: float | None
     cost_usd: float | None
+    judge_cost_usd: float | None = Field(
+        default=None, description="The LLM judges' cost (USD), apart from cost_usd (the agents')."
+    )
     trials_missing_tokens: int
     trials_missing_seconds: int
 

@@ -70,6 +70,7 @@ class TrialRecord(BaseModel):
     activation: float | None = Field(default=None, description="skill_execution's activation sub-score.")
     negative_control: bool = False
     judge_models: dict[str, str | None] = Field(default_factory=dict)
+    judge_cost_usd: float | None = Field(default=None, description="The LLM judges' cost (USD), apart from tokens.")
     trajectory_source: str | None = None
     tokens: TokenUsage | None = None
     agent_seconds: float | None = None
@@ -96,6 +97,7 @@ def record_from_reward(
     record = TrialRecord(
         **base,
         judge_models=reward.judge_models(),
+        judge_cost_usd=reward.judge_cost_usd(),
         judge_failures=reward.judge_failures(),
         status="scored" if overall is not None else "unscored",
         overall=overall,

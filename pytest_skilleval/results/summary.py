@@ -264,6 +264,13 @@ def _resources(agent: AgentResult, width: int) -> list[str]:
         SKIPPED if wos_skipped else na(wo.cost_usd),
         cost_delta,
     )
+    if w.judge_cost_usd is not None or wo.judge_cost_usd is not None:
+        lines += cols.row(
+            "judges' cost (USD)",
+            SKIPPED if ws_skipped else na(w.judge_cost_usd),
+            SKIPPED if wos_skipped else na(wo.judge_cost_usd),
+            "",
+        )
     if not d.available and d.reason:
         lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines
