@@ -40,7 +40,7 @@ def priced(usage: TokenUsage | None, model: str | None, prices: Mapping[str, Mod
         return usage
     override = prices.get(model) or prices.get(model.split("/", 1)[-1])
     if override is not None:
-        cost = (usage.prompt * override.input_per_mtok + usage.completion * override.output_per_mtok) / MILLION
-        return usage.model_copy(update={"cost_usd": cost, "cost_source": "override"})
-    cost = _price_map_cost(model, usage.prompt, usage.completion)
-    return usage if cost is None else usage.model_copy(update={"cost_usd": cost, "cost_source": "price_map"})
+        fixed = (usage.prompt * override.input_per_mtok + usage.completion * override.output_per_mtok) / MILLION
+        return usage.model_copy(update={"cost_usd": fixed, "cost_source": "override"})
+    mapped = _price_map_cost(model, usage.prompt, usage.completion)
+    return usage if mapped is None else usage.model_copy(update={"cost_usd": mapped, "cost_source": "price_map"})

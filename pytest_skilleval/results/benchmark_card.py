@@ -118,19 +118,17 @@ def _edit_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
     if not any(a.baseline_skill is not None for a in agents):
         return []
     version = md((doc.baseline_version or {}).get("label") or "the previous version")
-    lines = [f"## Edit: this version against {version}", ""]
-    for a in agents:
-        if a.edit_lift is None:
-            lines.append(f"- {md(a.name)}: edit lift omitted ({md(a.edit_lift_omitted_reason or 'not available')})")
-            continue
-        o = a.edit_lift.overall
-        ci = f"[{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
-        p = a.edit_lift.mcnemar.p_value
-        lines.append(
-            f"- {md(a.name)}: {score(o.without_skill)} {ARROW} {score(o.with_skill)} ({signed(o.delta)}), 95% {ci}, "
-            f"{o.n_pairs} paired cases, McNemar p={NA if p is None else f'{p:.4f}'}: **{a.edit_verdict}**"
-        )
-    return [*lines, ""]
+    return [f"## Edit: this version against {version}", "", *(f"- {md(a.name)}: {_edit_text(a)}" for a in agents), ""]
+
+
+def _edit_text(agent: AgentResult) -> str:
+    if agent.edit_lift is None:
+        return f"edit lift omitted ({md(agent.edit_lift_omitted_reason or 'not available')})"
+    o, p = agent.edit_lift.overall, agent.edit_lift.mcnemar.p_value
+    return (
+        f"{score(o.without_skill)} {ARROW} {score(o.with_skill)} ({signed(o.delta)}), 95% {interval(o.ci95)}, "
+        f"{o.n_pairs} paired cases, McNemar p={NA if p is None else f'{p:.4f}'}: **{agent.edit_verdict}**"
+    )
 
 
 def render_card(run: RunFolder) -> str:

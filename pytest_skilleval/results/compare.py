@@ -205,7 +205,7 @@ def _case_delta(case: str, a: list[ScoredTrial], b: list[ScoredTrial]) -> Delta:
         r4(mean_a),
         r4(mean_b),
         r4(delta),
-        tuple(ci) if ci else None,
+        (ci[0], ci[1]) if ci else None,
         min(len(a), len(b)),
         not lined_up or len(a) < 2,
     )
@@ -214,8 +214,8 @@ def _case_delta(case: str, a: list[ScoredTrial], b: list[ScoredTrial]) -> Delta:
 def _measure(name: str, stat: LiftStat | None) -> Delta:
     if stat is None:
         return Delta(name, None, None, None, None, 0, True)
-    ci = tuple(stat.ci95) if stat.ci95 else None
-    return Delta(name, stat.without_skill, stat.with_skill, stat.delta, ci, stat.n_pairs, stat.insufficient)  # type: ignore[arg-type]
+    ci = (stat.ci95[0], stat.ci95[1]) if stat.ci95 else None
+    return Delta(name, stat.without_skill, stat.with_skill, stat.delta, ci, stat.n_pairs, stat.insufficient)
 
 
 def _pairing(a: Side, b: Side, ca: dict[str, list[ScoredTrial]], cb: dict[str, list[ScoredTrial]]) -> list[str]:

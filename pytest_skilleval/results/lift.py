@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
@@ -16,6 +17,7 @@ from pytest_skilleval.results.models import (
     PassAtKLift,
     RunPlan,
 )
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
     OUTCOME_DIMENSIONS,
@@ -197,15 +199,15 @@ def edit_verdict(overall: LiftStat) -> EditVerdict:
 def edit_lift(
     with_skill: Condition,
     baseline: Condition,
-    summaries: Mapping[str, tuple[ArmSummary, dict[str, bool]]],
+    summaries: Mapping[Arm, tuple[ArmSummary, dict[str, bool]]],
     plan: RunPlan,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The baseline_skill fields of an agent's result: its arm, the edit's lift (with_skill minus baseline_skill,
     paired as Skill Lift is) and its verdict, or why the lift is omitted; empty when the arm is not in the plan."""
     if "baseline_skill" not in plan.arms:
         return {}
     (ws, pass_w), (bs, pass_b) = summaries["with_skill"], summaries["baseline_skill"]
-    fields: dict[str, object] = {"baseline_skill": bs}
+    fields: dict[str, Any] = {"baseline_skill": bs}
     if "skipped" in (with_skill.status, baseline.status):
         fields["edit_lift_omitted_reason"] = "an arm was not run"
     elif with_skill.withheld or baseline.withheld:

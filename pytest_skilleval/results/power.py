@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import Any
 
 from pytest_skilleval.results.models import PowerSuggestion
 from pytest_skilleval.results.trials import Condition, ScoredTrial, r4
@@ -57,7 +58,13 @@ def suggest_attempts(
             within_df += len(values) - 1
     n = len(per_case)
     source = "min_lift" if min_lift is not None else "observed"
-    base = {"target_lift": r4(target), "target_source": source, "n_cases": n, "power": POWER, "alpha": ALPHA}
+    base: dict[str, Any] = {
+        "target_lift": r4(target),
+        "target_source": source,
+        "n_cases": n,
+        "power": POWER,
+        "alpha": ALPHA,
+    }
     if n < 2:
         return PowerSuggestion(**base, note="fewer than 2 paired cases: no spread to plan from")
     mean_d = math.fsum(per_case) / n
@@ -76,7 +83,7 @@ def suggest_attempts(
     s2_within = within_ss / within_df
     s2_between = max(0.0, var_d - 2 * s2_within / attempts_now)
     room = n * target**2 / z2 - s2_between
-    fields = {
+    fields: dict[str, Any] = {
         **base,
         "attempts_now": attempts_now,
         "within_case_sd": r4(math.sqrt(s2_within)),

@@ -531,7 +531,7 @@ class RunSettings(BaseModel):
         name, one with several runs as `<agent>@<model>` per model."""
         found: list[AgentVariant] = []
         for agent in self.agents:
-            models: list[str | None] = list(self.agent_models.get(agent) or [None])
+            models: list[str | None] = [*self.agent_models.get(agent, [])] or [None]
             if len(models) == 1:
                 found.append(AgentVariant(agent, agent, models[0]))
             else:
