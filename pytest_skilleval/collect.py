@@ -17,11 +17,13 @@ import pytest
 from pytest_skilleval.compat import structured_node_id
 from pytest_skilleval.harbor.staging import StagingError, input_sources
 from pytest_skilleval.results.records import Arm
+from pytest_skilleval.skill.baseline import BaselineError, BaselineVersion
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
 from pytest_skilleval.skill.plan import (
     TrialSpec,
+    baseline_version,
     case_trials,
     native_claims,
     selected_cases,
@@ -51,8 +53,25 @@ def case_fields(skill: SkillFolder, case_id: str, **fields: Any) -> CaseFields:
 
 
 def _items(parent: pytest.Collector, skill: SkillFolder, case: CaseFields) -> Iterator[SkillEvalItem]:
+    try:
+        version = baseline_version(skill)
+    except BaselineError as error:
+        raise SkillEvalCollectError(f"{skill.path}: {error}") from None
     for agent, arm, attempt in case_trials(skill):
-        yield SkillEvalItem.create(parent, case, agent, arm, attempt)
+        yield SkillEvalItem.create(parent, case, agent, arm, attempt, version)
+
+
+def _tag_mark(config: pytest.Config, tag: str) -> pytest.MarkDecorator:
+    """A case tag (`tags` in evals.json, names checked by the dataset model) as a marker, registered once so
+    `--strict-markers` accepts it and `-m "not slow"` selects by it."""
+    registered = config.stash.setdefault(_TAGS_KEY, set())
+    if tag not in registered:
+        registered.add(tag)
+        config.addinivalue_line("markers", f"{tag}: a case tag from a skill's evals.json")
+    return getattr(pytest.mark, tag)
+
+
+_TAGS_KEY = pytest.StashKey[set[str]]()
 
 
 class SkillEvalItem(pytest.Function):
@@ -89,10 +108,19 @@ class SkillEvalItem(pytest.Function):
             self._id = structured
 
     @classmethod
-    def create(cls, parent: pytest.Collector, case: CaseFields, agent: str, arm: Arm, attempt: int) -> SkillEvalItem:
+    def create(
+        cls,
+        parent: pytest.Collector,
+        case: CaseFields,
+        agent: str,
+        arm: Arm,
+        attempt: int,
+        version: BaselineVersion | None = None,
+    ) -> SkillEvalItem:
         """One item of `case` (TrialSpec's fields but the trial's own: see `case_fields`)."""
         case_id = case["case_id"]
-        name = f"{case_id}[{trial_label(agent, arm, attempt)}]"
+        short = version.short if version is not None and arm == "baseline_skill" else None
+        name = f"{case_id}[{trial_label(agent, arm, attempt, short)}]"
         # Every item of one collector has the same fixture closure (same parent, same function, no own marks but
         # the skilleval one): compute it for the first item and share it, as pytest does for parametrized tests.
         # The marker decorator is looked up once per collector too (pytest.mark checks it is registered).
@@ -113,7 +141,10 @@ class SkillEvalItem(pytest.Function):
         )
         if fixtureinfo is None:
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
-        item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id))
+        extra = {"version": version.label} if short is not None and version is not None else {}
+        item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id, **extra))
+        for tag in case.get("entry", {}).get("tags") or ():
+            item.add_marker(_tag_mark(parent.config, tag))
         return item
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.collect import SkillEvalItem
+from pytest_skilleval.harbor.budget import BudgetReached
 from pytest_skilleval.harbor.fate import Fate, Regrade, Reuse, Run, Skip, StopOnPass, decide
 from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
@@ -62,7 +63,9 @@ def _scheduler(session: pytest.Session, runner: Any, state: SkillEvalSession) ->
         return None
     scheduler = session.stash.get(SCHEDULER_KEY, None)
     if scheduler is None:
-        scheduler = TrialScheduler(_routed(runner), lambda path: state.skill(path).settings, stop_on_pass(session))
+        scheduler = TrialScheduler(
+            _routed(runner), lambda path: state.skill(path).settings, stop_on_pass(session), state.budget
+        )
         session.stash[SCHEDULER_KEY] = scheduler
     return scheduler
 
@@ -114,17 +117,35 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> A
     session = item.session
     decided = _decided(session)
     fate = decided.pop(item.nodeid, None) or fate_of(item.spec, state, session)
+    budget = state.budget(item.spec.skill_dir)
+    if isinstance(fate, Reuse) and budget is not None and item.nodeid not in state.budget_counted:
+        state.budget_counted.add(item.nodeid)
+        budget.add(fate.record)  # a resumed run's trial was paid for
     if isinstance(fate, Reuse | Skip):
         return fate.record
     if isinstance(fate, Regrade):
         return _regrade(item, fate.source_run, runner, state)
+    try:
+        return _run_trial(item, runner, state, decided)
+    except BudgetReached as reached:
+        pytest.skip(str(reached))
+
+
+def _run_trial(item: SkillEvalItem, runner: Any, state: SkillEvalSession, decided: dict[str, Fate]) -> TrialRecord:
+    """Run this item's trial, and start the ones after it that will run (look-ahead), unless the run is stopping."""
+    session = item.session
     scheduler = _scheduler(session, runner, state)
     if scheduler is None:
         if item.spec.source == "trigger":
             from pytest_skilleval.harbor.runner import TrialError
 
             raise TrialError("trigger items need the plugin's own runner (the skilleval_runner fixture was replaced)")
+        budget = state.budget(item.spec.skill_dir)
+        if budget is not None:
+            budget.check()
         record = runner.run(item.spec)
+        if budget is not None:
+            budget.add(record)
         stop_on_pass(session).note(item.spec, record)
         return record
     scheduler.submit(item.spec)  # first: the look-ahead sees it as in flight

@@ -17,7 +17,13 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from pytest_skilleval.skill.setting_specs import Setting, parse_bool
-from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings, declared_settings, shown_default
+from pytest_skilleval.skill.settings import (
+    LOCAL_ENV_MODES,
+    RunSettings,
+    canonical_models,
+    declared_settings,
+    shown_default,
+)
 
 GROUP = "skilleval"
 
@@ -114,6 +120,8 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
                 for key, item in part.items():
                     if isinstance(item, dict) and isinstance(merged.get(key), dict):
                         merged[key] = {**merged[key], **item}  # per-agent maps (--agent-kwarg) add up
+                    elif isinstance(item, list) and isinstance(merged.get(key), list):
+                        merged[key] = [*merged[key], *item]  # per-agent lists (--agent-model) add up
                     else:
                         merged[key] = item
             return merged
@@ -203,7 +211,7 @@ def _config_value(skill_config: Mapping[str, Any] | None, path: tuple[str, ...])
 def _combine(field: str, before: Any, value: Any) -> Any:
     """A later source's value; maps keyed by agent (`agent_models`) add up instead, the later source winning."""
     if field == "agent_models" and isinstance(before, dict) and isinstance(value, dict):
-        return {**before, **value}
+        return {**canonical_models(before), **canonical_models(value)}
     return value
 
 
@@ -226,15 +234,30 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
         raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
     if settings.resume and settings.regrade:
         raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
-    unknown = sorted(set(settings.agent_kwargs) - set(settings.agents))
-    if unknown:
-        raise pytest.UsageError(
-            f"--agent-kwarg names agent(s) {', '.join(unknown)} that this run does not use "
-            f"(--agents {','.join(settings.agents)})"
-        )
+    _refuse_unselected(sources, settings)
+    if settings.selected_arms is not None and (settings.skip_baseline or settings.skip_with_skill):
+        raise pytest.UsageError("--arms and --skip-baseline/--skip-with-skill together: give the arms with --arms only")
+    if "baseline_skill" in settings.arms and not settings.baseline_skill:
+        raise pytest.UsageError("--arms baseline_skill needs --baseline-skill PATH|git:REF (the version to compare to)")
     if settings.skip_baseline and settings.skip_with_skill:
         raise pytest.UsageError("--skip-baseline and --skip-with-skill together leave nothing to run")
     return settings
+
+
+def _refuse_unselected(sources: SettingsSources, settings: RunSettings) -> None:
+    """A model or constructor setting for an agent the run does not use is a mistake (a typo, or an alias the
+    user thinks differs): one line naming it. Aliases are resolved first, so `claude=` means `claude-code`."""
+    given = {
+        "--agent-model": canonical_models(sources.cli.get("agent_models", {})),
+        "--agent-kwarg": settings.agent_kwargs,
+    }
+    for flag, names in given.items():
+        unknown = sorted(set(names) - set(settings.agents))
+        if unknown:
+            raise pytest.UsageError(
+                f"{flag} names agent(s) {', '.join(unknown)} that this run does not use "
+                f"(--agents {','.join(settings.agents)}); add it to --agents or drop {flag}"
+            )
 
 
 def check_environment(settings: RunSettings) -> None:

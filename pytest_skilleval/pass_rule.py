@@ -84,7 +84,7 @@ def judge(outcome: TrialOutcome | TriggerOutcome) -> None:
         _judge_trigger(outcome.record)
         return
     record, threshold = outcome.record, outcome.pass_threshold
-    if record.arm == "without_skill" or record.passed:
+    if record.arm in ("without_skill", "baseline_skill") or record.passed:
         return
     head = f"{record.case} [{record.agent}-{record.arm}-{record.attempt}]: "
     reasons = []

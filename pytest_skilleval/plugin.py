@@ -148,9 +148,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """Inside a skill folder only its datasets and native task.toml files (and the folders leading to them) are
     collected: nothing a skill ships is a test module (scripts, fixtures, graders and Harbor test scripts would
     otherwise be imported on the host as Python tests)."""
-    if get_state(config) is None:
+    state = get_state(config)
+    if state is None:
         return None
-    return True if ignored_in_skill(collection_path) else None
+    if ignored_in_skill(collection_path):
+        return True
+    left_out = state.left_out()
+    if left_out and any(collection_path.resolve().is_relative_to(root) for root in left_out):
+        return True  # --changed-since: this skill did not change
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -191,7 +197,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from pytest_skilleval.hints import missing_skill_reports
 
-    for report in missing_skill_reports(config, items, state.collect_error_paths):
+    for report in missing_skill_reports(config, items, [*state.collect_error_paths, *state.left_out()]):
         session.ihook.pytest_collectreport(report=report)
 
 
@@ -306,6 +312,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutdown(session)
     if _is_worker(session.config):
         return
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
+        session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders
     from pytest_skilleval.reporting import finish_session
 

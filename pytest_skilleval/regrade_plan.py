@@ -21,7 +21,16 @@ from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
 from pytest_skilleval.skill.settings import RunSettings
 
 # What a regrade takes from the run it grades again: the trials that run holds.
-PLAN_FIELDS = ("agents", "agent_models", "n_attempts", "skip_baseline", "skip_with_skill", "max_cases")
+PLAN_FIELDS = (
+    "agents",
+    "agent_models",
+    "n_attempts",
+    "skip_baseline",
+    "skip_with_skill",
+    "selected_arms",
+    "baseline_skill",
+    "max_cases",
+)
 FLAGS = {
     "agents": "--agents",
     "agent_models": "--agent-model",
@@ -29,6 +38,8 @@ FLAGS = {
     "skip_baseline": "--skip-baseline",
     "skip_with_skill": "--skip-with-skill",
     "max_cases": "--max-cases",
+    "selected_arms": "--arms",
+    "baseline_skill": "--baseline-skill",
 }
 
 
@@ -83,7 +94,7 @@ def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:
     cases = f", the first {settings.max_cases} cases" if settings.max_cases else ""
     return (
         f"skilleval: {skill_name}: --regrade {source.name}: grades that run's trials again with its plan: agents "
-        f"{', '.join(settings.agents)}, {settings.n_attempts} attempt(s), {arms}{cases}"
+        f"{', '.join(v.name for v in settings.variants)}, {settings.n_attempts} attempt(s), {arms}{cases}"
     )
 
 
@@ -91,5 +102,5 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value))
     if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items()) or "(none)"
+        return ",".join(f"{k}={_shown(v)}" for k, v in value.items()) or "(none)"
     return str(value)

@@ -25,8 +25,9 @@ from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from pytest_skilleval.results.triggering import junit_trigger_properties, triggering_lines, triggering_section
 from pytest_skilleval.session import SkillEvalSession
+from pytest_skilleval.skill.baseline import BaselineError
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.plan import CasePlan, case_trials
+from pytest_skilleval.skill.plan import CasePlan, baseline_version, case_trials
 from verifier.custom import check_condition_metric_names
 
 
@@ -52,7 +53,7 @@ def build_plan(
         skill_dir=str(skill.path),
         cases=cases,
         negative_cases=negatives,
-        agents=list(settings.agents),
+        agents=[variant.name for variant in settings.variants],
         arms=list(settings.arms),
         n_attempts=settings.n_attempts,
         pass_threshold=settings.pass_threshold,
@@ -62,13 +63,25 @@ def build_plan(
         skipped_cases=[case for case in cases if case not in seen_cases],
         interrupted=interrupted,
         run_config=run_config,
-        agent_models={agent: settings.agent_models.get(agent) for agent in settings.agents},
+        agent_models={variant.name: variant.model for variant in settings.variants},
+        baseline_version=_baseline_json(skill),
+        min_lift=settings.min_lift,
         dataset_summary=summary,
         dataset_digest=planned.digest,
         dataset_digest_algorithm="sha256" if planned.digest else None,
         dataset_snapshot=planned.snapshot,
         duration_seconds=duration_seconds,
     )
+
+
+def _baseline_json(skill: SkillFolder) -> dict[str, Any] | None:
+    """The baseline_skill arm's version as result.json records it (None without that arm or when unresolvable:
+    collection and the preflight said why)."""
+    try:
+        version = baseline_version(skill)
+    except BaselineError:
+        return None
+    return version.as_json() if version is not None else None
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,13 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             state.run_config(skill_dir),
             round(time.monotonic() - state.started, 3),
         )
+        budget = state.budget(skill_dir)
+        if budget is not None and not plan.selection_complete and budget.reached():
+            plan = plan.model_copy(
+                update={"budget_stopped": f"${budget.spent():.4f} of --max-cost ${budget.limit:.4f}"}
+            )
+        if budget is not None:
+            shutil.rmtree(budget.folder, ignore_errors=True)  # this session's ledger: a resume keeps its own
         result = aggregate(records, plan)
         # Trigger items: their own section, computed from their own records, never part of the dimensions or lift.
         result.triggering = triggering_section(

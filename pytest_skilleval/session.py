@@ -20,15 +20,18 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.regrade_plan import plan_line, regrade_source, with_source_plan
 from pytest_skilleval.results.early_results import EarlyResults
+from pytest_skilleval.results.estimate import cost_estimate
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from pytest_skilleval.signals import SignalGuard
+from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves, unmeasured_settings
@@ -60,6 +63,8 @@ class SkillEvalSession:
         self._skill_dirs: dict[str, str] = {}
         # Trigger items' records (evals/triggers.json), by node id: kept apart, they never join the case records.
         self._triggers: dict[str, TriggerRecord] = {}
+        self._budgets: dict[Path, Budget | None] = {}
+        self.budget_counted: set[str] = set()  # node ids of reused trials already added to the spend
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
@@ -94,11 +99,47 @@ class SkillEvalSession:
 
     def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
         """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
-        for arg in args:
-            target = Path(arg.split("::", 1)[0])
-            target = target if target.is_absolute() else invocation_dir / target
-            for root in skill_roots_under(target):
+        for root in self.reachable_skills():
+            if root not in self.left_out():
                 self.case_plan(root)
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def reachable_skills(self) -> tuple[Path, ...]:
+        """Every skill folder under the command line's paths."""
+        found: list[Path] = []
+        for arg in self.config.args:
+            target = Path(arg.split("::", 1)[0])
+            target = target if target.is_absolute() else self.config.invocation_params.dir / target
+            found += [root.resolve() for root in skill_roots_under(target) if root.resolve() not in found]
+        return tuple(found)
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def changes(self) -> tuple[SkillChange, ...] | None:
+        """--changed-since: each reachable skill and whether it changed; None without the option."""
+        ref = merge_settings(self.sources).changed_since
+        if ref is None:
+            return None
+        try:
+            return tuple(skill_change(root, ref) for root in self.reachable_skills())
+        except ChangedSinceError as error:
+            raise pytest.UsageError(str(error)) from None
+
+    @functools.cache  # noqa: B019 - one session object per pytest run
+    def left_out(self) -> frozenset[Path]:
+        """The skill folders --changed-since leaves out (nothing under them is collected)."""
+        return frozenset(change.skill_dir for change in self.changes() or () if not change.kept)
+
+    def changed_since_line(self) -> str | None:
+        changes = self.changes()
+        if changes is None:
+            return None
+        ref = merge_settings(self.sources).changed_since
+        kept = [c.reason() for c in changes if c.kept]
+        left = [c.reason() for c in changes if not c.kept]
+        if not kept:
+            return f"skilleval: --changed-since {ref}: no skill changed ({len(left)} looked at); nothing to run"
+        out = f"; leaves out {', '.join(left)}" if left else ""
+        return f"skilleval: --changed-since {ref}: keeps {', '.join(kept)}{out}"
 
     def results_root(self, skill_dir: Path) -> Path:
         return resolve_results_root(skill_dir, self.skill(skill_dir).settings.results_dir, os.environ)
@@ -139,6 +180,15 @@ class SkillEvalSession:
             return resolve_run_dir(self.results_root(skill_dir), requested)
         except ResumeError as error:
             raise pytest.UsageError(f"--{option} {requested}: {error}") from None
+
+    def budget(self, skill_dir: Path) -> Budget | None:
+        """--max-cost for this skill's run (one per skill and process), or None without a limit."""
+        skill_dir = skill_dir.resolve()
+        if skill_dir not in self._budgets:
+            limit = self.skill(skill_dir).settings.max_cost
+            name = self.skill(skill_dir).name
+            self._budgets[skill_dir] = None if limit is None else Budget.for_run(self.run_id, name, limit)
+        return self._budgets[skill_dir]
 
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
@@ -204,24 +254,28 @@ class SkillEvalSession:
 
     def planned_lines(self) -> list[str]:
         """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
-        lines = []
+        changed = self.changed_since_line()
+        lines = [changed] if changed else []
         for skill_dir, plan in sorted(self.case_plans.items()):
             try:
                 settings = self.skill(skill_dir).settings
             except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
                 continue
             cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
-            total = cases * len(settings.agents) * len(settings.arms) * settings.n_attempts
-            real = [agent for agent in settings.agents if agent not in OFFLINE_AGENTS]
+            variants = settings.variants
+            total = cases * len(variants) * len(settings.arms) * settings.n_attempts
+            real = [v.name for v in variants if v.agent not in OFFLINE_AGENTS]
             models = f"; calls models through {', '.join(real)}" if real else ""
+            estimate = cost_estimate(self.results_root(skill_dir), {v.name for v in variants}, total)
+            models += f"; {estimate}" if estimate else ""
             lines.append(
-                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(settings.agents)} agents x "
+                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
             )
             if plan.triggers:
                 lines.append(
-                    f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(settings.agents) * settings.n_attempts} "
-                    f"trigger trials planned ({len(plan.triggers)} queries x {len(settings.agents)} agents x "
+                    f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(variants) * settings.n_attempts} "
+                    f"trigger trials planned ({len(plan.triggers)} queries x {len(variants)} agents x "
                     f"{settings.n_attempts} attempts)"
                 )
             source = self.regrade_source(skill_dir)

@@ -87,6 +87,17 @@ class RichReward(BaseModel):
             if "judge_model_used" in self.section(metric)
         }
 
+    def judge_cost_usd(self) -> float | None:
+        """What the LLM judges cost for this trial (USD; a cached verdict costs 0), or None when no judge answered
+        or one answer's price is unknown (missing is never zero)."""
+        given = [
+            self.section(metric).get("judge_cost_usd")
+            for metric in JUDGE_METRICS
+            if self.section(metric).get("judge_model_used")
+        ]
+        costs = [float(cost) for cost in given if isinstance(cost, int | float) and cost >= 0]
+        return sum(costs) if given and len(costs) == len(given) else None
+
     def judge_failures(self) -> dict[str, str]:
         """metric -> why, for each configured judge that failed."""
         if self.evaluation_status != "failed" or self.evaluation_errors is None:

@@ -86,7 +86,7 @@ def staged_task_toml(text: str, task: NativeTask, arm: str) -> str:
 def normalize_arm(arm: str) -> str:
     value = arm.replace("-", "_")
     if value not in ARM_SUFFIXES:
-        raise ValueError(f"arm must be with_skill or without_skill, not {arm!r}")
+        raise ValueError(f"arm must be with_skill, without_skill or baseline_skill, not {arm!r}")
     return value
 
 

@@ -211,20 +211,20 @@ def local_cli_checks(settings: RunSettings) -> list[Check]:
 def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Check]:
     """Each agent's own provider credential is set on the host (never from the skill)."""
     checks = []
-    for agent in settings.agents:
+    for name, agent, model in settings.variants:
         if not needs_credential(agent):
-            checks.append(Check(f"agent {agent}", detail="needs no credential"))
+            checks.append(Check(f"agent {name}", detail="needs no credential"))
             continue
         try:
-            keys, _ = credential_names(agent, settings.agent_models.get(agent))
+            keys, _ = credential_names(agent, model)
         except ValueError as error:
-            checks.append(Check(f"agent {agent}", unknown_agent_problem(agent) or str(error).splitlines()[0]))
+            checks.append(Check(f"agent {name}", unknown_agent_problem(agent) or str(error).splitlines()[0]))
             continue
-        if keys and not any(environ.get(name, "").strip() for name in keys):
+        if keys and not any(environ.get(key, "").strip() for key in keys):
             also = f" (or {', '.join(keys[1:])})" if keys[1:] else ""
-            checks.append(Check(f"agent {agent}", f"no credential: set {keys[0]}{also} in the environment"))
+            checks.append(Check(f"agent {name}", f"no credential: set {keys[0]}{also} in the environment"))
         else:
-            checks.append(Check(f"agent {agent}", detail="credential set" if keys else "needs no credential"))
+            checks.append(Check(f"agent {name}", detail="credential set" if keys else "needs no credential"))
     return checks
 
 
@@ -234,6 +234,14 @@ def skill_checks(
     """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
     name = skill_dir.name
     checks: list[Check] = []
+    if settings.baseline_skill and "baseline_skill" in settings.arms:
+        from pytest_skilleval.skill.baseline import BaselineError, resolve_baseline
+
+        try:
+            version = resolve_baseline(settings.baseline_skill, skill_dir)
+            checks.append(Check(f"{name} baseline skill", detail=version.label))
+        except BaselineError as error:
+            checks.append(Check(f"{name} baseline skill", str(error)))
     allowed = set(pass_env)
     for var, value in settings.runtime_env.items():
         from pytest_skilleval.skill.config_file import referenced_env_names

@@ -67,6 +67,8 @@ _ARM_SPELLING = {
     "with-skill": "with-skill",
     "without_skill": "without-skill",
     "without-skill": "without-skill",
+    "baseline_skill": "baseline-skill",
+    "baseline-skill": "baseline-skill",
 }
 
 
@@ -78,9 +80,11 @@ def replay_candidates(replay_dir: str | Path, case_id: str, arm: str) -> list[Pa
     """Paths tried for a case, most specific first."""
     spelled = _ARM_SPELLING.get(arm)
     if spelled is None:
-        raise ValueError(f"arm must be 'with_skill' or 'without_skill'; got {arm!r}")
+        raise ValueError(f"arm must be 'with_skill', 'without_skill' or 'baseline_skill'; got {arm!r}")
     root = Path(replay_dir)
-    return [root / f"{case_id}.{spelled}.json", root / f"{case_id}.json"]
+    # The baseline_skill arm has a skill too (an earlier version): without its own replay it replays with-skill's.
+    also = [root / f"{case_id}.with-skill.json"] if spelled == "baseline-skill" else []
+    return [root / f"{case_id}.{spelled}.json", *also, root / f"{case_id}.json"]
 
 
 def find_replay(replay_dir: str | Path, case_id: str, arm: str) -> Path:

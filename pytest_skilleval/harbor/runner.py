@@ -27,9 +27,11 @@ from pytest_skilleval.harbor.environments import (
 )
 from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
 from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.pricing import priced
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
+    SKILLED_ARMS,
     StagingError,
     entry_document,
     stage_dataset_task,
@@ -41,8 +43,9 @@ from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIVE_VERIFIER_IMPORT_PATH
 from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_from_reward
+from pytest_skilleval.skill.baseline import BaselineError, export_baseline
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.plan import TrialSpec, baseline_version
 from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
 from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
@@ -63,18 +66,18 @@ def agent_config(
     constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
     from harbor.models.trial.config import AgentConfig
 
-    skills: list[str | Path] = [str(staged_skill)] if spec.arm == "with_skill" and staged_skill is not None else []
+    skills: list[str | Path] = [str(staged_skill)] if spec.arm in SKILLED_ARMS and staged_skill is not None else []
     skills += [str(path) for path in workspace_skills]
-    model = settings.agent_models.get(spec.agent)
-    kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(spec.agent, {}))
-    if spec.agent == "replay":
+    agent, model = settings.variant(spec.agent)[1:]
+    kwargs: dict[str, Any] = dict(settings.agent_kwargs.get(agent, {}))
+    if agent == "replay":
         kwargs.update(replay_dir=str(spec.skill_dir / "evals" / "replays"), case_id=spec.case_id, arm=spec.arm)
         return AgentConfig(import_path=REPLAY_AGENT_IMPORT_PATH, model_name=model, kwargs=kwargs, skills=skills)
-    if ":" in spec.agent:
-        return AgentConfig(import_path=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
+    if ":" in agent:
+        return AgentConfig(import_path=agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
-    env = agent_env(spec.agent, model, os.environ)
-    return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
+    env = agent_env(agent, model, os.environ)
+    return AgentConfig(name=agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
 
 def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:
@@ -160,6 +163,22 @@ class SkillEvalRunner:
             raise found
         return found
 
+    def _staged_skill(self, spec: TrialSpec, skill: SkillFolder) -> Path | None:
+        """The skill the arm's agent is given: the version under test, the baseline version (exported from git
+        once per process, staged under its own folder so nothing of the version under test reaches it), or none."""
+        if spec.arm == "with_skill":
+            return stage_skill(spec.skill_dir, self.run_dir / "_skills")
+        if spec.arm != "baseline_skill":
+            return None
+        try:
+            version = baseline_version(skill)
+            if version is None:
+                raise BaselineError("the baseline_skill arm runs only with --baseline-skill")
+            folder = skill.once("baseline_export", lambda: export_baseline(version, skill.path))
+        except BaselineError as error:
+            raise TrialError(str(error)) from None
+        return stage_skill(folder, self.run_dir / "_baseline_skills", name=skill.path.name)
+
     def run(self, spec: TrialSpec, source_trial: Path | None = None) -> TrialRecord:
         """One trial, start to finish, on its own event loop (the serial path)."""
         with warnings.catch_warnings():
@@ -219,7 +238,7 @@ class SkillEvalRunner:
                 separate_verifier=source_trial is not None,
             )
             grader = skill.grader
-        staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
+        staged_skill = self._staged_skill(spec, skill)
         if mode == "custom_only" and grader is None:
             # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
             verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
@@ -274,7 +293,7 @@ class SkillEvalRunner:
             reward = own_test_reward(trial_dir / "verifier")
         base.update(
             trial_dir=str(trial_dir),
-            tokens=_tokens(result.agent_result),
+            tokens=priced(_tokens(result.agent_result), settings.variant(spec.agent).model, settings.model_prices),
             agent_seconds=_seconds(result.agent_execution),
         )
         if reward is None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TypeVar
 
+from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.fate import StopOnPass, condition_key
 from pytest_skilleval.harbor.process_env import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
@@ -71,7 +72,14 @@ class _AgentGate:
 class TrialScheduler:
     """Owns the loop; `submit` is idempotent per node id, `result` runs the loop until that trial is done."""
 
-    def __init__(self, run_trial: RunTrial, settings_for: SettingsFor, stop_on_pass: StopOnPass) -> None:
+    def __init__(
+        self,
+        run_trial: RunTrial,
+        settings_for: SettingsFor,
+        stop_on_pass: StopOnPass,
+        budget_for: Callable[[Path], Budget | None] = lambda _: None,
+    ) -> None:
+        self._budget_for = budget_for
         self._run_trial = run_trial
         self._settings_for = settings_for
         self._stop_on_pass = stop_on_pass
@@ -120,7 +128,12 @@ class TrialScheduler:
             async with slots:
                 if ordered and (skipped := self._stop_on_pass.skipped_record(spec)) is not None:
                     return skipped
+                budget = self._budget_for(spec.skill_dir)
+                if budget is not None:
+                    budget.check()  # raises BudgetReached: the trial does not start
                 record = await self._run_trial(spec)
+                if budget is not None:
+                    budget.add(record)
         finally:
             await gate.leave(spec.agent)
         if ordered:

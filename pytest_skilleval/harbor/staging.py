@@ -21,7 +21,9 @@ from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from verifier import safe_io
 
-ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill"}
+ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill", "baseline_skill": "baseline-skill"}
+# Arms whose agent is given a skill: the version under test, or the earlier one (--baseline-skill).
+SKILLED_ARMS = ("with_skill", "baseline_skill")
 # Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
 SKILL_EXCLUDES = {"evals", "results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"}
 # Evaluator-only material under evals/ that a case's `files` may not select.
@@ -47,16 +49,17 @@ def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if name in SKILL_EXCLUDES or name.casefold() == "evals"]
 
 
-def stage_skill(skill_dir: Path, staging_root: Path) -> Path:
-    """Copy the skill, minus evals/ and generated output, to `<staging_root>/<skill-name>/` once per run."""
-    target = staging_root / skill_dir.name
+def stage_skill(skill_dir: Path, staging_root: Path, name: str | None = None) -> Path:
+    """Copy the skill, minus evals/ and generated output, to `<staging_root>/<skill-name>/` once per run (`name`:
+    the skill's name when the folder copied is named otherwise, as a baseline version's folder may be)."""
+    target = staging_root / (name or skill_dir.name)
     if not (target / "SKILL.md").is_file():
         # A folder of its own for each copy: trials stage in worker threads, two may copy the same skill at once.
         staging_root.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{skill_dir.name}.", suffix=".partial", dir=staging_root))
         try:
-            shutil.copytree(skill_dir, partial / skill_dir.name, ignore=_ignore_skill_parts, symlinks=True)
-            (partial / skill_dir.name).rename(target)
+            shutil.copytree(skill_dir, partial / target.name, ignore=_ignore_skill_parts, symlinks=True)
+            (partial / target.name).rename(target)
         except OSError:  # another trial staged it first
             if not (target / "SKILL.md").is_file():
                 raise
@@ -193,14 +196,14 @@ def entry_document(
     entry.update(
         id=spec.case_id if spec.source == "dataset" else entry.get("id", spec.case_id),
         evaluated_skill=spec.skill_name,
-        has_skill=spec.arm == "with_skill",
+        has_skill=spec.arm in SKILLED_ARMS,
         arm=spec.arm,
         agent=spec.agent,
         attempt=spec.attempt,
         grading_mode=grading_mode,
         custom_grader=has_grader,
         skill_workspace_mode=workspace_mode,
-        workspace_skill_names=([spec.skill_name] if spec.arm == "with_skill" else []) + list(workspace_skills or []),
+        workspace_skill_names=([spec.skill_name] if spec.arm in SKILLED_ARMS else []) + list(workspace_skills or []),
     )
     return entry
 
@@ -216,7 +219,7 @@ def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier:
             "metadata": {
                 "entry_id": spec.case_id,
                 "skill": str(spec.entry.get("expected_skill") or "none"),
-                "has_skill": spec.arm == "with_skill",
+                "has_skill": spec.arm in SKILLED_ARMS,
                 "arm": spec.arm,
             },
             "agent": {"timeout_sec": 300.0},

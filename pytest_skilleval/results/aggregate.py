@@ -21,7 +21,7 @@ from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, resource_delta
 from pytest_skilleval.results.assertion_rates import case_assertion_rates
 from pytest_skilleval.results.correctness import unmeasured_cases
-from pytest_skilleval.results.lift import agent_lift
+from pytest_skilleval.results.lift import agent_lift, edit_lift
 from pytest_skilleval.results.models import (
     AgentResources,
     AgentResult,
@@ -32,7 +32,8 @@ from pytest_skilleval.results.models import (
     VerdictPolicy,
 )
 from pytest_skilleval.results.natural_order import natural_key
-from pytest_skilleval.results.records import ARMS, TrialKey, TrialRecord
+from pytest_skilleval.results.power import suggest_attempts
+from pytest_skilleval.results.records import ALL_ARMS, ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
     ScoredTrial,
@@ -145,6 +146,7 @@ def _coverage(ran: Sequence[ScoredTrial], plan: RunPlan) -> Coverage:
     partial = [c for c in plan.cases if c in missing_cases and c not in skipped]
     complete = plan.selection_complete and not plan.interrupted and not missing and not plan.skipped_cases
     return Coverage(
+        budget_stopped=plan.budget_stopped,
         publication_complete=complete,
         selection_complete=plan.selection_complete,
         interrupted=plan.interrupted,
@@ -181,8 +183,8 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
     agents: dict[str, AgentResult] = {}
     for agent in plan.agents:
         scope = _scope(agent, ran, plan)
-        conds = {arm: build_condition(agent, arm, ran, scope, plan) for arm in ARMS}
-        summaries = {arm: arm_summary(conds[arm], plan) for arm in ARMS}
+        conds = {arm: build_condition(agent, arm, ran, scope, plan) for arm in ALL_ARMS}
+        summaries = {arm: arm_summary(conds[arm], plan) for arm in ALL_ARMS}
         (ws, pass_w), (wos, pass_wo) = summaries["with_skill"], summaries["without_skill"]
         statuses = [c.status for c in conds.values()]
         if all(s == "skipped" for s in statuses):
@@ -207,15 +209,21 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         else:
             lift, custom_lift = agent_lift(conds["with_skill"], conds["without_skill"], pass_w, pass_wo, ws, wos, plan)
         verdict, reason = agent_verdict(status, ws, activation.never_activated, plan)
-        errors = [f"{arm}: {e}" for arm in ARMS for e in conds[arm].errors if conds[arm].status == "failed"]
+        errors = [f"{arm}: {e}" for arm in ALL_ARMS for e in conds[arm].errors if conds[arm].status == "failed"]
         assertion_rates = case_assertion_rates(agent, trials, plan)
+        edit = edit_lift(conds["with_skill"], conds["baseline_skill"], summaries, plan)
+        if lift is not None or (
+            plan.min_lift is not None and "skipped" not in (ws.execution_status, wos.execution_status)
+        ):
+            observed = lift.overall.delta if lift is not None else None
+            edit["power"] = suggest_attempts(conds["with_skill"], conds["without_skill"], observed, plan.min_lift)
         agents[agent] = AgentResult(
             name=agent,
             model=plan.agent_models.get(agent),
             execution_status=status,  # type: ignore[arg-type]
             execution_errors=errors,
             expected_attempts=sum(c.expected_attempts for c in conds.values()),
-            scored_attempts=ws.scored_attempts + wos.scored_attempts,
+            scored_attempts=sum(summary.scored_attempts for summary, _ in summaries.values()),
             verdict=verdict,
             verdict_reason=reason,
             inconclusive=activation.never_activated,
@@ -232,6 +240,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
                 delta=resource_delta(conds["with_skill"], conds["without_skill"], ws.resources, wos.resources),
             ),
             assertions=assertion_rates,
+            **edit,
         )
 
     coverage = _coverage(ran, plan).model_copy(update={"extra_cases": extra_cases})
@@ -295,6 +304,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
         overall_score=overall_score,
         overall_lift=overall_lift,
         agents=agents,
+        baseline_version=plan.baseline_version,
         comparison=agent_comparison(agents)
         if sum(a.execution_status != "skipped" for a in agents.values()) > 1
         else None,

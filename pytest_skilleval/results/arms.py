@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
+from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
     DIMENSIONS,
     Activation,
@@ -44,6 +46,7 @@ def arm_resources(trials: Sequence[ScoredTrial]) -> ArmResources:
         total_tokens=None if prompt is None or completion is None else int(prompt + completion),
         agent_seconds=r4(seconds),
         cost_usd=r4(total_of([r.tokens.cost_usd if r.tokens else None for r in recs])),
+        judge_cost_usd=r4(total_of([r.judge_cost_usd for r in recs])),
         trials_missing_tokens=missing_tokens,
         trials_missing_seconds=missing_seconds,
     )
@@ -66,13 +69,37 @@ def resource_delta(w: Condition, wo: Condition, rw: ArmResources, rwo: ArmResour
     def minus(a: float | None, b: float | None) -> float | None:
         return None if a is None or b is None else a - b
 
+    cost, cost_ci = None, None
+    if rw.cost_usd is not None and rwo.cost_usd is not None:
+        cost, cost_ci = _cost_delta(w, wo)
     return ResourceDelta(
+        cost_usd=cost,
+        cost_usd_ci95=cost_ci,
         available=True,
         prompt_tokens=minus(rw.prompt_tokens, rwo.prompt_tokens),  # type: ignore[arg-type]
         completion_tokens=minus(rw.completion_tokens, rwo.completion_tokens),  # type: ignore[arg-type]
         total_tokens=minus(rw.total_tokens, rwo.total_tokens),  # type: ignore[arg-type]
         agent_seconds=r4(minus(rw.agent_seconds, rwo.agent_seconds)),
     )
+
+
+def _cost_delta(w: Condition, wo: Condition) -> tuple[float | None, list[float] | None]:
+    """The two arms' cost difference and its interval: the per-case differences of cost, bootstrapped over cases
+    as Skill Lift is, scaled to the run's total (the sum over cases is n times their mean)."""
+
+    def per_case(cond: Condition) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for t in cond.trials:
+            totals[t.record.case] = totals.get(t.record.case, 0.0) + (t.record.tokens.cost_usd or 0.0)  # type: ignore[union-attr]
+        return totals
+
+    a, b = per_case(w), per_case(wo)
+    diffs = [a[case] - b[case] for case in a if case in b]
+    if not diffs:
+        return None, None
+    ci = stats.paired_bootstrap_ci(diffs)
+    n = len(diffs)
+    return r4(math.fsum(diffs)), None if ci is None else [r4(ci[0] * n), r4(ci[1] * n)]  # type: ignore[list-item]
 
 
 # -------------------------------------------------------------------------------------------------- arms

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from pytest_skilleval.results.correctness import unmeasured_line
-from pytest_skilleval.results.html_report import NA, score, signed, verdict_headline
+from pytest_skilleval.results.html_report import NA, interval, score, signed, verdict_headline
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
 from verifier.evidence import CHECKS_METRIC
@@ -153,6 +153,39 @@ def _triggering(doc: ResultDocument) -> list[str]:
     return [*lines, ""]
 
 
+def _cost_lines(agents: list[AgentResult]) -> list[str]:
+    """Each agent's cost per arm (USD), with the difference and its paired interval when both arms have one."""
+    lines = []
+    for a in agents:
+        res, d = a.resources, a.resources.delta
+        if res.with_skill.cost_usd is None and res.without_skill.cost_usd is None:
+            continue
+        extra = f" ({signed(d.cost_usd)}, 95% {interval(d.cost_usd_ci95)})" if d.cost_usd is not None else ""
+        lines.append(
+            f"- {md(a.name)}: cost USD {score(res.without_skill.cost_usd)} {ARROW} "
+            f"{score(res.with_skill.cost_usd)}{extra}"
+        )
+    return lines
+
+
+def _edit_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
+    """The edit under test against its previous version (--baseline-skill): one line per agent."""
+    if not any(a.baseline_skill is not None for a in agents):
+        return []
+    version = md((doc.baseline_version or {}).get("label") or "the previous version")
+    return [f"## Edit: this version against {version}", "", *(f"- {md(a.name)}: {_edit_text(a)}" for a in agents), ""]
+
+
+def _edit_text(agent: AgentResult) -> str:
+    if agent.edit_lift is None:
+        return f"edit lift omitted ({md(agent.edit_lift_omitted_reason or 'not available')})"
+    o, p = agent.edit_lift.overall, agent.edit_lift.mcnemar.p_value
+    return (
+        f"{score(o.without_skill)} {ARROW} {score(o.with_skill)} ({signed(o.delta)}), 95% {interval(o.ci95)}, "
+        f"{o.n_pairs} paired cases, McNemar p={NA if p is None else f'{p:.4f}'}: **{agent.edit_verdict}**"
+    )
+
+
 def render_card(run: RunFolder) -> str:
     doc = run.document
     agents = list(doc.agents.values())
@@ -176,8 +209,10 @@ def render_card(run: RunFolder) -> str:
         "",
         *([f"**{md(unmeasured_line(doc.correctness_unmeasured))}**", ""] if doc.correctness_unmeasured else []),
         *_intervals(agents),
+        *_cost_lines(agents),
         "",
         *_triggering(doc),
+        *_edit_lines(doc, agents),
         f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}: {cov.run_trials}/{cov.expected_trials} trials run, "
         f"{cov.scored_trials} scored, {doc.attempt_policy.max_attempts} attempt(s) per case and arm, grading "
         f"{code(doc.grading_mode)}. Full report: [{REPORT_FILE}]({REPORT_FILE}).",

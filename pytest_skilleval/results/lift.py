@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
     DIMENSIONS,
     ArmSummary,
+    EditVerdict,
     LiftSection,
     LiftStat,
     McNemar,
     PassAtKLift,
     RunPlan,
 )
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.results.trials import (
     CUSTOM_ONLY,
     OUTCOME_DIMENSIONS,
@@ -179,3 +182,37 @@ def agent_lift(
         if custom_only:
             custom["overall"] = overall
     return section, custom
+
+
+def edit_verdict(overall: LiftStat) -> EditVerdict:
+    """What an edit did, in words: helps or hurts only when the paired interval of the overall lift excludes
+    zero over enough cases; anything else is no evidence either way."""
+    if overall.insufficient or overall.ci95 is None or overall.delta is None:
+        return "no evidence"
+    if overall.ci95[0] > 0:
+        return "the edit helps"
+    if overall.ci95[1] < 0:
+        return "the edit hurts"
+    return "no evidence"
+
+
+def edit_lift(
+    with_skill: Condition,
+    baseline: Condition,
+    summaries: Mapping[Arm, tuple[ArmSummary, dict[str, bool]]],
+    plan: RunPlan,
+) -> dict[str, Any]:
+    """The baseline_skill fields of an agent's result: its arm, the edit's lift (with_skill minus baseline_skill,
+    paired as Skill Lift is) and its verdict, or why the lift is omitted; empty when the arm is not in the plan."""
+    if "baseline_skill" not in plan.arms:
+        return {}
+    (ws, pass_w), (bs, pass_b) = summaries["with_skill"], summaries["baseline_skill"]
+    fields: dict[str, Any] = {"baseline_skill": bs}
+    if "skipped" in (with_skill.status, baseline.status):
+        fields["edit_lift_omitted_reason"] = "an arm was not run"
+    elif with_skill.withheld or baseline.withheld:
+        fields["edit_lift_omitted_reason"] = "an LLM judge failed: that arm publishes no scores"
+    else:
+        section, _ = agent_lift(with_skill, baseline, pass_w, pass_b, ws, bs, plan)
+        fields.update(edit_lift=section, edit_verdict=edit_verdict(section.overall))
+    return fields

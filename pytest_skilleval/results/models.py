@@ -57,6 +57,11 @@ class RunPlan(_Model):
     dataset_snapshot: dict[str, Any] | None = Field(default=None, description="Written as dataset_snapshot.json.")
     evaluated_at: str | None = Field(default=None, description="ISO-8601 UTC; the aggregate stamps now if None.")
     duration_seconds: float | None = None
+    baseline_version: dict[str, Any] | None = Field(
+        default=None, description="--baseline-skill: source (path or git:REF), commit, short and label."
+    )
+    budget_stopped: str | None = Field(default=None, description="--max-cost stopped the run: what was spent.")
+    min_lift: float | None = Field(default=None, description="--min-lift: the lift the power suggestion aims at.")
 
 
 class Dimensions(_Model):
@@ -81,6 +86,9 @@ class TokenCounts(_Model):
     cache: int | None = None
     total: int | None = Field(default=None, description="prompt + completion; cache is inside prompt.")
     cost_usd: float | None = None
+    cost_source: Literal["agent", "override", "price_map"] | None = Field(
+        default=None, description="The agent's own figure, a --model-price override, or litellm's installed price map."
+    )
 
 
 class TrialEntry(_Model):
@@ -160,6 +168,9 @@ class ArmResources(_Model):
     total_tokens: int | None
     agent_seconds: float | None
     cost_usd: float | None
+    judge_cost_usd: float | None = Field(
+        default=None, description="The LLM judges' cost (USD), apart from cost_usd (the agents')."
+    )
     trials_missing_tokens: int
     trials_missing_seconds: int
 
@@ -171,6 +182,10 @@ class ResourceDelta(_Model):
     completion_tokens: int | None = None
     total_tokens: int | None = None
     agent_seconds: float | None = None
+    cost_usd: float | None = Field(default=None, description="With-skill minus without-skill cost in USD.")
+    cost_usd_ci95: list[float] | None = Field(
+        default=None, description="[lo, hi] of cost_usd: paired bootstrap over cases of the per-case cost difference."
+    )
 
 
 class TrialFailure(_Model):
@@ -288,6 +303,26 @@ class AgentResources(_Model):
     delta: ResourceDelta
 
 
+class PowerSuggestion(_Model):
+    """Attempts per case that would detect `target_lift` at 80% power (two-sided, alpha 0.05), from this run's
+    per-case spread; `suggested_attempts` None means attempts cannot get there (see `cases_needed`, `note`)."""
+
+    target_lift: float | None
+    target_source: Literal["observed", "min_lift"]
+    n_cases: int
+    power: float
+    alpha: float
+    attempts_now: int | None = None
+    suggested_attempts: int | None = None
+    cases_needed: int | None = None
+    within_case_sd: float | None = None
+    between_case_sd: float | None = None
+    note: str | None = None
+
+
+EditVerdict = Literal["the edit helps", "the edit hurts", "no evidence"]
+
+
 class AgentResult(_Model):
     name: str
     model: str | None = None
@@ -310,6 +345,19 @@ class AgentResult(_Model):
         default_factory=dict,
         description="case -> each assertion's pass rate per arm over attempts; cases judged by behavior_check only.",
     )
+    baseline_skill: ArmSummary | None = Field(
+        default=None, description="The previous version of the skill (--baseline-skill), when that arm ran."
+    )
+    edit_lift: LiftSection | None = Field(
+        default=None,
+        description="with_skill minus baseline_skill, paired by case as Skill Lift is (with_skill/only_with_skill "
+        "name the version under test, without_skill/only_without_skill the baseline version).",
+    )
+    edit_verdict: EditVerdict | None = Field(default=None, description="What the edit did, from edit_lift.")
+    edit_lift_omitted_reason: str | None = None
+    power: PowerSuggestion | None = Field(
+        default=None, description="Attempts that would detect the observed lift (or --min-lift) at 80% power."
+    )
 
 
 class Coverage(_Model):
@@ -323,6 +371,9 @@ class Coverage(_Model):
     skipped_cases: list[str] = Field(description="Cases with no trial run (deselected, --max-cases, interrupted).")
     partial_cases: list[str] = Field(default_factory=list, description="Cases with some expected trials missing.")
     extra_cases: list[str]
+    budget_stopped: str | None = Field(
+        default=None, description="--max-cost stopped new trials (spent of limit); --resume continues the run."
+    )
 
 
 class AttemptPolicy(_Model):
@@ -370,6 +421,9 @@ class AggregateResult(_Model):
     overall_score: float | None
     overall_lift: float | None
     agents: dict[str, AgentResult]
+    baseline_version: dict[str, Any] | None = Field(
+        default=None, description="The baseline_skill arm's version: source (path or git:REF), commit, short, label."
+    )
     comparison: dict[str, Any] | None = None
     trials: list[TrialEntry]
     warnings: list[str] = Field(default_factory=list)

@@ -16,8 +16,10 @@ from verifier.check_spec import CheckResult
 from verifier.reward import RichReward
 from verifier.scoring import clean_score, correctness_gates, item_passes
 
-Arm = Literal["with_skill", "without_skill"]
+Arm = Literal["with_skill", "without_skill", "baseline_skill"]
 ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
+# Every arm a run may hold: the skill under test, no skill, and a previous version of the skill (--baseline-skill).
+ALL_ARMS: tuple[Arm, Arm, Arm] = ("with_skill", "without_skill", "baseline_skill")
 # "scored": a usable overall; "unscored": the trial ran but nothing could be scored (missing is not zero);
 # "error": Harbor, the agent or the grader failed; "skipped": not run (no grader, selection, ...).
 TrialStatus = Literal["scored", "unscored", "error", "skipped"]
@@ -47,6 +49,8 @@ class TokenUsage(BaseModel):
     completion: int | None = None
     cache: int | None = None
     cost_usd: float | None = None
+    # Where cost_usd came from: the agent's own report, a --model-price override, or litellm's price map.
+    cost_source: Literal["agent", "override", "price_map"] | None = None
 
 
 class TrialRecord(BaseModel):
@@ -71,6 +75,7 @@ class TrialRecord(BaseModel):
     activation: float | None = Field(default=None, description="skill_execution's activation sub-score.")
     negative_control: bool = False
     judge_models: dict[str, str | None] = Field(default_factory=dict)
+    judge_cost_usd: float | None = Field(default=None, description="The LLM judges' cost (USD), apart from tokens.")
     trajectory_source: str | None = None
     tokens: TokenUsage | None = None
     agent_seconds: float | None = None
@@ -104,6 +109,7 @@ def record_from_reward(
     record = TrialRecord(
         **base,
         judge_models=reward.judge_models(),
+        judge_cost_usd=reward.judge_cost_usd(),
         judge_failures=reward.judge_failures(),
         status="scored" if overall is not None else "unscored",
         overall=overall,

@@ -19,6 +19,7 @@ from pytest_skilleval.results.models import (
     AgentResult,
     AggregateResult,
     ArmSummary,
+    LiftSection,
     LiftStat,
     TrialEntry,
 )
@@ -138,10 +139,55 @@ def _lift_cells(stat: LiftStat | None) -> tuple[str, ...]:
 
 
 def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
-    lift = agent.lift
     head = "Skill Lift (with skill - without skill, paired by case)"
+    return _lift_table(res, agent.lift, head, agent.lift_omitted_reason, width)
+
+
+def _power(agent: AgentResult, width: int) -> list[str]:
+    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread."""
+    p = agent.power
+    if p is None or p.target_lift is None:
+        return []
+    head = f"Attempts for 80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
+    if p.suggested_attempts is not None:
+        text = f"{head} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm (now {p.attempts_now})"
+    elif p.cases_needed is not None:
+        text = f"{head}: about {p.cases_needed} cases (now {p.n_cases})"
+    else:
+        text = head + ": not estimable"
+    return wrap(text + (f"; {p.note}" if p.note else ""), width, "  ")
+
+
+def _edit_lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
+    """with skill minus the previous version (--baseline-skill), as Skill Lift is shown, with the edit's verdict."""
+    if agent.baseline_skill is None:
+        return []
+    version = (res.baseline_version or {}).get("label") or "baseline skill"
+    head = f"Edit lift (with skill - baseline skill {version}, paired by case)"
+    lines = ["", *_lift_table(res, agent.edit_lift, head, agent.edit_lift_omitted_reason, width)]
+    if agent.edit_lift is not None:
+        mc, overall = agent.edit_lift.mcnemar, agent.edit_lift.overall
+        p = "N/A" if mc.p_value is None else f"{mc.p_value:.4f}"
+        lines += wrap(
+            f"Overall over the paired cases: with skill {score(overall.with_skill)}, baseline skill "
+            f"{score(overall.without_skill)}",
+            width,
+            "  ",
+        )
+        lines += wrap(
+            f"McNemar: passes only with skill {mc.only_with_skill}, only baseline {mc.only_without_skill}, p={p}",
+            width,
+            "  ",
+        )
+        lines += wrap(f"Edit verdict: {agent.edit_verdict} (from the overall lift's 95% interval)", width, "  ")
+    return lines
+
+
+def _lift_table(
+    res: AggregateResult, lift: LiftSection | None, head: str, omitted: str | None, width: int
+) -> list[str]:
     if lift is None:
-        why = agent.lift_omitted_reason or "no paired cases"
+        why = omitted or "no paired cases"
         return wrap(f"{head}: omitted, {why}", width)
     cols = Columns(width, (10, 20, 7, 8), [], minimum=18)
     lines = [head, *cols.row("dimension", "lift", "95% CI", "pairs", "band")]
@@ -230,6 +276,23 @@ def _resources(agent: AgentResult, width: int) -> list[str]:
         SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
         _seconds(d.agent_seconds, signed_=True) if d.available else NA,
     )
+    cost_delta = NA
+    if d.available and d.cost_usd is not None:
+        ci = f" [{d.cost_usd_ci95[0]:+.4f}, {d.cost_usd_ci95[1]:+.4f}]" if d.cost_usd_ci95 else ""
+        cost_delta = f"{d.cost_usd:+.4f}{ci}"
+    lines += cols.row(
+        "cost (USD)",
+        SKIPPED if ws_skipped else na(w.cost_usd),
+        SKIPPED if wos_skipped else na(wo.cost_usd),
+        cost_delta,
+    )
+    if w.judge_cost_usd is not None or wo.judge_cost_usd is not None:
+        lines += cols.row(
+            "judges' cost (USD)",
+            SKIPPED if ws_skipped else na(w.judge_cost_usd),
+            SKIPPED if wos_skipped else na(wo.judge_cost_usd),
+            "",
+        )
     if not d.available and d.reason:
         lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines
@@ -242,7 +305,8 @@ def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[s
     for err in agent.execution_errors:
         lines += wrap(f"! {err}", width, "  ")
     lines += ["", *_evaluators(res, agent, width), "", *_dimensions(res, agent, width)]
-    lines += ["", *_lift(res, agent, width), "", *condition_pass_at_k(agent, width)]
+    lines += ["", *_lift(res, agent, width), *_power(agent, width), *_edit_lift(res, agent, width)]
+    lines += ["", *condition_pass_at_k(agent, width)]
     return lines + ["", *_resources(agent, width)]
 
 
@@ -250,7 +314,7 @@ def _pytest_outcome(trial: TrialEntry) -> str:
     """The word pytest printed for this trial's item: a baseline item passes whatever it scores."""
     if trial.status != "scored":
         return "error"
-    if trial.arm == "without_skill":
+    if trial.arm in ("without_skill", "baseline_skill"):
         return "passed"
     return "passed" if trial.passed else "failed"
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
-from pytest_skilleval.results.records import ARMS, TrialKey, TrialRecord
+from pytest_skilleval.results.records import ALL_ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
 from pytest_skilleval.results.run_seal import SEAL_FILE, RunSeal
 from pytest_skilleval.results.trial_file import (
@@ -540,9 +540,9 @@ def _write_tree(
 
     for name, agent in aggregate.agents.items():
         adir = run_dir / safe_component(name)
-        for arm in ARMS:
+        for arm in ALL_ARMS:
             summary = getattr(agent, arm)
-            if summary.execution_status != "skipped":
+            if summary is not None and summary.execution_status != "skipped":
                 body = {"agent": name, "model": agent.model, "grading_mode": aggregate.grading_mode}
                 body.update(summary.model_dump(mode="json"))
                 write_json(adir / arm / "summary.json", body)
@@ -554,6 +554,10 @@ def _write_tree(
             write_json(adir / "custom_lift.json", custom)
         if agent.lift is not None:
             write_json(adir / "pass_at_k_lift.json", lift["pass_at_k"])
+        if agent.baseline_skill is not None:
+            edit = agent.edit_lift.model_dump(mode="json") if agent.edit_lift else {}
+            head = {"agent": name, "baseline_version": aggregate.baseline_version, "verdict": agent.edit_verdict}
+            write_json(adir / "edit_lift.json", {**head, "reason": agent.edit_lift_omitted_reason, **edit})
 
     if early is not None and (early.results_root, early.run_id) != (results_root, run_id):
         early = None  # written into another run folder: nothing of this one is there yet

@@ -115,7 +115,12 @@ def trial_entry(t: ScoredTrial) -> TrialEntry:
         tk = rec.tokens
         total = tk.prompt + tk.completion if tk.prompt is not None and tk.completion is not None else None
         tokens = TokenCounts(
-            prompt=tk.prompt, completion=tk.completion, cache=tk.cache, total=total, cost_usd=r4(tk.cost_usd)
+            prompt=tk.prompt,
+            completion=tk.completion,
+            cache=tk.cache,
+            total=total,
+            cost_usd=r4(tk.cost_usd),
+            cost_source=tk.cost_source,
         )
     return TrialEntry(
         case=rec.case,

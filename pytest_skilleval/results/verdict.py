@@ -88,6 +88,8 @@ def incomplete_why(coverage: Coverage) -> str | None:
         return None
     if coverage.interrupted:
         return "interrupted"
+    if coverage.budget_stopped:
+        return f"budget-stopped: {coverage.budget_stopped} spent; finish it with --resume"
     if coverage.skipped_cases:
         return f"partial selection: {len(coverage.skipped_cases)} case(s) not run"
     if coverage.missing_trials:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,12 @@ def _non_empty_strings(value: Any, field: str) -> list[str]:
     return value
 
 
+TAG_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+RESERVED_TAGS = frozenset(
+    {"skip", "skipif", "xfail", "parametrize", "usefixtures", "filterwarnings", "tryfirst", "trylast", "skilleval"}
+)
+
+
 class EvalCase(BaseModel):
     """One eval case. Unknown authored keys are kept: they travel to the grader in `/tests/entry.json`."""
 
@@ -113,6 +120,28 @@ class EvalCase(BaseModel):
         if isinstance(value, list) and len(value) > MAX_CHECKS:
             raise ValueError(f"has {len(value)} checks; the limit per case is {MAX_CHECKS}")
         return value or None
+
+    tags: list[str] = Field(
+        default_factory=list, description="pytest markers for the case's items, e.g. [\"slow\"] for -m 'not slow'."
+    )
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tag_names(cls, value: Any) -> list[str]:
+        """Marker names: what `-m` can select (identifiers), each once; never one of pytest's own marks (a tag
+        `skip` would skip the case, `skilleval` would clash with the plugin's)."""
+        tags: list[str] = []
+        for tag in [] if value is None else _non_empty_strings(value, "tags"):
+            tag = tag.strip()
+            if not TAG_RE.fullmatch(tag):
+                raise ValueError(
+                    f"tags: {tag!r} is not a marker name (letters, digits and _, not starting with a digit)"
+                )
+            if tag in RESERVED_TAGS:
+                raise ValueError(f"tags: {tag!r} is one of pytest's or the plugin's own marks; choose another name")
+            if tag not in tags:
+                tags.append(tag)
+        return tags
 
     @field_validator("id", mode="before")
     @classmethod
@@ -219,6 +248,8 @@ class EvalCase(BaseModel):
             data["checks"] = [check.model_dump(mode="json", exclude_unset=True) for check in self.checks]
         else:
             data.pop("checks", None)
+        if not self.tags:
+            data.pop("tags", None)
         return data
 
 

@@ -38,7 +38,7 @@ MAX_TASK_TOML_BYTES = 1024 * 1024
 IGNORED_NAMES = frozenset({"results", "__pycache__", ".git", ".skilleval-generated-output"})
 # Names that would clash with files the dataset layout reserves next to the cases.
 RESERVED_CASE_NAMES = frozenset({"dataset.toml", "readme.md", "metric.py", "results"})
-ARM_SUFFIXES = {"with_skill": "-with-skill", "without_skill": "-without-skill"}
+ARM_SUFFIXES = {"with_skill": "-with-skill", "without_skill": "-without-skill", "baseline_skill": "-baseline-skill"}
 _GRADER_NAMES = ("grader.py", "grader.sh")
 STANDARD_MODES = frozenset({"default", "default_plus_custom"})
 # Provider and judge controls may be forwarded into verifier.env only as an exact `${NAME}` the operator passed.

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SkipValidation
 
 from pytest_skilleval.results.records import Arm, TrialKey
+from pytest_skilleval.skill.baseline import BaselineVersion, resolve_baseline
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.skill_names import name_mismatch
@@ -66,8 +67,11 @@ class TrialSpec(BaseModel):
         }
 
 
-def trial_label(agent: str, arm: str, attempt: int) -> str:
-    """The trial's part of its node id: `<agent>-<arm>-<attempt>`."""
+def trial_label(agent: str, arm: str, attempt: int, version: str | None = None) -> str:
+    """The trial's part of its node id: `<agent>-<arm>-<attempt>`; the baseline_skill arm names its version
+    (`<agent>-baseline_skill@<short sha or folder>-<attempt>`)."""
+    if arm == "baseline_skill" and version:
+        return f"{agent}-{arm}@{version}-{attempt}"
     return f"{agent}-{arm}-{attempt}"
 
 
@@ -77,20 +81,30 @@ def trigger_label(agent: str, attempt: int) -> str:
 
 
 def trigger_trials(skill: SkillFolder) -> Iterator[tuple[str, int]]:
-    """(agent, attempt) for each trial of one trigger query, in the fixed order every xdist worker collects."""
+    """(agent, attempt) for each trial of one trigger query, in the fixed order every xdist worker collects; the
+    agent is a variant's name (`codex@gpt-5`) when one agent runs on several models, as for cases."""
     settings = skill.settings
-    for agent in settings.agents:
+    for variant in settings.variants:
         for attempt in range(1, settings.n_attempts + 1):
-            yield agent, attempt
+            yield variant.name, attempt
+
+
+def baseline_version(skill: SkillFolder) -> BaselineVersion | None:
+    """The version the baseline_skill arm runs, resolved once per skill and process; None without that arm."""
+    given = skill.settings.baseline_skill
+    if not given or "baseline_skill" not in skill.settings.arms:
+        return None
+    return skill.once("baseline_version", lambda: resolve_baseline(given, skill.path))
 
 
 def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
-    """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects."""
+    """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects; the agent
+    is a variant's name (`codex`, or `codex@gpt-5` when codex runs on several models)."""
     settings = skill.settings
-    for agent in settings.agents:
+    for variant in settings.variants:
         for arm in settings.arms:
             for attempt in range(1, settings.n_attempts + 1):
-                yield agent, arm, attempt
+                yield variant.name, arm, attempt
 
 
 class CasePlan(BaseModel):

@@ -80,6 +80,31 @@ def pairs(flag: str) -> Callable[[str], dict[str, str]]:
     return parse
 
 
+def agent_model(value: str) -> dict[str, list[str]]:
+    """`AGENT=MODEL` (or several, comma-separated) as {AGENT: [MODEL, ...]}: repeated flags add models, so one
+    agent can run on several."""
+    models: dict[str, list[str]] = {}
+    for item in split_list(value) if "=" in value else [value]:
+        for agent, model in pairs("--agent-model")(item).items():
+            if not model:
+                raise ValueError(f"--agent-model {agent}=: the model is empty; give AGENT=MODEL")
+            models.setdefault(agent, []).append(model)
+    return models
+
+
+def model_price(value: str) -> dict[str, dict[str, float]]:
+    """`MODEL=INPUT/OUTPUT` (USD per million tokens) as {MODEL: {input_per_mtok, output_per_mtok}}."""
+    model, sep, price = value.rpartition("=")
+    given, slash, taken = price.partition("/")
+    try:
+        prices = (float(given), float(taken)) if sep and slash and model.strip() else None
+    except ValueError:
+        prices = None
+    if prices is None:
+        raise ValueError(f"--model-price expects MODEL=INPUT/OUTPUT in USD per million tokens, got {value!r}")
+    return {model.strip(): {"input_per_mtok": prices[0], "output_per_mtok": prices[1]}}
+
+
 # Constructor arguments Harbor or the plugin set themselves; an --agent-kwarg for one would clash or change meaning.
 RESERVED_AGENT_KWARGS = frozenset(
     {

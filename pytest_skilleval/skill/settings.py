@@ -7,18 +7,20 @@ compares it. Adding a setting is one field here plus its behaviour. Plain data: 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from pytest_skilleval.results.records import Arm
+from pytest_skilleval.results.records import ALL_ARMS, Arm
 from pytest_skilleval.skill.setting_specs import (
     Setting,
     agent_kwarg,
+    agent_model,
     ek_file_refusal,
     lower,
+    model_price,
     pairs,
     pass_env_name,
     pass_env_names,
@@ -52,6 +54,22 @@ def normalize_grading_mode(value: Any) -> str:
     return key
 
 
+class AgentVariant(NamedTuple):
+    """One agent on one model: `name` is what node ids, markers and result.json call it."""
+
+    name: str
+    agent: str
+    model: str | None
+
+
+class ModelPrice(BaseModel):
+    """A model's price in USD per million tokens, for a gateway or a model litellm's price map does not know."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_per_mtok: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    output_per_mtok: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
 class ResourcesConfig(BaseModel):
     """`harbor.resources` in evals/config.yml: the sandbox's CPUs, memory and disk."""
 
@@ -73,6 +91,23 @@ class AgentSettings(BaseModel):
         if not isinstance(value, str) or not value.strip():
             raise PydanticCustomError("model", "model must be a non-empty string")
         return value.strip()
+
+
+def canonical_models(value: Any) -> Any:
+    """Models per agent as a list, each once, under the agent's canonical name (`claude` is `claude-code`);
+    evals/config.yml's `harbor.agents` ({name: {model: ...}}) names models too. Anything else is left to pydantic."""
+    if not isinstance(value, dict):
+        return value
+    models: dict[str, list[Any]] = {}
+    for name, item in value.items():
+        agent = AGENT_ALIASES.get(str(name).strip(), str(name).strip())
+        given = item.get("model") if isinstance(item, dict) else item
+        listed = models.setdefault(agent, [])
+        for model in given if isinstance(given, list) else [given]:
+            model = model.strip() if isinstance(model, str) else model
+            if model not in listed:
+                listed.append(model)
+    return models
 
 
 def kwarg_leaves(kwargs: Any, name: str = "") -> list[tuple[str, Any]]:
@@ -120,11 +155,12 @@ class RunSettings(BaseModel):
         ),
     ] = Field(default_factory=lambda: ["codex"])
     agent_models: Annotated[
-        dict[str, str],
+        dict[str, list[str]],
         Setting(
-            "Model for one agent, AGENT=MODEL (repeatable).",
+            "Model for one agent, AGENT=MODEL (repeatable). Two models for one agent run it once per model, as the "
+            "variants AGENT@MODEL.",
             option="agent_model",
-            parse=pairs("--agent-model"),
+            parse=agent_model,
             repeat=True,
             metavar="AGENT=MODEL",
             config="harbor.agents",
@@ -187,6 +223,27 @@ class RunSettings(BaseModel):
         ),
     ] = "default"
     skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
+    baseline_skill: Annotated[
+        str | None,
+        Setting(
+            "A previous version of the skill as the baseline_skill arm: its folder, or git:REF (the skill's folder at "
+            "that revision, read from git; the working tree is never touched). The arms become with_skill and "
+            "baseline_skill unless --arms says otherwise.",
+            metavar="PATH|git:REF",
+            default_text="none",
+        ),
+    ] = None
+    selected_arms: Annotated[
+        list[Arm] | None,
+        Setting(
+            "The arms to run, any of with_skill, without_skill, baseline_skill (baseline_skill needs "
+            "--baseline-skill).",
+            option="arms",
+            parse=split_list,
+            metavar="A,B",
+            default_text="with_skill,without_skill (with --baseline-skill: with_skill,baseline_skill)",
+        ),
+    ] = None
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
     max_cases: Annotated[
         PositiveCount | None,
@@ -211,6 +268,51 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = 4
+    changed_since: Annotated[
+        str | None,
+        Setting(
+            "Run only the skills whose folder differs from git revision REF (committed, uncommitted or untracked "
+            "changes); none changed exits 0.",
+            metavar="REF",
+            measured=False,
+            default_text="every skill",
+        ),
+    ] = None
+    min_lift: Annotated[
+        Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] | None,
+        Setting(
+            "The lift the attempts suggestion aims at (at a power of 0.8), instead of the lift observed.",
+            parse=float,
+            metavar="X",
+            measured=False,
+            default_text="the observed lift",
+        ),
+    ] = None
+    max_cost: Annotated[
+        Annotated[float, Field(gt=0, allow_inf_nan=False)] | None,
+        Setting(
+            "Stop starting trials once the run's trials have cost USD (running ones finish); the run is marked "
+            "budget-stopped and --resume continues it.",
+            parse=float,
+            metavar="USD",
+            config="harbor.max_cost",
+            measured=False,
+            default_text="no limit",
+        ),
+    ] = None
+    model_prices: Annotated[
+        dict[str, ModelPrice],
+        Setting(
+            "Price of a model in USD per million tokens, MODEL=INPUT/OUTPUT (repeatable), e.g. gw/gpt-5=1.25/10; "
+            "else litellm's installed price map.",
+            option="model_price",
+            parse=model_price,
+            repeat=True,
+            metavar="MODEL=IN/OUT",
+            config="harbor.model_prices",
+            default_text="litellm's price map",
+        ),
+    ] = Field(default_factory=dict)
     max_agents: Annotated[
         PositiveCount | None,
         Setting(
@@ -414,14 +516,8 @@ class RunSettings(BaseModel):
 
     @field_validator("agent_models", mode="before")
     @classmethod
-    def _models_from_config(cls, value: Any) -> Any:
-        """evals/config.yml's `harbor.agents` ({name: {model: ...}}) names models too."""
-        if isinstance(value, dict) and any(isinstance(item, dict) for item in value.values()):
-            return {
-                AGENT_ALIASES.get(name, name): item.get("model") if isinstance(item, dict) else item
-                for name, item in value.items()
-            }
-        return value
+    def _canonical_models(cls, value: Any) -> Any:
+        return canonical_models(value)
 
     @field_validator("agent_kwargs", mode="before")
     @classmethod
@@ -449,7 +545,28 @@ class RunSettings(BaseModel):
         return "none" if str(self.env_kwargs.get("sandbox", "auto")).strip().lower() == "none" else "bwrap"
 
     @property
+    def variants(self) -> tuple[AgentVariant, ...]:
+        """What runs, in order: each agent once per model given; an agent with one model (or none) keeps its
+        name, one with several runs as `<agent>@<model>` per model."""
+        found: list[AgentVariant] = []
+        for agent in self.agents:
+            models: list[str | None] = [*self.agent_models.get(agent, [])] or [None]
+            if len(models) == 1:
+                found.append(AgentVariant(agent, agent, models[0]))
+            else:
+                found += [AgentVariant(f"{agent}@{model}", agent, model) for model in models]
+        return tuple(found)
+
+    def variant(self, name: str) -> AgentVariant:
+        """The variant a trial's agent name stands for (a name outside the plan is an agent with no model)."""
+        return next((v for v in self.variants if v.name == name), AgentVariant(name, name, None))
+
+    @property
     def arms(self) -> tuple[Arm, ...]:
+        if self.selected_arms:
+            return tuple(arm for arm in ALL_ARMS if arm in self.selected_arms)
+        if self.baseline_skill:
+            return ("with_skill", "baseline_skill")
         arms: list[Arm] = []
         if not self.skip_with_skill:
             arms.append("with_skill")

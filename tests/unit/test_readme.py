@@ -54,3 +54,15 @@ def test_the_github_actions_example_gates_and_uploads_the_report() -> None:
     assert "--block-on-agent-eval" in run
     upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-artifact"))
     assert upload["if"] == "always()" and "report.html" in upload["with"]["path"]
+
+
+def test_the_library_job_runs_changed_skills_with_a_cost_limit() -> None:
+    from pytest_skilleval.options import OPTION_SPECS
+
+    workflow = yaml.safe_load(re.search(r"```yaml\n(.*?)```", README, re.S).group(1))  # type: ignore[union-attr]
+    steps = workflow["jobs"]["library"]["steps"]
+    assert steps[0]["with"]["fetch-depth"] == 0
+    run = next(step["run"] for step in steps if "--skill-eval" in step.get("run", ""))
+    flags = {spec.flag for spec in OPTION_SPECS}
+    assert {"--changed-since", "--max-cost"} <= flags
+    assert "--changed-since origin/main" in run and "--max-cost 20" in run

@@ -6,14 +6,13 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_skilleval.authoring.cli import main as skilleval
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.benchmark_card import render_card
-from pytest_skilleval.results.compare import Side, compare_sides
+from pytest_skilleval.results.compare import compare_sides, load_side
 from pytest_skilleval.results.html_report import render_report
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.publish import write_run_reports
@@ -313,11 +312,8 @@ def test_compare_refuses_a_run_that_did_not_succeed(tmp_path: Path, capsys: pyte
 def test_compare_two_agents_of_one_run(tmp_path: Path) -> None:
     records = _records(None, agent="one") + _records(None, agent="two", shift=-0.1)
     run = load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", agents=("one", "two")))
-    sides: list[Any] = [
-        Side(n, tuple(t for t in run.document.trials if t.agent == n and t.arm == "with_skill")) for n in ("one", "two")
-    ]
-    result = compare_sides(*sides)
-    overall = next(d for d in result["measures"] if d.name == "overall")
+    result = compare_sides(load_side(run, "one", "with_skill"), load_side(run, "two", "with_skill"))
+    overall = next(d for d in result.measures if d.name == "overall")
     assert overall.delta == pytest.approx(-0.2 / 3, abs=1e-3)  # overall = mean(security 1.0, two metrics - 0.1)
     assert skilleval(["compare", str(run.path), "--agents", "one,two"]) == 0
 

@@ -151,3 +151,16 @@ def test_trials_starting_at_once_build_a_skills_image_once(monkeypatch: pytest.M
         thread.join()
     assert builds == ["run"]
     assert len(found) == 4 and all(environment is found[0] for environment in found)
+
+
+def test_the_alias_model_reaches_the_agent() -> None:
+    """`--agent-model claude=M` is the model of `claude-code` (it was dropped: the trial ran Harbor's default)."""
+    settings = RunSettings(agents=["claude"], agent_models={"claude": "provider/m"})
+    assert agent_config(_spec("claude-code"), settings, STAGED).model_name == "provider/m"
+
+
+def test_a_variant_gets_its_own_model_under_its_agent_name() -> None:
+    settings = RunSettings(agents=["codex"], agent_models={"codex": ["p/a", "p/b", "p/a"]})
+    assert [v.name for v in settings.variants] == ["codex@p/a", "codex@p/b"]
+    config = agent_config(_spec("codex@p/b"), settings, STAGED)
+    assert (config.name, config.model_name) == ("codex", "p/b")

@@ -57,6 +57,8 @@ class Reply:
     model: str
     schema_sent: bool
     requests: int
+    # USD litellm priced this answer at (its installed price map), or None for a model it does not know.
+    cost_usd: float | None = None
 
 
 @dataclass
@@ -260,6 +262,12 @@ def _reply_of(response: Any) -> tuple[str, str | None, bool]:
     return text or "", finish, refused
 
 
+def _cost_of(response: Any) -> float | None:
+    hidden = getattr(response, "_hidden_params", None)
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    return float(cost) if isinstance(cost, int | float) and cost >= 0 else None
+
+
 def _backoff(config: JudgeConfig, retry: int) -> float:
     ceiling = min(config.retry_max_delay, config.retry_base_delay * (2**retry))
     return ceiling * random.uniform(0.5, 1.0)
@@ -316,7 +324,7 @@ async def request_once(
             if probe:
                 support.settle(key, True)
             text, finish, refused = _reply_of(response)
-            return Reply(text, finish, refused, model, use_schema, requests)
+            return Reply(text, finish, refused, model, use_schema, requests, _cost_of(response))
         if use_schema and is_schema_rejection(error):
             support.reject(key)
             continue

@@ -9,6 +9,7 @@ request layer. A judge that still fails is unscored (score None, status error, a
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -152,9 +153,16 @@ def _bundle_details(task: JudgeTask) -> dict[str, Any]:
 
 
 async def _judge_with(
-    task: JudgeTask, config: JudgeConfig, model: str, deadline: float, support: SchemaSupport, log: list[str]
+    task: JudgeTask,
+    config: JudgeConfig,
+    model: str,
+    deadline: float,
+    support: SchemaSupport,
+    log: list[str],
+    spend: list[float | None],
 ) -> tuple[dict[str, Any] | None, int, str | None]:
-    """(verdict, requests, why this model gave none). `why` starting with 'next:' moves on to the next model."""
+    """(verdict, requests, why this model gave none). `why` starting with 'next:' moves on to the next model.
+    Each answer's price (None when unknown) is appended to `spend`."""
     texts: list[str] = []
     requests = 0
     problem = ""
@@ -168,6 +176,7 @@ async def _judge_with(
                 return None, requests, f"next:{model}: {error}"
             return None, requests, f"{model}: {error}"
         requests += reply.requests
+        spend.append(reply.cost_usd)
         if reply.refused:
             return None, requests, f"next:{model} refused to judge"
         texts.append(reply.text)
@@ -210,13 +219,15 @@ async def run_task(
     )
     hit = cache.get(key)
     if hit is not None and isinstance(hit.get("details"), dict):
-        return MetricResult(score=hit.get("score"), details={**hit["details"], "cached": True, "judge_requests": 0})
+        cached = {**hit["details"], "cached": True, "judge_requests": 0, "judge_cost_usd": 0.0}
+        return MetricResult(score=hit.get("score"), details=cached)
     deadline = time.monotonic() + config.time_budget
     total = 0
     log: list[str] = []
+    spend: list[float | None] = []
     why = "no judge model"
     for model in models:
-        verdict, requests, why_not = await _judge_with(task, config, model, deadline, support, log)
+        verdict, requests, why_not = await _judge_with(task, config, model, deadline, support, log, spend)
         total += requests
         if verdict is not None:
             details = {
@@ -224,6 +235,7 @@ async def run_task(
                 **_provenance(config, model),
                 **_bundle_details(task),
                 "judge_requests": total,
+                "judge_cost_usd": None if not spend or None in spend else math.fsum(spend),  # type: ignore[arg-type]
                 "cached": False,
             }
             if log:

@@ -1,0 +1,97 @@
+"""`skilleval compare` on real runs: any two conditions (arms, variants, runs), with the numbers the session
+printed, to 4 decimal places."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.authoring.cli import main as skilleval
+from tests.support import SkillProject, simple_entries
+
+CASES = [f"c{i}" for i in range(1, 8)]
+# custom_only: a score with many decimals, fixed by case, arm, attempt and agent (so rounding is exercised).
+GRADER = """
+import hashlib, json, os
+from pathlib import Path
+
+entry = json.loads(Path(os.environ.get("HARBOR_ENTRY_JSON", "/tests/entry.json")).read_text())
+key = f"{entry['id']}|{entry['arm']}|{entry['attempt']}|{entry['agent']}".encode()
+score = int(hashlib.sha256(key).hexdigest()[:8], 16) % 100003 / 100003
+if entry["arm"] == "with_skill":
+    score = min(1.0, score + 0.25)
+verifier = Path(os.environ.get("HARBOR_VERIFIER_DIR", "/logs/verifier"))
+verifier.mkdir(parents=True, exist_ok=True)
+Path(os.environ.get("HARBOR_REWARD_JSON", verifier / "reward.json")).write_text(json.dumps({"overall": score}))
+"""
+A, B = "replay@x/m1", "replay@x/m2"
+
+
+@pytest.fixture
+def run_dir(skill_project: SkillProject) -> Path:
+    skill = skill_project.make_skill("demo", simple_entries(*CASES))
+    (skill / "evals" / "grader.py").write_text(GRADER)
+    result = skill_project.run(
+        "--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
+        "--n-attempts", "2", "--agent-model", "replay=x/m1", "--agent-model", "replay=x/m2",
+    )  # fmt: skip
+    (path,) = (skill_project.root / "results" / "demo").glob("2*/result.json")
+    assert json.loads(path.read_text())["execution_status"] == "succeeded", result.stdout.str()
+    return path.parent
+
+
+def _compare(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
+    capsys.readouterr()
+    assert skilleval(["compare", *args, "--format", "json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_compare_arms_variants_and_runs(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One run (seven cases, two attempts, two variants, both arms) compared every way."""
+    two_arms_print_the_sessions_skill_lift(run_dir, capsys)
+    two_variants_of_one_run(run_dir, capsys)
+    sides_that_do_not_line_up_are_named(run_dir, capsys)
+
+
+def two_arms_print_the_sessions_skill_lift(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads((run_dir / "result.json").read_text())
+    for agent in (A, B):
+        lift = doc["agents"][agent]["lift"]
+        [pair] = _compare(capsys, str(run_dir), "--agents", agent, "--arms", "without_skill,with_skill")
+        assert pair["lift"]["overall"] == lift["overall"]
+        assert pair["mcnemar"] == lift["mcnemar"] and pair["pass_at_k"] == lift["pass_at_k"]
+        overall = next(d for d in pair["measures"] if d["name"] == "overall")
+        assert (overall["delta"], overall["ci95"], overall["n"]) == (
+            lift["overall"]["delta"],
+            lift["overall"]["ci95"],
+            lift["overall"]["n_pairs"],
+        )
+        assert "paired over 7 case(s) scored on both sides" in pair["pairing"]
+    # The same from two run folders (here the same run twice): arm X of RUN_A against arm Y of RUN_B.
+    [pair] = _compare(capsys, str(run_dir), str(run_dir), "--agents", A, "--arms", "without_skill,with_skill")
+    assert pair["lift"]["overall"] == doc["agents"][A]["lift"]["overall"]
+    # The text and markdown forms print those numbers with the session's 4 places.
+    delta = doc["agents"][A]["lift"]["overall"]["delta"]
+    for fmt in ("text", "md"):
+        skilleval(["compare", str(run_dir), "--agents", A, "--arms", "without_skill,with_skill", "--format", fmt])
+        assert f"{delta:+.4f}" in capsys.readouterr().out
+
+
+def two_variants_of_one_run(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads((run_dir / "result.json").read_text())
+    [pair] = _compare(capsys, str(run_dir), "--agents", f"{A},{B}")
+    overall = next(d for d in pair["measures"] if d["name"] == "overall")
+    a_arm, b_arm = doc["agents"][A]["with_skill"], doc["agents"][B]["with_skill"]
+    assert (overall["a"], overall["b"]) == (a_arm["overall"], b_arm["overall"])
+    assert overall["delta"] == round(b_arm["overall"] - a_arm["overall"], 4)
+    assert pair["a"].endswith(f"/{A}/with_skill") and pair["b"].endswith(f"/{B}/with_skill")
+    assert [case["name"] for case in pair["cases"]] == CASES and all(case["n"] == 2 for case in pair["cases"])
+
+
+def sides_that_do_not_line_up_are_named(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert skilleval(["compare", str(run_dir), "--agents", f"{A},nobody"]) == 2
+    assert "no agent 'nobody'" in capsys.readouterr().err
+    assert skilleval(["compare", str(run_dir), "--arms", "with_skill,baseline_skill", "--agents", A]) == 2
+    assert "has no baseline_skill trials" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""Cost per trial (the agent's figure, else tokens x litellm's installed price map or a --model-price override),
+per arm with its delta and interval, and `--max-cost`: no new trial once spent, a budget-stopped run that
+`--resume` finishes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_skilleval.results.verdict import EXIT_INCOMPLETE
+from tests.support import SkillProject, shell_replay, simple_entries
+
+
+def _replay(prompt: int, completion: int) -> str:
+    replay = shell_replay("mkdir -p /workspace/output && echo done > /workspace/output/done.txt")
+    replay["final_metrics"] = {"total_prompt_tokens": prompt, "total_completion_tokens": completion}
+    return json.dumps(replay)
+
+
+def _skill(skill_project: SkillProject, cases: list[str], without: tuple[int, int] | None = None) -> Path:
+    skill = skill_project.make_skill("demo", simple_entries(*cases))
+    for case in cases:
+        (skill / "evals" / "replays" / f"{case}.json").unlink()
+        (skill / "evals" / "replays" / f"{case}.with-skill.json").write_text(_replay(10_000, 1_000))
+        if without:
+            (skill / "evals" / "replays" / f"{case}.without-skill.json").write_text(_replay(*without))
+    return skill
+
+
+def test_tokens_are_priced_by_litellms_installed_map_per_arm_with_the_delta(skill_project: SkillProject) -> None:
+    """gpt-4o in litellm's installed map: $2.50 in, $10 out per million tokens, so 10,000 + 1,000 tokens cost
+    $0.035 and 20,000 + 1,000 cost $0.06."""
+    _skill(skill_project, ["c1", "c2"], without=(20_000, 1_000))
+    result = skill_project.run(
+        "--agents", "replay", "--agent-model", "replay=openai/gpt-4o", "--env-mode", "local", "--ek", "sandbox=none",
+    )  # fmt: skip
+    doc = skill_project.result_json("demo")
+    costs = {(t["arm"], t["case"]): t["tokens"]["cost_usd"] for t in doc["trials"]}
+    assert costs == {
+        (arm, c): cost for arm, cost in (("with_skill", 0.035), ("without_skill", 0.06)) for c in ("c1", "c2")
+    }
+    resources = doc["agents"]["replay"]["resources"]
+    assert (resources["with_skill"]["cost_usd"], resources["without_skill"]["cost_usd"]) == (0.07, 0.12)
+    assert resources["delta"]["cost_usd"] == -0.05 and resources["delta"]["cost_usd_ci95"] == [-0.05, -0.05]
+    out = result.stdout.str()
+    row = ["cost", "(USD)", "0.0700", "0.1200", "-0.0500"]
+    assert any(line.split()[:5] == row for line in result.stdout.lines), out
+    run = next((skill_project.root / "results" / "demo").glob("2*/BENCHMARK.md")).parent
+    card, report = (run / "BENCHMARK.md").read_text(), (run / "report.html").read_text()
+    assert "cost USD 0.1200 → 0.0700 (-0.0500, 95% [-0.0500, -0.0500])" in card, card
+    assert "-0.0500 [-0.0500, -0.0500]" in report
+
+
+def test_a_budget_stops_new_trials_and_resume_finishes_the_run(skill_project: SkillProject) -> None:
+    """At $1.00 a trial (10,000 prompt tokens at a $100-per-million override), --max-cost 2 runs two of four
+    trials; the run is budget-stopped (incomplete); --resume with a higher limit runs the other two."""
+    _skill(skill_project, ["c1", "c2", "c3", "c4"])
+    common = (
+        "--agents", "replay", "--agent-model", "replay=gw/m", "--model-price", "gw/m=100/0", "--skip-baseline",
+        "--env-mode", "local", "--ek", "sandbox=none", "--n-concurrent", "1",
+    )  # fmt: skip
+    first = skill_project.run(*common, "--max-cost", "2", "-rs", "--block-on-agent-eval")
+    out = first.stdout.str()
+    assert "budget reached: $2.0000 spent of --max-cost $2.0000" in out, out
+    first.assert_outcomes(passed=2, skipped=2)
+    assert first.ret == EXIT_INCOMPLETE  # as for any incomplete run under --block-on-agent-eval
+    doc = skill_project.result_json("demo")
+    assert doc["coverage"]["budget_stopped"] == "$2.0000 of --max-cost $2.0000"
+    assert doc["coverage"]["publication_complete"] is False and len(doc["coverage"]["missing_trials"]) == 2
+    assert "budget-stopped" in doc["verdict_reason"]
+    assert {t["tokens"]["cost_source"] for t in doc["trials"]} == {"override"}
+    second = skill_project.run(*common, "--max-cost", "10", "--resume", "latest")
+    second.assert_outcomes(passed=4)
+    assert "estimated cost $4.0000 ($1.0000 a trial, the mean of 2 trials of run" in second.stdout.str()
+    doc = skill_project.result_json("demo")
+    assert doc["coverage"]["publication_complete"] is True and doc["coverage"]["budget_stopped"] is None
+    assert doc["agents"]["replay"]["resources"]["with_skill"]["cost_usd"] == 4.0
