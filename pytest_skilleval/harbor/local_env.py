@@ -58,6 +58,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
+from pytest_skilleval.harbor.download_caps import MAX_DOWNLOAD_BYTES, MAX_DOWNLOAD_FILE_BYTES, note_left_out
 from pytest_skilleval.harbor.sandbox.bwrap import (
     CONTAINER_PATH,
     SYSTEM_DIRS,
@@ -81,10 +82,6 @@ _HOST_ONLY_ENV = ("TMUX", "TMUX_PANE")
 # Longest unix socket path (sun_path, 108 bytes with the NUL) with room for tmux's "tmux-<uid>/default".
 _MAX_TMUX_DIR = 107 - len("/tmux-4294967295/default")
 _RESERVED_TOP = {"proc", "dev", "sys", *(d.strip("/") for d in SYSTEM_DIRS)}
-# Caps on what one download copies onto the host, by apparent size (docs/security.md, "Downloads are capped").
-MAX_DOWNLOAD_FILE_BYTES = 100 * 1024 * 1024
-MAX_DOWNLOAD_BYTES = 1024 * 1024 * 1024
-LEFT_OUT_SUFFIX = ".skilleval-left-out.txt"
 
 _log = logging.getLogger(__name__)
 _warned_unisolated = False
@@ -193,20 +190,6 @@ def _add_owner_rights(target: str) -> None:
         os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(found.st_mode) | stat.S_IRWXU)
     finally:
         os.close(fd)
-
-
-def _left_out(source: str, target: Path, lines: list[str]) -> None:
-    """Say what a download's caps kept out: in a marker beside the copy (reviewers find it next to what is there)
-    and in the trial's log."""
-    marker = target.parent / f"{target.name}{LEFT_OUT_SUFFIX}"
-    text = f"pytest-skilleval: left out of the download of {source} (caps: docs/security.md):\n" + "".join(
-        f"  {line}\n" for line in lines
-    )
-    try:
-        safe_io.write_text(marker.parent, marker.name, text)
-    except OSError as error:
-        _log.warning("local environment: could not write %s: %s", marker, error)
-    _log.warning("local environment: download of %s left out %d item(s): %s", source, len(lines), "; ".join(lines[:5]))
 
 
 class LocalEnvironment(BaseEnvironment):
@@ -478,7 +461,7 @@ class LocalEnvironment(BaseEnvironment):
                 label="/",
             )
         except safe_io.FileTooLargeError as error:
-            _left_out(source_path, target, [str(error)])
+            note_left_out(source_path, target, [str(error)])
             raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
@@ -487,7 +470,7 @@ class LocalEnvironment(BaseEnvironment):
             safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"
         )
         if limits.left_out:
-            _left_out(source_dir, Path(target_dir), limits.left_out)
+            note_left_out(source_dir, Path(target_dir), limits.left_out)
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
 
