@@ -66,7 +66,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
     sandbox_options,
     usable_bwrap,
 )
-from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
+from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, OutputBudget, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
 from verifier import safe_io
@@ -209,6 +209,7 @@ class LocalEnvironment(BaseEnvironment):
         self.skills_dir = self.task_env_config.skills_dir or self.env_paths.default_skills_dir.as_posix()
         self.default_cwd = self.task_env_config.workdir or WORKSPACE
         self._keeper: ProcessKeeper | None = None
+        self._output_budget = OutputBudget()  # every command of this trial, together
         self._tmux_dir: str | None = None
         self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
         if self.sandbox_mode == "none":
@@ -407,7 +408,13 @@ class LocalEnvironment(BaseEnvironment):
         join_net = self.network_policy.network_mode != NetworkMode.PUBLIC and self.sandbox_mode == "bwrap"
         try:
             return await run_command(
-                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+                self._keeper,
+                argv,
+                cwd=run_cwd,
+                env=exec_env,
+                timeout_sec=timeout_sec,
+                join_net=join_net,
+                budget=self._output_budget,
             )
         except SandboxEnded:
             # A command of the trial killed every process of its sandbox (`kill -9 -1`), the sandbox's holder
@@ -418,7 +425,13 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._restart_keeper)
             assert self._keeper is not None
             return await run_command(
-                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
+                self._keeper,
+                argv,
+                cwd=run_cwd,
+                env=exec_env,
+                timeout_sec=timeout_sec,
+                join_net=join_net,
+                budget=self._output_budget,
             )
 
     def _restart_keeper(self) -> None:
