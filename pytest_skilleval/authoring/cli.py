@@ -22,6 +22,7 @@ commands:
   view                  print a finished run's summary again and the path of its report.html
   compare               per-case and per-dimension differences between two runs (or two agents of one run)
   trajectory            print a trial's trajectory from a finished run (--replay: ready to commit as a replay)
+  harbor-view           browse the Harbor trial folders a run kept (--harbor-keep-jobs) in Harbor's own viewer
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -92,6 +93,12 @@ def _trajectory(argv: list[str]) -> int:
     return run_trajectory_command(argv)
 
 
+def _harbor_view(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.harbor_view import run_harbor_view_command
+
+    return run_harbor_view_command(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init": _init,
     "grade": _grade,
@@ -104,6 +111,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": _compare,
     "trajectory": _trajectory,
     "doctor": _doctor,
+    "harbor-view": _harbor_view,
 }
 
 
