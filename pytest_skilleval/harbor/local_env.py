@@ -406,16 +406,9 @@ class LocalEnvironment(BaseEnvironment):
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
         join_net = self.network_policy.network_mode != NetworkMode.PUBLIC and self.sandbox_mode == "bwrap"
+        options: dict[str, Any] = {"cwd": run_cwd, "env": exec_env, "timeout_sec": timeout_sec, "join_net": join_net}
         try:
-            return await run_command(
-                self._keeper,
-                argv,
-                cwd=run_cwd,
-                env=exec_env,
-                timeout_sec=timeout_sec,
-                join_net=join_net,
-                budget=self._output_budget,
-            )
+            return await run_command(self._keeper, argv, budget=self._output_budget, **options)
         except SandboxEnded:
             # A command of the trial killed every process of its sandbox (`kill -9 -1`), the sandbox's holder
             # included; a container would have kept its init. The folders are all still there: a fresh sandbox on
@@ -424,15 +417,7 @@ class LocalEnvironment(BaseEnvironment):
             _log.warning("local environment: a command of the trial ended its sandbox; starting a fresh one")
             await asyncio.to_thread(self._restart_keeper)
             assert self._keeper is not None
-            return await run_command(
-                self._keeper,
-                argv,
-                cwd=run_cwd,
-                env=exec_env,
-                timeout_sec=timeout_sec,
-                join_net=join_net,
-                budget=self._output_budget,
-            )
+            return await run_command(self._keeper, argv, budget=self._output_budget, **options)
 
     def _restart_keeper(self) -> None:
         self._stop_keeper()

@@ -72,6 +72,24 @@ def _host_bytes(folder: Path) -> int:
     return total
 
 
+def _scored_records(project: SkillProject) -> dict[str, Any]:
+    """Each case's trial file of the run; both cases were scored."""
+    run = next((project.root / "results" / "demo").glob("2*"))
+    records = {
+        path.name.split(".")[0]: json.loads(path.read_text()) for path in run.glob("replay/with_skill/trials/*.json")
+    }
+    assert {case: doc["record"]["status"] for case, doc in records.items()} == {"sparse": "scored", "deep": "scored"}
+    return records
+
+
+def _small_copied_big_left_out(kept: Path) -> Path:
+    """The recorded /workspace of the `sparse` case: its small file copied, its 6 GiB sparse file left out."""
+    copied = kept / "artifacts" / "workspace"
+    assert (copied / "output" / "small.txt").read_text() == "small\n"
+    assert not (copied / "output" / "big.bin").exists()
+    return copied
+
+
 @pytest.mark.parametrize("sandbox", MODES)
 def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillProject, sandbox: str) -> None:
     _skill(skill_project, COMMANDS)
@@ -85,16 +103,9 @@ def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillPro
         f"sandbox={sandbox}",
     )
     result.assert_outcomes(passed=2)
-    run = next((skill_project.root / "results" / "demo").glob("2*"))
-    records = {
-        path.name.split(".")[0]: json.loads(path.read_text()) for path in run.glob("replay/with_skill/trials/*.json")
-    }
-    assert {case: doc["record"]["status"] for case, doc in records.items()} == {"sparse": "scored", "deep": "scored"}
-
+    records = _scored_records(skill_project)
     kept = Path(records["sparse"]["record"]["trial_dir"])
-    copied = kept / "artifacts" / "workspace"
-    assert (copied / "output" / "small.txt").read_text() == "small\n"
-    assert not (copied / "output" / "big.bin").exists()
+    _small_copied_big_left_out(kept)
     marker = (kept / "artifacts" / f"workspace{LEFT_OUT_SUFFIX}").read_text()
     assert "/workspace/output/big.bin is 6442450944 bytes; the limit is 104857600 bytes" in marker
     assert _host_bytes(kept / "artifacts") < 1024 * 1024
@@ -127,16 +138,9 @@ def test_docker_downloads_are_capped_and_bring_no_link(skill_project: SkillProje
         "--skip-baseline", "--grading-mode", "custom_only", "--harbor-keep-jobs",
     )  # fmt: skip
     result.assert_outcomes(passed=2)
-    run = next((skill_project.root / "results" / "demo").glob("2*"))
-    records = {
-        path.name.split(".")[0]: json.loads(path.read_text()) for path in run.glob("replay/with_skill/trials/*.json")
-    }
-    assert {case: doc["record"]["status"] for case, doc in records.items()} == {"sparse": "scored", "deep": "scored"}
-
+    records = _scored_records(skill_project)
     kept = Path(records["sparse"]["record"]["trial_dir"])
-    copied = kept / "artifacts" / "workspace"
-    assert (copied / "output" / "small.txt").read_text() == "small\n"
-    assert not (copied / "output" / "big.bin").exists()
+    copied = _small_copied_big_left_out(kept)
     assert not os.path.lexists(copied / "output" / "passwd")
     marker = (kept / "artifacts" / f"workspace{LEFT_OUT_SUFFIX}").read_text()
     assert "/workspace/output/big.bin is 6442450944 bytes; the limit is 104857600 bytes" in marker
