@@ -1,4 +1,5 @@
-"""Harbor's Docker environment with capped downloads: what a container sends to the host is checked on the host.
+"""Harbor's Docker environment with capped downloads and command output: what a container sends to the host is
+checked on the host.
 
 Harbor downloads `/logs/agent`, `/logs/verifier` and artifacts with `docker compose cp`, which writes every byte of
 a sparse file (a 6 GiB `truncate -s 6G` file costs the container nothing and the host 6 GB) and copies links as
@@ -6,11 +7,17 @@ links. Here a download is a tar stream out of `docker exec` instead: GNU `find` 
 and the regular files within the per-file cap (links, special files and larger files are only named), and the host
 writes the stream through `download_caps.receive_tar`, which enforces the same caps as the `local` environment
 whatever the container sends (docs/security.md, "Downloads are capped").
+
+A command's output is read by Harbor into memory whole. Here `docker compose exec` output is read in chunks against
+the same caps as the `local` environment's (16 MiB a command, 64 MiB a trial); past one, the `docker compose exec`
+client is ended, every process of the agent phase in the container with it (the grading seal's script: the
+container's own side of `docker exec` does not end with its client), and the exec raises OutputCapExceeded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import fnmatch
 import os
 import shutil
@@ -22,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from harbor.environments.base import ExecResult
 from harbor.environments.docker.docker import DockerEnvironment
 
 from pytest_skilleval.harbor.compat import docker_compose_project_name
@@ -32,6 +40,14 @@ from pytest_skilleval.harbor.download_caps import (
     StreamTooLong,
     note_left_out,
     receive_tar,
+)
+from pytest_skilleval.harbor.grading_seal import END_PROCESSES_SCRIPT
+from pytest_skilleval.harbor.sandbox.commands import (
+    MAX_COMMAND_OUTPUT_BYTES,
+    OutputBudget,
+    OutputCapExceeded,
+    over_command_cap,
+    over_trial_cap,
 )
 from verifier import safe_io
 from verifier.safe_paths import MAX_COPY_DEPTH, too_large
@@ -55,6 +71,8 @@ if [ -n "$(find "$1" -maxdepth 0 -size +"$2"c)" ]; then echo "large $(find "$1" 
 cd -- "$(dirname -- "$1")" && tar -cf - -- "$(basename -- "$1")"
 """
 _EXIT_LARGE, _EXIT_LINK, _EXIT_MISSING = 4, 5, 6
+# Set while a `docker compose exec` runs: only a command's output is capped (not a build's or a pull's).
+_command: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("skilleval_docker_exec", default=None)
 
 
 class DownloadError(RuntimeError):
@@ -133,7 +151,75 @@ def _left_out_lines(listing: str, shown_root: str) -> list[str]:
 
 
 class CappedDockerEnvironment(DockerEnvironment):
-    """Harbor's DockerEnvironment; downloads never exceed the caps and never bring a link or special file."""
+    """Harbor's DockerEnvironment; downloads never exceed the caps and never bring a link or special file, and a
+    command's output never passes the output caps."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._output_budget = OutputBudget()  # every command of this trial, together
+
+    async def _run_docker_compose_command(self, command: list[str], *args: Any, **kwargs: Any) -> ExecResult:
+        token = _command.set(list(command) if command[:1] == ["exec"] else None)
+        try:
+            return await super()._run_docker_compose_command(command, *args, **kwargs)
+        finally:
+            _command.reset(token)
+
+    async def _collect_buffered_output(  # type: ignore[override]
+        self, process: asyncio.subprocess.Process, *, timeout_sec: int | None, stdin_data: bytes | None = None
+    ) -> ExecResult:
+        """Harbor's reading of a compose command's output (stderr is merged into stdout), capped for `exec`."""
+        command = _command.get()
+        if command is None:
+            return await DockerEnvironment._collect_buffered_output(
+                process, timeout_sec=timeout_sec, stdin_data=stdin_data
+            )
+        shown = command[-1] if command else "exec"
+        if stdin_data is not None and process.stdin is not None:
+            process.stdin.write(stdin_data)
+            await process.stdin.drain()
+            process.stdin.close()
+        assert process.stdout is not None
+        chunks: list[bytes] = []
+        written = 0
+
+        async def read() -> None:
+            nonlocal written
+            while chunk := await process.stdout.read(65536):  # type: ignore[union-attr]
+                written += len(chunk)
+                if written > MAX_COMMAND_OUTPUT_BYTES:
+                    return
+                chunks.append(chunk)
+
+        try:
+            await asyncio.wait_for(read(), timeout=timeout_sec or None)
+        except TimeoutError:
+            await DockerEnvironment._terminate_process(process)
+            raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
+        if written > MAX_COMMAND_OUTPUT_BYTES:
+            await DockerEnvironment._terminate_process(process)
+            await self._end_agent_processes()
+            raise OutputCapExceeded(over_command_cap(written, ["bash", "-c", shown]))
+        await process.wait()
+        if self._output_budget.used + written > self._output_budget.limit:
+            await self._end_agent_processes()
+            raise OutputCapExceeded(over_trial_cap(self._output_budget, written, ["bash", "-c", shown]))
+        self._output_budget.used += written
+        output = b"".join(chunks)
+        return ExecResult(
+            stdout=output.decode(errors="replace") if output else None, stderr=None, return_code=process.returncode or 0
+        )
+
+    async def _end_agent_processes(self) -> None:
+        """What a capped command left running in the container (all of the agent phase's processes): the trial
+        fails anyway, and the container's side of `docker exec` outlives its client."""
+        token = _command.set(None)
+        try:
+            await super().exec(END_PROCESSES_SCRIPT, user="root", timeout_sec=60)
+        except Exception:  # noqa: BLE001 - the cap's error is the one the trial reports
+            pass
+        finally:
+            _command.reset(token)
 
     def _container_id(self) -> str:
         project = docker_compose_project_name(self.session_id)

@@ -107,3 +107,20 @@ def test_a_replay_printing_20_mb_fails_and_does_not_grow_pytest(skill_project: S
     assert trial["status"] == "error"
     assert "(16 MiB) cap on one command's stdout and stderr together" in json.dumps(trial)
     assert loud - quiet < 40 * 1024, (quiet, loud)  # KiB: the 20 MB never reaches pytest's memory
+
+
+def test_in_docker_a_replay_printing_20_mb_fails_naming_the_cap(
+    skill_project: SkillProject, test_base_image: str
+) -> None:
+    """Harbor read a `docker compose exec`'s output whole; now it is read against the same caps."""
+    skill = skill_project.make_skill("demo", simple_entries("loud"))
+    loud = "head -c 20000000 /dev/zero | tr '\\0' a"
+    (skill / "evals" / "replays" / "loud.json").write_text(json.dumps(shell_replay(loud)))
+    result = skill_project.run(
+        "--agents", "replay", "--env-mode", "docker", "--base-image", test_base_image, "--skip-baseline",
+    )  # fmt: skip
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0 and outcomes.get("errors", outcomes.get("error", 0)) == 1, outcomes
+    [trial] = skill_project.result_json("demo")["trials"]
+    assert trial["status"] == "error"
+    assert "(16 MiB) cap on one command's stdout and stderr together" in json.dumps(trial)

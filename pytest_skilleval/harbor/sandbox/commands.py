@@ -49,8 +49,26 @@ def _written(*handles: Any) -> int:
 
 
 def _command_shown(argv: list[str]) -> str:
-    text = " ".join(argv[2:] if argv[:2] == ["/bin/bash", "-c"] else argv)
+    text = " ".join(argv[2:] if argv[:2] in (["/bin/bash", "-c"], ["bash", "-c"]) else argv)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def over_command_cap(written: int, argv: list[str]) -> str:
+    """The error of a command past the per-command cap (every environment says it the same way)."""
+    return (
+        f"a command wrote more than the {MAX_COMMAND_OUTPUT_BYTES}-byte (16 MiB) cap on one command's stdout and "
+        f"stderr together ({written} bytes before it was ended): its processes were killed and the trial fails "
+        f"rather than keep part of its output; command: {_command_shown(argv)}"
+    )
+
+
+def over_trial_cap(budget: OutputBudget, written: int, argv: list[str]) -> str:
+    """The error of a trial whose commands together passed the per-trial cap."""
+    return (
+        f"the trial's commands wrote more than the {budget.limit}-byte (64 MiB) cap on all of one trial's command "
+        f"output ({budget.used} bytes before this command's {written}): the trial fails rather than grow the pytest "
+        f"process; command: {_command_shown(argv)}"
+    )
 
 
 def kill_group(pid: int) -> None:
@@ -121,18 +139,10 @@ async def run_command(
         kill_group(pid)  # its `&` children, still in its process group
         written = _written(out, err)
         if over_cap or written > MAX_COMMAND_OUTPUT_BYTES:
-            raise OutputCapExceeded(
-                f"a command wrote more than the {MAX_COMMAND_OUTPUT_BYTES}-byte (16 MiB) cap on one command's "
-                f"stdout and stderr together ({written} bytes before it was ended): its process group was killed "
-                f"and the trial fails rather than keep part of its output; command: {_command_shown(argv)}"
-            )
+            raise OutputCapExceeded(over_command_cap(written, argv))
         if budget is not None:
             if budget.used + written > budget.limit:
-                raise OutputCapExceeded(
-                    f"the trial's commands wrote more than the {budget.limit}-byte (64 MiB) cap on all of one "
-                    f"trial's command output ({budget.used} bytes before this command's {written}): the trial "
-                    f"fails rather than grow the pytest process; command: {_command_shown(argv)}"
-                )
+                raise OutputCapExceeded(over_trial_cap(budget, written, argv))
             budget.used += written
         stdout, stderr = _read_capped(out), _read_capped(err)
     if timed_out:
