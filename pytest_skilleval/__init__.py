@@ -1,4 +1,8 @@
-"""pytest-skilleval: agent-skill evals as pytest items, run through Harbor."""
+"""pytest-skilleval: agent-skill evals as pytest items, run through Harbor.
+
+PYTEST_DONT_REWRITE: a `pytest --skill-eval` process imports this package while it starts (startup.py), before
+pytest's assertion rewriting would mark it; the marker keeps pytest from warning that it came too late.
+"""
 
 from __future__ import annotations
 

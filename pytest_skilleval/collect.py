@@ -331,7 +331,7 @@ class NativeTaskFile(SkillCollector):
         findings = check_native_task(
             task,
             grading_mode=settings.grading_mode,
-            paired=len(settings.arms) == 2,
+            paired="without_skill" in settings.arms,  # the baseline's rules, with or without --skip-with-skill
             dataset_ids=entries.keys() if entries is not None else None,
             pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,

@@ -6,6 +6,7 @@ the only edit, and each helper here degrades to "not available" rather than fail
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,3 +30,28 @@ def junit_xml(config: pytest.Config) -> Any | None:
     except ImportError:
         return None
     return config.stash.get(xml_key, None)
+
+
+def chosen_config_file(args: list[str]) -> Path | None:
+    """The config file pytest will choose for these arguments (PYTEST_ADDOPTS' first, as pytest orders them), found
+    with pytest's own parser (its built-in options only, as at that point of its start-up) and its own search, before
+    pytest itself reads the file. Raises pytest.UsageError for arguments pytest would reject."""
+    import copy
+    import inspect
+
+    from _pytest.config import get_config
+    from _pytest.config.findpaths import determine_setup
+
+    config = get_config(list(args))
+    namespace, unknown = config._parser.parse_known_and_unknown_args(list(args), namespace=copy.copy(config.option))
+    common: dict[str, Any] = {
+        "inifile": namespace.inifilename,
+        "rootdir_cmd_arg": namespace.rootdir or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
+    if "override_ini" in inspect.signature(determine_setup).parameters:  # pytest 9: the paths given, as parsed
+        found = determine_setup(override_ini=namespace.override_ini, args=namespace.file_or_dir, **common)
+    else:  # pytest 8: unknown flags count as paths too
+        found = determine_setup(args=namespace.file_or_dir + unknown, **common)
+    inipath: Path | None = found[1]
+    return inipath

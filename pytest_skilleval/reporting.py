@@ -7,6 +7,7 @@ as a full evaluation.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -171,6 +172,17 @@ def _unwritten(skill: str, error: UnsafeResultsPath) -> str:
     )
 
 
+def kept_jobs_folder(records: Sequence[TrialRecord]) -> str | None:
+    """The folder holding this skill's kept Harbor trial folders (`<...>/skilleval<N>/<skill>`; under xdist the
+    workers' folders have a common parent), for `skilleval harbor-view`; None when none is left."""
+    skill_folders = {
+        str(Path(record.trial_dir).parents[3])
+        for record in records
+        if record.trial_dir and len(Path(record.trial_dir).parents) > 3 and Path(record.trial_dir).is_dir()
+    }
+    return os.path.commonpath(sorted(skill_folders)) if skill_folders else None
+
+
 def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus: int) -> None:
     # The guard remembers an interrupt even when a second Ctrl+C cut pytest's own bookkeeping short.
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop) or state.signals.interrupted
@@ -241,6 +253,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                     **reports,
                     block_on_agent_eval=block,
                     pytest_status=int(session.exitstatus),
+                    jobs_path=kept_jobs_folder(records) if state.keep_jobs() else None,
                 )
             )
         else:  # a trigger set alone: its lines are the whole story

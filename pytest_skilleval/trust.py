@@ -30,6 +30,19 @@ def _command_line_paths(config: pytest.Config) -> list[Path]:
     return [path for path in paths if path.exists()] or ([] if given else [invocation])
 
 
+def config_file_refusal(inipath: Path | None) -> str | None:
+    """The one line refusing pytest's chosen config file when it lies in a skill folder and sets something for
+    pytest; None when it may be read. The start-up check (startup.py) and `refuse_skill_code` both say it."""
+    owner = enclosing_skill(inipath.parent) if inipath is not None else None
+    if inipath is None or owner is None or not configures_pytest(inipath):
+        return None
+    return (
+        f"skilleval: {inipath} is pytest's config file for this run and lies in the skill folder {owner}: pytest "
+        f"would apply its settings and load the plugins it names on this machine; run pytest with -c and a "
+        f"config file of your own, or {WAY_OUT}"
+    )
+
+
 def refuse_skill_code(config: pytest.Config) -> None:
     """Raise pytest's UsageError (one line naming the file and the way out) when the config file pytest chose lies
     in a skill folder, or a skill folder this run enters holds a conftest.py. Called before any conftest is imported
@@ -37,14 +50,9 @@ def refuse_skill_code(config: pytest.Config) -> None:
     namespace = config.known_args_namespace
     if not getattr(namespace, "skill_eval", False) or trusted(config):
         return
-    inipath = config.inipath
-    owner = enclosing_skill(inipath.parent) if inipath is not None else None
-    if inipath is not None and owner is not None and configures_pytest(inipath):
-        raise pytest.UsageError(
-            f"skilleval: {inipath} is pytest's config file for this run and lies in the skill folder {owner}: pytest "
-            f"would apply its settings and load the plugins it names on this machine; run pytest with -c and a "
-            f"config file of your own, or {WAY_OUT}"
-        )
+    refusal = config_file_refusal(config.inipath)
+    if refusal is not None:
+        raise pytest.UsageError(refusal)
     if getattr(namespace, "noconftest", False):
         return
     for skill in skills_reached(_command_line_paths(config)):

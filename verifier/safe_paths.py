@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import IO, Literal
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -164,13 +164,14 @@ def too_large(shown: str, size: int, limit: int) -> FileTooLargeError:
 def replace_into(
     dir_fd: int,
     name: str,
-    data_source: int | bytes,
+    data_source: int | bytes | IO[bytes],
     shown: str,
     mode: int = 0o644,
     times: tuple[int, int] | None = None,
     limit: int | None = None,
 ) -> None:
-    """Write a temp file in dir_fd and rename it over `name`: an existing link at `name` is refused, not followed."""
+    """Write a temp file in dir_fd (from bytes, a descriptor or a binary stream, up to `limit` bytes) and rename it
+    over `name`: an existing link at `name` is refused, not followed."""
     try:
         existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -189,7 +190,9 @@ def replace_into(
                     view = view[os.write(fd, view) :]
             else:
                 copied = 0
-                while chunk := os.read(data_source, CHUNK):
+                source = data_source
+                read = (lambda: os.read(source, CHUNK)) if isinstance(source, int) else (lambda: source.read(CHUNK))
+                while chunk := read():
                     copied += len(chunk)
                     if limit is not None and copied > limit:
                         raise FileTooLargeError(f"{shown} grew past the limit of {limit} bytes while being copied")

@@ -24,6 +24,7 @@ commands:
   compare               per-case and per-dimension differences between two runs (or two agents of one run)
   trajectory            print a trial's trajectory from a finished run (--replay: ready to commit as a replay)
   optimize-description  propose better SKILL.md descriptions and measure each on the trigger set
+  harbor-view           browse the Harbor trial folders a run kept (--harbor-keep-jobs) in Harbor's own viewer
 
 Run `skilleval <command> --help` for a command's options."""
 
@@ -106,6 +107,12 @@ def _optimize_description(argv: list[str]) -> int:
     return run_optimize_command(argv)
 
 
+def _harbor_view(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.harbor_view import run_harbor_view_command
+
+    return run_harbor_view_command(argv)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init": _init,
     "grade": _grade,
@@ -120,6 +127,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "trajectory": _trajectory,
     "doctor": _doctor,
     "optimize-description": _optimize_description,
+    "harbor-view": _harbor_view,
 }
 
 

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from harbor.environments.base import BaseEnvironment
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
+# Harbor's Docker environment with downloads capped on the host (harbor/docker_env.py).
+CAPPED_DOCKER_IMPORT_PATH = "pytest_skilleval.harbor.docker_env:CappedDockerEnvironment"
 # Types that ignore the task's environment/ (a prebuilt desktop is started instead), so neither the workspace
 # layout nor the baseline's empty skill folders could be guaranteed.
 REFUSED_TYPES = {
@@ -190,4 +192,6 @@ def trial_environment_config(
     common: dict[str, Any] = {"kwargs": dict(kwargs), "env": dict(env or {}), "delete": delete}
     if mode.import_path is not None:
         return EnvironmentConfig(import_path=mode.import_path, **common)
+    if mode.is_docker:
+        return EnvironmentConfig(import_path=CAPPED_DOCKER_IMPORT_PATH, **common)
     return EnvironmentConfig(type=EnvironmentType(mode.type) if mode.type is not None else None, **common)

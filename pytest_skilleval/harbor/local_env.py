@@ -60,6 +60,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.task.config import NetworkMode, NetworkPolicy
 from harbor.models.trial.paths import EnvironmentPaths
 
+from pytest_skilleval.harbor.download_caps import MAX_DOWNLOAD_BYTES, MAX_DOWNLOAD_FILE_BYTES, note_left_out
 from pytest_skilleval.harbor.sandbox.bwrap import (
     CONTAINER_PATH,
     SYSTEM_DIRS,
@@ -67,7 +68,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
     sandbox_options,
     usable_bwrap,
 )
-from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, run_command
+from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, OutputBudget, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
 from verifier import safe_io
@@ -83,10 +84,6 @@ _HOST_ONLY_ENV = ("TMUX", "TMUX_PANE")
 # Longest unix socket path (sun_path, 108 bytes with the NUL) with room for tmux's "tmux-<uid>/default".
 _MAX_TMUX_DIR = 107 - len("/tmux-4294967295/default")
 _RESERVED_TOP = {"proc", "dev", "sys", *(d.strip("/") for d in SYSTEM_DIRS)}
-# Caps on what one download copies onto the host, by apparent size (docs/security.md, "Downloads are capped").
-MAX_DOWNLOAD_FILE_BYTES = 100 * 1024 * 1024
-MAX_DOWNLOAD_BYTES = 1024 * 1024 * 1024
-LEFT_OUT_SUFFIX = ".skilleval-left-out.txt"
 
 _log = logging.getLogger(__name__)
 _warned_unisolated = False
@@ -197,20 +194,6 @@ def _add_owner_rights(target: str) -> None:
         os.close(fd)
 
 
-def _left_out(source: str, target: Path, lines: list[str]) -> None:
-    """Say what a download's caps kept out: in a marker beside the copy (reviewers find it next to what is there)
-    and in the trial's log."""
-    marker = target.parent / f"{target.name}{LEFT_OUT_SUFFIX}"
-    text = f"pytest-skilleval: left out of the download of {source} (caps: docs/security.md):\n" + "".join(
-        f"  {line}\n" for line in lines
-    )
-    try:
-        safe_io.write_text(marker.parent, marker.name, text)
-    except OSError as error:
-        _log.warning("local environment: could not write %s: %s", marker, error)
-    _log.warning("local environment: download of %s left out %d item(s): %s", source, len(lines), "; ".join(lines[:5]))
-
-
 class LocalEnvironment(BaseEnvironment):
     """Per-trial host folder sandbox, isolated with bubblewrap unless ``sandbox=none`` is asked for."""
 
@@ -237,6 +220,7 @@ class LocalEnvironment(BaseEnvironment):
         self.skills_dir = self.task_env_config.skills_dir or self.env_paths.default_skills_dir.as_posix()
         self.default_cwd = self.task_env_config.workdir or WORKSPACE
         self._keeper: ProcessKeeper | None = None
+        self._output_budget = OutputBudget()  # every command of this trial, together
         self._tmux_dir: str | None = None
         self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
         if self.sandbox_mode == "none":
@@ -435,10 +419,9 @@ class LocalEnvironment(BaseEnvironment):
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
         join_net = self.network_policy.network_mode != NetworkMode.PUBLIC and self.sandbox_mode == "bwrap"
+        options: dict[str, Any] = {"cwd": run_cwd, "env": exec_env, "timeout_sec": timeout_sec, "join_net": join_net}
         try:
-            return await run_command(
-                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
-            )
+            return await run_command(self._keeper, argv, budget=self._output_budget, **options)
         except SandboxEnded:
             # A command of the trial killed every process of its sandbox (`kill -9 -1`), the sandbox's holder
             # included; a container would have kept its init. The folders are all still there: a fresh sandbox on
@@ -447,9 +430,7 @@ class LocalEnvironment(BaseEnvironment):
             _log.warning("local environment: a command of the trial ended its sandbox; starting a fresh one")
             await asyncio.to_thread(self._restart_keeper)
             assert self._keeper is not None
-            return await run_command(
-                self._keeper, argv, cwd=run_cwd, env=exec_env, timeout_sec=timeout_sec, join_net=join_net
-            )
+            return await run_command(self._keeper, argv, budget=self._output_budget, **options)
 
     async def _remote_call(self) -> None:
         """`--ek remote_latency_ms`: the round trip a cloud sandbox's API costs each call."""
@@ -499,7 +480,7 @@ class LocalEnvironment(BaseEnvironment):
                 label="/",
             )
         except safe_io.FileTooLargeError as error:
-            _left_out(source_path, target, [str(error)])
+            note_left_out(source_path, target, [str(error)])
             raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
@@ -509,7 +490,7 @@ class LocalEnvironment(BaseEnvironment):
             safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"
         )
         if limits.left_out:
-            _left_out(source_dir, Path(target_dir), limits.left_out)
+            note_left_out(source_dir, Path(target_dir), limits.left_out)
         if refused:
             raise safe_io.UnsafePathError(f"download of {source_dir} left out: " + "; ".join(refused))
 

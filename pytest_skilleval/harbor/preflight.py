@@ -263,12 +263,13 @@ def skill_checks(
                         f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} references {ref}, which is not set",
                     )
                 )
-    if settings.pre_agent_setup and len(settings.arms) == 2:
+    if settings.pre_agent_setup and "without_skill" in settings.arms:
         checks.append(
             Check(
                 f"{name} pre_agent_setup",
-                f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs "
-                "skill-owned commands before the agent; a paired run refuses it (use --skip-baseline)",
+                f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs skill-owned commands before the agent; "
+                "a paired run refuses it, and so does --skip-with-skill (the baseline arm never runs them; use "
+                "--skip-baseline)",
             )
         )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE

@@ -404,6 +404,7 @@ def _footer(
     card_path: str | None,
     report_error: str | None,
     gate: str | None,
+    jobs_path: str | None = None,
 ) -> list[str]:
     lines = [""]
     if res.best_agent:
@@ -422,6 +423,12 @@ def _footer(
         lines.append(f"Report: {report_path}")
     if card_path:
         lines.append(f"Card:   {card_path}")
+    if jobs_path:
+        lines.append(f"Jobs:   {jobs_path}")
+        lines += wrap(
+            f"  Harbor's trial folders, kept (--harbor-keep-jobs); browse them: skilleval harbor-view {jobs_path}",
+            width,
+        )
     return lines + wrap(f"Next: {next_step(res, report_path)}", width)
 
 
@@ -435,6 +442,7 @@ def render_summary(
     report_error: str | None = None,
     block_on_agent_eval: bool = False,
     pytest_status: int | None = None,
+    jobs_path: str | None = None,
 ) -> list[str]:
     """The session summary as lines (no trailing newlines).
 
@@ -447,5 +455,5 @@ def render_summary(
     for agent in res.agents.values():
         lines += _agent_block(res, agent, width)
     gate = gate_line(res, block_on_agent_eval, pytest_status)
-    lines += _footer(res, width, results_path, report_path, card_path, report_error, gate)
+    lines += _footer(res, width, results_path, report_path, card_path, report_error, gate, jobs_path)
     return [line.rstrip() for line in lines]

@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pytest_skilleval.skill.folder import skill_roots_under
-
 CONFTEST = "conftest.py"
 # The names pytest looks for in each folder, in its order.
 PYTEST_CONFIG_NAMES = (
@@ -47,6 +45,10 @@ def enclosing_skill(path: Path) -> Path | None:
 
 def skills_reached(paths: Iterable[Path]) -> list[Path]:
     """Every skill folder a run over `paths` enters: the one each path lies in, else the skills below it."""
+    # Imported here: the rest of this module is read at interpreter start-up (pytest_skilleval/startup.py), where
+    # the dataset models are not needed.
+    from pytest_skilleval.skill.folder import skill_roots_under
+
     found: dict[Path, None] = {}
     for path in paths:
         path = path.resolve()

@@ -115,3 +115,27 @@ def test_a_refused_native_task_never_falls_back_to_its_dataset_entry(
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.INTERRUPTED and why in out
     assert "evals.json::t1[" not in out
+
+
+HEALTHCHECK = '[environment.healthcheck]\ncommand = "touch /tmp/seeded"\n'
+
+
+@pytest.mark.parametrize("arms", [(), ("--skip-with-skill",)], ids=["paired", "baseline only"])
+def test_a_native_healthcheck_never_runs_in_the_baseline(skill_project: SkillProject, arms: tuple[str]) -> None:
+    """The baseline arm alone (--skip-with-skill) keeps the baseline's rules: a task healthcheck would run
+    skill-owned commands in it before the agent."""
+    skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
+    _native_task(skill, "t1", toml_extra=HEALTHCHECK)
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, *arms, subprocess=False)
+    output = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output
+    assert "[paired-healthcheck] [environment.healthcheck] is authored" in output
+    assert "the baseline arm never gets them (--skip-with-skill too)" in output
+
+
+def test_a_native_healthcheck_runs_in_a_with_skill_only_run(skill_project: SkillProject) -> None:
+    skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
+    _native_task(skill, "t1", toml_extra=HEALTHCHECK)
+    result = skill_project.run("--collect-only", *LOCAL_REPLAY, "--skip-baseline", subprocess=False)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*1 test collected*"])

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.harbor.local_env import LEFT_OUT_SUFFIX, bwrap_available
+from pytest_skilleval.harbor.download_caps import LEFT_OUT_SUFFIX
+from pytest_skilleval.harbor.local_env import bwrap_available
 from tests.support import LOCAL_REPLAY, SkillProject
 
 MODES = [
@@ -71,6 +72,24 @@ def _host_bytes(folder: Path) -> int:
     return total
 
 
+def _scored_records(project: SkillProject) -> dict[str, Any]:
+    """Each case's trial file of the run; both cases were scored."""
+    run = next((project.root / "results" / "demo").glob("2*"))
+    records = {
+        path.name.split(".")[0]: json.loads(path.read_text()) for path in run.glob("replay/with_skill/trials/*.json")
+    }
+    assert {case: doc["record"]["status"] for case, doc in records.items()} == {"sparse": "scored", "deep": "scored"}
+    return records
+
+
+def _small_copied_big_left_out(kept: Path) -> Path:
+    """The recorded /workspace of the `sparse` case: its small file copied, its 6 GiB sparse file left out."""
+    copied = kept / "artifacts" / "workspace"
+    assert (copied / "output" / "small.txt").read_text() == "small\n"
+    assert not (copied / "output" / "big.bin").exists()
+    return copied
+
+
 @pytest.mark.parametrize("sandbox", MODES)
 def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillProject, sandbox: str) -> None:
     _skill(skill_project, COMMANDS)
@@ -84,16 +103,9 @@ def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillPro
         f"sandbox={sandbox}",
     )
     result.assert_outcomes(passed=2)
-    run = next((skill_project.root / "results" / "demo").glob("2*"))
-    records = {
-        path.name.split(".")[0]: json.loads(path.read_text()) for path in run.glob("replay/with_skill/trials/*.json")
-    }
-    assert {case: doc["record"]["status"] for case, doc in records.items()} == {"sparse": "scored", "deep": "scored"}
-
+    records = _scored_records(skill_project)
     kept = Path(records["sparse"]["record"]["trial_dir"])
-    copied = kept / "artifacts" / "workspace"
-    assert (copied / "output" / "small.txt").read_text() == "small\n"
-    assert not (copied / "output" / "big.bin").exists()
+    _small_copied_big_left_out(kept)
     marker = (kept / "artifacts" / f"workspace{LEFT_OUT_SUFFIX}").read_text()
     assert "/workspace/output/big.bin is 6442450944 bytes; the limit is 104857600 bytes" in marker
     assert _host_bytes(kept / "artifacts") < 1024 * 1024
@@ -103,6 +115,48 @@ def test_downloads_are_capped_by_apparent_size_and_depth(skill_project: SkillPro
     marker = (kept / f"agent{LEFT_OUT_SUFFIX}").read_text()
     assert "more than 128 folders deep; nothing in it was copied" in marker
     assert records["deep"]["trajectory"] is not None
+
+
+DOCKER_COMMANDS = {
+    "sparse": (
+        "mkdir -p /workspace/output && truncate -s 6G /workspace/output/big.bin"
+        " && echo small > /workspace/output/small.txt && ln -s /etc/passwd /workspace/output/passwd"
+        " && truncate -s 3G /logs/agent/huge.log && ln -s /etc /logs/agent/etc && mkfifo /logs/agent/pipe"
+        " && echo kept > /logs/agent/note.txt"
+    ),
+    "deep": COMMANDS["deep"],
+}
+
+
+def test_docker_downloads_are_capped_and_bring_no_link(skill_project: SkillProject, test_base_image: str) -> None:
+    """The same caps in Docker, where Harbor's `docker compose cp` copied every byte of a sparse file and links as
+    links: /logs/agent and the recorded /workspace arrive without the oversized files, the links and the FIFO, each
+    named in the marker, and the trials are scored."""
+    _skill(skill_project, DOCKER_COMMANDS)
+    result = skill_project.run(
+        "--agents", "replay", "--env-mode", "docker", "--base-image", test_base_image,
+        "--skip-baseline", "--grading-mode", "custom_only", "--harbor-keep-jobs",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    records = _scored_records(skill_project)
+    kept = Path(records["sparse"]["record"]["trial_dir"])
+    copied = _small_copied_big_left_out(kept)
+    assert not os.path.lexists(copied / "output" / "passwd")
+    marker = (kept / "artifacts" / f"workspace{LEFT_OUT_SUFFIX}").read_text()
+    assert "/workspace/output/big.bin is 6442450944 bytes; the limit is 104857600 bytes" in marker
+    assert "/workspace/output/passwd is a link to '/etc/passwd'; not copied, not followed" in marker
+    assert (kept / "agent" / "note.txt").read_text() == "kept\n"
+    for planted in ("huge.log", "etc", "pipe"):
+        assert not os.path.lexists(kept / "agent" / planted), planted
+    marker = (kept / f"agent{LEFT_OUT_SUFFIX}").read_text()
+    assert "/logs/agent/huge.log is 3221225472 bytes" in marker
+    assert "/logs/agent/etc is a link to '/etc'; not copied, not followed" in marker
+    assert "/logs/agent/pipe is not a regular file or folder" in marker
+    assert _host_bytes(kept) < 64 * 1024 * 1024
+
+    kept = Path(records["deep"]["record"]["trial_dir"])
+    assert (kept / "agent" / "zz-after.txt").read_text() == "kept\n"
+    assert "more than 128 folders deep" in (kept / f"agent{LEFT_OUT_SUFFIX}").read_text()
 
 
 def test_a_trajectory_over_the_trial_files_cap_is_kept_cut_and_says_why(skill_project: SkillProject) -> None:

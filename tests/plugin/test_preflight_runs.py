@@ -65,11 +65,13 @@ def test_runtime_env_reference_needs_pass_env(skill_project: SkillProject) -> No
     assert "harbor.runtime_env DB references the host variable MY_DB_URL; pass it with --pass-env MY_DB_URL" in output
 
 
-def test_pre_agent_setup_is_refused_in_a_paired_run(skill_project: SkillProject) -> None:
+@pytest.mark.parametrize("arms", [(), ("--skip-with-skill",)], ids=["paired", "baseline only"])
+def test_pre_agent_setup_is_refused_wherever_the_baseline_runs(skill_project: SkillProject, arms: tuple[str]) -> None:
+    """The baseline arm alone (--skip-with-skill) gets the baseline's rules: it ran the skill's setup commands."""
     skill = skill_project.make_skill("demo", simple_entries("c1"))
     (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  pre_agent_setup: echo hi\n")
-    output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY))
-    assert "a paired run refuses it (use --skip-baseline)" in output
+    output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY, *arms))
+    assert "a paired run refuses it, and so does --skip-with-skill (the baseline arm never runs them" in output
 
 
 def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: SkillProject) -> None:

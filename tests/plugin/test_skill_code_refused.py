@@ -167,29 +167,96 @@ def test_a_pyproject_without_pytest_settings_is_not_a_config_file(skill_project:
     result.stdout.fnmatch_lines(["*2 tests collected*"])
 
 
-def plugin_skill(project: SkillProject, marks: Path) -> Path:
+# A skill's config file that, applied, imports a module the skill ships: a `-p` plugin (pythonpath makes it
+# importable) or a warning class its filterwarnings names. pytest does both before it loads any installed plugin.
+PLUGIN_CONFIGS = {
+    "pytest.ini": "[pytest]\npythonpath = .\naddopts = -p evilplug\n",
+    "pyproject.toml": '[tool.pytest.ini_options]\npythonpath = ["."]\naddopts = "-p evilplug"\n',
+    "tox.ini": "[pytest]\npythonpath = .\naddopts = -p evilplug\n",
+    "setup.cfg": "[tool:pytest]\npythonpath = .\naddopts = -p evilplug\n",
+}
+
+
+def plugin_skill(project: SkillProject, marks: Path, name: str = "pytest.ini") -> Path:
     skill = project.make_skill("hostile", simple_entries("one"))
-    (skill / "pytest.ini").write_text("[pytest]\npythonpath = .\naddopts = -p evilplug\n")
+    (skill / name).write_text(PLUGIN_CONFIGS[name])
     (skill / "evilplug.py").write_text(writes_marker(marks / "evilplug"))
     return skill
 
 
-def test_a_plugin_the_skill_config_names_stops_the_run(skill_project: SkillProject, marks: Path) -> None:
+def pytest_script() -> str:
+    """The `pytest` console script of this environment: how a user starts it (`python -m pytest` is the other way)."""
+    script = Path(sys.executable).parent / "pytest"
+    assert script.is_file(), f"no pytest script beside {sys.executable}"
+    return str(script)
+
+
+def run_script(
+    project: SkillProject, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [
+        pytest_script(),
+        "--skill-eval",
+        "-p",
+        "no:cacheprovider",
+        "--results-dir",
+        str(project.root / "results"),
+    ]
+    environ = {**os.environ, **(env or {})}
+    return subprocess.run([*command, *args], cwd=project.root, env=environ, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("name", list(PLUGIN_CONFIGS))
+def test_a_plugin_the_skill_config_names_never_runs(skill_project: SkillProject, marks: Path, name: str) -> None:
+    """`pytest --skill-eval SKILL` from a shell: the refusal comes before pytest reads the skill's config file, so
+    the plugin it names is never imported (pytest imports `-p` plugins before any installed plugin's hook runs)."""
+    skill = plugin_skill(skill_project, marks, name)
+    done = run_script(skill_project, str(skill), *LOCAL_REPLAY)
+    assert not (marks / "evilplug").exists(), done.stderr
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
+    line = refusal_line(done)
+    assert f"{skill / name} is pytest's config file for this run and lies in the skill folder {skill}" in line
+    assert line.endswith(WAY_OUT)
+    assert not (skill_project.root / "results").exists()
+
+
+def test_a_plugin_the_skill_config_names_never_runs_with_python_m(skill_project: SkillProject, marks: Path) -> None:
+    """`python -m pytest` (pytester's subprocess run), --collect-only, and --skill-eval given in PYTEST_ADDOPTS."""
     skill = plugin_skill(skill_project, marks)
     result = skill_project.run(str(skill), "--collect-only", *LOCAL_REPLAY)
+    assert not (marks / "evilplug").exists()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"{skill / 'pytest.ini'} is pytest's config file for this run" in refusal_line(result)
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="pytest applies the chosen config file's pythonpath and imports its addopts -p plugins before it loads "
-    "any installed plugin: no plugin hook runs earlier (docs/security.md, 'Openings')",
-)
-def test_a_plugin_the_skill_config_names_never_runs(skill_project: SkillProject, marks: Path) -> None:
-    skill = plugin_skill(skill_project, marks)
-    skill_project.run(str(skill), "--collect-only", *LOCAL_REPLAY)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(skill), "--collect-only", *LOCAL_REPLAY],
+        cwd=skill_project.root,
+        env={**os.environ, "PYTEST_ADDOPTS": "--skill-eval"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert not (marks / "evilplug").exists()
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
+    assert f"{skill / 'pytest.ini'} is pytest's config file for this run" in refusal_line(done)
+
+
+def test_a_warning_class_the_skill_config_names_is_never_imported(skill_project: SkillProject, marks: Path) -> None:
+    """pytest imports the classes `filterwarnings` names while it imports plugins, before any installed plugin."""
+    skill = skill_project.make_skill("hostile", simple_entries("one"))
+    (skill / "pytest.ini").write_text("[pytest]\npythonpath = .\nfilterwarnings = error::evilwarn.Evil\n")
+    (skill / "evilwarn.py").write_text(writes_marker(marks / "evilwarn") + "class Evil(Warning):\n    pass\n")
+    done = run_script(skill_project, str(skill), "--collect-only", *LOCAL_REPLAY)
+    assert not (marks / "evilwarn").exists()
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
+    assert f"{skill / 'pytest.ini'} is pytest's config file for this run" in refusal_line(done)
+
+
+def test_trusted_the_plugin_the_skill_config_names_runs(skill_project: SkillProject, marks: Path) -> None:
+    """The control: typed on the command line, --trust-skill-code lets pytest load the skill's plugin."""
+    skill = plugin_skill(skill_project, marks)
+    done = run_script(skill_project, str(skill), "--trust-skill-code", "--collect-only", *LOCAL_REPLAY)
+    assert done.returncode == pytest.ExitCode.OK, done.stderr
+    assert (marks / "evilplug").read_text() == "ran"
 
 
 def test_the_parent_folder_keeps_the_skill_config_file_out(skill_project: SkillProject, marks: Path) -> None:
@@ -279,3 +346,13 @@ def test_as_an_unprivileged_user_a_skill_config_file_is_refused(skill_project: S
         skill_project, str(skill), "--collect-only", "--trust-skill-code", "--ek", "sandbox=none", *LOCAL_REPLAY
     )
     assert trusted.returncode == pytest.ExitCode.OK, trusted.stderr
+
+
+def test_as_an_unprivileged_user_a_plugin_the_skill_config_names_never_runs(
+    skill_project: SkillProject, marks: Path
+) -> None:
+    skill = plugin_skill(skill_project, marks, "setup.cfg")
+    done = run_as_nobody(skill_project, str(skill), "--collect-only", *LOCAL_REPLAY)
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stderr
+    assert f"{skill / 'setup.cfg'} is pytest's config file for this run" in refusal_line(done)
+    assert not (marks / "evilplug").exists()

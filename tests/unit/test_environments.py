@@ -4,10 +4,13 @@ expect (checked against Harbor's EnvironmentType, EnvironmentConfig and factory 
 from __future__ import annotations
 
 import pytest
+from harbor.environments.docker.docker import DockerEnvironment
 from harbor.environments.factory import _ENVIRONMENT_REGISTRY
 from harbor.models.environment_type import EnvironmentType
+from harbor.utils.import_path import import_class
 
 from pytest_skilleval.harbor.environments import (
+    CAPPED_DOCKER_IMPORT_PATH,
     LOCAL_ENV_IMPORT_PATH,
     REFUSED_TYPES,
     EnvironmentModeError,
@@ -24,6 +27,10 @@ ACCEPTED = [member.value for member in EnvironmentType if member.value not in RE
 @pytest.mark.parametrize("name", ACCEPTED)
 def test_every_harbor_type_reaches_harbors_factory_with_its_kwargs(name: str) -> None:
     config = environment_config(RunSettings(env_mode=name, env_kwargs={"some_key": "v"}), env={"A": "1"})
+    if name == "docker":  # Harbor's Docker environment, downloads capped (harbor/docker_env.py)
+        assert config.import_path == CAPPED_DOCKER_IMPORT_PATH and config.type is None
+        assert issubclass(import_class(config.import_path, label="environment"), DockerEnvironment)
+        return
     assert config.type == EnvironmentType(name)
     assert config.import_path is None
     assert config.kwargs == {"some_key": "v"} and config.env == {"A": "1"} and config.delete is True

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.harbor.environments import LOCAL_ENV_IMPORT_PATH
+from pytest_skilleval.harbor.environments import CAPPED_DOCKER_IMPORT_PATH, LOCAL_ENV_IMPORT_PATH
 from pytest_skilleval.harbor.runner import (
     REPLAY_AGENT_IMPORT_PATH,
     agent_config,
@@ -66,9 +66,8 @@ def test_environment_configs() -> None:
     local = environment_config(RunSettings(env_mode="local", env_kwargs={"sandbox": "none"}))
     assert local.import_path == LOCAL_ENV_IMPORT_PATH
     assert local.kwargs == {"sandbox": "none"}
-    docker = environment_config(RunSettings(env_mode="docker"))
-    assert docker.type is not None and docker.type.value == "docker"
-    assert docker.import_path is None
+    docker = environment_config(RunSettings(env_mode="docker"))  # Harbor's Docker environment, capped
+    assert docker.import_path == CAPPED_DOCKER_IMPORT_PATH and docker.type is None
     custom = environment_config(RunSettings(env_mode="pkg.envs:MyEnv"))
     assert custom.import_path == "pkg.envs:MyEnv"
 

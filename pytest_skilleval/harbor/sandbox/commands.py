@@ -3,6 +3,11 @@
 Output goes to unnamed temp files, not pipes, so waiting never depends on background children closing a pipe.
 The command's own process group dies when it ends (its `&` children with it, as before); what it detached
 (`setsid`, a daemon such as a tmux server) lives on until the trial stops, when the keeper kills it.
+
+Output is capped while the command runs (docs/security.md, "Output caps"): past 16 MiB of stdout and stderr
+together the command's process group is killed and the exec raises OutputCapExceeded, which fails the trial
+rather than hand back part of the output; all commands of a trial together may hand the pytest process at most
+64 MiB, so no trial grows its memory without bound.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import os
 import signal
 import tempfile
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 from harbor.environments.base import ExecResult
@@ -20,7 +26,49 @@ from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, Spawned
 from verifier import safe_io
 
 TIMEOUT_EXIT_CODE = 124
-MAX_STREAM_BYTES = 32 * 1024 * 1024
+MAX_COMMAND_OUTPUT_BYTES = 16 * 1024 * 1024  # one command: stdout and stderr together
+MAX_TRIAL_OUTPUT_BYTES = 64 * 1024 * 1024  # every command of one trial: what reaches the pytest process
+MAX_STREAM_BYTES = MAX_COMMAND_OUTPUT_BYTES  # never read more of one stream than one command may write
+POLL_SECONDS = 0.05
+
+
+class OutputCapExceeded(RuntimeError):
+    """A command wrote more than a cap allows; it was ended, and its trial fails."""
+
+
+@dataclass
+class OutputBudget:
+    """What the commands of one trial have handed to the pytest process so far, against the trial's cap."""
+
+    limit: int = MAX_TRIAL_OUTPUT_BYTES
+    used: int = 0
+
+
+def _written(*handles: Any) -> int:
+    return sum(os.fstat(handle.fileno()).st_size for handle in handles)
+
+
+def _command_shown(argv: list[str]) -> str:
+    text = " ".join(argv[2:] if argv[:2] in (["/bin/bash", "-c"], ["bash", "-c"]) else argv)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def over_command_cap(written: int, argv: list[str]) -> str:
+    """The error of a command past the per-command cap (every environment says it the same way)."""
+    return (
+        f"a command wrote more than the {MAX_COMMAND_OUTPUT_BYTES}-byte (16 MiB) cap on one command's stdout and "
+        f"stderr together ({written} bytes before it was ended): its processes were killed and the trial fails "
+        f"rather than keep part of its output; command: {_command_shown(argv)}"
+    )
+
+
+def over_trial_cap(budget: OutputBudget, written: int, argv: list[str]) -> str:
+    """The error of a trial whose commands together passed the per-trial cap."""
+    return (
+        f"the trial's commands wrote more than the {budget.limit}-byte (64 MiB) cap on all of one trial's command "
+        f"output ({budget.used} bytes before this command's {written}): the trial fails rather than grow the pytest "
+        f"process; command: {_command_shown(argv)}"
+    )
 
 
 def kill_group(pid: int) -> None:
@@ -57,17 +105,29 @@ async def run_command(
     env: dict[str, str],
     timeout_sec: float | None,
     join_net: bool = False,
+    budget: OutputBudget | None = None,
 ) -> ExecResult:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         spawned = keeper.spawn(argv, cwd, env, out.fileno(), err.fileno(), join_net=join_net)
         pid = await _started(spawned)
         exited = asyncio.wrap_future(spawned.exited)
-        timed_out = False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_sec if timeout_sec else None
+        timed_out = over_cap = False
         try:
-            code = await asyncio.wait_for(asyncio.shield(exited), timeout=timeout_sec or None)
-        except TimeoutError:
-            timed_out = True
-            kill_group(pid)
+            while not exited.done():
+                wait = POLL_SECONDS if deadline is None else max(0.0, min(POLL_SECONDS, deadline - loop.time()))
+                await asyncio.wait({exited}, timeout=wait)
+                if exited.done():
+                    break
+                if _written(out, err) > MAX_COMMAND_OUTPUT_BYTES:
+                    over_cap = True
+                elif deadline is not None and loop.time() >= deadline:
+                    timed_out = True
+                else:
+                    continue
+                kill_group(pid)
+                break
             code = await exited
         except BaseException:
             kill_group(pid)
@@ -77,6 +137,13 @@ async def run_command(
                 pass
             raise
         kill_group(pid)  # its `&` children, still in its process group
+        written = _written(out, err)
+        if over_cap or written > MAX_COMMAND_OUTPUT_BYTES:
+            raise OutputCapExceeded(over_command_cap(written, argv))
+        if budget is not None:
+            if budget.used + written > budget.limit:
+                raise OutputCapExceeded(over_trial_cap(budget, written, argv))
+            budget.used += written
         stdout, stderr = _read_capped(out), _read_capped(err)
     if timed_out:
         stderr += f"\nCommand timed out after {timeout_sec} seconds"
