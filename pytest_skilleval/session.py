@@ -33,8 +33,9 @@ from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRec
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
+from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
-from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves, unmeasured_settings
+from pytest_skilleval.skill.settings import RunSettings, unmeasured_settings
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()

@@ -45,8 +45,9 @@ from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIV
 from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_from_reward
 from pytest_skilleval.skill.baseline import BaselineError, export_baseline
 from pytest_skilleval.skill.folder import SkillFolder
+from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import TrialSpec, baseline_version
-from pytest_skilleval.skill.settings import RunSettings, kwarg_leaves
+from pytest_skilleval.skill.settings import RunSettings
 from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.reward import own_test_reward, read_rich_reward

@@ -13,7 +13,8 @@ from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
-from pytest_skilleval.skill.settings import RunSettings, redacted_kwargs
+from pytest_skilleval.skill.kwarg_values import redacted_kwargs
+from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.triggers import find_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
@@ -185,7 +186,7 @@ def has_evals_to_run(evals_dir: Path) -> bool:
     harbor = evals_dir / "harbor"
     return (
         find_dataset(evals_dir) is not None
-        or find_trigger_set(evals_dir) is not None
+        or (find_trigger_set(evals_dir) is not None and foreign_layout(evals_dir) is None)
         or (harbor.is_dir() and any(harbor.glob("*/task.toml")))
     )
 

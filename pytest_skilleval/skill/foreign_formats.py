@@ -41,7 +41,7 @@ def foreign_layout(evals_dir: Path) -> str | None:
     try:
         if (evals_dir / "suites").is_dir():
             return EXAM
-        if any(evals_dir.glob("task-*.yaml")) or (evals_dir / "triggers.yaml").is_file():
+        if any(evals_dir.glob("task-*.yaml")):  # its triggers.yaml alone could be ours: a trigger set
             return CRUCIBLE
     except OSError:
         return None

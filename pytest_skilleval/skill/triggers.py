@@ -27,6 +27,7 @@ from pytest_skilleval.skill.dataset import (
     _validation_message,
     read_text,
 )
+from pytest_skilleval.skill.foreign_formats import CRUCIBLE, foreign_layout
 
 TRIGGER_NAMES: tuple[str, ...] = ("triggers.json", "triggers.jsonl", "triggers.yaml", "triggers.yml")
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "triggers.schema.json"
@@ -132,6 +133,8 @@ def _entry(path: Path, index: int, raw: Any) -> TriggerQuery:
 def parse_trigger_set(path: Path, text: str) -> TriggerSet:
     data = _parse_text(path, text)
     if not isinstance(data, list):
+        if isinstance(data, Mapping) and "cases" in data and foreign_layout(path.parent) == CRUCIBLE:
+            raise DatasetError(path, CRUCIBLE)
         kind = type(data).__name__ if data is not None else "nothing"
         raise DatasetError(path, f"must be a list of {{\"query\", \"should_trigger\"}} entries, not {kind}")
     if not data:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.harbor.runner import scrub_agent_kwarg_secrets
-from pytest_skilleval.skill.settings import redacted_kwargs
+from pytest_skilleval.skill.kwarg_values import redacted_kwargs
 from verifier import redact_files
 from verifier.redact import REDACTED, kwarg_secrets
 
