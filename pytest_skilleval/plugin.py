@@ -75,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)
     state.judge_banner = banner
+    if settings.autopilot and workerinput is None:
+        from pytest_skilleval.autopilot import prepare_autopilot
+
+        state.autopilot_notes = prepare_autopilot(config, settings, run_id)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
     state.signals.install()
@@ -309,8 +313,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if hint is not None:
             terminalreporter.write_line(hint, yellow=True)
         return
-    if _is_worker(config) or not state.summary_lines:
+    if _is_worker(config) or not (state.summary_lines or state.autopilot_notes):
         return
     terminalreporter.section("skilleval")
-    for line in state.summary_lines:
+    for line in [*state.summary_lines, *state.autopilot_notes]:
         terminalreporter.write_line(state.redactor.text(line))

@@ -61,6 +61,7 @@ class SkillEvalSession:
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
+        self.autopilot_notes: list[str] = []
         self.signals = SignalGuard()
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(

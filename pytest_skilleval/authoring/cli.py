@@ -14,6 +14,7 @@ commands:
   init                  start a new skill that runs offline at once (SKILL.md, a script, a case, replays)
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
+  create-eval-dataset   draft evals/evals.json from SKILL.md through an LLM (a starter case, or --full)
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
@@ -54,6 +55,12 @@ def _init_harbor_task(argv: list[str]) -> int:
     from pytest_skilleval.authoring.scaffold import run_init_harbor_task
 
     return run_init_harbor_task(argv)
+
+
+def _create_eval_dataset(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.create_dataset import run_create_eval_dataset
+
+    return run_create_eval_dataset(argv)
 
 
 def _doctor(argv: list[str]) -> int:
@@ -104,6 +111,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "compare": _compare,
     "trajectory": _trajectory,
     "doctor": _doctor,
+    "create-eval-dataset": _create_eval_dataset,
 }
 
 

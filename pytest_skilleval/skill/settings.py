@@ -188,6 +188,16 @@ class RunSettings(BaseModel):
     ] = "default"
     skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
+    autopilot: Annotated[
+        bool,
+        Setting(
+            "A skill given on the command line with no dataset and no native task gets one starter case drafted "
+            "from its SKILL.md (the judge/LLM model settings) into the run's results folder, and runs it; the skill "
+            "folder is not written.",
+            cli_only=True,
+            measured=False,
+        ),
+    ] = False
     max_cases: Annotated[
         PositiveCount | None,
         Setting(
@@ -294,7 +304,8 @@ class RunSettings(BaseModel):
         Setting(
             "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1).",
             metavar="MODEL",
-            default_text="LLM_JUDGE_MODEL, else SKILL_EVAL_JUDGE_MODEL; unset: judges not configured",
+            default_text="LLM_JUDGE_MODEL, else SKILL_EVAL_JUDGE_MODEL, else SKILL_EVAL_LLM_MODEL, else the default "
+            "model of SKILL_EVAL_LLM_PROVIDER (openai, nv_build); unset: judges not configured",
         ),
     ] = None
     judge_cache: Annotated[
