@@ -122,7 +122,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_skilleval.reporting import terminal_width
     from pytest_skilleval.results.summary_text import wrap
 
-    lines = ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    lines = ([state.judge_banner] if state.judge_banner else []) + state.credential_lines + state.planned_lines()
     return [part for line in lines for part in wrap(line, terminal_width(config))]
 
 

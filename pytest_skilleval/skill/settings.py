@@ -188,6 +188,14 @@ class RunSettings(BaseModel):
     ] = "default"
     skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
+    no_credential_check: Annotated[
+        bool,
+        Setting(
+            "Skip the model-catalog requests that prove each agent's and the judge's credentials before anything "
+            "is built or staged.",
+            measured=False,
+        ),
+    ] = False
     autopilot: Annotated[
         bool,
         Setting(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.test_judge_runs import ACCURACY, GOAL, _behavior_reply
+from tests.plugin.test_judge_runs import ACCURACY, GOAL, _behavior_reply, model_requests
 from tests.support import LOCAL_REPLAY, SkillProject
 
 JUDGE_VARS = (
@@ -65,7 +65,7 @@ def test_skill_eval_llm_model_is_an_explicit_judge_model(
     result = _judged_run(skill_project)
     judge = result["run_config"]["judge"]
     assert judge["model"] == "openai/llm-model-judge" and judge["model_source"] == "SKILL_EVAL_LLM_MODEL"
-    assert server.requests and {r.model for r in server.requests} == {"llm-model-judge"}
+    assert model_requests(server) and {r.model for r in model_requests(server)} == {"llm-model-judge"}
     assert result["trials"][0]["metrics"]["accuracy"] == 1.0
 
 
@@ -95,7 +95,7 @@ def test_nv_build_provider_alone_selects_nemotron_super_with_the_nvidia_key(
     judge = result["run_config"]["judge"]
     assert judge["provider"] == "nv_build" and judge["model"] == nemotron
     assert judge["model_source"] == "provider default"
-    assert server.requests and {r.model for r in server.requests} == {nemotron}
+    assert model_requests(server) and {r.model for r in model_requests(server)} == {nemotron}
     assert "nvapi-scripted" not in json.dumps(result)
 
 
