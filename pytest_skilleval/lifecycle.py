@@ -40,6 +40,27 @@ def run_preflight(state: SkillEvalSession) -> None:
     if problems:
         raise pytest.UsageError("skilleval preflight failed (nothing was started):\n  " + "\n  ".join(problems))
     check_credentials(state, session_settings, list(skills.values()))
+    if session_settings.agent_runtime_preflight or any(s.agent_runtime_preflight for s in skills.values()):
+        runtime_preflight(state, session_settings)
+
+
+def runtime_preflight(state: SkillEvalSession, settings: RunSettings) -> None:
+    """--agent-runtime-preflight: one agent-only trial per agent; a failure stops the run with the agent's own
+    error, and the run folder keeps it in run_config.json -> credential_validation.runtime_preflight."""
+    from pytest_skilleval.harbor.runtime_preflight import run_runtime_preflight
+
+    skills = {path: state.skill(path) for path, plan in state.case_plans.items() if plan.cases}
+    outcomes = run_runtime_preflight(skills, settings.agents, state.run_id)
+    record = state.credential_validation or {"status": "skipped", "targets": []}
+    record["runtime_preflight"] = [o.model_dump() for o in outcomes]
+    state.credential_validation = record
+    failed = [o.line() for o in outcomes if o.status == "failed"]
+    if failed:
+        record["status"] = "failed"
+        state.early.open_runs(sorted(skills))  # the run folder's run_config.json keeps why it stopped
+        raise pytest.UsageError(
+            "skilleval agent runtime preflight failed (no evaluation trial was started):\n  " + "\n  ".join(failed)
+        )
 
 
 def check_credentials(state: SkillEvalSession, settings: RunSettings, skills: list[RunSettings]) -> None:

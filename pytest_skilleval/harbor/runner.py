@@ -182,8 +182,30 @@ class SkillEvalRunner:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
+    def agent_only(self, spec: TrialSpec) -> str | None:
+        """One real trial with grading disabled (the runtime preflight): the agent's own error, or None."""
+        skill = self._skill(spec)
+        trial_name = f"{_trial_prefix(spec)}{uuid.uuid4().hex[:6]}"
+        with warnings.catch_warnings():
+            quiet_harbor_deprecations()
+            try:
+                _, result = asyncio.run(
+                    self._run_trial(spec, skill, skill.settings.grading_mode, trial_name, agent_only=True)
+                )
+            except (StagingError, ImageError, EnvironmentModeError) as error:
+                return str(error)
+        exception = result.exception_info
+        return f"{exception.exception_type}: {exception.exception_message}" if exception else None
+
     async def _run_trial(
-        self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str, source_trial: Path | None = None
+        self,
+        spec: TrialSpec,
+        skill: SkillFolder,
+        mode: str,
+        trial_name: str,
+        source_trial: Path | None = None,
+        *,
+        agent_only: bool = False,
     ) -> tuple[Path, Any]:
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
@@ -216,7 +238,9 @@ class SkillEvalRunner:
             )
             grader = skill.grader
         staged_skill = stage_skill(spec.skill_dir, self.run_dir / "_skills") if spec.arm == "with_skill" else None
-        if mode == "custom_only" and grader is None:
+        if agent_only:
+            verifier = VerifierConfig(disable=True)
+        elif mode == "custom_only" and grader is None:
             # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
             verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
         else:

@@ -188,6 +188,15 @@ class RunSettings(BaseModel):
     ] = "default"
     skip_baseline: Annotated[bool, Setting("Run only the with-skill arm.")] = False
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
+    agent_runtime_preflight: Annotated[
+        bool,
+        Setting(
+            "Before the evaluation, one real agent-only trial per agent (the first dataset case, with the skill, "
+            "grading disabled); its failure stops the run with the agent's own error. Costs one agent run each.",
+            config="harbor.agent_runtime_preflight",
+            measured=False,
+        ),
+    ] = False
     no_credential_check: Annotated[
         bool,
         Setting(
@@ -383,12 +392,6 @@ class RunSettings(BaseModel):
         list[str],
         Setting("Commands run in the sandbox before the agent.", config_only=True, config="harbor.pre_agent_setup"),
     ] = Field(default_factory=list)
-    agent_runtime_preflight: Annotated[
-        bool | None,
-        Setting(
-            "Validated only, no effect yet.", config_only=True, config="harbor.agent_runtime_preflight", measured=False
-        ),
-    ] = None
     skill_workspace_mode: Annotated[
         Literal["isolated", "group"],
         Setting("Install only this skill, or a group of skills.", config_only=True, config="skill_workspace.mode"),
