@@ -217,9 +217,10 @@ class LocalEnvironment(BaseEnvironment):
         # Resolved before super().__init__: the base class reads ``capabilities`` there.
         self.sandbox_mode: Literal["bwrap", "none"] = resolve_mode(options.sandbox)
         self.tools = options.tools
-        if kwargs.get("mounts"):
-            raise ValueError("the local environment does not support extra mounts")
+        mounts = list(kwargs.pop("mounts", None) or [])
         super().__init__(*args, **kwargs)
+        if any(not self._harbor_log_mount(mount) for mount in mounts):
+            raise ValueError("the local environment does not support extra mounts")
         self.sandbox_dir = (Path(self.trial_paths.trial_dir) / SANDBOX_DIRNAME).resolve()
         self.rootfs = self.sandbox_dir / "rootfs"
         self.env_paths = EnvironmentPaths.for_os(self.os)
@@ -230,6 +231,18 @@ class LocalEnvironment(BaseEnvironment):
         self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
         if self.sandbox_mode == "none":
             _warn_unisolated()
+
+    def _harbor_log_mount(self, mount: Any) -> bool:
+        """Harbor 0.24 hands every environment its own log folders as bind mounts (0.25 keeps them apart, as
+        `auto_mounts`): a source inside this trial's folder with a target under /logs. Not mounting them is what
+        `mounted=False` says, and Harbor then downloads the logs itself; any other mount is refused."""
+        try:
+            source = Path(str(mount["source"])).resolve()
+            target = PurePosixPath(str(mount["target"]))
+        except (KeyError, TypeError):
+            return False
+        trial_dir = Path(self.trial_paths.trial_dir).resolve()
+        return source.is_relative_to(trial_dir) and target.is_relative_to("/logs")
 
     # ---- Harbor identity and capabilities -------------------------------------------
 
