@@ -26,6 +26,7 @@ from pytest_skilleval.harbor.environments import (
 )
 from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
 from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.preflight import pinned_version
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
@@ -72,7 +73,25 @@ def agent_config(
         return AgentConfig(import_path=spec.agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
     env = agent_env(spec.agent, model, os.environ)
+    kwargs = comparable_agent_kwargs(spec.agent, kwargs, pin=settings.local_sandbox is None)
+    if spec.agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
+        from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
+
+        return AgentConfig(import_path=IMPORT_PATH_OPENCODE, model_name=model, kwargs=kwargs, skills=skills, env=env)
     return AgentConfig(name=spec.agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
+
+
+def comparable_agent_kwargs(agent: str, kwargs: dict[str, Any], *, pin: bool = True) -> dict[str, Any]:
+    """What keeps runs comparable across Harbor and CLI releases, unless the operator set it: the pinned CLI version
+    (`pin`: where Harbor installs the CLI it installs that one, never the latest; the `local` environment uses the
+    CLIs under `--ek tools`, which preflight checks are not older) and codex's reasoning effort `high`."""
+    chosen = dict(kwargs)
+    version = pinned_version(agent)
+    if pin and version is not None:
+        chosen.setdefault("version", version)
+    if agent == "codex":
+        chosen.setdefault("reasoning_effort", "high")
+    return chosen
 
 
 def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:
