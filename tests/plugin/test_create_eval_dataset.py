@@ -12,20 +12,13 @@ from typing import Any
 import pytest
 
 from tests.plugin.test_cli import assert_one_line_reason, skilleval
-from tests.plugin.test_judge_runs import ACCURACY, GOAL, _behavior_reply
+from tests.plugin.test_judge_runs import _script
 from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject
 
 MODEL = "drafter"
 ASKED = "You draft evaluation cases"
 # The same model also judges the trials an autopilot run makes: its judge prompts get judge answers.
-JUDGING = [
-    {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
-    {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
-    *[
-        {"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
-        for n in (1, 2, 3, 4)
-    ],
-]
+JUDGING = _script(MODEL)["models"][MODEL]
 STARTER = {
     "skill_name": "whatever-the-model-says",
     "evals": [

@@ -13,8 +13,8 @@ import pytest
 from pytest_skilleval.harbor.credential_check import agent_route, check_route, judge_route
 from pytest_skilleval.skill.settings import RunSettings
 from tests.plugin.test_cli import skilleval
-from tests.plugin.test_judge_runs import model_requests
-from tests.plugin.test_judge_settings import JUDGE_VARS, _script
+from tests.plugin.test_judge_runs import _script, model_requests
+from tests.plugin.test_judge_settings import JUDGE_VARS
 from tests.support import LOCAL_REPLAY, SkillProject
 
 ANTHROPIC_KEY = "sk-ant-scripted-credential-0001"

@@ -35,15 +35,15 @@ def _behavior_reply(count: int) -> str:
     return json.dumps({"results": results, "score": 1.0, "summary": "all seen"})
 
 
-def _script() -> dict[str, Any]:
-    """Every judge prompt of the hello-skill cases answered, for as many trials as come."""
+def _script(model: str = MODEL) -> dict[str, Any]:
+    """Every judge prompt of the hello-skill cases answered by `model`, for as many trials as come."""
     behaviors = [
         {"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
         for n in (1, 2, 3, 4)
     ]
     return {
         "models": {
-            MODEL: [
+            model: [
                 {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
                 {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
                 *behaviors,

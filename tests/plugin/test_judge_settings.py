@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugin.test_judge_runs import ACCURACY, GOAL, _behavior_reply, model_requests
+from tests.plugin.test_judge_runs import _script, model_requests
 from tests.support import LOCAL_REPLAY, SkillProject
 
 JUDGE_VARS = (
@@ -22,22 +22,6 @@ JUDGE_VARS = (
     "OPENAI_BASE_URL",
     "NVIDIA_API_KEY",
 )
-
-
-def _script(model: str) -> dict[str, Any]:
-    behaviors = [
-        {"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
-        for n in (1, 2, 3, 4)
-    ]
-    return {
-        "models": {
-            model: [
-                {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
-                {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
-                *behaviors,
-            ]
-        }
-    }
 
 
 @pytest.fixture
@@ -55,13 +39,20 @@ def _judged_run(project: SkillProject) -> dict[str, Any]:
     return project.result_json("hello-skill")
 
 
+def _served(scripted_model: Any, env: pytest.MonkeyPatch, model: str, **variables: str) -> Any:
+    """A scripted judge `model` behind SKILL_EVAL_LLM_BASE_URL, plus the given judge variables."""
+    server = scripted_model(_script(model))
+    env.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
+    env.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0001")
+    for name, value in variables.items():
+        env.setenv(name, value)
+    return server
+
+
 def test_skill_eval_llm_model_is_an_explicit_judge_model(
     skill_project: SkillProject, scripted_model: Any, clean_judge_env: pytest.MonkeyPatch
 ):
-    server = scripted_model(_script("llm-model-judge"))
-    clean_judge_env.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
-    clean_judge_env.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0001")
-    clean_judge_env.setenv("SKILL_EVAL_LLM_MODEL", "openai/llm-model-judge")
+    server = _served(scripted_model, clean_judge_env, "llm-model-judge", SKILL_EVAL_LLM_MODEL="openai/llm-model-judge")
     result = _judged_run(skill_project)
     judge = result["run_config"]["judge"]
     assert judge["model"] == "openai/llm-model-judge" and judge["model_source"] == "SKILL_EVAL_LLM_MODEL"
@@ -72,11 +63,8 @@ def test_skill_eval_llm_model_is_an_explicit_judge_model(
 def test_a_judge_model_variable_wins_over_skill_eval_llm_model(
     skill_project: SkillProject, scripted_model: Any, clean_judge_env: pytest.MonkeyPatch
 ):
-    server = scripted_model(_script("judge-first"))
-    clean_judge_env.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
-    clean_judge_env.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0001")
-    clean_judge_env.setenv("SKILL_EVAL_JUDGE_MODEL", "openai/judge-first")
-    clean_judge_env.setenv("SKILL_EVAL_LLM_MODEL", "openai/not-this-one")
+    variables = {"SKILL_EVAL_JUDGE_MODEL": "openai/judge-first", "SKILL_EVAL_LLM_MODEL": "openai/not-this-one"}
+    _served(scripted_model, clean_judge_env, "judge-first", **variables)
     judge = _judged_run(skill_project)["run_config"]["judge"]
     assert judge["model"] == "openai/judge-first" and judge["model_source"] == "SKILL_EVAL_JUDGE_MODEL"
 
