@@ -3,7 +3,7 @@ VENV := .venv
 export HARBOR_TELEMETRY ?= 0
 export LITELLM_LOCAL_MODEL_COST_MAP ?= True
 
-.PHONY: demo test lint typecheck setup clean
+.PHONY: demo test test-harbor-0.24 lint typecheck setup clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt scripts/bootstrap.sh
 	scripts/bootstrap.sh
@@ -16,6 +16,21 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest -n 2 tests
 
+# The oldest supported Harbor (pyproject: harbor>=0.24,<0.26) in its own venv, on a focused subset: the demo, the
+# local environment, Docker and the real agent CLIs. Known gaps on 0.24 are deselected by name (docs/testing.md).
+HARBOR_024 := .venv-harbor-0.24.0
+$(HARBOR_024)/.installed: pyproject.toml constraints.txt scripts/bootstrap-harbor.sh
+	scripts/bootstrap-harbor.sh 0.24.0
+
+test-harbor-0.24: $(HARBOR_024)/.installed
+	$(HARBOR_024)/bin/python -c "import importlib.metadata as m; assert m.version('harbor') == '0.24.0'"
+	$(HARBOR_024)/bin/pytest -p no:cacheprovider --skill-eval examples/hello-skill --agents replay --env-mode local \
+		--results-dir $(HARBOR_024)/demo-results
+	$(HARBOR_024)/bin/pytest -n 2 -p no:cacheprovider tests/e2e/test_harbor_mounts.py tests/e2e/test_local_env.py \
+		tests/e2e/test_replay_agent.py tests/e2e/test_docker_runs.py tests/e2e/test_agent_clis.py \
+		tests/plugin/test_runs.py tests/plugin/test_judge_runs.py tests/plugin/test_credential_check.py \
+		--deselect tests/e2e/test_agent_clis.py::test_claude_code_cli_on_the_demo_skill
+
 # ruff's rules and format, and mypy's settings, are in pyproject.toml.
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -25,4 +40,4 @@ typecheck: $(VENV)/.installed
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(HARBOR_024) .pytest_cache .mypy_cache .ruff_cache

@@ -7,6 +7,7 @@ and trial folders are deleted once the results tree has copied what it keeps, un
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 from pytest_skilleval.options import merge_settings
 from pytest_skilleval.results.early_results import remove_job_folder
 from pytest_skilleval.session import SkillEvalSession
+from pytest_skilleval.skill.settings import RunSettings
 
 
 def run_preflight(state: SkillEvalSession) -> None:
@@ -37,6 +39,44 @@ def run_preflight(state: SkillEvalSession) -> None:
     problems = session_problems(session_settings, skills, pass_env=session_settings.pass_env)
     if problems:
         raise pytest.UsageError("skilleval preflight failed (nothing was started):\n  " + "\n  ".join(problems))
+    check_credentials(state, session_settings, list(skills.values()))
+    if session_settings.agent_runtime_preflight or any(s.agent_runtime_preflight for s in skills.values()):
+        runtime_preflight(state, session_settings)
+
+
+def runtime_preflight(state: SkillEvalSession, settings: RunSettings) -> None:
+    """--agent-runtime-preflight: one agent-only trial per agent; a failure stops the run with the agent's own
+    error, and the run folder keeps it in run_config.json -> credential_validation.runtime_preflight."""
+    from pytest_skilleval.harbor.runtime_preflight import run_runtime_preflight
+
+    skills = {path: state.skill(path) for path, plan in state.case_plans.items() if plan.cases}
+    outcomes = run_runtime_preflight(skills, settings.agents, state.run_id)
+    record = state.credential_validation or {"status": "skipped", "targets": []}
+    record["runtime_preflight"] = [o.model_dump() for o in outcomes]
+    state.credential_validation = record
+    failed = [o.line() for o in outcomes if o.status == "failed"]
+    if failed:
+        record["status"] = "failed"
+        state.early.open_runs(sorted(skills))  # the run folder's run_config.json keeps why it stopped
+        raise pytest.UsageError(
+            "skilleval agent runtime preflight failed (no evaluation trial was started):\n  " + "\n  ".join(failed)
+        )
+
+
+def check_credentials(state: SkillEvalSession, settings: RunSettings, skills: list[RunSettings]) -> None:
+    """One bounded catalog request per agent route and the judge route; a definitive failure stops the run before
+    anything is built or staged, the rest is said in the header and kept in run_config.credential_validation."""
+    from pytest_skilleval.harbor.credential_check import check_routes, session_routes, validation_record
+
+    if settings.no_credential_check:
+        state.credential_validation = {"status": "skipped", "reason": "--no-credential-check", "targets": []}
+        return
+    outcomes = check_routes(session_routes(settings, skills, os.environ))
+    state.credential_validation = validation_record(outcomes)
+    failed = [o.line() for o in outcomes if o.status == "failed"]
+    if failed:
+        raise pytest.UsageError("skilleval credential check failed (nothing was started):\n  " + "\n  ".join(failed))
+    state.credential_lines = [f"skilleval credentials: {o.line()}" for o in outcomes if o.status != "verified"]
 
 
 def remove_job_folders(state: SkillEvalSession) -> None:

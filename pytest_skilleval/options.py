@@ -16,14 +16,9 @@ import pytest
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from pytest_skilleval.skill.setting_catalog import declared_settings, shown_default
 from pytest_skilleval.skill.setting_specs import Setting, parse_bool
-from pytest_skilleval.skill.settings import (
-    LOCAL_ENV_MODES,
-    RunSettings,
-    canonical_models,
-    declared_settings,
-    shown_default,
-)
+from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings, canonical_models
 
 GROUP = "skilleval"
 

@@ -83,6 +83,10 @@ def pytest_configure(config: pytest.Config) -> None:
     run_id = workerinput[RUN_ID_KEY] if workerinput and RUN_ID_KEY in workerinput else new_run_id()
     state = SkillEvalSession(config, sources, run_id)
     state.judge_banner = banner
+    if settings.autopilot and workerinput is None:
+        from pytest_skilleval.autopilot import prepare_autopilot
+
+        state.autopilot_notes = prepare_autopilot(config, settings, run_id)
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
     state.signals.install()
@@ -126,7 +130,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_skilleval.reporting import terminal_width
     from pytest_skilleval.results.summary_text import wrap
 
-    lines = ([state.judge_banner] if state.judge_banner else []) + state.planned_lines()
+    lines = ([state.judge_banner] if state.judge_banner else []) + state.credential_lines + state.planned_lines()
     return [part for line in lines for part in wrap(line, terminal_width(config))]
 
 
@@ -334,8 +338,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         if hint is not None:
             terminalreporter.write_line(hint, yellow=True)
         return
-    if _is_worker(config) or not state.summary_lines:
+    if _is_worker(config) or not (state.summary_lines or state.autopilot_notes):
         return
     terminalreporter.section("skilleval")
-    for line in state.summary_lines:
+    for line in [*state.summary_lines, *state.autopilot_notes]:
         terminalreporter.write_line(state.redactor.text(line))

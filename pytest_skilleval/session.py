@@ -35,7 +35,8 @@ from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill
 from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
-from pytest_skilleval.skill.settings import RunSettings, unmeasured_settings
+from pytest_skilleval.skill.setting_catalog import unmeasured_settings
+from pytest_skilleval.skill.settings import RunSettings
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -70,6 +71,9 @@ class SkillEvalSession:
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
+        self.autopilot_notes: list[str] = []
+        self.credential_validation: dict[str, Any] | None = None
+        self.credential_lines: list[str] = []
         self.signals = SignalGuard()
         # One redaction pass for everything the session writes or prints (docs/security.md, "Secrets").
         self.redactor = Redactor.from_environment(
@@ -198,6 +202,8 @@ class SkillEvalSession:
     def run_config(self, skill_dir: Path) -> dict[str, Any]:
         """What run_config.json records: the skill's settings and digest, and the run a regrade grades again."""
         config = self.skill(skill_dir).run_config()
+        if self.credential_validation is not None:
+            config["credential_validation"] = self.credential_validation
         source = self.regrade_source(skill_dir)
         if source is not None:
             config["regraded_from"] = source.name
@@ -215,7 +221,9 @@ class SkillEvalSession:
             if run_dir is None:
                 continue
             config = self.skill(skill_dir).run_config()
-            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured_settings())
+            # what the credential check found is the session's, not a setting: a resumed run checks again
+            unmeasured = unmeasured_settings() | {"credential_validation"}
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured)
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 

@@ -15,6 +15,7 @@ commands:
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
   check-suite           run an agent that does nothing on every case: name cases that cannot fail
+  create-eval-dataset   draft evals/evals.json from SKILL.md through an LLM (a starter case, or --full)
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
@@ -63,6 +64,12 @@ def _init_harbor_task(argv: list[str]) -> int:
     from pytest_skilleval.authoring.scaffold import run_init_harbor_task
 
     return run_init_harbor_task(argv)
+
+
+def _create_eval_dataset(argv: list[str]) -> int:
+    from pytest_skilleval.authoring.create_dataset import run_create_eval_dataset
+
+    return run_create_eval_dataset(argv)
 
 
 def _doctor(argv: list[str]) -> int:
@@ -128,6 +135,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "doctor": _doctor,
     "optimize-description": _optimize_description,
     "harbor-view": _harbor_view,
+    "create-eval-dataset": _create_eval_dataset,
 }
 
 

@@ -7,7 +7,9 @@ import os
 
 from pydantic import ValidationError
 
+from pytest_skilleval.harbor.credential_check import check_routes, session_routes
 from pytest_skilleval.harbor.preflight import (
+    Check,
     agent_checks,
     default_base_checks,
     environment_checks,
@@ -26,12 +28,30 @@ def _pairs(values: list[str]) -> dict[str, str]:
         raise SystemExit(f"skilleval doctor: {error}") from None
 
 
+def credential_checks(settings: RunSettings) -> list[Check]:
+    """The run's credential check, one line per target: FAIL only where the run would stop."""
+    checks = []
+    for outcome in check_routes(session_routes(settings, [], os.environ)):
+        where = f"{outcome.provider} at {outcome.endpoint}" + (f" model {outcome.model}" if outcome.model else "")
+        name = f"credentials {outcome.target}"
+        if outcome.status == "failed":
+            checks.append(Check(name, f"{where}: {outcome.detail}"))
+        else:
+            checks.append(Check(name, detail=f"{outcome.status}: {where}: {outcome.detail}"))
+    return checks
+
+
 def run_doctor(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skilleval doctor", description=__doc__)
     parser.add_argument("--env-mode", default="docker", help="environment to check (default docker)")
     parser.add_argument("--agents", default="codex", help="comma-separated agents whose credentials to check")
     parser.add_argument("--ek", action="append", default=[], metavar="KEY=VALUE", help="environment kwarg")
     parser.add_argument("--base-image", default=None, help="image --base-image would use (checked under docker)")
+    parser.add_argument("--agent-model", action="append", default=[], metavar="AGENT=MODEL", help="model per agent")
+    parser.add_argument("--judge-model", default=None, help="judge model (default: the judge/LLM settings)")
+    parser.add_argument(
+        "--no-credential-check", action="store_true", help="skip the model-catalog requests that prove credentials"
+    )
     args = parser.parse_args(argv)
     try:
         settings = RunSettings(
@@ -39,6 +59,8 @@ def run_doctor(argv: list[str]) -> int:
             agents=[a for a in args.agents.split(",") if a.strip()],
             env_kwargs=_pairs(args.ek),
             base_image=args.base_image,
+            agent_models=_models(args.agent_model),
+            judge_model=args.judge_model,
         )
     except ValidationError as error:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
@@ -47,8 +69,19 @@ def run_doctor(argv: list[str]) -> int:
     checks += open_file_checks(settings)
     if all(check.ok for check in checks if check.name.startswith("docker")):
         checks += default_base_checks(settings, None)
+    if not args.no_credential_check:
+        checks += credential_checks(settings)
     for check in checks:
         print(check.line())
     failed = sum(not check.ok for check in checks)
     print(f"{len(checks) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def _models(given: list[str]) -> dict[str, list[str]]:
+    """`--agent-model AGENT=MODEL` values, repeatable: each agent's models in order (several make variants)."""
+    models: dict[str, list[str]] = {}
+    for value in given:
+        for agent, model in pairs("--agent-model")(value).items():
+            models.setdefault(agent, []).append(model)
+    return models

@@ -211,9 +211,10 @@ class LocalEnvironment(BaseEnvironment):
         self.tools = options.tools
         latency = options.remote_latency_ms
         self.remote_latency: float | None = None if latency is None else latency / 1000
-        if kwargs.get("mounts"):
-            raise ValueError("the local environment does not support extra mounts")
+        mounts = list(kwargs.pop("mounts", None) or [])
         super().__init__(*args, **kwargs)
+        if any(not self._harbor_log_mount(mount) for mount in mounts):
+            raise ValueError("the local environment does not support extra mounts")
         self.sandbox_dir = (Path(self.trial_paths.trial_dir) / SANDBOX_DIRNAME).resolve()
         self.rootfs = self.sandbox_dir / "rootfs"
         self.env_paths = EnvironmentPaths.for_os(self.os)
@@ -225,6 +226,18 @@ class LocalEnvironment(BaseEnvironment):
         self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
         if self.sandbox_mode == "none":
             _warn_unisolated()
+
+    def _harbor_log_mount(self, mount: Any) -> bool:
+        """Harbor 0.24 hands every environment its own log folders as bind mounts (0.25 keeps them apart, as
+        `auto_mounts`): a source inside this trial's folder with a target under /logs. Not mounting them is what
+        `mounted=False` says, and Harbor then downloads the logs itself; any other mount is refused."""
+        try:
+            source = Path(str(mount["source"])).resolve()
+            target = PurePosixPath(str(mount["target"]))
+        except (KeyError, TypeError):
+            return False
+        trial_dir = Path(self.trial_paths.trial_dir).resolve()
+        return source.is_relative_to(trial_dir) and target.is_relative_to("/logs")
 
     # ---- Harbor identity and capabilities -------------------------------------------
 

@@ -178,6 +178,47 @@ AGENT_CLIS = {
     "claude-code": ("claude", "@anthropic-ai/claude-code@2.1.332"),
     "opencode": ("opencode", "opencode-ai@1.18.33"),
 }
+
+
+def pinned_version(agent: str) -> str | None:
+    """The CLI version runs of `agent` use (Harbor installs it, or `--ek tools` must hold at least it)."""
+    found = AGENT_CLIS.get(agent)
+    return found[1].rsplit("@", 1)[1] if found else None
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    parts = text.strip().split("-", 1)[0].split(".")
+    return tuple(int(part) for part in parts) if all(part.isdigit() for part in parts) else None
+
+
+def tools_cli_version(tools: Path, package: str) -> str | None:
+    """The version npm recorded for `package` under `--ek tools=DIR` (its package.json), read, never run."""
+    import json
+
+    manifest = tools / "node_modules" / package / "package.json"
+    try:
+        if manifest.is_symlink() or manifest.stat().st_size > 1_000_000:
+            return None
+        version = json.loads(manifest.read_text()).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def too_old_problem(agent: str, tools: Path) -> str | None:
+    """One line when the CLI under --ek tools is older than the pinned version runs are compared at."""
+    command, spec = AGENT_CLIS[agent]
+    package, wanted = spec.rsplit("@", 1)
+    found = tools_cli_version(tools, package)
+    have, need = _version_tuple(found or ""), _version_tuple(wanted)
+    if found is None or have is None or need is None or have >= need:
+        return None
+    return (
+        f"--ek tools={tools} has {package} {found}, older than the pinned {wanted} that runs are compared at; "
+        f"run `npm install --prefix {tools} {spec}`"
+    )
+
+
 # Where the local sandbox finds programs besides `--ek tools=DIR`: the host's system folders, shown read-only.
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -195,7 +236,8 @@ def local_cli_checks(settings: RunSettings) -> list[Check]:
         command, package = AGENT_CLIS[agent]
         folders = [Path(tools) / "node_modules" / ".bin", Path(tools) / "bin"] if tools else []
         if any((folder / command).is_file() for folder in folders) or shutil.which(command, path=SANDBOX_PATH):
-            checks.append(Check(f"agent {agent} CLI", detail=command))
+            old = too_old_problem(agent, Path(tools)) if tools else None
+            checks.append(Check(f"agent {agent} CLI", old, detail=command))
             continue
         where = f"--ek tools={tools} has no {command}" if tools else f"no {command} CLI is available"
         checks.append(

@@ -27,6 +27,7 @@ from pytest_skilleval.harbor.environments import (
 )
 from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
 from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.preflight import pinned_version
 from pytest_skilleval.harbor.pricing import priced
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
 from pytest_skilleval.harbor.staging import (
@@ -78,7 +79,25 @@ def agent_config(
         return AgentConfig(import_path=agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
     env = agent_env(agent, model, os.environ)
+    kwargs = comparable_agent_kwargs(agent, kwargs, pin=settings.local_sandbox is None)
+    if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
+        from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
+
+        return AgentConfig(import_path=IMPORT_PATH_OPENCODE, model_name=model, kwargs=kwargs, skills=skills, env=env)
     return AgentConfig(name=agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
+
+
+def comparable_agent_kwargs(agent: str, kwargs: dict[str, Any], *, pin: bool = True) -> dict[str, Any]:
+    """What keeps runs comparable across Harbor and CLI releases, unless the operator set it: the pinned CLI version
+    (`pin`: where Harbor installs the CLI it installs that one, never the latest; the `local` environment uses the
+    CLIs under `--ek tools`, which preflight checks are not older) and codex's reasoning effort `high`."""
+    chosen = dict(kwargs)
+    version = pinned_version(agent)
+    if pin and version is not None:
+        chosen.setdefault("version", version)
+    if agent == "codex":
+        chosen.setdefault("reasoning_effort", "high")
+    return chosen
 
 
 def environment_config(settings: RunSettings, env: dict[str, str] | None = None) -> Any:
@@ -208,8 +227,30 @@ class SkillEvalRunner:
             raise TrialError(str(error)) from None
         return self._record(base, spec, settings, trial_dir, result)
 
+    def agent_only(self, spec: TrialSpec) -> str | None:
+        """One real trial with grading disabled (the runtime preflight): the agent's own error, or None."""
+        skill = self._skill(spec)
+        trial_name = f"{_trial_prefix(spec)}{uuid.uuid4().hex[:6]}"
+        with warnings.catch_warnings():
+            quiet_harbor_deprecations()
+            try:
+                _, result = asyncio.run(
+                    self._run_trial(spec, skill, skill.settings.grading_mode, trial_name, agent_only=True)
+                )
+            except (StagingError, ImageError, EnvironmentModeError) as error:
+                return str(error)
+        exception = result.exception_info
+        return f"{exception.exception_type}: {exception.exception_message}" if exception else None
+
     async def _run_trial(
-        self, spec: TrialSpec, skill: SkillFolder, mode: str, trial_name: str, source_trial: Path | None = None
+        self,
+        spec: TrialSpec,
+        skill: SkillFolder,
+        mode: str,
+        trial_name: str,
+        source_trial: Path | None = None,
+        *,
+        agent_only: bool = False,
     ) -> tuple[Path, Any]:
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
@@ -240,7 +281,9 @@ class SkillEvalRunner:
             )
             grader = skill.grader
         staged_skill = self._staged_skill(spec, skill)
-        if mode == "custom_only" and grader is None:
+        if agent_only:
+            verifier = VerifierConfig(disable=True)
+        elif mode == "custom_only" and grader is None:
             # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
             verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
         else:

@@ -23,12 +23,12 @@ from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.skill.bounded_parse import BoundedSafeLoader, ParseLimitError, load_yaml, yaml_error_message
 from pytest_skilleval.skill.foreign_formats import EXAM, exam_config
+from pytest_skilleval.skill.setting_catalog import declared_settings
 from pytest_skilleval.skill.setting_specs import Setting
 from pytest_skilleval.skill.settings import GRADING_MODE_ALIASES as GRADING_MODE_ALIASES
 from pytest_skilleval.skill.settings import GRADING_MODES as GRADING_MODES
 from pytest_skilleval.skill.settings import AgentSettings as AgentSettings
 from pytest_skilleval.skill.settings import ResourcesConfig as ResourcesConfig
-from pytest_skilleval.skill.settings import declared_settings
 from pytest_skilleval.skill.settings import normalize_grading_mode as normalize_grading_mode
 
 CONFIG_FILE_NAMES = ("config.yml", "config.yaml")

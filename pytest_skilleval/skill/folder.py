@@ -164,6 +164,15 @@ def content_digest(skill_dir: Path) -> str:
     return digest.hexdigest()
 
 
+def _draft_hint(skill: Path) -> str:
+    """Both ways from a bare skill to a run: draft a dataset to review, or let one run draft a starter case."""
+    return (
+        f"draft one with `skilleval create-eval-dataset {skill}` (review it, then run), or run "
+        f"`pytest --skill-eval {skill} --autopilot` (a starter case drafted into the results folder); "
+        f"expected {EXPECTED_LAYOUT}"
+    )
+
+
 def _skill_md_misspelt(folder: Path) -> str | None:
     """A file named like SKILL.md in another letter case (or with .markdown), which the plugin does not read."""
     try:
@@ -209,10 +218,10 @@ def no_skill_reason(path: Path) -> str:
             foreign = foreign_layout(empty[0] / "evals")
             if foreign:
                 return f"{names}: {foreign}"
-            return f"{names}: no dataset and no native task here, so nothing to run; expected {EXPECTED_LAYOUT}"
+            return f"{names}: no dataset and no native task here, so nothing to run; {_draft_hint(empty[0])}"
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():
-        return f"{folder}: SKILL.md is here but there is no evals/ folder; expected {EXPECTED_LAYOUT}"
+        return f"{folder}: SKILL.md is here but there is no evals/ folder; {_draft_hint(folder)}"
     if (folder / "evals").is_dir():
         return missing_skill_md(folder / "evals")
     misspelt = _skill_md_misspelt(folder)

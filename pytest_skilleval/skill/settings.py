@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
-from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.results.records import ALL_ARMS, Arm
@@ -220,6 +219,33 @@ class RunSettings(BaseModel):
         ),
     ] = None
     skip_with_skill: Annotated[bool, Setting("Run only the without-skill arm (a baseline calibration).")] = False
+    agent_runtime_preflight: Annotated[
+        bool,
+        Setting(
+            "Before the evaluation, one real agent-only trial per agent (the first dataset case, with the skill, "
+            "grading disabled); its failure stops the run with the agent's own error. Costs one agent run each.",
+            config="harbor.agent_runtime_preflight",
+            measured=False,
+        ),
+    ] = False
+    no_credential_check: Annotated[
+        bool,
+        Setting(
+            "Skip the model-catalog requests that prove each agent's and the judge's credentials before anything "
+            "is built or staged.",
+            measured=False,
+        ),
+    ] = False
+    autopilot: Annotated[
+        bool,
+        Setting(
+            "A skill given on the command line with no dataset and no native task gets one starter case drafted "
+            "from its SKILL.md (the judge/LLM model settings) into the run's results folder, and runs it; the skill "
+            "folder is not written.",
+            cli_only=True,
+            measured=False,
+        ),
+    ] = False
     max_cases: Annotated[
         PositiveCount | None,
         Setting(
@@ -371,7 +397,8 @@ class RunSettings(BaseModel):
         Setting(
             "Model for the LLM judges (litellm name, e.g. openai/gpt-4.1).",
             metavar="MODEL",
-            default_text="LLM_JUDGE_MODEL, else SKILL_EVAL_JUDGE_MODEL; unset: judges not configured",
+            default_text="LLM_JUDGE_MODEL, else SKILL_EVAL_JUDGE_MODEL, else SKILL_EVAL_LLM_MODEL, else the default "
+            "model of SKILL_EVAL_LLM_PROVIDER (openai, nv_build); unset: judges not configured",
         ),
     ] = None
     judge_cache: Annotated[
@@ -460,12 +487,6 @@ class RunSettings(BaseModel):
         list[str],
         Setting("Commands run in the sandbox before the agent.", config_only=True, config="harbor.pre_agent_setup"),
     ] = Field(default_factory=list)
-    agent_runtime_preflight: Annotated[
-        bool | None,
-        Setting(
-            "Validated only, no effect yet.", config_only=True, config="harbor.agent_runtime_preflight", measured=False
-        ),
-    ] = None
     skill_workspace_mode: Annotated[
         Literal["isolated", "group"],
         Setting("Install only this skill, or a group of skills.", config_only=True, config="skill_workspace.mode"),
@@ -548,32 +569,3 @@ class RunSettings(BaseModel):
         if not self.skip_baseline:
             arms.append("without_skill")
         return tuple(arms)
-
-
-def declared_settings() -> dict[str, tuple[Setting, FieldInfo]]:
-    """Every setting by its `RunSettings` field: its declaration and the field (type, range, default)."""
-    found: dict[str, tuple[Setting, FieldInfo]] = {}
-    for name, info in RunSettings.model_fields.items():
-        declaration = next((item for item in info.metadata if isinstance(item, Setting)), None)
-        if declaration is None:
-            raise TypeError(f"RunSettings.{name} has no Setting declaration")
-        found[name] = (declaration, info)
-    return found
-
-
-def unmeasured_settings() -> frozenset[str]:
-    """Fields that change how fast or where a run goes, never what it measures (a resume may change them)."""
-    return frozenset(name for name, (setting, _) in declared_settings().items() if not setting.measured)
-
-
-def shown_default(name: str) -> str:
-    """The default of a setting as `--help` and the docs say it."""
-    setting, info = declared_settings()[name]
-    if setting.default_text is not None:
-        return setting.default_text
-    value = info.get_default(call_default_factory=True)
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value in (None, [], {}):
-        return "none"
-    return ",".join(value) if isinstance(value, list) else str(value)

@@ -122,6 +122,19 @@ class Reply(BaseModel):
         return self.match_regex is None or re.search(self.match_regex, text) is not None
 
 
+class Catalog(BaseModel):
+    """What the models endpoints (`GET /v1/models`, `GET /v1/models/<id>`) answer: the ids listed (default: the
+    script's model names), or an error sent instead (`status` with an optional `message`), after `delay` seconds:
+    a 401, a 500, or a delay past a client's timeout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] | None = None
+    status: int | None = Field(default=None, ge=400, le=599)
+    message: str | None = None
+    delay: float = Field(default=0.0, ge=0, le=600)
+
+
 class Script(BaseModel):
     """Queues of replies by model name (exact, then glob patterns, then "*"), and what to answer when they run out."""
 
@@ -130,6 +143,7 @@ class Script(BaseModel):
     models: dict[str, list[Reply]] = Field(default_factory=dict)
     replies: list[Reply] = Field(default_factory=list)
     on_empty: Reply | None = None
+    catalog: Catalog = Field(default_factory=Catalog)
 
     @field_validator("models")
     @classmethod

@@ -6,7 +6,7 @@ It is a test tool, not a mock of our code: agents, Harbor and litellm make real 
 - the OpenAI Responses API: ``POST /v1/responses`` (also ``/responses``), codex;
 - Anthropic messages: ``POST /v1/messages`` (also ``/messages``; ``?beta=true`` is ignored), claude-code, plus
   ``POST /v1/messages/count_tokens`` (an estimate, never takes a reply from the script);
-- ``GET /v1/models`` (the script's model names; Anthropic's shape when the request has ``anthropic-version``),
+- ``GET /v1/models`` and ``GET /v1/models/<id>`` (the script's model names, or ``catalog``; a missing id is a 404; Anthropic's shape when the request has ``anthropic-version``),
 
 each plain or streamed (SSE) as the request's ``"stream": true`` asks, in the event shapes the official SDKs parse.
 
@@ -19,7 +19,10 @@ Script (JSON; validated, a bad one is refused naming the field)::
         "*": [REPLY, ...]                # then the default queue
       },
       "replies": [REPLY, ...],           # shorthand for models["*"] (give one or the other)
-      "on_empty": REPLY                  # optional: the answer once nothing is left (default: a 500, below)
+      "on_empty": REPLY,                 # optional: the answer once nothing is left (default: a 500, below)
+      "catalog": {"models": [...], "status": 401, "message": "...", "delay": 0.0}
+                                         # optional: what GET /v1/models and /v1/models/<id> answer (the ids
+                                         # listed; or an error status instead; after a delay)
     }
 
 A REPLY is a string (shorthand for ``{"text": ...}``) or an object with
@@ -67,6 +70,7 @@ import ssl
 import tempfile
 import threading
 import time
+import urllib.parse
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -437,14 +441,34 @@ class ScriptedModelServer:
     def _get(self, path: str, headers: dict[str, str]) -> Answer:
         if path == "/":
             return json_answer(200, {"status": "ok", "service": "skilleval scripted model server"})
-        if path not in MODEL_PATHS:
+        one = next((path[len(base) + 1 :] for base in MODEL_PATHS if path.startswith(base + "/")), None)
+        if path not in MODEL_PATHS and not one:
             return error_answer(None, 404, f"scripted model server: no such endpoint GET {path}", "not_found_error")
-        names = self._queues.names() or ["scripted-model"]
+        answer = self._catalog(headers, urllib.parse.unquote(one) if one else None)
+        answer.delay = self.script.catalog.delay
+        return answer
+
+    def _catalog(self, headers: dict[str, str], model_id: str | None) -> Answer:
+        """The model listing, one model, or the script's catalog error."""
+        catalog = self.script.catalog
+        dialect: Dialect = "messages" if "anthropic-version" in headers else "chat"
+        if catalog.status is not None:
+            message = catalog.message or f"scripted catalog error (HTTP {catalog.status})"
+            return error_answer(dialect, catalog.status, message)
+        names = catalog.models if catalog.models is not None else (self._queues.names() or ["scripted-model"])
+        if model_id is not None:
+            if model_id not in names:
+                return error_answer(dialect, 404, f"model: {model_id} not found", "not_found_error")
+            names = [model_id]
         if "anthropic-version" in headers:
             stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             data = [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names]
+            if model_id is not None:
+                return json_answer(200, data[0])
             return json_answer(200, {"data": data, "has_more": False, "first_id": names[0], "last_id": names[-1]})
         models = [{"id": name, "object": "model", "created": 0, "owned_by": "skilleval-scripted"} for name in names]
+        if model_id is not None:
+            return json_answer(200, models[0])
         return json_answer(200, {"object": "list", "data": models})
 
     def _render(self, reply: Reply, dialect: Dialect, model: str, body: dict[str, Any], text: str) -> Answer:

@@ -35,15 +35,15 @@ def _behavior_reply(count: int) -> str:
     return json.dumps({"results": results, "score": 1.0, "summary": "all seen"})
 
 
-def _script() -> dict[str, Any]:
-    """Every judge prompt of the hello-skill cases answered, for as many trials as come."""
+def _script(model: str = MODEL) -> dict[str, Any]:
+    """Every judge prompt of the hello-skill cases answered by `model`, for as many trials as come."""
     behaviors = [
         {"text": _behavior_reply(n), "match_regex": rf"Give exactly {n} results\.", "repeat": "forever"}
         for n in (1, 2, 3, 4)
     ]
     return {
         "models": {
-            MODEL: [
+            model: [
                 {"text": ACCURACY, "match": "USER QUESTION:", "repeat": "forever"},
                 {"text": GOAL, "match": "Infer the user's goal", "repeat": "forever"},
                 *behaviors,
@@ -55,6 +55,11 @@ def _script() -> dict[str, Any]:
 def _reward_details(project: SkillProject) -> list[dict[str, Any]]:
     trials = sorted((project.root / "results" / "hello-skill").glob("2*/*/*/trials/*.json"))
     return [json.loads(path.read_text())["rich_reward"]["details"] for path in trials]
+
+
+def model_requests(server: Any) -> list[Any]:
+    """The model requests a server saw: the run's credential check adds one catalog GET, which is no judge call."""
+    return [r for r in server.requests if r.method == "POST"]
 
 
 def _latest_result(project: SkillProject) -> dict[str, Any]:
@@ -84,9 +89,9 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
     judge = result["run_config"]["judge"]
     assert judge["enabled"] and judge["model"] == f"openai/{MODEL}" and judge["source"] == "--judge-model"
     assert "scripted-key" not in json.dumps(result)
-    calls = len(judge_env.requests)
+    calls = len(model_requests(judge_env))
     assert calls >= 8 and all(r.status == 200 for r in judge_env.requests)
-    assert all(r.model == MODEL for r in judge_env.requests)
+    assert all(r.model == MODEL for r in model_requests(judge_env))
     details = _reward_details(skill_project)
     judged = [d[m] for d in details for m in ("accuracy", "goal_accuracy", "behavior_check") if not d[m].get("skipped")]
     fresh = [d for d in judged if not d["cached"]]
@@ -97,7 +102,7 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
 
     second = skill_project.run(*LOCAL_REPLAY, "--judge-model", f"openai/{MODEL}")
     second.assert_outcomes(passed=8)
-    assert len(judge_env.requests) == calls  # the rerun made 0 judge requests
+    assert len(model_requests(judge_env)) == calls  # the rerun made 0 judge requests
     rerun = [
         d[m]
         for d in _reward_details(skill_project)[len(details) :]
@@ -109,7 +114,7 @@ def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_projec
 
     third = skill_project.run(*LOCAL_REPLAY, "--judge-model", f"openai/{MODEL}", "--judge-cache", "off")
     third.assert_outcomes(passed=8)
-    assert len(judge_env.requests) == calls + len(judged)  # cache off: every verdict asked for again
+    assert len(model_requests(judge_env)) == calls + len(judged)  # cache off: every verdict asked for again
 
 
 def test_without_a_judge_model_the_overall_is_partial_and_said_once(skill_project: SkillProject, judge_env: Any):
@@ -148,7 +153,7 @@ def test_a_failing_judge_leaves_the_trial_unscored(
     run.assert_outcomes(errors=1)
     out = run.stdout.str()
     assert "judge failed: accuracy: openai/judge-demo: gave up after 2 request(s)" in out
-    assert len(server.requests) == 6  # three judges, each one request and one retry
+    assert len(model_requests(server)) == 6  # three judges, each one request and one retry
     result = _latest_result(skill_project)
     trial = result["trials"][0]
     assert trial["status"] == "unscored" and trial["overall"] is None

@@ -15,7 +15,7 @@ from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.run_seal import RunSeal
-from pytest_skilleval.skill.settings import unmeasured_settings
+from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from verifier.redact import Redactor
 
 RUN_ID = "20250102_030405_42_0123456789ab"

@@ -29,8 +29,10 @@ def _spec(agent: str, arm: str = "with_skill") -> TrialSpec:
 def test_real_agents_get_their_harbor_name_model_and_the_skill(agent: str) -> None:
     settings = RunSettings(agents=[agent], agent_models={agent: f"provider/{agent}-model"})
     config = agent_config(_spec(agent), settings, STAGED)
-    assert config.name == agent
-    assert config.import_path is None
+    if agent == "opencode":  # Harbor's own opencode installs @latest from the network: ours skips an installed CLI
+        assert config.import_path == "pytest_skilleval.harbor.preinstalled:PreinstalledOpenCode"
+    else:
+        assert config.name == agent and config.import_path is None
     assert config.model_name == f"provider/{agent}-model"
     assert config.skills == [str(STAGED)]
 
@@ -81,7 +83,8 @@ def test_agent_kwargs_reach_only_their_agent() -> None:
         "record_terminal_session": False,
         "api_base": "http://h/v1",
     }
-    assert agent_config(_spec("codex"), settings, STAGED).kwargs == {}
+    # codex gets only what keeps runs comparable (test_agent_comparability.py), none of terminus-2's
+    assert agent_config(_spec("codex"), settings, STAGED).kwargs == {"reasoning_effort": "high", "version": "0.171.0"}
 
 
 def test_agent_kwargs_for_import_path_agents_and_aliases() -> None:
@@ -89,7 +92,7 @@ def test_agent_kwargs_for_import_path_agents_and_aliases() -> None:
         agents=["pkg.mod:Agent", "claude"], agent_kwargs={"pkg.mod:Agent": {"x": 1}, "claude": {"y": "z"}}
     )
     assert agent_config(_spec("pkg.mod:Agent"), settings, STAGED).kwargs == {"x": 1}
-    assert agent_config(_spec("claude-code"), settings, STAGED).kwargs == {"y": "z"}
+    assert agent_config(_spec("claude-code"), settings, STAGED).kwargs == {"y": "z", "version": "2.1.332"}
 
 
 def test_replay_keeps_its_own_kwargs_beside_agent_kwargs() -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from pytest_skilleval.options import OPTION_SPECS
 from pytest_skilleval.skill.config_file import CLI_ONLY_KEYS, SECTIONS
-from pytest_skilleval.skill.settings import RunSettings, declared_settings, shown_default, unmeasured_settings
+from pytest_skilleval.skill.setting_catalog import declared_settings, shown_default, unmeasured_settings
+from pytest_skilleval.skill.settings import RunSettings
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from verifier.judges.config import API_KEY_VAR, JudgeConfig, litellm_model
+from verifier.judges.config import JudgeConfig, litellm_model
 
 log = logging.getLogger("verifier.judges")
 
@@ -297,7 +297,7 @@ async def request_once(
     if config.base_url:
         base["api_base"] = config.base_url
     if config.api_key_var:
-        base["api_key"] = os.environ.get(API_KEY_VAR)
+        base["api_key"] = os.environ.get(config.api_key_var)
     requests = retries = 0
     while True:
         remaining = deadline - time.monotonic()

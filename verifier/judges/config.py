@@ -2,7 +2,8 @@
 
 Why only the host environment: the judge credential and endpoint are the operator's, never the skill's, and the
 judges run in the host process, so nothing of this reaches the sandbox. Judges run only when a model is set
-explicitly; an agent's provider key alone never starts judging.
+explicitly, or when `SKILL_EVAL_LLM_PROVIDER` names a provider with a documented default judge model; an agent's
+provider key alone never starts judging.
 """
 
 from __future__ import annotations
@@ -16,15 +17,23 @@ from pydantic import BaseModel, Field
 CacheMode = Literal["on", "off", "read", "write"]
 CACHE_MODES: tuple[str, ...] = ("on", "off", "read", "write")
 
-MODEL_VARS = ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL")
+MODEL_VARS = ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "SKILL_EVAL_LLM_MODEL")
 FALLBACK_VAR = "LLM_JUDGE_FALLBACK_MODELS"
 PROVIDER_VAR = "SKILL_EVAL_LLM_PROVIDER"
 BASE_URL_VAR = "SKILL_EVAL_LLM_BASE_URL"
 API_KEY_VAR = "SKILL_EVAL_LLM_API_KEY"
 CHARACTER_FACTS_VAR = "SKILL_EVAL_JUDGE_CHARACTER_FACTS"
 NOT_CONFIGURED = (
-    "LLM judge not configured: no judge model (set --judge-model, LLM_JUDGE_MODEL or SKILL_EVAL_JUDGE_MODEL)"
+    "LLM judge not configured: no judge model (set --judge-model, LLM_JUDGE_MODEL, SKILL_EVAL_JUDGE_MODEL, "
+    "SKILL_EVAL_LLM_MODEL or SKILL_EVAL_LLM_PROVIDER)"
 )
+PROVIDER_DEFAULT = "provider default"
+# The seed's documented default judge model per evaluator provider, used only when SKILL_EVAL_LLM_PROVIDER is set
+# explicitly and no model is: openai's is the evaluator's own default, nv_build's the NVIDIA single-key route's.
+DEFAULT_JUDGE_MODELS = {
+    "openai": "gpt-5.6-sol",
+    "nv_build": "nvidia/nemotron-3-super-120b-a12b",
+}
 
 # Tunables: environment variable -> (field, default). Every one is a number the operator may raise or lower.
 NUMERIC_VARS: dict[str, tuple[str, float]] = {
@@ -41,6 +50,10 @@ NUMERIC_VARS: dict[str, tuple[str, float]] = {
 }
 # Providers whose name is not litellm's own prefix.
 PROVIDER_PREFIX = {"nv_build": "nvidia_nim", "nvidia": "nvidia_nim"}
+# NVIDIA Build's catalog ids carry their own `vendor/` part, so the litellm prefix always goes in front.
+CATALOG_PROVIDERS = ("nv_build", "nvidia")
+# The key variable a provider's own litellm route would not read by itself.
+PROVIDER_API_KEY_VARS = {"nv_build": "NVIDIA_API_KEY", "nvidia": "NVIDIA_API_KEY"}
 PROVIDER_KEY_VARS = {
     "OPENAI_API_KEY": "openai",
     "ANTHROPIC_API_KEY": "anthropic",
@@ -87,6 +100,7 @@ class JudgeConfig(BaseModel):
             "provider": self.provider,
             "model": self.model,
             "source": self.model_source,
+            "model_source": self.model_source,
             "fallback_models": list(self.fallback_models),
             "base_url": self.base_url,
             "cache": self.cache_mode,
@@ -107,14 +121,24 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
 
 
 def judge_model_from(explicit: str | None, env: Mapping[str, str]) -> tuple[str, str] | None:
-    """(model, source): --judge-model, then LLM_JUDGE_MODEL, then SKILL_EVAL_JUDGE_MODEL; None when none is set."""
+    """(model, source): --judge-model, then LLM_JUDGE_MODEL, SKILL_EVAL_JUDGE_MODEL, SKILL_EVAL_LLM_MODEL, then the
+    default model of an explicitly set SKILL_EVAL_LLM_PROVIDER; None when none applies."""
     if explicit and explicit.strip():
         return explicit.strip(), "--judge-model"
     for name in MODEL_VARS:
         value = env.get(name, "").strip()
         if value:
             return value, name
-    return None
+    provider = env.get(PROVIDER_VAR, "").strip().lower()
+    if not provider:
+        return None
+    if provider not in DEFAULT_JUDGE_MODELS:
+        known = ", ".join(sorted(DEFAULT_JUDGE_MODELS))
+        raise JudgeConfigError(
+            f"{PROVIDER_VAR}={provider!r} has no default judge model (only {known} have one): "
+            "set SKILL_EVAL_LLM_MODEL or --judge-model"
+        )
+    return DEFAULT_JUDGE_MODELS[provider], PROVIDER_DEFAULT
 
 
 def _provider(model: str, env: Mapping[str, str]) -> str:
@@ -131,9 +155,21 @@ def _provider(model: str, env: Mapping[str, str]) -> str:
 
 def litellm_model(model: str, provider: str) -> str:
     """The model name litellm routes: an explicit `prefix/` is kept; a bare name gets the provider's prefix."""
+    prefix = PROVIDER_PREFIX.get(provider, provider)
+    if provider in CATALOG_PROVIDERS and not model.startswith(prefix + "/"):
+        return f"{prefix}/{model}"
     if "/" in model:
         return model
-    return f"{PROVIDER_PREFIX.get(provider, provider)}/{model}"
+    return f"{prefix}/{model}"
+
+
+def _api_key_var(provider: str, env: Mapping[str, str]) -> str | None:
+    """The variable the judge's key is read from: SKILL_EVAL_LLM_API_KEY, else the provider's own when litellm's
+    route would not find it (NVIDIA_API_KEY for nv_build), else None (litellm reads the provider's variable)."""
+    if env.get(API_KEY_VAR):
+        return API_KEY_VAR
+    own = PROVIDER_API_KEY_VARS.get(provider)
+    return own if own and env.get(own) else None
 
 
 def load_config(
@@ -172,7 +208,7 @@ def load_config(
         fallback_models=[m for i, m in enumerate(fallbacks) if m != name and m not in fallbacks[:i]],
         provider=provider,
         base_url=base_url,
-        api_key_var=API_KEY_VAR if env.get(API_KEY_VAR) else None,
+        api_key_var=_api_key_var(provider, env),
         character_facts=env.get(CHARACTER_FACTS_VAR, "").strip().lower() in {"1", "true", "yes", "on"},
         cache_mode=cache_mode,  # type: ignore[arg-type]
         cache_dir=cache_dir,
