@@ -54,7 +54,9 @@ def _validation_problems(data: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | None = None) -> TrajectoryEvidence:
+def evidence_from_steps(
+    steps: list[Any], source: str, problems: list[str] | None = None, agent_name: str | None = None
+) -> TrajectoryEvidence:
     """Evidence from ATIF-shaped step dicts: agent tool calls with their matched observations, and messages."""
     problems = list(problems or [])
     calls: list[ToolCallRecord] = []
@@ -105,6 +107,7 @@ def evidence_from_steps(steps: list[Any], source: str, problems: list[str] | Non
         agent_messages=agent_messages,
         user_messages=user_messages,
         system_messages=system_messages,
+        agent_name=agent_name,
         problems=problems,
     )
 
@@ -119,6 +122,12 @@ def _steps_of(data: Any) -> tuple[list[Any], list[str]]:
     if not steps:
         return [], [f"{TRAJECTORY_FILE} has no steps"]
     return steps, []
+
+
+def _agent_name(data: Any) -> str | None:
+    agent = data.get("agent") if isinstance(data, Mapping) else None
+    name = agent.get("name") if isinstance(agent, Mapping) else None
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def _none(problems: list[str], detail: str = NO_TRAJECTORY) -> TrajectoryEvidence:
@@ -136,7 +145,33 @@ def evidence_from_atif(data: Mapping[str, Any] | str, source: str = TRAJECTORY_F
     if not steps:
         return _none(problems)
     problems = _validation_problems(data)  # type: ignore[arg-type]
-    return evidence_from_steps(steps, source, problems)
+    return evidence_from_steps(steps, source, problems, _agent_name(data))
+
+
+def _with_log_outcomes(evidence: TrajectoryEvidence, agent_logs_dir: Path) -> TrajectoryEvidence:
+    """Calls the trajectory left without any output get the agent log's record of them (same call id).
+
+    Harbor's opencode converter drops the result of a tool call that failed (`status: error`, "File not found"),
+    so a failed read of SKILL.md would look like a read; the agent's own log still says how each call ended.
+    """
+    wanting = {call.call_id for call in evidence.tool_calls if call.call_id and not call.observation.strip()}
+    if not wanting:
+        return evidence
+    source, steps, _ = rebuild_steps(agent_logs_dir)
+    if source is None:
+        return evidence
+    outcomes = {
+        call.call_id: call.observation
+        for call in evidence_from_steps(steps, source).tool_calls
+        if call.call_id in wanting and call.observation.strip()
+    }
+    if not outcomes:
+        return evidence
+    calls = [
+        call.model_copy(update={"observation": outcomes[call.call_id]}) if call.call_id in outcomes else call
+        for call in evidence.tool_calls
+    ]
+    return evidence.model_copy(update={"tool_calls": calls})
 
 
 def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
@@ -158,11 +193,11 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
     else:
         evidence = evidence_from_atif(text, source=path.name)
         if evidence.usable:
-            return evidence
+            return _with_log_outcomes(evidence, agent_logs_dir)
         problems.extend(evidence.problems)
     source, steps, log_problems = rebuild_steps(agent_logs_dir)
     problems.extend(log_problems)
     if source is None:
         return _none(problems, NO_TRAJECTORY)
-    evidence = evidence_from_steps(steps, source, problems)
-    return evidence
+    # An agent log is named after its agent (`codex.txt`, `claude-code.txt`, ...).
+    return evidence_from_steps(steps, source, problems, agent_name=Path(source).stem)

@@ -115,7 +115,7 @@ def test_routing_shell_reads_pass(command):
 
 def test_routing_shell_read_of_other_skill_is_wrong():
     result = routing(
-        bash("sed -n '1,50p' /workspace/skills/other-skill/SKILL.md", "name: other-skill"), entry=SMOKE_ENTRY
+        bash("sed -n '1,50p' /runtime/skills/other-skill/SKILL.md", "name: other-skill"), entry=SMOKE_ENTRY
     )
     assert result["score"] == 0.0 and "wrong skill" in result["message"]
 
@@ -147,7 +147,7 @@ def test_routing_skill_tool():
 def test_routing_agent_shapes():
     assert routing(oc_read("/runtime/skills/api-caller/SKILL.md"))["score"] == 1.0
     assert routing(codex_shell(["bash", "-lc", "cat /harbor/skills/api-caller/SKILL.md"]))["score"] == 1.0
-    assert routing(exec_command("cat ~/.codex/skills/api-caller/SKILL.md"))["score"] == 1.0
+    assert routing(exec_command("cat ~/.agents/skills/api-caller/SKILL.md"))["score"] == 1.0
 
 
 # ---- 4.3 tool efficiency ------------------------------------------------------------------------------------
