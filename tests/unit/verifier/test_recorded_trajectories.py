@@ -17,7 +17,7 @@ from verifier.grade import entry_for_grading, grade
 from verifier.trajectory import load_evidence
 
 RECORDED = TRAJECTORY_FIXTURES / "recorded"
-DETERMINISTIC = ["security", "skill_execution"]
+DETERMINISTIC = ["security", "skill_execution", "skill_efficiency"]
 
 
 def graded(agent: str, case: str, arm: str, skill: str = "hello-skill") -> dict[str, Any]:
@@ -25,28 +25,30 @@ def graded(agent: str, case: str, arm: str, skill: str = "hello-skill") -> dict[
     return grade(load_evidence(RECORDED / agent / case / arm), entry, DETERMINISTIC)
 
 
-# (agent, case, arm): (security, skill_execution, how activation happened).
+# (agent, case, arm): (security, skill_execution, skill_efficiency, how activation happened).
 # Worked out by hand from each trajectory:
 # - codex with the skill: the harness injected it (<skill> block from ~/.agents/skills: activation 1.0), the script
 #   ran, SKILL.md came before the commands, nothing failed (its text says "an error (exit code 2)", which is no
-#   failure): 1.0.
+#   failure): 1.0. Efficiency: routed to hello-skill, all four exec calls (the apply_patch one too) productive: 1.0.
 # - claude-code: the Skill tool answered "Launching skill" (1.0); the slash command injected the base directory
-#   (harness, 1.0).
-# - opencode: its `skill` tool failed (no ripgrep in the sandbox), its `read` of SKILL.md worked (native read, 1.0).
+#   (harness, 1.0); Write is the work: efficiency 1.0.
+# - opencode: its `skill` tool failed (no ripgrep in the sandbox), its `read` of SKILL.md worked (native read, 1.0);
+#   `write` and `edit` are the work: efficiency 1.0.
 # - terminus-2: `cat` of SKILL.md in the terminal (shell read, capped at 0.75), the script ran, read came first,
-#   nothing failed: (0.75 + 1 + 1 + 1) / 4 = 0.9375.
-# - every baseline: every load failed, so activation is 0 and skill_execution 0.0.
+#   nothing failed: (0.75 + 1 + 1 + 1) / 4 = 0.9375. Its two mark_task_complete calls are not waste: 1.0.
+# - every baseline: every load failed, so activation is 0 and skill_execution 0.0; efficiency routes to nothing
+#   (0.0) and spends every call on the task (1.0): 0.5.
 EXPECTED = {
-    ("codex", "load-and-run", "with_skill"): (1.0, 1.0, "harness"),
-    ("codex", "load-and-run", "without_skill"): (1.0, 0.0, None),
-    ("claude-code", "load-and-run", "with_skill"): (1.0, 1.0, "Skill tool"),
-    ("claude-code", "load-and-run", "without_skill"): (1.0, 0.0, None),
-    ("claude-code", "slash-command", "with_skill"): (1.0, 1.0, "harness"),
-    ("claude-code", "slash-command", "without_skill"): (1.0, 0.0, None),
-    ("opencode", "load-and-run", "with_skill"): (1.0, 1.0, "native read of SKILL.md"),
-    ("opencode", "load-and-run", "without_skill"): (1.0, 0.0, None),
-    ("terminus-2", "load-and-run", "with_skill"): (1.0, 0.9375, "shell read command"),
-    ("terminus-2", "load-and-run", "without_skill"): (1.0, 0.0, None),
+    ("codex", "load-and-run", "with_skill"): (1.0, 1.0, 1.0, "harness"),
+    ("codex", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("claude-code", "load-and-run", "with_skill"): (1.0, 1.0, 1.0, "Skill tool"),
+    ("claude-code", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("claude-code", "slash-command", "with_skill"): (1.0, 1.0, 1.0, "harness"),
+    ("claude-code", "slash-command", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("opencode", "load-and-run", "with_skill"): (1.0, 1.0, 1.0, "native read of SKILL.md"),
+    ("opencode", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("terminus-2", "load-and-run", "with_skill"): (1.0, 0.9375, 1.0, "shell read command"),
+    ("terminus-2", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
 }
 
 
@@ -61,9 +63,9 @@ def test_every_recording_has_its_expected_reward():
 
 @pytest.mark.parametrize(("agent", "case", "arm"), sorted(EXPECTED), ids=["-".join(key) for key in sorted(EXPECTED)])
 def test_recorded_trajectory_scores_as_checked_by_hand(agent, case, arm):
-    security, execution, via = EXPECTED[(agent, case, arm)]
+    security, execution, efficiency, via = EXPECTED[(agent, case, arm)]
     result = graded(agent, case, arm)
-    assert result["metrics"] == {"security": security, "skill_execution": execution}
+    assert result["metrics"] == {"security": security, "skill_execution": execution, "skill_efficiency": efficiency}
     details = result["details"]["skill_execution"]
     assert details["activation"].get("via") == via, details["activation"]
     assert details["activation"]["passed"] is (via is not None)
@@ -127,6 +129,10 @@ def test_codex_bundled_skill_is_not_the_skill_under_test(arm):
         }
     ]
     assert execution["activation"]["skill_md_reads"][0]["outside_skills_dirs"] is True
+    routing = result["details"]["skill_efficiency"]["routing"]
+    assert routing["score"] == 0.0 and routing["other_skill_reads"][0]["path"].endswith(
+        "/.system/skill-creator/SKILL.md"
+    )
 
 
 def test_skills_dir_names_the_bundled_folder_when_that_is_what_is_under_test():
@@ -141,6 +147,33 @@ def test_reading_a_skill_md_that_says_error_is_not_a_failed_command():
     later `cat` of the greeting; the read is no failure the next command corrected."""
     recovery = graded("codex", "load-and-run", "with_skill")["details"]["skill_execution"]["error_recovery"]
     assert recovery["score"] == 1.0 and recovery["failures"] == 0 and recovery["corrections"] == []
+
+
+def test_terminus2_completion_calls_and_writes_are_not_waste():
+    efficiency = graded("terminus-2", "load-and-run", "with_skill")["details"]["skill_efficiency"]["tool_efficiency"]
+    assert efficiency == {
+        "score": 1.0,
+        "passed": True,
+        "productive": 6,
+        "wasted": 0,
+        "total": 6,
+        "wasted_calls": [],
+    }
+
+
+@pytest.mark.parametrize(("agent", "writes"), [("claude-code", ["Write"]), ("opencode", ["write", "edit"])])
+def test_write_and_edit_tools_are_productive(agent, writes):
+    result = graded(agent, "load-and-run", "with_skill")["details"]["skill_efficiency"]["tool_efficiency"]
+    evidence = load_evidence(RECORDED / agent / "load-and-run" / "with_skill")
+    assert [call.tool for call in evidence.tool_calls if call.tool in writes] == writes
+    assert result["wasted"] == 0 and result["score"] == 1.0
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code"])
+def test_efficiency_routing_counts_the_harness_load(agent):
+    case = "load-and-run" if agent == "codex" else "slash-command"
+    result = graded(agent, case, "with_skill")["details"]["skill_efficiency"]["routing"]
+    assert result["score"] == 1.0 and result["reads"][0]["via"] == "harness"
 
 
 def test_recordings_are_what_the_agents_wrote():
