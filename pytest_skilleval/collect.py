@@ -21,7 +21,7 @@ from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
 from pytest_skilleval.skill.plan import TrialSpec, case_trials, native_claims, selected_cases, trial_label
-from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
 
 MARKER = "skilleval"
 CaseFields = dict[str, Any]  # TrialSpec's fields shared by a case's trials (see `case_fields`)
@@ -294,6 +294,7 @@ class NativeTaskFile(SkillCollector):
             dataset_ids=entries.keys() if entries is not None else None,
             pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,
+            env_mode="local" if settings.env_mode in LOCAL_ENV_MODES else settings.env_mode,
         )
         errors = [finding for finding in findings if finding.severity == "error"]
         if errors:
