@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.testing.script import regex_all
 from pytest_skilleval.testing.scripted_model import ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,13 +38,6 @@ ARMS = ("with_skill", "without_skill")
 AGENT_LOGS = ("codex.txt", "claude-code.txt", "opencode.txt", "trajectory.json")
 GREET_ARGS = "--name 'Ada Lovelace'"
 NOTES = "/workspace/output/notes.txt"
-
-
-def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
-    """A regex matching a conversation that holds every needle and none of `absent`."""
-    ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)
-    not_ahead = "".join(f"(?!.*{re.escape(needle)})" for needle in absent)
-    return f"(?s)^{not_ahead}{ahead}"
 
 
 @dataclass(frozen=True)

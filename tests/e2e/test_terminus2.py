@@ -13,6 +13,7 @@ import json
 
 import pytest
 
+from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import (
     CASES,
     NEGATIVE_CASE,
@@ -20,7 +21,6 @@ from tests.e2e.agent_runs import (
     SKILL,
     assert_arms_scored_as_scripted,
     assert_baseline_never_saw_the_skill,
-    regex_all,
     trials,
 )
 from tests.support import SkillProject, require_system
