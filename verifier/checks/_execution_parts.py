@@ -22,8 +22,8 @@ from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accep
 from verifier.checks._skill_reads import (
     has_read_evidence_args,
     is_native_skill_read,
+    iter_skill_reads,
     shell_skill_reads,
-    skill_reads,
 )
 from verifier.evidence import ToolCallRecord
 from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
@@ -94,22 +94,27 @@ def _harness_activation(accepted: list[str], loads: list[HarnessLoad]) -> dict[s
     }
 
 
+_READS_SHOWN = 20
+
+
 def _other_skill_reads(calls: list[ToolCallRecord], skills_dirs: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The SKILL.md reads that did not activate the expected skill: another skill's, one from outside the trial's
-    skills folders, or a read that failed."""
-    found = []
+    """The SKILL.md reads that did not activate the expected skill (the first 20): another skill's, one from outside
+    the trial's skills folders, or a read that failed."""
+    found: list[dict[str, Any]] = []
     by_index = {call.index: call for call in calls}
-    for read in skill_reads(calls):
-        call = by_index[read.call_index]
+    for read in iter_skill_reads(calls):
         if read.kind == "skill_tool":
             continue
+        call = by_index[read.call_index]
         entry: dict[str, Any] = {"call_index": read.call_index, "tool": read.tool, "path": read.path}
         if read_failed(call.observation, read.path):
             entry["failed"] = True
         elif not installed_skill(read.path, skills_dirs, workdir_argument(call.arguments) or DEFAULT_CWD):
             entry["outside_skills_dirs"] = True
         found.append(entry)
-    return found[:20]
+        if len(found) >= _READS_SHOWN:
+            break
+    return found
 
 
 def check_activation(
@@ -318,11 +323,11 @@ CORRECTION_WINDOW = 5
 def _failed(call: ToolCallRecord) -> bool:
     """Whether an exec call failed. A read of SKILL.md failed only when the read did: the skill's own text may well
     say "error" or "config" (most do)."""
-    reads = shell_skill_reads(shell_text(call.arguments))
-    if reads:
-        return any(read_failed(call.observation, path) for path in reads)
     lowered = call.observation.lower()
-    return any(keyword in lowered for keyword in ERROR_KEYWORDS) or bool(_STRUCTURED_FAILURE.search(lowered))
+    if not (any(keyword in lowered for keyword in ERROR_KEYWORDS) or _STRUCTURED_FAILURE.search(lowered)):
+        return False
+    reads = shell_skill_reads(shell_text(call.arguments))
+    return not reads or any(read_failed(call.observation, path) for path in reads)
 
 
 def _similar(first: str, second: str) -> bool:

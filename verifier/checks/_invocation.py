@@ -26,6 +26,7 @@ from verifier.checks._shell_words import (
     simple_commands,
 )
 from verifier.checks._skill_dirs import (
+    folder_prefixes,
     installed_skill,
     normalize,
     read_failed,
@@ -165,9 +166,7 @@ class _ShellReader:
         resolved = normalize(self._resolve(text), self.cwd)
         if not resolved:
             return False
-        return not any(
-            resolved.startswith(normalize(root).rstrip("/") + "/") for root in self.skills_dirs if normalize(root)
-        )
+        return not resolved.startswith(folder_prefixes(self.skills_dirs))
 
     def _resolve(self, path: str) -> str:
         cleaned = path.replace("\\", "/")
@@ -255,22 +254,33 @@ class _ShellReader:
     def _check_unknown(self, words: list[str], source: list[Word], inputs: list[str]) -> None:
         """`words` is a suffix of the expanded `source` words (only leading words are ever dropped); a word that is a
         path outside every skills folder names another skill's files, not the target's."""
-        texts = [text for text in [*words, *inputs] if not self._outside(text)]
+        texts = [*words, *inputs]
+        if not any(_names_skill_file(text) for text in texts):
+            return  # the common case, decided before any path is placed
+        texts = [text for text in texts if not self._outside(text)]
         if any(_mentions_artifact(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s files without a recognized read or run")
-        names_skill_files = any("skill.md" in t.lower() or "/scripts/" in t.replace("\\", "/").lower() for t in texts)
-        if not names_skill_files:
+        if not any(_names_skill_file(text) for text in texts):
             return
         if any(_has_component(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s folder and a skill file it may read")
         # Glob flags are only needed here, so they are computed here, for the words still in play.
         globbed = [word.has_unquoted_glob() for word in source[len(source) - len(words) :]]
         for text, is_glob in zip(words, globbed, strict=False):
-            if is_glob and any(
-                any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
-                for part in text.replace("\\", "/").split("/")
+            if (
+                is_glob
+                and not self._outside(text)
+                and any(
+                    any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
+                    for part in text.replace("\\", "/").split("/")
+                )
             ):
                 raise Undeterminable(f"a glob that may match {self.target} reaches a skill file")
+
+
+def _names_skill_file(text: str) -> bool:
+    """A word that names a SKILL.md or something under a `scripts/` folder (what a skill's files look like)."""
+    return "skill.md" in text.lower() or "/scripts/" in text.replace("\\", "/").lower()
 
 
 def _shell_payload(args: list[str]) -> str | None:

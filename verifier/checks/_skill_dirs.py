@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 # Harbor stages every skill in its skills folder (`/runtime/skills` on 0.25, `/harbor/skills` on 0.24), and each
@@ -100,6 +101,16 @@ def normalize(path: str, cwd: str = DEFAULT_CWD) -> str:
     return posixpath.normpath(cleaned)
 
 
+@lru_cache(maxsize=64)
+def _roots(skills_dirs: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(root for root in (normalize(folder) for folder in skills_dirs) if root)
+
+
+def folder_prefixes(skills_dirs: Iterable[str]) -> tuple[str, ...]:
+    """Each skills folder as a normalized `/path/` prefix, for `str.startswith`."""
+    return tuple(root.rstrip("/") + "/" for root in _roots(tuple(skills_dirs)))
+
+
 def installed_skill(path: str, skills_dirs: Iterable[str], cwd: str = DEFAULT_CWD) -> str:
     """The skill name when `path` is `<skills dir>/<name>/SKILL.md` for one of `skills_dirs`, else ''."""
     resolved = normalize(path, cwd)
@@ -111,7 +122,7 @@ def installed_skill(path: str, skills_dirs: Iterable[str], cwd: str = DEFAULT_CW
     parent, name = posixpath.split(folder)
     if not name or name.startswith("."):
         return ""
-    return name if any(parent == normalize(root) for root in skills_dirs) else ""
+    return name if parent in _roots(tuple(skills_dirs)) else ""
 
 
 def installed_skill_folder(folder: str, skills_dirs: Iterable[str]) -> str:
@@ -120,7 +131,7 @@ def installed_skill_folder(folder: str, skills_dirs: Iterable[str]) -> str:
     parent, name = posixpath.split(resolved.rstrip("/"))
     if not name or name.startswith("."):
         return ""
-    return name if any(parent == normalize(root) for root in skills_dirs) else ""
+    return name if parent in _roots(tuple(skills_dirs)) else ""
 
 
 def read_failed(observation: str, path: str = "", *, exit_codes: bool = True) -> bool:
@@ -133,8 +144,11 @@ def read_failed(observation: str, path: str = "", *, exit_codes: bool = True) ->
         return True
     if not path:
         return bool(_FAILED_FILE.search(observation))
-    name = posixpath.basename(path.rstrip("/")) or path
-    return any(_FAILED_FILE.search(line) and (path in line or name in line) for line in observation.splitlines())
+    # The line must name this file: its last two components (`skill/SKILL.md`, as `~` or a variable may have been
+    # expanded before the message was printed), or the name alone when that is all the path is.
+    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    needle = "/".join(parts[-2:]) if parts else path
+    return any(_FAILED_FILE.search(line) and needle in line for line in observation.splitlines())
 
 
 def skill_tool_failed(observation: str) -> bool:

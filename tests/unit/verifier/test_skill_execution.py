@@ -544,3 +544,16 @@ def test_evidence_type_is_the_shared_model():
 
 def test_older_claude_code_skill_tool_argument():
     assert activation(call("Skill", command="api-caller"))["score"] == 1.0
+
+
+def test_a_failure_line_counts_for_the_file_it_names():
+    # terminus-2 answers an episode with one screen for all its commands: the other skill's failed read does not
+    # undo this skill's successful one.
+    screen = (
+        "$ cat /runtime/skills/api-caller/SKILL.md\n---\nname: api-caller\n---\n"
+        "$ cat /runtime/skills/other/SKILL.md\ncat: /runtime/skills/other/SKILL.md: No such file or directory\n"
+    )
+    ok = call("bash_command", screen, keystrokes="cat /runtime/skills/api-caller/SKILL.md\n")
+    assert activation(ok)["score"] == 0.75
+    failed = call("bash_command", screen, keystrokes="cat /runtime/skills/other/SKILL.md\n")
+    assert activation(failed, accepted=("other",))["score"] == 0.0
