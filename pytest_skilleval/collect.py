@@ -31,7 +31,7 @@ from pytest_skilleval.skill.plan import (
     trigger_label,
     trigger_trials,
 )
-from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES, find_trigger_set
 
 MARKER = "skilleval"
@@ -335,6 +335,7 @@ class NativeTaskFile(SkillCollector):
             dataset_ids=entries.keys() if entries is not None else None,
             pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,
+            env_mode="local" if settings.env_mode in LOCAL_ENV_MODES else settings.env_mode,
         )
         errors = [finding for finding in findings if finding.severity == "error"]
         if errors:

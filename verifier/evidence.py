@@ -51,6 +51,9 @@ class TrajectoryEvidence(BaseModel):
     system_messages: list[str] = Field(
         default_factory=list, description="System step messages: where a harness may inject a loaded skill."
     )
+    agent_name: str | None = Field(
+        default=None, description="The agent that wrote it (ATIF `agent.name`, or the agent log's name)."
+    )
     problems: list[str] = Field(
         default_factory=list, description="Validation problems met while reading leniently; never fatal."
     )

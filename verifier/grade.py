@@ -156,6 +156,15 @@ def _parser() -> argparse.ArgumentParser:
         help="the skill under test (the skill folder's name, as a run sets it); with "
         "--case, an entry without expected_skill then expects this skill, as in an evals.json run",
     )
+    parser.add_argument(
+        "--skills-dir",
+        action="append",
+        dest="skills_dirs",
+        metavar="DIR",
+        help="a folder the trial installed skills into, as the agent saw it (repeatable); a skill counts as the "
+        "skill under test only when loaded from one (default: the folders our trials install skills into for "
+        "the trajectory's agent)",
+    )
     parser.add_argument("--metrics", help=f"comma-separated subset of: {','.join(STANDARD_METRICS)}")
     parser.add_argument(
         "--judge-model",
@@ -283,6 +292,8 @@ def run_grade_command(argv: list[str], case_loader: CaseLoader | None = None) ->
         metrics = _metrics_arg(args.metrics)
         case, skill = _case_and_skill(args, case_loader)
         entry = entry_for_grading(case, skill)
+        if args.skills_dirs:
+            entry["skills_dirs"] = list(args.skills_dirs)
         note = _check_gradable(entry, metrics)
         evidence = _evidence_for(Path(args.trajectory))
         if not evidence.usable:

@@ -61,15 +61,21 @@ def _validation_problems(data: Mapping[str, Any]) -> list[str]:
 
 
 def evidence_from_steps(
-    steps: list[Any], source: str, problems: list[str] | None = None, agent: tuple[str, str] = ("", "json")
+    steps: list[Any],
+    source: str,
+    problems: list[str] | None = None,
+    agent: tuple[str, str] = ("", "json"),
+    agent_name: str | None = None,
 ) -> TrajectoryEvidence:
     """Evidence from ATIF-shaped step dicts: agent tool calls with their matched observations, and messages.
 
     `agent` is (name, terminus-2 parser) from the document's root (`message_calls.agent_shape`): a step of an agent
-    that acts through text gets the calls its message carries (`verifier.message_calls`). A step copied from an
+    that acts through text gets the calls its message carries (`verifier.message_calls`); the name, or `agent_name`
+    for a trajectory rebuilt from a log, says where that agent keeps its own skills. A step copied from an
     earlier segment (`is_copied_context`) adds its messages but no calls: its actions were recorded where they ran.
     """
     problems = list(problems or [])
+    agent_name = agent_name or agent[0] or None
     in_text = acts_in_text(agent[0], steps)
     calls: list[ToolCallRecord] = []
     agent_messages: list[str] = []
@@ -125,6 +131,7 @@ def evidence_from_steps(
         agent_messages=agent_messages,
         user_messages=user_messages,
         system_messages=system_messages,
+        agent_name=agent_name,
         problems=problems,
     )
 
@@ -234,6 +241,32 @@ def merged_trajectory(data: Mapping[str, Any], read: Continuation) -> tuple[dict
     return merged, problems
 
 
+def _with_log_outcomes(evidence: TrajectoryEvidence, agent_logs_dir: Path) -> TrajectoryEvidence:
+    """Calls the trajectory left without any output get the agent log's record of them (same call id).
+
+    Harbor's opencode converter drops the result of a tool call that failed (`status: error`, "File not found"),
+    so a failed read of SKILL.md would look like a read; the agent's own log still says how each call ended.
+    """
+    wanting = {call.call_id for call in evidence.tool_calls if call.call_id and not call.observation.strip()}
+    if not wanting:
+        return evidence
+    source, steps, _ = rebuild_steps(agent_logs_dir)
+    if source is None:
+        return evidence
+    outcomes = {
+        call.call_id: call.observation
+        for call in evidence_from_steps(steps, source).tool_calls
+        if call.call_id in wanting and call.observation.strip()
+    }
+    if not outcomes:
+        return evidence
+    calls = [
+        call.model_copy(update={"observation": outcomes[call.call_id]}) if call.call_id in outcomes else call
+        for call in evidence.tool_calls
+    ]
+    return evidence.model_copy(update={"tool_calls": calls})
+
+
 def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
     """What to grade for one trial: trajectory.json (and the segments it continues in) if it has steps, else the
     first agent log that rebuilds any."""
@@ -264,11 +297,11 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
 
         evidence = evidence_from_atif(text, source=path.name, continuation=continuation)
         if evidence.usable:
-            return evidence
+            return _with_log_outcomes(evidence, agent_logs_dir)
         problems.extend(evidence.problems)
     source, steps, log_problems = rebuild_steps(agent_logs_dir)
     problems.extend(log_problems)
     if source is None:
         return _none(problems, NO_TRAJECTORY)
-    evidence = evidence_from_steps(steps, source, problems)
-    return evidence
+    # An agent log is named after its agent (`codex.txt`, `claude-code.txt`, ...).
+    return evidence_from_steps(steps, source, problems, agent_name=Path(source).stem)

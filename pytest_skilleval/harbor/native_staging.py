@@ -19,6 +19,7 @@ from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.native_tasks import ARM_SUFFIXES, TASK_FILE, NativeTask, NativeTaskError
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
+from verifier.checks._skill_dirs import DEFAULT_SKILLS_DIRS
 
 
 def _table_span(text: str, table: str) -> tuple[int, int] | None:
@@ -130,8 +131,19 @@ def stage_native(spec: TrialSpec, task_dir: Path, mode: str, skill_grader: Path 
         grader = tests / skill_grader.name
         shutil.copy2(skill_grader, grader)
     entry = entry_document(spec, mode, grader is not None)
+    if folders := task_skills_dirs(staged):
+        entry["skills_dirs"] = folders
     (tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return staged, grader
+
+
+def task_skills_dirs(task_dir: Path) -> list[str] | None:
+    """The skills folders the grader should know for a task with its own `[environment] skills_dir` (allowed in an
+    unpaired run): Harbor gives that folder to the agent instead of its own, and the agents copy from it as usual;
+    None for a task without one (the grader's defaults hold)."""
+    config = TaskConfig.model_validate_toml((task_dir / TASK_FILE).read_text(encoding="utf-8"))
+    folder = config.environment.skills_dir
+    return [*DEFAULT_SKILLS_DIRS, folder] if folder else None
 
 
 def native_environment(task_dir: Path, environment: TaskEnvironment, settings: RunSettings) -> None:

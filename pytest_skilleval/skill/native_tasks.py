@@ -29,6 +29,7 @@ from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, dupl
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 from pytest_skilleval.skill.host_env import unpassed_reference_message
 from pytest_skilleval.skill.native_shipped import shipped_skills
+from pytest_skilleval.skill.native_sidecars import compose_sidecars
 from pytest_skilleval.skill.task_durations import duration_problems
 
 HARBOR_DIR_NAME = "harbor"
@@ -534,6 +535,7 @@ def check_native_task(
     dataset_ids: AbstractSet[str] | None,
     staged_env: Iterable[str] = (),
     pre_agent_setup: Sequence[str] = (),
+    env_mode: str | None = None,
 ) -> list[Finding]:
     """Every rule this task breaks for this run.
 
@@ -541,7 +543,7 @@ def check_native_task(
     the baseline's isolation rules apply. `dataset_ids`: the evals.json entry ids,
     None when there is no dataset. `staged_env`: the operator's `--pass-env` allowance, the only host variables a
     task may reference (and the only provider/judge names it may forward as an exact `${NAME}` in a verifier env
-    table). `pre_agent_setup`: the config's commands.
+    table). `pre_agent_setup`: the config's commands. `env_mode`: the environment the run uses, when known.
     """
     mode = normalize_grading_mode(grading_mode)
     standard = mode in STANDARD_MODES
@@ -552,6 +554,19 @@ def check_native_task(
         findings += _paired_findings(task, pre_agent_setup)
     if standard:
         findings += _entry_findings(task, mode, dataset_ids)
+    if env_mode == "local" and (sidecars := compose_sidecars(task.path)):
+        compose, services = sidecars
+        findings.append(
+            Finding(
+                rule="local-without-sidecars",
+                severity="warning",
+                message=(
+                    f"environment/{compose.name} starts {', '.join(services)} beside the agent, and --env-mode local "
+                    "does not start them: the agent runs without them; run this task with --env-mode docker"
+                ),
+                path=compose,
+            )
+        )
     return findings
 
 

@@ -215,3 +215,11 @@ def load_script(path: str | Path) -> Script:
     except json.JSONDecodeError as error:
         raise ScriptError(f"{path}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
     return parse_script(data, str(path))
+
+
+def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
+    """A `match_regex` guard for a conversation that holds every needle and none of `absent` (a with-skill arm's
+    requests hold the skill listing, the baseline's do not)."""
+    ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)
+    not_ahead = "".join(f"(?!.*{re.escape(needle)})" for needle in absent)
+    return f"(?s)^{not_ahead}{ahead}"

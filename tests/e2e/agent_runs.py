@@ -5,7 +5,6 @@ read back what each trial left (the ATIF trajectory through Harbor's own model, 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,13 +43,6 @@ def terminus_episode(*keystrokes: str, done: bool = False, duration: float = 0.5
             "task_complete": done,
         }
     )
-
-
-def regex_all(*needles: str, absent: tuple[str, ...] = ()) -> str:
-    """A regex that matches a conversation holding every needle and none of `absent`."""
-    ahead = "".join(f"(?=.*{re.escape(needle)})" for needle in needles)
-    not_ahead = "".join(f"(?!.*{re.escape(needle)})" for needle in absent)
-    return f"(?s)^{not_ahead}{ahead}"
 
 
 @dataclass(frozen=True)

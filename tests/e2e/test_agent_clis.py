@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
+from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import (
     NEGATIVE_CASE,
     POSITIVE_CASE,
     SKILL,
     assert_arms_scored_as_scripted,
     assert_baseline_never_saw_the_skill,
-    regex_all,
     trials,
 )
 from tests.support import SkillProject, require_system

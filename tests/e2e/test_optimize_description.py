@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_runs import TERMINUS_PLAN, regex_all, terminus_episode
+from pytest_skilleval.testing.script import regex_all
+from tests.e2e.agent_runs import TERMINUS_PLAN, terminus_episode
 from tests.support import SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import (
     CASES,
     NEGATIVE_CASE,
@@ -18,7 +19,6 @@ from tests.e2e.agent_runs import (
     SKILL,
     assert_arms_scored_as_scripted,
     assert_baseline_never_saw_the_skill,
-    regex_all,
     trials,
 )
 from tests.e2e.agent_runs import terminus_episode as episode

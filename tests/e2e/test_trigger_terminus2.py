@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_runs import regex_all, terminus_episode
+from pytest_skilleval.testing.script import regex_all
+from tests.e2e.agent_runs import terminus_episode
 from tests.support import SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]
@@ -119,11 +120,6 @@ def test_terminus2_trigger_set_scores_what_the_script_implies(
     assert all(entry.status == 200 for entry in server.requests), [(e.path, e.status) for e in server.requests]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the activation detector counts a read of any path ending in <skill>/SKILL.md, failed or not; the "
-    "activation branch (issue 23) makes it count only successful loads by installed path, and this test then passes",
-)
 def test_terminus2_failed_read_is_not_a_trigger(
     skill_project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

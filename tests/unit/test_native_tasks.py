@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.harbor.native_staging import stage_native_task
+from pytest_skilleval.harbor.native_staging import stage_native_task, task_skills_dirs
 from pytest_skilleval.skill.native_claims import claimed_entry_id
 from pytest_skilleval.skill.native_tasks import (
     NativeTask,
@@ -604,3 +604,19 @@ def test_deep_or_huge_task_toml_is_a_clean_error(evals: Path) -> None:
         load_native_task(make_task(evals, toml="x = " + "[" * 100_000 + "]" * 100_000 + "\n"))
     with pytest.raises(NativeTaskError, match="larger than 1024 KiB"):
         load_native_task(make_task(evals, case="case-2", toml="# pad\n" * 200_000))
+
+
+def test_a_task_with_its_own_skills_folder_tells_the_grader(evals: Path, tmp_path: Path) -> None:
+    """Harbor hands the task's `[environment] skills_dir` to the agent; a skill loaded from there is under test."""
+    from verifier.checks._execution_parts import check_activation
+    from verifier.evidence import ToolCallRecord
+
+    plain = stage_native_task(loaded(evals), tmp_path / "plain", "with_skill")
+    assert task_skills_dirs(plain) is None
+    own = make_task(evals, "own", extra='\n[environment]\nskills_dir = "/opt/skills"\n')
+    staged = stage_native_task(load_native_task(own), tmp_path / "own", "with_skill")
+    folders = task_skills_dirs(staged)
+    assert folders is not None and folders[-1] == "/opt/skills" and "/runtime/skills" in folders
+    read = [ToolCallRecord(index=0, tool="Read", arguments={"file_path": "/opt/skills/demo/SKILL.md"})]
+    assert check_activation(read, ["demo"])["score"] == 0.0
+    assert check_activation(read, ["demo"], skills_dirs=tuple(folders))["score"] == 1.0

@@ -16,6 +16,7 @@ import httpx
 import openai
 import pytest
 
+from pytest_skilleval.testing.script import regex_all
 from pytest_skilleval.testing.scripted_model import ScriptedModelServer
 
 ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-secret", "anthropic-version": "2023-06-01"}
@@ -574,3 +575,13 @@ def test_cli_refuses_a_bad_script_naming_the_field(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert f"{script}: models.m[1].txt: Extra inputs are not permitted" in result.stderr
+
+
+def test_regex_all_guards_on_every_needle_and_no_absent_one():
+    import re
+
+    guard = re.compile(regex_all("Ada (Lovelace)", "<skills>", absent=("available.*",)))
+    assert guard.search("greet Ada (Lovelace)\n<skills> listed")
+    assert not guard.search("greet Ada (Lovelace)")  # a needle missing
+    assert not guard.search("<skills> Ada (Lovelace) available.*")  # an absent one present, taken literally
+    assert guard.search("<skills> Ada (Lovelace) available skills")

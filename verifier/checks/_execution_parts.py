@@ -11,15 +11,22 @@ from typing import Any
 
 from verifier.checks._harness_skills import HarnessLoad, load_evidence
 from verifier.checks._shell_words import shell_text
+from verifier.checks._skill_dirs import (
+    DEFAULT_CWD,
+    DEFAULT_SKILLS_DIRS,
+    installed_skill,
+    read_failed,
+    skill_tool_failed,
+)
 from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
 from verifier.checks._skill_reads import (
     has_read_evidence_args,
     is_native_skill_read,
+    iter_skill_reads,
     shell_skill_reads,
-    skill_name_from_path,
 )
 from verifier.evidence import ToolCallRecord
-from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name
+from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
 
 SHELL_READ_CAP = 0.75
 
@@ -87,15 +94,42 @@ def _harness_activation(accepted: list[str], loads: list[HarnessLoad]) -> dict[s
     }
 
 
+_READS_SHOWN = 20
+
+
+def _other_skill_reads(calls: list[ToolCallRecord], skills_dirs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The SKILL.md reads that did not activate the expected skill (the first 20): another skill's, one from outside
+    the trial's skills folders, or a read that failed."""
+    found: list[dict[str, Any]] = []
+    by_index = {call.index: call for call in calls}
+    for read in iter_skill_reads(calls):
+        if read.kind == "skill_tool":
+            continue
+        call = by_index[read.call_index]
+        entry: dict[str, Any] = {"call_index": read.call_index, "tool": read.tool, "path": read.path}
+        if read_failed(call.observation, read.path):
+            entry["failed"] = True
+        elif not installed_skill(read.path, skills_dirs, workdir_argument(call.arguments) or DEFAULT_CWD):
+            entry["outside_skills_dirs"] = True
+        found.append(entry)
+        if len(found) >= _READS_SHOWN:
+            break
+    return found
+
+
 def check_activation(
-    calls: list[ToolCallRecord], accepted: list[str], loads: list[HarnessLoad] | None = None
+    calls: list[ToolCallRecord],
+    accepted: list[str],
+    loads: list[HarnessLoad] | None = None,
+    skills_dirs: tuple[str, ...] = DEFAULT_SKILLS_DIRS,
 ) -> dict[str, Any]:
-    """Did the agent load the expected skill (or an accepted alternate)? First matching rule wins: the Skill tool,
-    a native SKILL.md read, a load by the harness (`loads`), a shell read, then observation evidence."""
+    """Did the agent load the expected skill (or an accepted alternate) from a skills folder of the trial? First
+    matching rule wins: a Skill tool call that succeeded, a native read of its SKILL.md, a load by the harness
+    (`loads`, already those of the trial's skills folders), then a shell read. A load that failed is no load."""
     if not accepted:
         return {"score": 1.0, "passed": True, "skipped": True, "message": "No expected_skill -- skipped"}
 
-    skill_tool_calls = [c for c in calls if is_skill_tool(c.tool)]
+    skill_tool_calls = [c for c in calls if is_skill_tool(c.tool) and not skill_tool_failed(c.observation)]
     hits = []
     for call in skill_tool_calls:
         matched = match_accepted(skill_tool_name(call.arguments), accepted, exact=False)
@@ -109,9 +143,9 @@ def check_activation(
         if not is_native_skill_read(call):
             continue
         path = path_argument(call.arguments)
-        name = skill_name_from_path(path)
-        matched = match_accepted(name, accepted, exact=True) if name else match_accepted(path, accepted, exact=False)
-        if matched:
+        name = installed_skill(path, skills_dirs, workdir_argument(call.arguments) or DEFAULT_CWD)
+        matched = match_accepted(name, accepted, exact=True) if name else None
+        if matched and not read_failed(call.observation, path):
             hits.append((matched, call, {"path": path}))
     if best := _best(hits):
         return _activated(accepted, best[0], "native read of SKILL.md", best[1], **best[2])
@@ -124,35 +158,24 @@ def check_activation(
         if not is_exec_tool(call.tool):
             continue
         command = shell_text(call.arguments)
-        paths = shell_skill_reads(command)
-        if not paths:
-            continue
-        matched = match_accepted(command, accepted, exact=False) or match_accepted(
-            call.observation, accepted, exact=False
-        )
-        if matched:
-            hits.append((matched, call, {"path": paths[0], "command": command[:300]}))
+        cwd = workdir_argument(call.arguments) or DEFAULT_CWD
+        for path in shell_skill_reads(command):
+            matched = match_accepted(installed_skill(path, skills_dirs, cwd), accepted, exact=True)
+            if matched and not read_failed(call.observation, path):
+                hits.append((matched, call, {"path": path, "command": command[:300]}))
+                break
     if best := _best(hits):
         return _activated(accepted, best[0], "shell read command", best[1], cap=SHELL_READ_CAP, **best[2])
 
-    hits = []
-    for call in calls:
-        read_evidence = has_read_evidence_args(call) or (
-            is_exec_tool(call.tool) and bool(shell_skill_reads(shell_text(call.arguments)))
-        )
-        if not read_evidence or "skill.md" not in call.observation.lower():
-            continue
-        matched = match_accepted(call.observation, accepted, exact=False)
-        if matched:
-            hits.append((matched, call, {}))
-    if best := _best(hits):
-        return _activated(accepted, best[0], "observation evidence", best[1], cap=SHELL_READ_CAP, **best[2])
-
-    other_reads = [
-        {"call_index": c.index, "tool": c.tool, "path": path_argument(c.arguments)}
+    other_reads = _other_skill_reads(calls, skills_dirs)
+    refused = [
+        {"call_index": c.index, "skill": skill_tool_name(c.arguments)}
         for c in calls
-        if is_native_skill_read(c)
+        if is_skill_tool(c.tool) and skill_tool_failed(c.observation)
     ]
+    extra: dict[str, Any] = {"skill_md_reads": other_reads, "skills_dirs": list(skills_dirs)}
+    if refused:
+        extra["refused_skill_tool_calls"] = refused
     if skill_tool_calls:
         names = sorted({skill_tool_name(c.arguments) for c in skill_tool_calls})
         return {
@@ -160,25 +183,31 @@ def check_activation(
             "passed": False,
             "message": f"Activated different skill(s): {', '.join(names)}",
             "activated_skills": names,
-            "skill_md_reads": other_reads,
+            **extra,
             **_accepted_details(accepted),
         }
     return {
         "score": 0.0,
         "passed": False,
-        "message": "Expected skill was not activated (no Skill tool call, SKILL.md read or harness load of it)",
-        "skill_md_reads": other_reads,
+        "message": "Expected skill was not activated (no successful Skill tool call, read of its SKILL.md in a "
+        "skills folder of the trial, or harness load of it)",
+        **extra,
         **_accepted_details(accepted),
     }
 
 
 def check_script_execution(calls: list[ToolCallRecord], script: str) -> dict[str, Any]:
-    """Did an exec call run the expected script? Seeing its name only in an output earns 0.75."""
+    """Did an exec call run the expected script? A run that found no such file did not run it; seeing its name only
+    in an output earns 0.75."""
     if not script:
         return {"score": 1.0, "passed": True, "skipped": True, "message": "No expected_script"}
     exec_calls = [c for c in calls if is_exec_tool(c.tool)]
+    missing = None
     for call in exec_calls:
         if script in shell_text(call.arguments):
+            if read_failed(call.observation, script, exit_codes=False):
+                missing = missing or call
+                continue
             return {
                 "score": 1.0,
                 "passed": True,
@@ -187,6 +216,14 @@ def check_script_execution(calls: list[ToolCallRecord], script: str) -> dict[str
                 "tool": call.tool,
                 "command": shell_text(call.arguments)[:300],
             }
+    if missing is not None:
+        return {
+            "score": 0.0,
+            "passed": False,
+            "message": f"Tried to run {script}, but the file was not there",
+            "call_index": missing.index,
+            "tool": missing.tool,
+        }
     for call in calls:
         if script.lower() in call.observation.lower():
             return {
@@ -283,9 +320,14 @@ _STRUCTURED_FAILURE = re.compile(r"\bstatus=(?:failed|error)\b|\bexit_code=-?[1-
 CORRECTION_WINDOW = 5
 
 
-def _failed(observation: str) -> bool:
-    lowered = observation.lower()
-    return any(keyword in lowered for keyword in ERROR_KEYWORDS) or bool(_STRUCTURED_FAILURE.search(lowered))
+def _failed(call: ToolCallRecord) -> bool:
+    """Whether an exec call failed. A read of SKILL.md failed only when the read did: the skill's own text may well
+    say "error" or "config" (most do)."""
+    lowered = call.observation.lower()
+    if not (any(keyword in lowered for keyword in ERROR_KEYWORDS) or _STRUCTURED_FAILURE.search(lowered)):
+        return False
+    reads = shell_skill_reads(shell_text(call.arguments))
+    return not reads or any(read_failed(call.observation, path) for path in reads)
 
 
 def _similar(first: str, second: str) -> bool:
@@ -301,7 +343,7 @@ def check_error_recovery(calls: list[ToolCallRecord]) -> dict[str, Any]:
         return {"score": 1.0, "passed": True, "message": "No tool calls", "first_attempt_clean": True}
     # Parallel lists rather than a tuple per call: a long trajectory then allocates (and garbage-collects) far less.
     runs = [c for c in calls if is_exec_tool(c.tool)]
-    failed = [_failed(c.observation) for c in runs]
+    failed = [_failed(c) for c in runs]
     corrections: list[dict[str, Any]] = []
     failures = 0
     for position, call in enumerate(runs):

@@ -25,6 +25,13 @@ from verifier.checks._shell_words import (
     shell_text,
     simple_commands,
 )
+from verifier.checks._skill_dirs import (
+    folder_prefixes,
+    installed_skill,
+    normalize,
+    read_failed,
+    skill_tool_failed,
+)
 from verifier.checks._skill_reads import read_arguments
 from verifier.evidence import ToolCallRecord
 from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
@@ -101,14 +108,65 @@ def _has_component(text: str, target: str) -> bool:
     return target.casefold() in {p.casefold() for p in _COMPONENT_SPLIT_RE.split(text) if p}
 
 
-class _ShellReader:
-    """Walks one command line's simple commands, tracking variables and the working directory."""
+def _installed_script_skill(path: str, skills_dirs: tuple[str, ...]) -> str:
+    """The skill whose `scripts/` folder holds `path`, when that skill is in one of `skills_dirs`, else ''."""
+    parts = path.split("/")
+    for i in range(len(parts) - 2, 0, -1):
+        if parts[i] == "scripts":
+            return installed_skill("/".join([*parts[:i], "SKILL.md"]), skills_dirs)
+    return ""
 
-    def __init__(self, target: str, cwd: str) -> None:
+
+class _ShellReader:
+    """Walks one command line's simple commands, tracking variables and the working directory; `hits` are the
+    skill files it read (`read`) or ran (`run`), each in a skills folder of the trial."""
+
+    def __init__(self, target: str, cwd: str, skills_dirs: tuple[str, ...] | None = None) -> None:
         self.target = target
         self.cwd = cwd
+        self.skills_dirs = skills_dirs
         self.variables: dict[str, str] = {}
         self.tokens_seen = 0
+        self.hits: list[tuple[str, str]] = []
+
+    def _child(self) -> _ShellReader:
+        child = _ShellReader(self.target, self.cwd, self.skills_dirs)
+        child.hits = self.hits
+        return child
+
+    def _placed(self, path: str) -> str:
+        """`path` (one naming the target's files) absolute, or Undeterminable when it cannot be placed."""
+        resolved = normalize(self._resolve(path), self.cwd)
+        if not resolved:
+            raise Undeterminable(f"{path} lies under a folder this reader cannot place")
+        return resolved
+
+    def _any_installed(self, paths: list[str], kind: str) -> bool:
+        """True when one of `paths` is the target's file in a skills folder; False when all are another skill's."""
+        if self.skills_dirs is None:
+            self.hits.extend((kind, self._resolve(path)) for path in paths)
+            return True
+        found = False
+        for path in paths:
+            resolved = self._placed(path)
+            name = (
+                installed_skill(resolved, self.skills_dirs)
+                if kind == "read"
+                else _installed_script_skill(resolved, self.skills_dirs)
+            )
+            if name.casefold() == self.target.casefold():
+                self.hits.append((kind, resolved))
+                found = True
+        return found
+
+    def _outside(self, text: str) -> bool:
+        """A word that is a placeable path outside every skills folder (a bundled skill of the same name, ...)."""
+        if self.skills_dirs is None or "/" not in text:
+            return False
+        resolved = normalize(self._resolve(text), self.cwd)
+        if not resolved:
+            return False
+        return not resolved.startswith(folder_prefixes(self.skills_dirs))
 
     def _resolve(self, path: str) -> str:
         cleaned = path.replace("\\", "/")
@@ -130,7 +188,7 @@ class _ShellReader:
             raise Undeterminable("command has more than 256 tokens")
         triggered = False
         for inner in lexed.substitutions:
-            triggered = _ShellReader(self.target, self.cwd).read(inner, depth + 1) or triggered
+            triggered = self._child().read(inner, depth + 1) or triggered
         for simple in simple_commands(lexed.tokens):
             triggered = self._simple(simple, depth) or triggered
         return triggered
@@ -159,21 +217,24 @@ class _ShellReader:
         if verb in SHELLS:
             payload = _shell_payload(args)
             if payload is not None:
-                nested = _ShellReader(self.target, self.cwd)
+                nested = self._child()
                 nested.variables = dict(self.variables)
                 nested.tokens_seen = self.tokens_seen
                 return nested.read(payload, depth + 1)
         read_args = read_arguments(verb, args)
         if read_args is not None:
-            if any(_is_target_skill_file(self._resolve(a), self.target) for a in [*read_args, *redirect_inputs]):
-                return True
+            read = [a for a in [*read_args, *redirect_inputs] if _is_target_skill_file(self._resolve(a), self.target)]
+            if read:
+                return self._any_installed(read, "read")
         if "/" in words[0] and _under_target_scripts(self._resolve(words[0]), self.target):
-            return True
+            return self._any_installed([words[0]], "run")
         if INTERPRETER_RE.match(verb) or verb in ("source", "."):
-            if any(_under_target_scripts(self._resolve(a), self.target) for a in args if not a.startswith("-")):
-                return True
-        if redirect_inputs and any(_is_target_skill_file(self._resolve(p), self.target) for p in redirect_inputs):
-            return True
+            run = [a for a in args if not a.startswith("-") and _under_target_scripts(self._resolve(a), self.target)]
+            if run:
+                return self._any_installed(run, "run")
+        read = [p for p in redirect_inputs if _is_target_skill_file(self._resolve(p), self.target)]
+        if read:
+            return self._any_installed(read, "read")
         self._check_unknown(words, simple.words, redirect_inputs)
         return False
 
@@ -191,23 +252,35 @@ class _ShellReader:
         raise Undeterminable("more than 8 command wrappers")
 
     def _check_unknown(self, words: list[str], source: list[Word], inputs: list[str]) -> None:
-        """`words` is a suffix of the expanded `source` words (only leading words are ever dropped)."""
+        """`words` is a suffix of the expanded `source` words (only leading words are ever dropped); a word that is a
+        path outside every skills folder names another skill's files, not the target's."""
         texts = [*words, *inputs]
+        if not any(_names_skill_file(text) for text in texts):
+            return  # the common case, decided before any path is placed
+        texts = [text for text in texts if not self._outside(text)]
         if any(_mentions_artifact(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s files without a recognized read or run")
-        names_skill_files = any("skill.md" in t.lower() or "/scripts/" in t.replace("\\", "/").lower() for t in texts)
-        if not names_skill_files:
+        if not any(_names_skill_file(text) for text in texts):
             return
         if any(_has_component(text, self.target) for text in texts):
             raise Undeterminable(f"command names {self.target}'s folder and a skill file it may read")
         # Glob flags are only needed here, so they are computed here, for the words still in play.
         globbed = [word.has_unquoted_glob() for word in source[len(source) - len(words) :]]
         for text, is_glob in zip(words, globbed, strict=False):
-            if is_glob and any(
-                any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
-                for part in text.replace("\\", "/").split("/")
+            if (
+                is_glob
+                and not self._outside(text)
+                and any(
+                    any(ch in part for ch in "*?[") and fnmatch.fnmatch(self.target.casefold(), part.casefold())
+                    for part in text.replace("\\", "/").split("/")
+                )
             ):
                 raise Undeterminable(f"a glob that may match {self.target} reaches a skill file")
+
+
+def _names_skill_file(text: str) -> bool:
+    """A word that names a SKILL.md or something under a `scripts/` folder (what a skill's files look like)."""
+    return "skill.md" in text.lower() or "/scripts/" in text.replace("\\", "/").lower()
 
 
 def _shell_payload(args: list[str]) -> str | None:
@@ -272,23 +345,30 @@ class _CommandOutcome(NamedTuple):
     triggered: bool
     undeterminable: str | None  # the reason, when the command could not be followed
     cwd: str
+    hits: tuple[tuple[str, str], ...] = ()  # ("read" | "run", path) of the target's files it used
 
 
-def _read_command(command: str, target: str, cwd: str) -> _CommandOutcome:
+def _read_command(command: str, target: str, cwd: str, skills_dirs: tuple[str, ...] | None) -> _CommandOutcome:
     """Read one command line from `cwd`, from the cache when the command is short enough to be kept."""
     if len(command) <= _CACHED_COMMAND_LENGTH:
-        return _read_command_cached(command, target, cwd)
-    return _read_command_fresh(command, target, cwd)
+        return _read_command_cached(command, target, cwd, skills_dirs)
+    return _read_command_fresh(command, target, cwd, skills_dirs)
 
 
-def _read_command_fresh(command: str, target: str, cwd: str) -> _CommandOutcome:
-    """A fresh reader depends on nothing but these three arguments, which is what makes the outcome cacheable."""
-    reader = _ShellReader(target, cwd)
+def _read_command_fresh(command: str, target: str, cwd: str, skills_dirs: tuple[str, ...] | None) -> _CommandOutcome:
+    """A fresh reader depends on nothing but these arguments, which is what makes the outcome cacheable."""
+    reader = _ShellReader(target, cwd, skills_dirs)
     try:
         triggered = reader.read(command, 0)
     except Undeterminable as why:
         return _CommandOutcome(False, str(why), reader.cwd)
-    return _CommandOutcome(triggered, None, reader.cwd)
+    return _CommandOutcome(triggered, None, reader.cwd, tuple(reader.hits))
+
+
+def _succeeded(outcome: _CommandOutcome, observation: str) -> bool:
+    """A use counts when one of its reads or runs worked: a read that found no file (or exited non-zero) and a run
+    of a script that was not there are no use."""
+    return any(not read_failed(observation, path, exit_codes=kind == "read") for kind, path in outcome.hits)
 
 
 _read_command_cached = lru_cache(maxsize=_READ_CACHE_SIZE)(_read_command_fresh)
@@ -299,10 +379,17 @@ def _call_evidence(call: ToolCallRecord, why: str, text: str) -> dict[str, Any]:
 
 
 def check_invocation(
-    calls: list[ToolCallRecord], target: str, loads: list[HarnessLoad] | None = None
+    calls: list[ToolCallRecord],
+    target: str,
+    loads: list[HarnessLoad] | None = None,
+    skills_dirs: tuple[str, ...] | None = None,
 ) -> InvocationResult:
-    """Whether the calls used skill `target` (in this order: Skill tool, file reads, shell commands); a skill
-    the harness loaded (`loads`, from the system and user messages) counts as used too."""
+    """Whether the calls used skill `target` (in this order: Skill tool, file reads, shell commands); a skill the
+    harness loaded (`loads`) counts as used too. A load that failed is no use.
+
+    With `skills_dirs`, only the target's files in those folders are the target; without, a file of a folder named
+    like the target anywhere is, which is what a negative control needs: it passes only when the trajectory proves
+    the skill unused, and a same-named folder may be a copy of it."""
     wanted = target.strip().casefold()
     if not wanted:
         return InvocationResult(None, "no skill to look for")
@@ -312,7 +399,7 @@ def check_invocation(
     for call in calls:
         if is_skill_tool(call.tool):
             name = skill_tool_name(call.arguments)
-            if name.strip().casefold() == wanted:
+            if name.strip().casefold() == wanted and not skill_tool_failed(call.observation):
                 triggered.append(_call_evidence(call, "Skill tool invoked the skill", name))
             continue
         if is_file_read_action(call.tool):
@@ -320,14 +407,21 @@ def check_invocation(
             if not path.strip():
                 unknown.append(_call_evidence(call, "read call without a path argument", ""))
             elif _is_target_skill_file(path, target):
-                triggered.append(_call_evidence(call, "read the skill's SKILL.md", path))
+                where = workdir_argument(call.arguments) or cwd
+                if skills_dirs is not None and not normalize(path, where):
+                    unknown.append(_call_evidence(call, "read a SKILL.md this reader cannot place", path))
+                elif read_failed(call.observation, path):
+                    continue
+                elif skills_dirs is None or installed_skill(path, skills_dirs, where).casefold() == wanted:
+                    triggered.append(_call_evidence(call, "read the skill's SKILL.md", path))
             continue
         if is_exec_tool(call.tool):
             command = shell_text(call.arguments)
-            outcome = _read_command(command, target, workdir_argument(call.arguments) or cwd)
+            dirs = tuple(skills_dirs) if skills_dirs is not None else None
+            outcome = _read_command(command, target, workdir_argument(call.arguments) or cwd, dirs)
             if outcome.undeterminable is not None:
                 unknown.append(_call_evidence(call, outcome.undeterminable, command))
-            elif outcome.triggered:
+            elif outcome.triggered and _succeeded(outcome, call.observation):
                 triggered.append(_call_evidence(call, "command read or ran the skill's files", command))
             cwd = outcome.cwd
     if triggered:

@@ -7,6 +7,7 @@ identified by its file name and the skill by the folder holding it, never by a r
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -162,16 +163,19 @@ class SkillRead:
     name: str = ""  # skill name taken from the path or the Skill tool argument, '' when none could be taken
 
 
-def skill_reads(calls: list[ToolCallRecord]) -> list[SkillRead]:
-    """Every SKILL.md read and Skill-tool use in call order."""
-    reads: list[SkillRead] = []
+def iter_skill_reads(calls: Iterable[ToolCallRecord]) -> Iterator[SkillRead]:
+    """Every SKILL.md read and Skill-tool use in call order, one at a time (a caller may stop early)."""
     for call in calls:
         if is_skill_tool(call.tool):
-            reads.append(SkillRead("skill_tool", call.index, call.tool, name=skill_tool_name(call.arguments)))
+            yield SkillRead("skill_tool", call.index, call.tool, name=skill_tool_name(call.arguments))
         elif is_native_skill_read(call):
             path = path_argument(call.arguments)
-            reads.append(SkillRead("native_read", call.index, call.tool, path=path, name=skill_name_from_path(path)))
+            yield SkillRead("native_read", call.index, call.tool, path=path, name=skill_name_from_path(path))
         elif is_exec_tool(call.tool):
             for path in shell_skill_reads(shell_text(call.arguments)):
-                reads.append(SkillRead("shell_read", call.index, call.tool, path=path, name=skill_name_from_path(path)))
-    return reads
+                yield SkillRead("shell_read", call.index, call.tool, path=path, name=skill_name_from_path(path))
+
+
+def skill_reads(calls: list[ToolCallRecord]) -> list[SkillRead]:
+    """Every SKILL.md read and Skill-tool use in call order."""
+    return list(iter_skill_reads(calls))

@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from verifier.checks._shell_words import shell_text
+from verifier.checks._harness_skills import HarnessLoad, harness_loads, installed_loads
+from verifier.checks._skill_dirs import (
+    DEFAULT_CWD,
+    DEFAULT_SKILLS_DIRS,
+    installed_skill,
+    read_failed,
+    skill_tool_failed,
+    skills_dirs_for,
+)
 from verifier.checks._skill_entry import (
     ACCEPTABLE_ALTERNATE_SCORE,
     acceptable_skills,
@@ -19,58 +27,81 @@ from verifier.checks._skill_entry import (
     workspace_mode,
     workspace_skill_names,
 )
-from verifier.checks._skill_reads import skill_reads
+from verifier.checks._skill_reads import SkillRead, skill_reads
 from verifier.evidence import NO_TRAJECTORY, MetricResult, ToolCallRecord, TrajectoryEvidence
-from verifier.tools import is_exec_tool
+from verifier.tools import is_exec_tool, is_write_tool, workdir_argument
 
+# The harness's own "the task is done" calls: terminus-2 `mark_task_complete`, openhands `finish`, cline
+# `attempt_completion`.
+COMPLETION_TOOLS = frozenset({"mark_task_complete", "finish", "attempt_completion"})
 WASTED_MARKERS = ("--help", "--version", "which ", "apt ", "pip install", "apt-get", "brew ", "npm install")
 _EFFICIENCY_TEXT_KEYS = ("command", "cmd", "code", "file_path", "path", "raw")
 
 
-def check_routing(calls: list[ToolCallRecord], entry: Mapping[str, Any]) -> dict[str, Any]:
-    """Did every SKILL.md read or Skill-tool use go to an allowed skill, and was the expected one among them?"""
+def _read_target(read: SkillRead, call: ToolCallRecord, skills_dirs: tuple[str, ...]) -> str | None:
+    """The installed skill a read loaded; '' for a SKILL.md from elsewhere (another skill); None for no load
+    (a Skill tool call that was refused, a read that found no file)."""
+    if read.kind == "skill_tool":
+        return None if skill_tool_failed(call.observation) else read.name
+    if read_failed(call.observation, read.path):
+        return None
+    return installed_skill(read.path, skills_dirs, workdir_argument(call.arguments) or DEFAULT_CWD)
+
+
+def check_routing(
+    calls: list[ToolCallRecord],
+    entry: Mapping[str, Any],
+    loads: list[HarnessLoad] | None = None,
+    skills_dirs: tuple[str, ...] = DEFAULT_SKILLS_DIRS,
+) -> dict[str, Any]:
+    """Did every skill load go to an allowed skill, and was the expected one among them? A load is a SKILL.md read
+    or Skill-tool use that worked, or the harness's own load (`loads`, those of the trial's skills folders), as
+    activation counts them; a SKILL.md from outside the skills folders is another skill, recorded, not routed."""
     accepted = acceptable_skills(entry)
     mode = workspace_mode(entry)
     allowed = set(accepted)
     if mode == "group":
         allowed.update(workspace_skill_names(entry))
     observed: list[dict[str, Any]] = []
+    elsewhere: list[dict[str, Any]] = []
     wrong: list[dict[str, Any]] = []
     matched_scores: list[float] = []
     by_index = {call.index: call for call in calls}
+    found: list[tuple[dict[str, Any], str]] = [
+        ({"via": "harness", "skill": load.skill, "how": load.how}, load.skill) for load in loads or []
+    ]
     for read in skill_reads(calls):
         record: dict[str, Any] = {"call_index": read.call_index, "tool": read.tool, "via": read.kind}
         if read.path:
             record["path"] = read.path
         if read.name:
             record["skill"] = read.name
-        if read.kind == "native_read":
-            matched = (
-                match_accepted(read.name, accepted, exact=True)
-                if read.name
-                else match_accepted(read.path, accepted, exact=False)
-            )
-            is_wrong = not matched and bool(read.name) and read.name not in allowed
-        elif read.kind == "shell_read":
-            call = by_index[read.call_index]
-            matched = (
-                (match_accepted(read.name, accepted, exact=True) if read.name else None)
-                or match_accepted(shell_text(call.arguments), accepted, exact=False)
-                or match_accepted(call.observation, accepted, exact=False)
-            )
-            is_wrong = not matched and bool(read.name) and read.name not in allowed
-        else:
-            matched = match_accepted(read.name, accepted, exact=False)
-            is_wrong = not matched and read.name not in allowed
+        target = _read_target(read, by_index[read.call_index], skills_dirs)
+        if target is None:
+            continue
+        if not target:
+            elsewhere.append(record)
+            continue
+        found.append((record, target))
+    for record, target in found:
+        # The Skill tool's argument may carry a plugin prefix (`plugin:name`): matched as a substring, as before.
+        matched = match_accepted(target, accepted, exact=record["via"] != "skill_tool")
         if matched:
             record["matched_skill"], record["match_score"] = matched
             matched_scores.append(matched[1])
-        if is_wrong:
+        elif target not in allowed:
             wrong.append(record)
         observed.append(record)
     base = {"allowed_skills": sorted(allowed), "workspace_mode": mode, "reads": observed[:20]}
+    if elsewhere:
+        base["other_skill_reads"] = elsewhere[:10]
     if not observed:
-        return {"score": 0.0, "passed": False, "message": "Agent did not read any SKILL.md", **base}
+        return {
+            "score": 0.0,
+            "passed": False,
+            "message": "Agent did not read any SKILL.md (and no skill was loaded)",
+            **base,
+        }
     if wrong:
         names = ", ".join(sorted({w.get("skill") or w.get("path", "?") for w in wrong}))
         return {"score": 0.0, "passed": False, "message": f"Read wrong skill(s): {names}", "wrong_reads": wrong, **base}
@@ -97,7 +128,9 @@ def _efficiency_text(arguments: Mapping[str, Any]) -> str:
 
 
 def classify_call(call: ToolCallRecord, skill: str, script: str) -> str:
-    """'productive' or 'wasted' (tested in this order: skill/script use, setup noise, read/exec/skill, anything else)."""
+    """'productive' or 'wasted' (tested in this order: skill/script use, setup noise, read/exec/skill/write/edit and
+    the harness's completion calls, anything else). Writing and editing files is the work itself; `finish` and
+    `mark_task_complete` are how terminus-2 and openhands end a task."""
     tool = call.tool.lower()
     text = _efficiency_text(call.arguments)
     exec_call = is_exec_tool(call.tool)
@@ -105,7 +138,9 @@ def classify_call(call: ToolCallRecord, skill: str, script: str) -> str:
         return "productive"
     if any(marker in f"{tool} {text}".lower() for marker in WASTED_MARKERS):
         return "wasted"
-    if "read" in tool or exec_call or tool == "skill":
+    if tool in COMPLETION_TOOLS:
+        return "productive"
+    if "read" in tool or exec_call or tool == "skill" or (is_write_tool(call.tool) and "todo" not in tool):
         return "productive"
     return "wasted"
 
@@ -142,7 +177,8 @@ def check_skill_efficiency(evidence: TrajectoryEvidence, entry: Mapping[str, Any
     calls = evidence.tool_calls
     if not calls:
         return MetricResult(score=0.0, details={"message": "No tool calls"})
-    routing = check_routing(calls, entry)
+    skills_dirs = skills_dirs_for(evidence.agent_name, entry)
+    routing = check_routing(calls, entry, installed_loads(harness_loads(evidence), skills_dirs), skills_dirs)
     tool_efficiency = check_tool_efficiency(calls, entry)
     score = round((routing["score"] + tool_efficiency["score"]) / 2, 4)
     return MetricResult(

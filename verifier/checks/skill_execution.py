@@ -18,8 +18,9 @@ from verifier.checks._execution_parts import (
     check_script_execution,
     check_workflow_order,
 )
-from verifier.checks._harness_skills import HarnessLoad, harness_loads, loads_of
+from verifier.checks._harness_skills import HarnessLoad, harness_loads, installed_loads, loads_of, other_loads
 from verifier.checks._invocation import InvocationResult, check_invocation
+from verifier.checks._skill_dirs import skills_dirs_for
 from verifier.checks._skill_entry import (
     acceptable_skills,
     evaluated_skill,
@@ -76,13 +77,20 @@ def _invocation_detail(result: InvocationResult, target: str, trigger: bool | No
 
 
 def _skill_invoked(
-    evidence: TrajectoryEvidence, entry: Mapping[str, Any], loads: list[HarnessLoad], trigger: bool | None
+    evidence: TrajectoryEvidence,
+    entry: Mapping[str, Any],
+    loads: list[HarnessLoad],
+    trigger: bool | None,
+    skills_dirs: tuple[str, ...],
 ) -> tuple[bool | None, dict[str, Any]]:
-    """Invocation of the skill under test, for both arms: True used, False proven unused, None unknown."""
+    """Invocation of the skill under test, for both arms: True used, False proven unused, None unknown.
+
+    A negative control reads a same-named skill anywhere as use (it must prove the skill unused); otherwise only
+    the skill in the trial's skills folders is the skill under test, as activation reads it."""
     target = skill_under_test(entry)
     if not target:
         return None, {"passed": None, "reason": "no skill under test"}
-    result = check_invocation(evidence.tool_calls, target, loads)
+    result = check_invocation(evidence.tool_calls, target, loads, None if trigger is False else skills_dirs)
     return result.triggered, _invocation_detail(result, target, trigger)
 
 
@@ -100,9 +108,13 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
                 "activation": _no_activation(NO_TRAJECTORY),
             },
         )
-    loads = harness_loads(evidence)
-    invoked, invocation = _skill_invoked(evidence, entry, loads, trigger)
-    base.update({"skill_invoked": invoked, "invocation": invocation})
+    skills_dirs = skills_dirs_for(evidence.agent_name, entry)
+    every_load = harness_loads(evidence)
+    loads = installed_loads(every_load, skills_dirs)
+    invoked, invocation = _skill_invoked(evidence, entry, loads, trigger, skills_dirs)
+    base.update({"skill_invoked": invoked, "invocation": invocation, "skills_dirs": list(skills_dirs)})
+    if others := other_loads(every_load, skills_dirs):
+        base["other_skills_loaded"] = others[:10]
 
     if trigger is None:
         return MetricResult(
@@ -115,7 +127,7 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
             },
         )
     if trigger is False:
-        return _negative(evidence, entry, base, loads)
+        return _negative(evidence, entry, base, loads, skills_dirs)
 
     expected = expected_skill(entry)
     if not expected:
@@ -141,7 +153,7 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
             },
         )
     parts = {
-        "activation": check_activation(calls, accepted, loads),
+        "activation": check_activation(calls, accepted, loads, skills_dirs),
         "script_execution": check_script_execution(calls, expected_script(entry)),
         "workflow_order": check_workflow_order(calls, expected, preloaded),
         "error_recovery": check_error_recovery(calls),
@@ -164,7 +176,11 @@ def check_skill_execution(evidence: TrajectoryEvidence, entry: Mapping[str, Any]
 
 
 def _negative(
-    evidence: TrajectoryEvidence, entry: Mapping[str, Any], base: dict[str, Any], loads: list[HarnessLoad]
+    evidence: TrajectoryEvidence,
+    entry: Mapping[str, Any],
+    base: dict[str, Any],
+    loads: list[HarnessLoad],
+    skills_dirs: tuple[str, ...],
 ) -> MetricResult:
     """A negative control: 1.0 when the skill under test provably stayed unused, else 0.0."""
     activation = _no_activation("negative control: activation is not expected")

@@ -10,8 +10,8 @@ from verifier.evidence import ToolCallRecord, TrajectoryEvidence
 REPO = Path(__file__).resolve().parents[3]
 TRAJECTORY_FIXTURES = REPO / "fixtures" / "trajectories"
 
-SMOKE = "/tmp/agent-home/.agents/skills/sandbox-smoke-skill/SKILL.md"
-SKILLS = "/workspace/skills"
+SMOKE = "/root/.agents/skills/sandbox-smoke/SKILL.md"
+SKILLS = "/runtime/skills"
 
 
 def call(tool: str, observation: str = "", **arguments: Any) -> tuple[str, dict[str, Any], str]:

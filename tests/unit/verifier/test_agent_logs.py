@@ -20,7 +20,14 @@ from verifier.checks.skill_execution import check_skill_execution
 from verifier.trajectory import load_evidence
 
 LOGS = TRAJECTORY_FIXTURES / "logs"
-CALC = {"expected_skill": "calc", "expected_script": "calc.py", "evaluated_skill": "calc"}
+# These sample logs put the skill under /workspace/skills, which no trial of ours installs into: the case says so,
+# as `skilleval grade --skills-dir` would.
+CALC = {
+    "expected_skill": "calc",
+    "expected_script": "calc.py",
+    "evaluated_skill": "calc",
+    "skills_dirs": ["/runtime/skills", "/harbor/skills", "/workspace/skills"],
+}
 
 
 def test_fallback_order_is_fixed():

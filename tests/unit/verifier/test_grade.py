@@ -82,8 +82,15 @@ def test_entry_for_grading_aliases_and_skill():
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex", "opencode"])
 def test_cli_grades_agent_shaped_trajectories(capsys, agent):
+    # The opencode sample reads its skill from /workspace/skills, which the grading is told with --skills-dir.
+    where = ["--skills-dir", "/workspace/skills"] if agent == "opencode" else []
     code, out, err = run(
-        capsys, "--trajectory", str(TRAJECTORY_FIXTURES / agent / "trajectory.json"), "--case", str(CASES / "calc.json")
+        capsys,
+        "--trajectory",
+        str(TRAJECTORY_FIXTURES / agent / "trajectory.json"),
+        "--case",
+        str(CASES / "calc.json"),
+        *where,
     )
     assert code == 0 and err == ""
     graded = json.loads(out)
@@ -92,6 +99,17 @@ def test_cli_grades_agent_shaped_trajectories(capsys, agent):
     assert graded["metrics"]["skill_execution"] >= 0.9
     assert graded["details"]["skill_execution"]["activation"]["score"] in (1.0, 0.75)
     assert "findings" in graded["details"]["security"]
+
+
+def test_cli_skills_dir_decides_which_skill_is_under_test(capsys):
+    trajectory = str(TRAJECTORY_FIXTURES / "opencode" / "trajectory.json")
+    args = ("--trajectory", trajectory, "--case", str(CASES / "calc.json"), "--metrics", "skill_execution")
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert json.loads(out)["details"]["skill_execution"]["activation"]["score"] == 0.0
+    code, out, _ = run(capsys, *args, "--skills-dir", "/elsewhere", "--skills-dir", "/workspace/skills")
+    details = json.loads(out)["details"]["skill_execution"]
+    assert details["activation"]["score"] == 1.0 and details["skills_dirs"] == ["/elsewhere", "/workspace/skills"]
 
 
 def test_cli_folder_uses_log_fallback(capsys):

@@ -145,22 +145,20 @@ CODEX_INJECTION = (
 )
 CLAUDE_LOAD = f"Base directory for this skill: /root/.claude/skills/{SKILL}\n\n# Hello\nRun scripts/greet.py."
 HARNESS_LOADS = [
-    ("codex $skill mention", [("user", f"${SKILL} greet Ada")]),
-    ("codex injected <skill> block", [("user", "greet Ada"), ("user", CODEX_INJECTION)]),
-    ("claude-code /skill", [("user", f"/{SKILL} Ada")]),
-    ("claude-code command tag", [("user", f"<command-name>/{SKILL}</command-name>\n<command-args>Ada</command-args>")]),
-    ("claude-code skill load", [("user", "greet Ada"), ("user", CLAUDE_LOAD)]),
+    ("codex injected <skill> block", "codex", [("user", "greet Ada"), ("user", CODEX_INJECTION)]),
+    ("claude-code skill load", "claude-code", [("user", "greet Ada"), ("user", CLAUDE_LOAD)]),
     (
         "SKILL.md in the system message",
+        "codex",
         [("system", f"You are helpful.\n---\nname: {SKILL}\ndescription: d\n---\nbody"), ("user", "greet Ada")],
     ),
 ]
 
 
-@pytest.mark.parametrize(("how", "messages"), HARNESS_LOADS, ids=[h[0] for h in HARNESS_LOADS])
-def test_harness_level_load_is_activation(how, messages):
+@pytest.mark.parametrize(("how", "agent", "messages"), HARNESS_LOADS, ids=[h[0] for h in HARNESS_LOADS])
+def test_harness_level_load_is_activation(how, agent, messages):
     evidence = atif(
-        *messages, ("agent", [("exec_command", {"cmd": "python3 scripts/greet.py --name Ada"})]), agent="codex"
+        *messages, ("agent", [("exec_command", {"cmd": "python3 scripts/greet.py --name Ada"})]), agent=agent
     )
     result = check_skill_execution(evidence, {**POSITIVE, "expected_script": "greet.py"})
     assert result.details["activation"]["passed"] is True, result.details["activation"]
@@ -187,6 +185,16 @@ LISTINGS = [
         "## Skills\n- hello-skill: Greets people. (file: /root/.agents/skills/hello-skill/SKILL.md)",
     ),
     ("a shell variable", "Print $HOME and $hello then stop"),
+    # The prompt's own mention is a request: codex injects a <skill> block, and claude-code a base directory, only
+    # for a skill that exists (the baseline arm's prompt says the same).
+    ("codex $skill mention in the prompt", f"${SKILL} greet Ada"),
+    ("claude-code /skill in the prompt", f"/{SKILL} Ada"),
+    ("claude-code command tag", f"<command-name>/{SKILL}</command-name>\n<command-args>Ada</command-args>"),
+    (
+        "codex bundled skill of the same name",
+        f"<skill>\n<name>{SKILL}</name>\n<path>/installed-agent/codex-home/skills/.system/{SKILL}/SKILL.md</path>\n"
+        "</skill>",
+    ),
     ("another skill loaded", "<skill>\n<name>other-skill</name>\n<path>/x/other-skill/SKILL.md</path>\n</skill>"),
 ]
 

@@ -115,7 +115,7 @@ def test_routing_shell_reads_pass(command):
 
 def test_routing_shell_read_of_other_skill_is_wrong():
     result = routing(
-        bash("sed -n '1,50p' /workspace/skills/other-skill/SKILL.md", "name: other-skill"), entry=SMOKE_ENTRY
+        bash("sed -n '1,50p' /runtime/skills/other-skill/SKILL.md", "name: other-skill"), entry=SMOKE_ENTRY
     )
     assert result["score"] == 0.0 and "wrong skill" in result["message"]
 
@@ -147,7 +147,17 @@ def test_routing_skill_tool():
 def test_routing_agent_shapes():
     assert routing(oc_read("/runtime/skills/api-caller/SKILL.md"))["score"] == 1.0
     assert routing(codex_shell(["bash", "-lc", "cat /harbor/skills/api-caller/SKILL.md"]))["score"] == 1.0
-    assert routing(exec_command("cat ~/.codex/skills/api-caller/SKILL.md"))["score"] == 1.0
+    assert routing(exec_command("cat ~/.agents/skills/api-caller/SKILL.md"))["score"] == 1.0
+
+
+def test_routing_counts_only_loads_from_the_skills_folders():
+    # A SKILL.md outside every skills folder (codex's bundled skills under its own home) is another skill, recorded
+    # and not routed; a read that found no file is no load.
+    bundled = exec_command("cat /installed-agent/codex-home/skills/.system/api-caller/SKILL.md", "name: api-caller")
+    result = routing(bundled)
+    assert result["score"] == 0.0 and result["other_skill_reads"][0]["path"].endswith(".system/api-caller/SKILL.md")
+    failed = bash(f"cat {SKILLS}/api-caller/SKILL.md", f"cat: {SKILLS}/api-caller/SKILL.md: No such file or directory")
+    assert routing(failed)["score"] == 0.0
 
 
 # ---- 4.3 tool efficiency ------------------------------------------------------------------------------------
@@ -169,7 +179,6 @@ def test_tool_efficiency_wasted_calls():
         bash("pip install numpy"),
         bash("python --version"),
         bash("which python"),
-        call("Write", file_path="/x"),
         call("Glob", pattern="*"),
         call("Grep", pattern="x"),
         call("TodoWrite", todos=[]),
@@ -180,7 +189,21 @@ def test_tool_efficiency_wasted_calls():
         bash("calc --help"),
     )
     result = check_tool_efficiency(calls.tool_calls, API)
-    assert result["score"] == 0.0 and result["wasted"] == 12 and len(result["wasted_calls"]) == 5
+    assert result["score"] == 0.0 and result["wasted"] == 11 and len(result["wasted_calls"]) == 5
+
+
+def test_tool_efficiency_writes_edits_and_completion_calls_are_the_work():
+    calls = evidence(
+        call("Write", file_path="/workspace/out.txt", content="x"),
+        call("Edit", file_path="/workspace/out.txt", old_string="x", new_string="y"),
+        call("write", filePath="/workspace/b.txt", content="x"),
+        call("str_replace_editor", command="create", path="/workspace/c.txt", file_text="x"),
+        call("mark_task_complete"),
+        call("finish", message="done"),
+        call("TodoWrite", todos=[]),
+    )
+    result = check_tool_efficiency(calls.tool_calls, API)
+    assert result["wasted"] == 1 and result["wasted_calls"][0]["tool"] == "TodoWrite", result
 
 
 def test_tool_efficiency_expected_skill_read_beats_noise_markers():

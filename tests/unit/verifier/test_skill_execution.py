@@ -90,10 +90,29 @@ def test_activation_native_read_claude_code():
 
 
 @pytest.mark.parametrize(
-    "root", ["/harbor/skills", "/runtime/skills", "/workspace/skills", "/root/.claude/skills", "~/.codex/skills"]
+    "root", ["/harbor/skills", "/runtime/skills", "/root/.claude/skills", "~/.agents/skills", "$HOME/.agents/skills"]
 )
 def test_activation_native_read_under_any_skills_root(root):
     assert activation(read(f"{root}/api-caller/SKILL.md"))["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/installed-agent/codex-home/skills/.system/api-caller/SKILL.md",  # codex's bundled skills
+        "/workspace/copies/api-caller/SKILL.md",
+        "/runtime/skills/other/api-caller/SKILL.md",  # not a skill folder of the skills folder
+    ],
+)
+def test_activation_needs_the_skill_in_a_skills_folder_of_the_trial(path):
+    result = activation(read(path))
+    assert result["score"] == 0.0 and result["skill_md_reads"][0]["path"] == path
+
+
+def test_skills_dirs_of_the_case_replace_the_defaults():
+    calls = evidence(read("/opt/skills/api-caller/SKILL.md")).tool_calls
+    assert check_activation(calls, ["api-caller"])["score"] == 0.0
+    assert check_activation(calls, ["api-caller"], skills_dirs=("/opt/skills",))["score"] == 1.0
 
 
 def test_activation_read_file_and_opencode_read():
@@ -170,16 +189,22 @@ def test_activation_non_reads_fail_even_when_output_names_the_skill(command):
     assert check_activation(calls, ["sandbox-smoke"])["score"] == 0.0
 
 
-def test_activation_shell_read_matched_by_observation():
-    calls = evidence(bash("cat ./SKILL.md", "---\nname: sandbox-smoke\n---")).tool_calls
-    assert check_activation(calls, ["sandbox-smoke"])["score"] == 0.75
+def test_activation_shell_read_is_placed_from_its_workdir():
+    shaped = call("exec_command", "---\nname: sandbox-smoke\n---", cmd="cat ./SKILL.md")
+    assert check_activation(evidence(shaped).tool_calls, ["sandbox-smoke"])["score"] == 0.0
+    placed = call(
+        "exec_command",
+        "---\nname: sandbox-smoke\n---",
+        cmd="cat ./SKILL.md",
+        workdir="/root/.agents/skills/sandbox-smoke",
+    )
+    assert check_activation(evidence(placed).tool_calls, ["sandbox-smoke"])["score"] == 0.75
 
 
-def test_activation_observation_evidence():
-    # A read tool whose path argument is not one of the known keys, but whose args and output show SKILL.md.
+def test_a_skill_name_in_an_output_is_not_activation():
+    # The skill is identified by the path of the SKILL.md that was read, never by a name seen in an output.
     calls = evidence(call("ReadMany", "==> /skills/api-caller/SKILL.md <==", paths=["/skills/x/SKILL.md"])).tool_calls
-    result = check_activation(calls, ["api-caller"])
-    assert result["score"] == 0.75 and result["via"] == "observation evidence"
+    assert check_activation(calls, ["api-caller"])["score"] == 0.0
 
 
 def test_activation_codex_and_opencode_shell_reads():
@@ -519,3 +544,16 @@ def test_evidence_type_is_the_shared_model():
 
 def test_older_claude_code_skill_tool_argument():
     assert activation(call("Skill", command="api-caller"))["score"] == 1.0
+
+
+def test_a_failure_line_counts_for_the_file_it_names():
+    # terminus-2 answers an episode with one screen for all its commands: the other skill's failed read does not
+    # undo this skill's successful one.
+    screen = (
+        "$ cat /runtime/skills/api-caller/SKILL.md\n---\nname: api-caller\n---\n"
+        "$ cat /runtime/skills/other/SKILL.md\ncat: /runtime/skills/other/SKILL.md: No such file or directory\n"
+    )
+    ok = call("bash_command", screen, keystrokes="cat /runtime/skills/api-caller/SKILL.md\n")
+    assert activation(ok)["score"] == 0.75
+    failed = call("bash_command", screen, keystrokes="cat /runtime/skills/other/SKILL.md\n")
+    assert activation(failed, accepted=("other",))["score"] == 0.0
