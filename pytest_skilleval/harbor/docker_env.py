@@ -17,6 +17,7 @@ container's own side of `docker exec` does not end with its client), and the exe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import fnmatch
 import os
@@ -77,6 +78,15 @@ _command: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("ski
 
 class DownloadError(RuntimeError):
     """A download out of the container failed; the message says what and why."""
+
+
+STOP_WAIT_SECONDS = 10  # each wait for a stopped `docker compose exec` client to go
+
+
+async def _discard(stream: asyncio.StreamReader) -> None:
+    """Read a stream to its end, keeping nothing."""
+    while await stream.read(1024 * 1024):
+        pass
 
 
 def _docker() -> str:
@@ -194,11 +204,10 @@ class CappedDockerEnvironment(DockerEnvironment):
         try:
             await asyncio.wait_for(read(), timeout=timeout_sec or None)
         except TimeoutError:
-            await DockerEnvironment._terminate_process(process)
+            await self._stop_client(process, end_agent=False)
             raise RuntimeError(f"Command timed out after {timeout_sec} seconds") from None
         if written > MAX_COMMAND_OUTPUT_BYTES:
-            await DockerEnvironment._terminate_process(process)
-            await self._end_agent_processes()
+            await self._stop_client(process, end_agent=True)
             raise OutputCapExceeded(over_command_cap(written, ["bash", "-c", shown]))
         await process.wait()
         if self._output_budget.used + written > self._output_budget.limit:
@@ -209,6 +218,30 @@ class CappedDockerEnvironment(DockerEnvironment):
         return ExecResult(
             stdout=output.decode(errors="replace") if output else None, stderr=None, return_code=process.returncode or 0
         )
+
+    async def _stop_client(self, process: asyncio.subprocess.Process, *, end_agent: bool) -> None:
+        """End a `docker compose exec` whose output is no longer wanted. `docker` runs the Compose plugin as its child,
+        so killing the client orphans the plugin, which still holds the output pipe; asyncio's `wait()` waits for that
+        pipe to close, and the plugin blocks writing to it: a trial stuck for good. So the rest of the output is read
+        and dropped meanwhile, the command's side in the container is ended first when `end_agent` (a capped command:
+        every process of the agent phase, as the trial fails anyway), and every wait is bounded."""
+        assert process.stdout is not None
+        drain = asyncio.ensure_future(_discard(process.stdout))
+        try:
+            if end_agent:
+                await self._end_agent_processes()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), timeout=STOP_WAIT_SECONDS)
+            if process.returncode is None:
+                process.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(process.wait(), timeout=STOP_WAIT_SECONDS)
+            if process.returncode is None:
+                process.kill()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), timeout=STOP_WAIT_SECONDS)
+        finally:
+            drain.cancel()
 
     async def _end_agent_processes(self) -> None:
         """What a capped command left running in the container (all of the agent phase's processes): the trial
