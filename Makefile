@@ -14,7 +14,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider --skill-eval examples/hello-skill --agents replay --env-mode local --n-attempts 2
 
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest -n 2 tests
+	$(VENV)/bin/pytest -n 2 --durations=25 tests
 
 # The oldest supported Harbor (pyproject: harbor>=0.24,<0.26) in its own venv, on a focused subset: the demo, the
 # local environment, Docker and the real agent CLIs. Known gaps on 0.24 are deselected by name (docs/testing.md).
