@@ -18,7 +18,10 @@ def _error_lines(result: pytest.RunResult) -> list[str]:
     [
         ("sandbox=bogus", "ERROR: --ek sandbox must be one of auto, bwrap, none (got 'bogus')"),
         ("tools=/no/such/dir", "ERROR: --ek tools must be a directory (got '/no/such/dir')"),
-        ("sandbx=none", "ERROR: --ek sandbx is not a setting of the local environment (known: sandbox, tools, remote_latency_ms)"),
+        (
+            "sandbx=none",
+            "ERROR: --ek sandbx is not a setting of the local environment (known: sandbox, tools, remote_latency_ms)",
+        ),
     ],
 )
 def test_bad_ek_is_a_usage_error_at_start(skill_project: SkillProject, ek: str, says: str) -> None:
