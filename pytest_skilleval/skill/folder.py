@@ -171,13 +171,16 @@ def content_digest(skill_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _draft_hint(skill: Path) -> str:
+def draft_commands(skill: Path) -> str:
     """Both ways from a bare skill to a run: draft a dataset to review, or let one run draft a starter case."""
     return (
         f"draft one with `skilleval create-eval-dataset {skill}` (review it, then run), or run "
-        f"`pytest --skill-eval {skill} --autopilot` (a starter case drafted into the results folder); "
-        f"expected {EXPECTED_LAYOUT}"
+        f"`pytest --skill-eval {skill} --autopilot` (a starter case drafted into the results folder)"
     )
+
+
+def _draft_hint(skill: Path) -> str:
+    return f"{draft_commands(skill)}; expected {EXPECTED_LAYOUT}"
 
 
 def _skill_md_misspelt(folder: Path) -> str | None:
