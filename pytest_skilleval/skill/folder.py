@@ -139,11 +139,12 @@ def skill_roots_under(path: Path) -> list[Path]:
     never does. A skill's own evals/ is not searched: nothing inside it is a skill the plugin collects.
     """
     path = path.resolve()
+    # a skill named itself comes first: `--autopilot` runs a copy that sits in the original's evals/results/
+    if path.is_dir() and (path / "SKILL.md").is_file() and (path / "evals").is_dir():
+        return [path]
     inside = find_skill_root(path / "_") if path.is_dir() else find_skill_root(path)
     if inside is not None:
         return [inside]
-    if path.is_dir() and (path / "SKILL.md").is_file() and (path / "evals").is_dir():
-        return [path]
     if not path.is_dir():
         return []
     roots = []
