@@ -129,8 +129,8 @@ async def take_snapshot(environment: Any) -> Snapshot | None:
         try:
             document = await on_host()
             if document is not None:
-                found = Snapshot.model_validate(document)
-                return found if found.error is None else None
+                read = Snapshot.model_validate(document)
+                return read if read.error is None else None
         except Exception:  # noqa: BLE001 - as in the sandbox: a snapshot that fails leaves the diff unknown
             return None
     command = f"python3 -c {shlex.quote(runner_source())} snapshot"
