@@ -6,7 +6,8 @@ Harbor: equivalent native tasks with the same environment class and the skill gi
 Printed per concurrency: wall / ideal (trials / concurrency x 2 s, plus the start-up of a one-trial run), CPU ms per
 trial over the whole process tree (user + system, every descendant reaped by this script as a subreaper), the
 pytest (or harbor) process's own CPU ms per trial, processes at the peak, peak PSS of the tree, whether every trial
-scored, and processes left behind after the run.
+scored, processes left behind after the run, and the session's end: from the last trial's end (the plugin: its item's
+last report, recorded by a probe plugin; Harbor: its newest trial result.json) to the process's exit.
 Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest process's own CPU <= 15 ms a trial, tree
 CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
 
@@ -43,6 +44,8 @@ class Scaled:
     returncode: int
     tail: str
     left_behind: int
+    exited_at: float = 0.0  # wall clock (time.time()) when the process was seen to exit
+    session_end_s: float | None = None  # the last trial's end to the process's exit
 
 
 def _descendants() -> dict[int, int]:
@@ -140,11 +143,29 @@ def env_args() -> list[str]:
     return ["--ek", os.environ["BENCH_ENV_KWARG"]] if os.environ.get("BENCH_ENV_KWARG") else []
 
 
+# Records when the last item's last report came in (the end of the last trial, as pytest reports it).
+PROBE = """
+import time
+
+LAST = [0.0]
+
+def pytest_runtest_logreport(report):
+    LAST[0] = time.time()
+
+def pytest_unconfigure(config):
+    with open("last_report.txt", "w") as handle:
+        handle.write(repr(LAST[0]))
+"""
+
+
 def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
     project = make_project(trials)
+    (project / "bench_probe.py").write_text(PROBE)
     extra = env_args()
     argv = pytest_argv(
         project,
+        "-p",
+        "bench_probe",
         "--agents",
         "bench_agent:SleepAgent",
         "--env-mode",
@@ -163,6 +184,9 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         if results:
             data = json.loads(results[0].read_text())
             scored = len(data["trials"]) == trials and all(t.get("overall") == 1.0 for t in data["trials"])
+        last = project / "last_report.txt"
+        if last.is_file():
+            measured.session_end_s = measured.exited_at - float(last.read_text())
         return measured, scored
     finally:
         shutil.rmtree(project, ignore_errors=True)
@@ -179,6 +203,9 @@ def harbor_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         if results:
             stats = json.loads(results[0].read_text())["stats"]
             scored = stats["n_completed_trials"] == trials and not stats["n_errored_trials"]
+        ended = [path.stat().st_mtime for path in (root / "jobs").glob("*/*/result.json")]
+        if ended:
+            measured.session_end_s = measured.exited_at - max(ended)
         return measured, scored
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -190,7 +217,8 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         f"{label:7} c={concurrency:<4} wall {measured.seconds:7.1f} s  /ideal {measured.seconds / ideal:5.2f}  "
         f"tree CPU {measured.tree_cpu_s / trials * 1000:6.1f} ms/trial  own CPU {measured.own_cpu_s / trials * 1000:5.1f}"
         f" ms/trial  peak procs {measured.peak_processes:4}  peak PSS {measured.peak_pss_mb:6.0f} MB  "
-        f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}"
+        f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}  "
+        f"end {measured.session_end_s if measured.session_end_s is not None else float('nan'):.2f} s"
     )
     if measured.returncode != 0 or not scored:
         print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)
