@@ -113,7 +113,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
         own = _own_cpu_s(root) or own
 
-    elapsed, returncode, out, _ = run_sampled(argv, cwd, env, sample, 0.2)
+    elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
     left_behind = len(left)
     if left and os.environ.get("BENCH_SHOW_LEFT"):
@@ -135,7 +135,10 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
             break
     after = os.times()
     tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return Scaled(elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind)
+    exited_at = started_at + elapsed
+    return Scaled(
+        elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind, exited_at
+    )
 
 
 def env_args() -> list[str]:
