@@ -5,6 +5,7 @@ per arm with its delta and interval, and `--max-cost`: no new trial once spent, 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from pytest_skilleval.results.verdict import EXIT_INCOMPLETE
@@ -75,3 +76,37 @@ def test_a_budget_stops_new_trials_and_resume_finishes_the_run(skill_project: Sk
     doc = skill_project.result_json("demo")
     assert doc["coverage"]["publication_complete"] is True and doc["coverage"]["budget_stopped"] is None
     assert doc["agents"]["replay"]["resources"]["with_skill"]["cost_usd"] == 4.0
+
+
+def test_the_baseline_skill_arm_has_its_cost_and_its_delta_against_with_skill(
+    skill_project: SkillProject, tmp_path: Path
+) -> None:
+    """--baseline-skill: the previous version's arm is priced like the others (its replay 20,000 + 1,000 gpt-4o
+    tokens, $0.06 a trial, against with skill's $0.035), with with skill minus it and the paired interval in
+    result.json, the terminal's Resources, report.html and BENCHMARK.md."""
+    skill = _skill(skill_project, ["c1", "c2"])
+    old = tmp_path / "demo-v1"
+    shutil.copytree(skill, old)
+    for case in ("c1", "c2"):
+        (skill / "evals" / "replays" / f"{case}.baseline-skill.json").write_text(_replay(20_000, 1_000))
+    result = skill_project.run(
+        "--agents", "replay", "--agent-model", "replay=openai/gpt-4o", "--env-mode", "local", "--ek", "sandbox=none",
+        "--baseline-skill", str(old), "--arms", "with_skill,baseline_skill",
+    )  # fmt: skip
+    out = result.stdout.str()
+    doc = skill_project.result_json("demo")
+    assert {t["tokens"]["cost_usd"] for t in doc["trials"] if t["arm"] == "baseline_skill"} == {0.06}, out
+    resources = doc["agents"]["replay"]["resources"]
+    assert (resources["with_skill"]["cost_usd"], resources["baseline_skill"]["cost_usd"]) == (0.07, 0.12)
+    edit = resources["edit_delta"]
+    assert (edit["available"], edit["cost_usd"], edit["cost_usd_ci95"]) == (True, -0.05, [-0.05, -0.05])
+    assert edit["total_tokens"] == 22_000 - 42_000
+    assert f"Resources against the baseline skill {old}" in out, out
+    row = ["cost", "(USD)", "0.0700", "0.1200", "-0.0500", "[-0.0500,", "-0.0500]"]
+    assert any(line.split() == row for line in result.stdout.lines), out
+    run = next((skill_project.root / "results" / "demo").glob("2*/BENCHMARK.md")).parent
+    card, report = (run / "BENCHMARK.md").read_text(), (run / "report.html").read_text()
+    assert "- replay: cost USD 0.0700 with the skill\n" in card, card
+    edit_line = next(line for line in card.splitlines() if line.startswith("- replay: cost USD against "))
+    assert edit_line.endswith(" 0.1200 → 0.0700 (-0.0500, 95% [-0.0500, -0.0500])"), edit_line
+    assert "<th>baseline skill</th>" in report and "-0.0500 [-0.0500, -0.0500]" in report
