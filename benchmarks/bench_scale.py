@@ -21,14 +21,11 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _harness import make_project, pytest_argv
+from _harness import make_project, pytest_argv, run_sampled
 from bench_vs_harbor import harbor_argv, make_tasks
 
 SLEEP = 2.0
@@ -103,29 +100,17 @@ def _own_cpu_s(pid: int) -> float | None:
 def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     """Run a command as this process's child, with this process as the subreaper of everything it starts, so the
     CPU of every descendant (daemons included) is counted once it is reaped."""
-    full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
-    os.sync()
     before = os.times()
-    started = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak_processes, peak_pss, own = 0, 0, 0.0
-    done = threading.Event()
 
-    def sample() -> None:
+    def sample(root: int) -> None:
         nonlocal peak_processes, peak_pss, own
-        while not done.is_set():
-            pids = _tree(proc.pid)
-            peak_processes = max(peak_processes, len(pids))
-            peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
-            own = _own_cpu_s(proc.pid) or own
-            time.sleep(0.2)
+        pids = _tree(root)
+        peak_processes = max(peak_processes, len(pids))
+        peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
+        own = _own_cpu_s(root) or own
 
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, _ = proc.communicate()
-    elapsed = time.perf_counter() - started
-    done.set()
-    sampler.join()
+    elapsed, returncode, out, _ = run_sampled(argv, cwd, env, sample, 0.2)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
     left_behind = len(left)
     if left and os.environ.get("BENCH_SHOW_LEFT"):
@@ -147,7 +132,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
             break
     after = os.times()
     tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return Scaled(elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, proc.returncode, out[-1500:], left_behind)
+    return Scaled(elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind)
 
 
 def env_args() -> list[str]:
