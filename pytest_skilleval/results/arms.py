@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
@@ -86,7 +87,7 @@ def resource_delta(w: Condition, wo: Condition, rw: ArmResources, rwo: ArmResour
 
 def edit_resources(
     conds: Mapping[Arm, Condition], summaries: Mapping[Arm, tuple[ArmSummary, dict[str, bool]]], plan: RunPlan
-) -> dict[str, ArmResources | ResourceDelta]:
+) -> dict[str, Any]:
     """The baseline_skill fields of an agent's resources: that arm's totals and with_skill minus them (the edit's
     cost, paired by case as `delta` is); empty when the arm is not in the plan."""
     if "baseline_skill" not in plan.arms:
