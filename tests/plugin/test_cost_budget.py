@@ -154,7 +154,5 @@ def test_a_run_folder_from_before_the_model_matrix_resumes_and_regrades(skill_pr
     doc = skill_project.result_json("demo")
     assert doc["run_id"] == run_dir.name and doc["coverage"]["publication_complete"] is True
     _as_written_before_the_model_matrix(run_dir)
-    regraded = skill_project.run(
-        *common[:4], "--env-mode", "local", "--ek", "sandbox=none", "--regrade", run_dir.name
-    )
+    regraded = skill_project.run(*common[:4], "--env-mode", "local", "--ek", "sandbox=none", "--regrade", run_dir.name)
     assert regraded.ret == 0, regraded.stdout.str() + regraded.stderr.str()
