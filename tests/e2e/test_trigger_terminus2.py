@@ -9,7 +9,6 @@ distractor; the failed read is no trigger.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ import pytest
 
 from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import terminus_episode
-from tests.support import SkillProject, require_system
+from tests.e2e.conftest import terminus_local
+from tests.support import SkillProject
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents]
 
@@ -79,16 +79,6 @@ def run_terminus(
     )
 
 
-def local_environment() -> tuple[str, ...]:
-    from pytest_skilleval.harbor.local_env import bwrap_available
-
-    if not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
-    if shutil.which("tmux") is None:
-        require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
-    return ("--env-mode", "local")
-
-
 @pytest.mark.parametrize("where", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_terminus2_trigger_set_scores_what_the_script_implies(
     skill_project: SkillProject,
@@ -100,7 +90,7 @@ def test_terminus2_trigger_set_scores_what_the_script_implies(
     environment = (
         ("--env-mode", "docker", "--base-image", request.getfixturevalue("test_base_image"))
         if where == "docker"
-        else local_environment()
+        else terminus_local()
     )
     project_with(skill_project, QUERIES)
     server = scripted_model(script(QUERIES))
@@ -125,7 +115,7 @@ def test_terminus2_failed_read_is_not_a_trigger(
 ) -> None:
     queries = [("failed", True, FAILED_READ)]
     project_with(skill_project, queries)
-    run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, local_environment())
+    run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, terminus_local())
     triggering = skill_project.result_json("demo")["triggering"]["terminus-2"]
     assert triggering["missed"] == ["failed"]
     assert triggering["queries"][0]["trigger_rate"] == 0.0
