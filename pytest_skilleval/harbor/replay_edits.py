@@ -119,11 +119,12 @@ async def apply_patch(editor: Editor, call: PatchCall) -> tuple[str, int]:
     """(codex's answer, 0 or 1) for one patch; hunks are applied in order, as codex does."""
     try:
         hunks = parse_patch(call.patch)
-    except PatchError as error:
-        return f"Invalid patch: {error}", 1
+    except PatchError as refused:
+        return f"Invalid patch: {refused}", 1
     if not hunks:
         return "No files were modified.", 1
     done: list[str] = []
+    error = ""
     for hunk in hunks:
         path = _absolute(hunk.path, call.workdir)
         if hunk.kind == "add":
