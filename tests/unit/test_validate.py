@@ -529,7 +529,10 @@ def test_errors_exit_1_with_human_lines(capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, str(skill))
     assert code == 1
     lines = out.splitlines()
-    assert f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key" in lines
+    assert (
+        f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key (did you mean 'n_attempts'?)"
+        in lines
+    )
     assert any(line.startswith(f"error: {skill}/evals: [grader-missing] ") for line in lines)
     assert lines[-1] == "broken-config: FAILED: 3 error(s), 0 warning(s)"
 
