@@ -179,6 +179,7 @@ def test_autopilot_drafts_into_the_results_folder_runs_it_and_says_how_to_keep_i
     out = " ".join(run.stdout.str().split())
     assert f"autopilot drafted one starter case (greet-ada, model openai/{MODEL}) for {skill}" in out
     assert f"cp {draft} {skill / 'evals' / 'evals.json'}" in out
+    assert "DeprecationWarning" not in run.stdout.str() + run.stderr.str()  # litellm's import, in pytest_configure
     result = skill_project.result_json("greeter")
     assert [trial["case"] for trial in result["trials"]] == ["greet-ada"]
     assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 1
