@@ -201,6 +201,14 @@ def test_card_verdict_first_labelled_columns_tiers_and_methodology(run_dir: Path
     assert "[report.html](report.html)" in card
 
 
+def test_card_counts_one_paired_case_in_the_singular_and_says_no_interval_plainly(tmp_path: Path) -> None:
+    """One case: no bootstrap interval, and one pair (not "95% no interval, 1 paired cases")."""
+    records = [r for r in _records(None) if r.case == CASES[0]]
+    card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", cases=(CASES[0],))))
+    line = next(line for line in card.splitlines() if line.startswith("- codex: overall lift"))
+    assert ", no interval, 1 paired case (fewer than 5 paired cases: insufficient);" in line, line
+
+
 def test_card_says_incomplete_for_a_partial_run(tmp_path: Path) -> None:
     records = [r for r in _records(None) if r.case != "zeta"]
     card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab")))
