@@ -371,3 +371,19 @@ def test_a_raw_terminus2_reply_is_shown_as_its_plan_and_commands() -> None:
     assert views["raw-content"][-1][1] == [("mark_task_complete", "")]
     assert not any('"commands"' in message for message, _ in views["raw-content"])
     assert [calls for _, calls in views["raw-content"]] == [calls for _, calls in views["tool-calls"]]
+
+
+def test_compare_of_runs_with_no_agent_in_common_names_each_runs_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of one skill, one per agent (claude-code, then codex): the fix names the agents to pass."""
+    from pytest_skilleval.authoring.cli import main as skilleval
+
+    first = _run(
+        tmp_path, _records(None, agent="claude-code"), "20260102_030405_1_0123456789ab", agents=("claude-code",)
+    )
+    second = _run(tmp_path, _records(None, agent="codex"), "20260102_030406_1_0123456789ac", agents=("codex",))
+    assert skilleval(["compare", str(first), str(second)]) != 0
+    err = capsys.readouterr().err
+    assert f"{first} ran claude-code and {second} ran codex: no agent in common" in err
+    assert "--agents claude-code,codex" in err
