@@ -19,6 +19,7 @@ from tests.e2e.agent_runs import (
     SKILL,
     assert_arms_scored_as_scripted,
     assert_baseline_never_saw_the_skill,
+    terminus_args,
     trials,
 )
 from tests.e2e.agent_runs import terminus_episode as episode
@@ -81,13 +82,7 @@ def test_terminus2_on_the_demo_skill(
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
     skill_project.run(
-        "--agents",
-        "terminus-2",
-        "--agent-model",
-        f"terminus-2=openai/{MODEL}",
-        *environment,
-        "--agent-kwarg",
-        "terminus-2:record_terminal_session=false",
+        *terminus_args(MODEL, *environment),
         "-k",
         f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.testing.script import regex_all
-from tests.e2e.agent_runs import terminus_episode
+from tests.e2e.agent_runs import terminus_args, terminus_episode
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
@@ -67,16 +67,7 @@ def run_terminus(
 ) -> pytest.RunResult:
     for name, value in scripted_model.client_env().items():
         monkeypatch.setenv(name, value)
-    return project.run(
-        "--agents",
-        "terminus-2",
-        "--agent-model",
-        f"terminus-2=openai/{MODEL}",
-        *environment,
-        "--agent-kwarg",
-        "terminus-2:record_terminal_session=false",
-        "-v",
-    )
+    return project.run(*terminus_args(MODEL, *environment), "-v")
 
 
 @pytest.mark.parametrize("where", ["local", pytest.param("docker", marks=pytest.mark.docker)])
