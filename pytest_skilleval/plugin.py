@@ -314,6 +314,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from pytest_skilleval.dispatch import shutdown
 
         shutdown(session)
+    if "pytest_skilleval.harbor.nv_bridge" in sys.modules:  # the NVIDIA bridge this process started, if any
+        from pytest_skilleval.harbor.nv_bridge import stop_bridges
+
+        stop_bridges()
     if _is_worker(session.config):
         return
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
