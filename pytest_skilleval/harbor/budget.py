@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.triggering import TriggerRecord
 
 MAX_LEDGER_FILES = 1024
 
@@ -38,8 +39,11 @@ class Budget:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{run_id}-{skill_name}")
         return cls(Path(tempfile.gettempdir()) / f"skilleval-spend-{os.getuid()}" / safe, limit)
 
-    def add(self, record: TrialRecord) -> None:
-        cost = record.tokens.cost_usd if record.tokens is not None else None
+    def add(self, record: TrialRecord | TriggerRecord) -> None:
+        if isinstance(record, TriggerRecord):  # a trigger trial: the agent's reported cost
+            cost = record.cost_usd
+        else:
+            cost = record.tokens.cost_usd if record.tokens is not None else None
         if cost is None or cost <= 0:
             return
         with self._lock:
