@@ -1,6 +1,6 @@
 """Trigger trials in the run folder, as case trials are: each one's file (record, verdict, trajectory) under
 `<run>/<agent>/triggers/`, listed in result.json and shown in report.html; `--resume` keeps the finished ones and
-`--regrade` reads their verdict again from the stored trajectory, with no agent run."""
+`--regrade` reads their verdict again from the stored trajectory, with no agent run; `--max-cost` counts them."""
 
 from __future__ import annotations
 
@@ -95,3 +95,11 @@ def test_regrade_recomputes_trigger_verdicts_from_the_stored_trajectories(skill_
     assert stored["verdict"]["distractors_loaded"] == ["other"]  # computed again, from the stored trajectory
     assert "_regrade" in Path(stored["trial_dir"]).parts  # laid out from the stored file: no agent ran
     assert stored["trajectory"] == _trigger_file(source, "greet-cy")["trajectory"]
+
+
+def test_trigger_items_run_under_max_cost(skill_project: SkillProject) -> None:
+    """A budget counts a trigger trial's reported cost; a trial that reports none adds nothing and still runs."""
+    trigger_skill(skill_project)
+    result = skill_project.run(*LOCAL_REPLAY, "--max-cost", "1")
+    result.assert_outcomes(**OUTCOMES)
+    assert skill_project.result_json("demo")["triggering"]["replay"]["accuracy"] == 0.6667
