@@ -11,6 +11,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,33 +112,47 @@ def pytest_argv(project: Path, *args: str) -> list[str]:
     ]
 
 
-def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
-    """Run a command (kept offline) and measure its wall time and the peak RSS of its whole process tree."""
+def run_sampled(
+    argv: list[str], cwd: Path, env: dict[str, str], sample: Callable[[int], None], interval: float
+) -> tuple[float, int, str, float]:
+    """Run a command (kept offline), calling `sample(pid)` every `interval` seconds until it exits.
+
+    Returns the wall seconds, the exit status, the combined output and the wall clock at start."""
     full_env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True", **env}
     # Every run starts with nothing of an earlier run's still to be written back: the plugin makes its results
     # durable (fsync, syncfs), and on ext4 that also writes out whatever another process left dirty. Without this,
     # a plugin run right after `harbor run` (which syncs nothing) paid for Harbor's ~12 MB of job files: 96 trials
     # two at once took 1.2-1.5x as long in that position, and the same code measured 4.1 s or 6.8 s by run order.
     os.sync()
-    peak = 0
     started_at = time.time()
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
 
-    def sample() -> None:
-        nonlocal peak
+    def loop() -> None:
         while not done.is_set():
-            peak = max(peak, _tree_rss_kb(proc.pid))
-            time.sleep(0.05)
+            sample(proc.pid)
+            time.sleep(interval)
 
-    sampler = threading.Thread(target=sample, daemon=True)
+    sampler = threading.Thread(target=loop, daemon=True)
     sampler.start()
     out, _ = proc.communicate()
     elapsed = time.perf_counter() - started
     done.set()
     sampler.join()
-    return Measured(elapsed, peak / 1024, proc.returncode, "\n".join(out.splitlines()[-3:]), started_at)
+    return elapsed, proc.returncode, out, started_at
+
+
+def measure(argv: list[str], cwd: Path, env: dict[str, str]) -> Measured:
+    """Run a command (kept offline) and measure its wall time and the peak RSS of its whole process tree."""
+    peak = 0
+
+    def sample(pid: int) -> None:
+        nonlocal peak
+        peak = max(peak, _tree_rss_kb(pid))
+
+    elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.05)
+    return Measured(elapsed, peak / 1024, returncode, "\n".join(out.splitlines()[-3:]), started_at)
 
 
 def common_args(agent_sleep: bool = True) -> tuple[str, ...]:

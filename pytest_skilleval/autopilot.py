@@ -18,12 +18,8 @@ import pytest
 from pytest_skilleval.authoring.draft_dataset import DraftError, draft_dataset, existing_source, write_new
 from pytest_skilleval.harbor.staging import stage_skill
 from pytest_skilleval.results.tree import resolve_results_root
+from pytest_skilleval.skill.folder import arg_path
 from pytest_skilleval.skill.settings import RunSettings
-
-
-def _arg_path(arg: str, invocation_dir: Path) -> Path:
-    target = Path(arg.split("::", 1)[0])
-    return (target if target.is_absolute() else invocation_dir / target).resolve()
 
 
 def _copy_skill(skill_dir: Path, target_root: Path) -> Path:
@@ -41,7 +37,7 @@ def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str)
     notes: list[str] = []
     invocation_dir = config.invocation_params.dir
     for index, arg in enumerate(list(config.args)):
-        skill_dir = _arg_path(arg, invocation_dir)
+        skill_dir = arg_path(arg, invocation_dir).resolve()
         if not (skill_dir / "SKILL.md").is_file() or existing_source(skill_dir / "evals") is not None:
             continue
         root = resolve_results_root(skill_dir, settings.results_dir, os.environ) / "autopilot" / run_id

@@ -33,7 +33,7 @@ from pytest_skilleval.results.trigger_files import TriggerKey, stored_trigger_re
 from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
-from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
+from pytest_skilleval.skill.folder import SkillFolder, arg_path, skill_roots_under
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label, trigger_trials
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
@@ -115,8 +115,7 @@ class SkillEvalSession:
         """Every skill folder under the command line's paths."""
         found: list[Path] = []
         for arg in self.config.args:
-            target = Path(arg.split("::", 1)[0])
-            target = target if target.is_absolute() else self.config.invocation_params.dir / target
+            target = arg_path(arg, self.config.invocation_params.dir)
             found += [root.resolve() for root in skill_roots_under(target) if root.resolve() not in found]
         return tuple(found)
 

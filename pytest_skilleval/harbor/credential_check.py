@@ -229,7 +229,7 @@ def _classify(route: Route, status: int, response: Any) -> tuple[Status, str]:
         return "degraded", f"{route.model} is not in the key's catalog listing; not authoritative"
     if route.provider == "openai":
         return "verified", "the key lists its models" + (f", {route.model} among them" if route.model else "")
-    return "inconclusive", "the catalog answered, but it does not authenticate inference; the run will"
+    return "inconclusive", "the catalog answered, but it does not authenticate inference; the run will prove it"
 
 
 def check_route(route: Route, env: Mapping[str, str], timeout: float = TIMEOUT) -> Outcome:

@@ -305,13 +305,14 @@ def skill_checks(
                         f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} references {ref}, which is not set",
                     )
                 )
-    if settings.pre_agent_setup and "without_skill" in settings.arms:
+    if settings.pre_agent_setup and settings.comparison_arm_runs:
         checks.append(
             Check(
                 f"{name} pre_agent_setup",
                 f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs skill-owned commands before the agent; "
                 "a paired run refuses it, and so does --skip-with-skill (the baseline arm never runs them; use "
-                "--skip-baseline)",
+                "--skip-baseline) and --baseline-skill (the version under test's commands would run in the "
+                "baseline_skill arm; use --arms with_skill)",
             )
         )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE

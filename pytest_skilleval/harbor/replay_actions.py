@@ -18,9 +18,8 @@ import math
 import posixpath
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harbor.agents.terminus_2.tmux_session import TmuxSession
 from harbor.environments.base import BaseEnvironment
 from harbor.models.trial.paths import EnvironmentPaths
 
@@ -30,6 +29,9 @@ SESSION_NAME = "terminus-2"
 EDITOR_TOOLS = frozenset({"str_replace_editor"})
 EDITS = frozenset({"create", "str_replace", "insert", "undo_edit"})
 _CHUNK = 65_536  # base64 characters per write command, far below a single argument's limit
+
+if TYPE_CHECKING:
+    from harbor.agents.terminus_2.tmux_session import TmuxSession
 
 
 def keystrokes_of(arguments: Mapping[str, Any]) -> tuple[str, float] | None:
@@ -56,6 +58,10 @@ class Terminal:
 
     async def type(self, keystrokes: str, wait: float) -> None:
         if self.session is None:
+            # Imported here: its package imports terminus-2 and so litellm, seconds of start-up that a replay of
+            # shell calls alone never needs.
+            from harbor.agents.terminus_2.tmux_session import TmuxSession
+
             self.session = TmuxSession(
                 session_name=SESSION_NAME,
                 environment=self.environment,
@@ -113,6 +119,19 @@ class Editor:
             return f"ERROR: Invalid `insert_line` parameter: {line}. It should be within [0, {len(lines)}].", 1
         new_lines = _text(arguments.get("new_str")).split("\n")
         return await self._edit(path, text, "\n".join(lines[:line] + new_lines + lines[line:]))
+
+    async def read(self, path: str) -> tuple[bool, str]:
+        """(whether `path` is a file, its text) as the sandbox sees it."""
+        return await self._read(path)
+
+    async def write(self, path: str, text: str) -> str:
+        """Write `text` to `path` in the sandbox (its folder made); "" when done, else the error to answer with."""
+        return await self._write(path, text)
+
+    async def delete(self, path: str) -> str:
+        """Remove the file `path` in the sandbox; "" when done, else the error to answer with."""
+        result = await self.environment.exec(f"test -f {shlex.quote(path)} && rm -f -- {shlex.quote(path)}")
+        return "" if result.return_code == 0 else f"Failed to delete file {path}"
 
     async def _create(self, path: str, text: str) -> tuple[str, int]:
         exists = await self.environment.exec(f"test -e {shlex.quote(path)}")

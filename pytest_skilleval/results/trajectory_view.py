@@ -2,7 +2,9 @@
 
 The trajectory is the agent's own record, so every string in it is untrusted: it is redacted here and HTML-escaped
 by the template. Steps beyond `MAX_STEPS` and text beyond `MAX_TEXT` are cut with a note, so one runaway trial
-cannot make the report unreadable (or quadratic).
+cannot make the report unreadable (or quadratic). An agent that acted through its message text (terminus-2 with
+`raw_content`, OpenHands without function calling) is shown the way the grader reads it (`verifier.message_calls`):
+the plan's analysis and plan as the message, each command typed as a call, not the raw reply.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilleval.results.redact import cap_text, redact_text
+from verifier.message_calls import acts_in_text, agent_shape, text_calls
 from verifier.message_text import content_text
 
 MAX_STEPS = 200
@@ -46,10 +49,18 @@ def _arguments(value: Any) -> str:
         return _clean(value["command"])
     if isinstance(value, str):
         return _clean(value)
+    if value is None or value == {}:
+        return ""  # a call without arguments (terminus-2's mark_task_complete)
+    if isinstance(value, Mapping) and "keystrokes" in value and set(value) <= {"keystrokes", "duration"}:
+        return _clean(str(value["keystrokes"]))  # terminus-2's bash_command: the keys it typed
     return _clean(json.dumps(value, indent=1, ensure_ascii=False, default=str))
 
 
-def _step(raw: Mapping[str, Any], index: int) -> StepView:
+def _step(raw: Mapping[str, Any], index: int, shape: tuple[str, str] | None = None) -> StepView:
+    """One step; `shape` (agent, terminus-2 parser) when the trajectory's calls are in its messages."""
+    carried = text_calls(shape[0], shape[1], raw, f"text_{index}") if shape else None
+    message: Any = carried[0] if carried else raw.get("message")
+    raw_calls = carried[1] if carried else raw.get("tool_calls")
     results = (raw.get("observation") or {}).get("results") if isinstance(raw.get("observation"), Mapping) else None
     outputs: dict[str, str] = {}
     loose: list[str] = []
@@ -63,7 +74,7 @@ def _step(raw: Mapping[str, Any], index: int) -> StepView:
         else:
             loose.append(text)
     calls = []
-    for call in raw.get("tool_calls") or []:
+    for call in raw_calls or []:
         if not isinstance(call, Mapping):
             continue
         call_id = call.get("tool_call_id")
@@ -77,7 +88,7 @@ def _step(raw: Mapping[str, Any], index: int) -> StepView:
     return StepView(
         step_id=str(raw.get("step_id", index + 1)),
         source=_clean(str(raw.get("source") or "?")),
-        message=_clean(content_text(raw.get("message"))),
+        message=_clean(content_text(message)),
         tool_calls=calls,
         observations=loose + list(outputs.values()),
     )
@@ -88,5 +99,7 @@ def trajectory_steps(trajectory: Mapping[str, Any] | None) -> tuple[list[StepVie
     steps = trajectory.get("steps") if isinstance(trajectory, Mapping) else None
     if not isinstance(steps, list):
         return [], 0
-    shown = [_step(step, i) for i, step in enumerate(steps[:MAX_STEPS]) if isinstance(step, Mapping)]
+    shape = agent_shape(trajectory) if isinstance(trajectory, Mapping) else ("", "json")
+    in_text = shape if acts_in_text(shape[0], steps) else None
+    shown = [_step(step, i, in_text) for i, step in enumerate(steps[:MAX_STEPS]) if isinstance(step, Mapping)]
     return shown, max(0, len(steps) - MAX_STEPS)

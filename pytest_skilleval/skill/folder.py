@@ -114,6 +114,13 @@ def find_grader(evals_dir: Path) -> Path | None:
     return None
 
 
+def arg_path(arg: str, invocation_dir: Path) -> Path:
+    """The path a command-line argument names (a node id's `::` part dropped), absolute from where pytest started;
+    not resolved, so a link on the command line stays visible to whoever checks it."""
+    target = Path(arg.split("::", 1)[0])
+    return target if target.is_absolute() else invocation_dir / target
+
+
 def find_skill_root(path: Path) -> Path | None:
     """The skill folder a dataset or task file belongs to: the nearest ancestor of evals/ holding SKILL.md."""
     for parent in path.parents:

@@ -74,3 +74,62 @@ def test_demo_report_renders_in_chromium(demo_report: Path, tmp_path: Path) -> N
     keep = os.environ.get("SKILLEVAL_REPORT_SCREENSHOT")
     if keep:
         shutil.copy2(shot, keep)
+
+
+def test_a_raw_terminus2_run_reads_as_plans_in_chromium(tmp_path: Path) -> None:
+    """A terminus-2 run recorded with raw_content (its messages are the model's JSON replies, no tool calls) shows in
+    the report's trajectory as the plan's text and the commands it typed, not as raw JSON."""
+    from pytest_skilleval.results.aggregate import aggregate
+    from pytest_skilleval.results.models import RunPlan
+    from pytest_skilleval.results.publish import write_run_reports
+    from pytest_skilleval.results.records import TrialRecord
+    from pytest_skilleval.results.tree import write_results_tree
+    from tests.support import FIXTURES
+
+    recorded = FIXTURES / "trajectories" / "terminus-2-recorded" / "raw-content"
+    records = []
+    for arm in ("with_skill", "without_skill"):
+        trial = tmp_path / "harbor" / arm
+        (trial / "agent").mkdir(parents=True)
+        shutil.copy2(recorded / arm / "trajectory.json", trial / "agent" / "trajectory.json")
+        records.append(
+            TrialRecord(
+                skill="hello-skill",
+                case="explicit-greeting",
+                agent="terminus-2",
+                arm=arm,  # type: ignore[arg-type]
+                attempt=1,
+                status="scored",  # type: ignore[arg-type]
+                overall=1.0 if arm == "with_skill" else 0.5,
+                passed=arm == "with_skill",
+                metrics={"security": 1.0},
+                trial_dir=str(trial),
+            )
+        )
+    plan = RunPlan(skill="hello-skill", cases=["explicit-greeting"], agents=["terminus-2"], n_attempts=1)
+    run = write_results_tree(aggregate(records, plan), records, tmp_path / "results", "20260102_030405_1_0123456789ab")
+    write_run_reports(run)
+
+    browser = Browser(_chromium(), tmp_path / "profile")
+    try:
+        browser.open((run / "report.html").as_uri())
+        steps = browser.evaluate(
+            "(() => { document.querySelectorAll('details').forEach(d => d.open = true);"
+            " const t = [...document.querySelectorAll('details.trial')].find(t => t.textContent.includes('with_skill'))"
+            "   || document.querySelector('details.trial');"
+            " return [...t.querySelectorAll('.step.s-agent')].map(s => ({"
+            "   message: (s.querySelector(':scope > pre') || {}).innerText || '',"
+            "   calls: [...s.querySelectorAll('.tool')].map(c => [c.querySelector('b').innerText,"
+            "     c.querySelector('pre').innerText]) })); })()"
+        )
+    finally:
+        browser.close()
+
+    assert steps, "no agent step shown"
+    first = steps[0]
+    assert first["message"] == "Analysis: Scripted.\nPlan: Follow the script."
+    assert first["calls"][0] == ["bash_command", "cat /runtime/skills/hello-skill/SKILL.md\n"]
+    assert any("greet.py" in keys for _, keys in first["calls"])
+    assert steps[-1]["calls"] == [["mark_task_complete", ""]]
+    assert not any('"commands"' in step["message"] for step in steps)
+    assert browser.errors == []

@@ -135,3 +135,16 @@ def test_a_baseline_folder_and_bad_baselines(skill_project: SkillProject, tmp_pa
         bad = skill_project.run("--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", *args)
         assert bad.ret != pytest.ExitCode.OK
         assert message in bad.stdout.str() + bad.stderr.str(), (args, bad.stdout.str(), bad.stderr.str())
+
+
+def test_a_baseline_items_location_names_its_version(skill_project: SkillProject) -> None:
+    """pytest's location label of a baseline_skill item (what `reportinfo` gives reports and IDEs) says which
+    version ran, as its node id does."""
+    _, v1 = two_versions(skill_project)
+    items, _ = skill_project.pytester.inline_genitems(
+        "--skill-eval", "-p", "no:cacheprovider", "--agents", "replay", "--env-mode", "local",
+        "--baseline-skill", "git:v1",
+    )  # fmt: skip
+    labels = {item.location[2] for item in items}
+    assert f"c1 [replay-baseline_skill@{v1[:7]}-1]" in labels, labels
+    assert "c1 [replay-with_skill-1]" in labels, labels

@@ -344,3 +344,22 @@ def test_report_and_card_for_a_baseline_free_run_with_an_errored_trial(tmp_path:
     assert "grader crashed: [REDACTED]" in html and SECRET not in html
     assert "FAILED" in card and "Skill Lift omitted" in card
     assert "NO SCORE → " in card  # the baseline that never ran is not a zero
+
+
+def test_a_raw_terminus2_reply_is_shown_as_its_plan_and_commands() -> None:
+    """terminus-2 with raw_content keeps the model's JSON reply as the message: the view shows its analysis and plan
+    as text and each command as a call, as the grader reads them, never the raw JSON; a default-mode run of the
+    same script shows the same."""
+    recorded = Path(__file__).resolve().parents[2] / "fixtures" / "trajectories" / "terminus-2-recorded"
+    views = {}
+    for mode in ("raw-content", "tool-calls"):
+        trajectory = json.loads((recorded / mode / "with_skill" / "trajectory.json").read_text(encoding="utf-8"))
+        shown, _ = trajectory_steps(trajectory)
+        views[mode] = [(s.message, [(c.name, c.arguments) for c in s.tool_calls]) for s in shown if s.source == "agent"]
+    first_message, first_calls = views["raw-content"][0]
+    assert first_message == "Analysis: Scripted.\nPlan: Follow the script."
+    assert first_calls[0] == ("bash_command", "cat /runtime/skills/hello-skill/SKILL.md\n")
+    assert "greet.py --name 'Ada Lovelace'" in first_calls[1][1]
+    assert views["raw-content"][-1][1] == [("mark_task_complete", "")]
+    assert not any('"commands"' in message for message, _ in views["raw-content"])
+    assert [calls for _, calls in views["raw-content"]] == [calls for _, calls in views["tool-calls"]]

@@ -240,8 +240,9 @@ def test_legacy_shape_is_a_deprecation_warning(tmp_path: Path) -> None:
     (skill / "evals" / "replays").mkdir()
     (skill / "evals" / "replays" / "a.json").write_text("{}")
     report = validate_skill(skill)
-    assert rules(report) == {"legacy-dataset-shape"}
-    assert report.findings[0].severity == "warning"
+    # a flat list has no skill_name: its case names no skill, so the skill checks would skip it at 1.0
+    assert rules(report) == {"legacy-dataset-shape", "unnamed-skill-cases"}
+    assert all(finding.severity == "warning" for finding in report.findings)
     assert report.ok() and not report.ok(strict=True)
 
 
@@ -553,6 +554,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert document["errors"] == []
     assert {w["rule"] for w in document["warnings"]} == {
         "legacy-dataset-shape",
+        "unnamed-skill-cases",  # l1 names no skill (l2's explicit null makes it a negative control)
         "expected-script-missing",
         "grader-ignored",
         "correctness-not-measured",  # the grader is ignored in default mode: nothing measures correctness

@@ -42,17 +42,36 @@ def text_of(content: Any) -> str:
     return ""
 
 
+def planned_keystrokes(message: str) -> list[str]:
+    """The commands of a terminus-2 reply kept as raw text (its `raw_content` mode records the model's JSON plan,
+    `{"analysis", "plan", "commands": [{"keystrokes": ...}]}`, instead of tool calls); none for other text."""
+    start, end = message.find("{"), message.rfind("}")
+    try:
+        plan = json.loads(message[start : end + 1]) if 0 <= start < end else None
+    except ValueError:
+        return []
+    commands = plan.get("commands") if isinstance(plan, dict) else None
+    if not isinstance(commands, list):
+        return []
+    return [json.dumps({"keystrokes": c["keystrokes"]}) for c in commands if isinstance(c, dict) and "keystrokes" in c]
+
+
 def trajectory_signals(trajectory: Any) -> dict[str, Any]:
     """What the agent did, from ATIF; empty when there is no usable trajectory."""
     if not isinstance(trajectory, dict) or not isinstance(trajectory.get("steps"), list):
         return {}
+    steps = [step for step in trajectory["steps"] if isinstance(step, dict)]
+    # terminus-2 with raw_content: its commands are only in its replies' text, and no step has tool calls.
+    plans_in_text = (trajectory.get("agent") or {}).get("name") == "terminus-2" and not any(
+        step.get("tool_calls") for step in steps
+    )
     calls, outputs, last_message = [], [], ""
-    for step in trajectory["steps"]:
-        if not isinstance(step, dict):
-            continue
+    for step in steps:
         for call in step.get("tool_calls") or []:
             if isinstance(call, dict):
                 calls.append(json.dumps(call.get("arguments", {})))
+        if plans_in_text and step.get("source") == "agent":
+            calls.extend(planned_keystrokes(text_of(step.get("message"))))
         for result in (step.get("observation") or {}).get("results") or []:
             if isinstance(result, dict):
                 outputs.append(text_of(result.get("content")))
