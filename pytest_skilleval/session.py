@@ -38,6 +38,7 @@ from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label, trigger_trials
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.stored_config import as_current
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -224,7 +225,7 @@ class SkillEvalSession:
             config = self.skill(skill_dir).run_config()
             # what the credential check found is the session's, not a setting: a resumed run checks again
             unmeasured = unmeasured_settings() | {"credential_validation"}
-            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured)
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured, as_current=as_current)
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 
