@@ -19,7 +19,7 @@ from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import terminus_episode
 from tests.support import SkillProject, require_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 MODEL = "scripted"
 OWN = "cat /runtime/skills/demo/SKILL.md"

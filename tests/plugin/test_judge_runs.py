@@ -76,6 +76,7 @@ def judge_env(monkeypatch: pytest.MonkeyPatch, scripted_model: Any) -> Any:
     return server
 
 
+@pytest.mark.slow
 def test_demo_scores_all_five_dimensions_and_a_rerun_hits_the_cache(skill_project: SkillProject, judge_env: Any):
     skill_project.copy_hello_skill(cases=["explicit-greeting"])  # both arms: each judge asked for two verdicts
     first = skill_project.run(*LOCAL_REPLAY, "--judge-model", f"openai/{MODEL}")

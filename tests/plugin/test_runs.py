@@ -19,6 +19,7 @@ def _trials(result: dict) -> dict[tuple[str, str, str, int], dict]:
     return {(t["case"], t["agent"], t["arm"], t["attempt"]): t for t in result["trials"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", SANDBOXES)
 def test_hello_skill_runs_both_arms_and_the_skill_wins(skill_project: SkillProject, sandbox: str) -> None:
     if sandbox == "bwrap" and usable_bwrap()[0] is None:
