@@ -252,7 +252,11 @@ def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "SKILL.md").write_text("---\nname: bare\n---\n")
-    assert rules(validate_skill(bare)) == {"no-evals"}
+    report = validate_skill(bare)
+    assert rules(report) == {"no-evals"}
+    # the way on from a bare skill, as a run says it: draft a dataset, or let one run draft a starter case
+    assert f"draft one with `skilleval create-eval-dataset {bare}`" in report.findings[0].message
+    assert f"`pytest --skill-eval {bare} --autopilot`" in report.findings[0].message
 
 
 # ---------------------------------------------------------------------------------------------------------------
