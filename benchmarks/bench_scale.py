@@ -6,7 +6,8 @@ Harbor: equivalent native tasks with the same environment class and the skill gi
 Printed per concurrency: wall / ideal (trials / concurrency x 2 s, plus the start-up of a one-trial run), CPU ms per
 trial over the whole process tree (user + system, every descendant reaped by this script as a subreaper), the
 pytest (or harbor) process's own CPU ms per trial, processes at the peak, peak PSS of the tree, whether every trial
-scored, and processes left behind after the run.
+scored, processes left behind after the run, and the session's end: from the last trial's end (the plugin: its item's
+last report, recorded by a probe plugin; Harbor: its newest trial result.json) to the process's exit.
 Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest process's own CPU <= 15 ms a trial, tree
 CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
 
@@ -43,6 +44,8 @@ class Scaled:
     returncode: int
     tail: str
     left_behind: int
+    exited_at: float = 0.0  # wall clock (time.time()) when the process was seen to exit
+    session_end_s: float | None = None  # the last trial's end to the process's exit
 
 
 def _descendants() -> dict[int, int]:
@@ -110,7 +113,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
         own = _own_cpu_s(root) or own
 
-    elapsed, returncode, out, _ = run_sampled(argv, cwd, env, sample, 0.2)
+    elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
     left_behind = len(left)
     if left and os.environ.get("BENCH_SHOW_LEFT"):
@@ -132,7 +135,10 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
             break
     after = os.times()
     tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return Scaled(elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind)
+    exited_at = started_at + elapsed
+    return Scaled(
+        elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind, exited_at
+    )
 
 
 def env_args() -> list[str]:
@@ -140,11 +146,29 @@ def env_args() -> list[str]:
     return ["--ek", os.environ["BENCH_ENV_KWARG"]] if os.environ.get("BENCH_ENV_KWARG") else []
 
 
+# Records when the last item's last report came in (the end of the last trial, as pytest reports it).
+PROBE = """
+import time
+
+LAST = [0.0]
+
+def pytest_runtest_logreport(report):
+    LAST[0] = time.time()
+
+def pytest_unconfigure(config):
+    with open("last_report.txt", "w") as handle:
+        handle.write(repr(LAST[0]))
+"""
+
+
 def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
     project = make_project(trials)
+    (project / "bench_probe.py").write_text(PROBE)
     extra = env_args()
     argv = pytest_argv(
         project,
+        "-p",
+        "bench_probe",
         "--agents",
         "bench_agent:SleepAgent",
         "--env-mode",
@@ -163,6 +187,9 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         if results:
             data = json.loads(results[0].read_text())
             scored = len(data["trials"]) == trials and all(t.get("overall") == 1.0 for t in data["trials"])
+        last = project / "last_report.txt"
+        if last.is_file():
+            measured.session_end_s = measured.exited_at - float(last.read_text())
         return measured, scored
     finally:
         shutil.rmtree(project, ignore_errors=True)
@@ -179,6 +206,9 @@ def harbor_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         if results:
             stats = json.loads(results[0].read_text())["stats"]
             scored = stats["n_completed_trials"] == trials and not stats["n_errored_trials"]
+        ended = [path.stat().st_mtime for path in (root / "jobs").glob("*/*/result.json")]
+        if ended:
+            measured.session_end_s = measured.exited_at - max(ended)
         return measured, scored
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -190,7 +220,8 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         f"{label:7} c={concurrency:<4} wall {measured.seconds:7.1f} s  /ideal {measured.seconds / ideal:5.2f}  "
         f"tree CPU {measured.tree_cpu_s / trials * 1000:6.1f} ms/trial  own CPU {measured.own_cpu_s / trials * 1000:5.1f}"
         f" ms/trial  peak procs {measured.peak_processes:4}  peak PSS {measured.peak_pss_mb:6.0f} MB  "
-        f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}"
+        f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}  "
+        f"end {measured.session_end_s if measured.session_end_s is not None else float('nan'):.2f} s"
     )
     if measured.returncode != 0 or not scored:
         print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)

@@ -25,6 +25,7 @@ from pytest_skilleval.skill.plan import (
     TrialSpec,
     baseline_version,
     case_trials,
+    native_case_names,
     native_claims,
     selected_cases,
     trial_label,
@@ -86,6 +87,7 @@ class SkillEvalItem(pytest.Function):
         super().__init__(**kwargs)
         self._case = case
         self._trial = (agent, arm, attempt)
+        self._version: str | None = None  # the baseline_skill arm's version (short sha or folder), set by `create`
         assert self.parent is not None  # made by `create`, from its collector
         self._set_structured_id(_node_id(self.parent, self.name))
         self.extra_keyword_matches.update((agent, arm, self.originalname))
@@ -141,6 +143,7 @@ class SkillEvalItem(pytest.Function):
         )
         if fixtureinfo is None:
             parent._skilleval_fixtureinfo = item._fixtureinfo  # type: ignore[attr-defined]
+        item._version = short
         extra = {"version": version.label} if short is not None and version is not None else {}
         item.add_marker(mark(agent=agent, arm=arm, attempt=attempt, case=case_id, **extra))
         for tag in case.get("entry", {}).get("tags") or ():
@@ -151,7 +154,7 @@ class SkillEvalItem(pytest.Function):
         return (
             self.path,
             0,
-            f"{self.originalname} [{trial_label(*self._trial)}]",
+            f"{self.originalname} [{trial_label(*self._trial, self._version)}]",
         )  # a line number: pytest needs one to report a skip
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
@@ -331,7 +334,7 @@ class NativeTaskFile(SkillCollector):
         findings = check_native_task(
             task,
             grading_mode=settings.grading_mode,
-            paired="without_skill" in settings.arms,  # the baseline's rules, with or without --skip-with-skill
+            paired=settings.comparison_arm_runs,  # the baseline's rules: --skip-with-skill and --baseline-skill too
             dataset_ids=entries.keys() if entries is not None else None,
             pre_agent_setup=list(pre_agent_setup),
             staged_env=settings.pass_env,
@@ -384,6 +387,19 @@ class TriggerItem(SkillEvalItem):
         return item
 
 
+def _case_ids(skill: SkillFolder) -> set[str]:
+    """The skill's case ids, case-folded: its dataset's (an unreadable one has its own collection error) and its
+    native tasks'."""
+    ids = {name.casefold() for name in native_case_names(skill.evals_dir)}
+    path = find_dataset(skill.evals_dir)
+    if path is not None:
+        try:
+            ids.update(case.id.casefold() for case in skill.load_dataset(path).cases)
+        except DatasetError:
+            pass
+    return ids
+
+
 class TriggerFile(SkillCollector):
     """evals/triggers.json|jsonl|yaml|yml: one item per query x agent x attempt."""
 
@@ -402,7 +418,13 @@ class TriggerFile(SkillCollector):
             raise SkillEvalCollectError(str(error)) from None
         self._settings_or_error()
         evals_dir = self.skill.evals_dir
+        case_ids = _case_ids(self.skill)
         for query in triggers.queries:
+            if query.id.casefold() in case_ids:
+                raise SkillEvalCollectError(
+                    f"{self.path}: query {query.id!r} has a case's id: both would replay "
+                    f"evals/replays/{query.id}.json and share its trials' names; rename the query (give it an `id`)"
+                )
             files = list(query.files or [])
             try:
                 input_sources(evals_dir, files, query.id)

@@ -12,12 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.skill.folder import find_skill_root, no_skill_reason
-
-
-def _arg_path(arg: str, invocation_dir: Path) -> Path:
-    target = Path(arg.split("::", 1)[0])
-    return target if target.is_absolute() else invocation_dir / target
+from pytest_skilleval.skill.folder import arg_path, find_skill_root, no_skill_reason
 
 
 def _is_under(path: Path, base: Path) -> bool:
@@ -32,7 +27,7 @@ def missing_skill_reports(
     covered = [path.resolve() for path in {*(item.path for item in items), *error_paths}]
     reports = []
     for arg in config.args:
-        target = _arg_path(arg, config.invocation_params.dir).resolve()
+        target = arg_path(arg, config.invocation_params.dir).resolve()
         if not target.exists() or any(_is_under(path, target) for path in covered):
             continue
         nodeid = arg.split("::", 1)[0]
@@ -58,7 +53,7 @@ def no_flag_hint(config: pytest.Config, exitstatus: int) -> str | None:
     """The line to add when pytest collected nothing from a skill folder because `--skill-eval` was not given."""
     if exitstatus != pytest.ExitCode.NO_TESTS_COLLECTED:
         return None
-    skills = [arg for arg in config.args if _skill_folder_given(_arg_path(arg, config.invocation_params.dir))]
+    skills = [arg for arg in config.args if _skill_folder_given(arg_path(arg, config.invocation_params.dir))]
     if not skills:
         return None
     shown = " ".join(skills)

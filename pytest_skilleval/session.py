@@ -32,11 +32,12 @@ from pytest_skilleval.results.tree import RunStart, resolve_results_root
 from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
-from pytest_skilleval.skill.folder import SkillFolder, skill_roots_under
+from pytest_skilleval.skill.folder import SkillFolder, arg_path, skill_roots_under
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.stored_config import as_current
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -72,6 +73,7 @@ class SkillEvalSession:
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
         self.autopilot_notes: list[str] = []
+        self.autopilot_swaps: dict[str, str] = {}  # a bare skill's path -> its drafted copy's (--autopilot)
         self.credential_validation: dict[str, Any] | None = None
         self.credential_lines: list[str] = []
         self.signals = SignalGuard()
@@ -113,8 +115,7 @@ class SkillEvalSession:
         """Every skill folder under the command line's paths."""
         found: list[Path] = []
         for arg in self.config.args:
-            target = Path(arg.split("::", 1)[0])
-            target = target if target.is_absolute() else self.config.invocation_params.dir / target
+            target = arg_path(arg, self.config.invocation_params.dir)
             found += [root.resolve() for root in skill_roots_under(target) if root.resolve() not in found]
         return tuple(found)
 
@@ -223,7 +224,7 @@ class SkillEvalSession:
             config = self.skill(skill_dir).run_config()
             # what the credential check found is the session's, not a setting: a resumed run checks again
             unmeasured = unmeasured_settings() | {"credential_validation"}
-            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured)
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured, as_current=as_current)
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 

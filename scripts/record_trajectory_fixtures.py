@@ -38,6 +38,8 @@ ARMS = ("with_skill", "without_skill")
 AGENT_LOGS = ("codex.txt", "claude-code.txt", "opencode.txt", "trajectory.json")
 GREET_ARGS = "--name 'Ada Lovelace'"
 NOTES = "/workspace/output/notes.txt"
+GREETING = "/workspace/output/greeting.txt"
+FIRST_DRAFT = "Hello, Ada!\nWelcome.\n"  # written first by the edit-files cases, then edited into the skill's greeting
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,14 @@ def _greet_case(
     return Case(case_id, prompt, needle, steps, {"expected_script": "greet.py"})
 
 
+def _edit_case(prompt: str, steps: list[dict[str, Any]]) -> Case:
+    """The greeting written and then edited into the right one with the agent's own file tools (no script run), so
+    the demo's custom grader (`greeting_name`) scores what the edits left: a replay must make them to score the same."""
+    return Case(
+        "edit-files", prompt, "greeting file by hand for Ada Lovelace", steps, {"greeting_name": "Ada Lovelace"}
+    )
+
+
 # ---- codex -------------------------------------------------------------------------------------------------------
 
 CODEX_SKILLS = "/root/.agents/skills"
@@ -89,6 +99,25 @@ def _codex_cases() -> list[Case]:
                 exec_(f"cd /workspace && python3 {CODEX_SKILLS}/{SKILL}/scripts/greet.py {GREET_ARGS}"),
                 exec_(f"apply_patch <<'EOF'\n{patch}EOF"),
                 exec_("cat /workspace/output/greeting.txt"),
+            ],
+        ),
+        _edit_case(
+            f"${SKILL} write the greeting file by hand for Ada Lovelace.",
+            [
+                exec_(f"cat {CODEX_SKILLS}/{SKILL}/SKILL.md"),
+                exec_(
+                    f"apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {GREETING}\n+Hello, Ada!\n+Welcome.\n*** End Patch\nEOF"
+                ),
+                _call(
+                    "exec_command",
+                    {
+                        "cmd": "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: output/greeting.txt\n@@\n"
+                        "-Hello, Ada!\n+Hello, Ada Lovelace!\n-Welcome.\n+Welcome aboard. We are glad you are here.\n"
+                        "*** End Patch\nEOF",
+                        "workdir": "/workspace",
+                    },
+                ),
+                exec_(f"cat {GREETING}"),
             ],
         ),
         Case(
@@ -121,6 +150,30 @@ def _claude_cases() -> list[Case]:
         ),
         _greet_case(
             f"/{SKILL} Ada Lovelace joins today", [greet], case_id="slash-command", needle="Ada Lovelace joins today"
+        ),
+        _edit_case(
+            "Use the hello-skill to write the greeting file by hand for Ada Lovelace.",
+            [
+                _call("Skill", {"skill": SKILL}),
+                _call("Write", {"file_path": GREETING, "content": FIRST_DRAFT}),
+                _call(
+                    "Edit", {"file_path": GREETING, "old_string": "Hello, Ada!", "new_string": "Hello, Ada Lovelace!"}
+                ),
+                # claude-code 2.1.332 has no MultiEdit ("No such tool available"): a replay must not make this edit.
+                _call(
+                    "MultiEdit", {"file_path": GREETING, "edits": [{"old_string": "Lovelace", "new_string": "Byron"}]}
+                ),
+                _call(
+                    "Edit",
+                    {
+                        "file_path": GREETING,
+                        "old_string": "Welcome.",
+                        "new_string": "Welcome aboard. We are glad you are here.",
+                        "replace_all": True,
+                    },
+                ),
+                bash(f"cat {GREETING}"),
+            ],
         ),
     ]
 
@@ -249,7 +302,8 @@ def _project(work: Path, cases: list[Case]) -> Path:
         {"id": case.id, "prompt": case.prompt, "expected_output": "The task is done.", **case.entry} for case in cases
     ]
     (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": SKILL, "evals": entries}, indent=2))
-    (skill / "evals" / "config.yml").write_text("schema_version: 1\ngrading:\n  mode: default\n")
+    # The demo's custom grader runs too: it scores the greeting the edit-files cases leave (other cases have none).
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\ngrading:\n  mode: default_plus_custom\n")
     return skill
 
 
@@ -291,18 +345,19 @@ def _run(agent: Agent, work: Path, server: ScriptedModelServer, tools: Path) -> 
         sys.exit(f"{agent.name}: pytest exited {done.returncode}\n{done.stderr[-3000:]}")
 
 
-def _trial_dirs(work: Path) -> dict[tuple[str, str], Path]:
-    """(case, arm) -> the kept Harbor trial folder whose agent/ holds what the graders read."""
-    found: dict[tuple[str, str], Path] = {}
+def _trial_dirs(work: Path) -> dict[tuple[str, str], tuple[Path, dict[str, Any]]]:
+    """(case, arm) -> the kept Harbor trial folder whose agent/ holds what the graders read, and the run's scores."""
+    found: dict[tuple[str, str], tuple[Path, dict[str, Any]]] = {}
     for path in (work / "results").glob(f"{SKILL}/2*/*/*/trials/*.json"):
         document = json.loads(path.read_text())
         record = document["record"]
-        found[(record["case"], record["arm"])] = Path(document["trial_dir"])
+        scores = {key: record[key] for key in ("metrics", "custom_metrics", "overall")}
+        found[(record["case"], record["arm"])] = (Path(document["trial_dir"]), scores)
     return found
 
 
-def record(agent: Agent, tools: Path, keep: Path | None = None) -> None:
-    cases = agent.cases()
+def record(agent: Agent, tools: Path, keep: Path | None = None, only: set[str] | None = None) -> None:
+    cases = [case for case in agent.cases() if only is None or case.id in only]
     with tempfile.TemporaryDirectory(prefix=f"record-{agent.name}-") as tmp:
         work = Path(tmp) if keep is None else keep / agent.name
         work.mkdir(parents=True, exist_ok=True)
@@ -312,9 +367,10 @@ def record(agent: Agent, tools: Path, keep: Path | None = None) -> None:
         trials = _trial_dirs(work)
         for case in cases:
             for arm in ARMS:
-                trial = trials.get((case.id, arm))
-                if trial is None:
+                found = trials.get((case.id, arm))
+                if found is None:
                     sys.exit(f"{agent.name}: no trial folder for {case.id} {arm} under {work}")
+                trial, scores = found
                 target = OUT / agent.name / case.id / arm
                 shutil.rmtree(target, ignore_errors=True)
                 target.mkdir(parents=True)
@@ -322,6 +378,7 @@ def record(agent: Agent, tools: Path, keep: Path | None = None) -> None:
                     source = trial / "agent" / name
                     if source.is_file() and not source.is_symlink():
                         shutil.copyfile(source, target / name)
+                (target / "recorded-scores.json").write_text(json.dumps(scores, indent=2) + "\n")
             entry = {"id": case.id, "prompt": case.prompt, "expected_skill": SKILL, **case.entry}
             (OUT / agent.name / case.id / "case.json").write_text(json.dumps(entry, indent=2) + "\n")
         print(f"{agent.name}: recorded {len(cases)} case(s) x 2 arms")
@@ -331,10 +388,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", default=",".join(AGENTS), help="comma-separated: " + ",".join(AGENTS))
     parser.add_argument("--keep", type=Path, help="run in this folder and keep it (to inspect a recording)")
+    parser.add_argument("--cases", help="comma-separated case ids to record (default: every case of each agent)")
     args = parser.parse_args()
     tools = _agent_clis()
+    only = {case.strip() for case in args.cases.split(",")} if args.cases else None
     for name in args.agents.split(","):
-        record(AGENTS[name.strip()], tools, args.keep)
+        record(AGENTS[name.strip()], tools, args.keep, only)
 
 
 if __name__ == "__main__":

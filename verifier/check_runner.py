@@ -373,8 +373,10 @@ def run_one(spec: dict[str, Any]) -> Result:
         return result("error", type(error).__name__ + ": " + shown(str(error)))
 
 
-def snapshot() -> dict[str, Any]:
-    """Every file and link under /workspace (links not followed): path -> [kind, size, sha256]; capped."""
+def snapshot(root: str = ROOT) -> dict[str, Any]:
+    """Every file and link under /workspace (links not followed): path -> [kind, size, sha256]; capped. `root`: where
+    /workspace is seen from (the `local` environment reads its sandbox's folder from the host: the same walk, never
+    through a link, `root` itself included)."""
     entries: dict[str, list[Any]] = {}
     truncated = False
 
@@ -414,7 +416,7 @@ def snapshot() -> dict[str, Any]:
                 entries[rel] = ["other", st.st_size, ""]
 
     try:
-        top = os.open(ROOT, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
         return {"error": ROOT + ": " + (error.strerror or str(error))}
     try:
@@ -432,6 +434,8 @@ def file_hash(dir_fd: int, name: str) -> str:
         return ""
     digest = hashlib.sha256()
     with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the walk looked
+            return ""
         left = MAX_HASH_BYTES
         while left > 0:
             chunk = handle.read(min(CHUNK, left))

@@ -65,7 +65,7 @@ from pytest_skilleval.skill.native_tasks import (
     check_native_tasks,
     load_native_task,
 )
-from pytest_skilleval.skill.skill_names import name_mismatch
+from pytest_skilleval.skill.skill_names import name_mismatch, unnamed_skill_cases
 
 SYNTAX_CHECK_TIMEOUT = 20
 
@@ -75,7 +75,7 @@ SYNTAX_CHECK_TIMEOUT = 20
 
 
 def _config_rule(field_name: str, message: str) -> str:
-    if message == "unknown key":
+    if message.startswith("unknown key"):
         return "config-unknown-key"
     if "runtime_env" in field_name or "passthrough_env" in field_name:
         return "config-runtime-env"
@@ -166,6 +166,9 @@ def _check_dataset(ctx: ValidationContext) -> None:
     mismatch = name_mismatch(ctx.skill_dir, ctx.dataset.skill_name, path.name)
     if mismatch:
         ctx.add("skill-name-mismatch", "warning", mismatch, path)
+    unnamed = unnamed_skill_cases(ctx.skill_dir, path.name, [case.entry_json() for case in ctx.dataset.cases])
+    if unnamed:
+        ctx.add("unnamed-skill-cases", "warning", unnamed, path)
     if ctx.dataset.shape == "legacy":
         ctx.add(
             "legacy-dataset-shape",

@@ -31,8 +31,9 @@ def check_trigger_set(ctx: ValidationContext) -> list[str] | None:
         if query.id.casefold() in case_ids:
             ctx.add(
                 "trigger-id-shared",
-                "warning",
-                f"query {query.id!r} has a case's id: both would replay evals/replays/{query.id}.json; rename one",
+                "error",
+                f"query {query.id!r} has a case's id: both would replay evals/replays/{query.id}.json (a run refuses "
+                "it); rename one",
                 path,
             )
     return [query.id for query in triggers.queries]

@@ -120,7 +120,19 @@ def _failure(result: Any) -> str:
 
 
 async def take_snapshot(environment: Any) -> Snapshot | None:
-    """/workspace's paths, sizes and hashes (no contents), or None when the sandbox cannot say (no python3)."""
+    """/workspace's paths, sizes and hashes (no contents), or None when the sandbox cannot say (no python3).
+
+    An environment whose sandbox folders the host sees (the `local` one) reads them itself (`workspace_snapshot`,
+    the runner's own walk, links never followed): a python3 start in the sandbox saved twice a trial."""
+    on_host = getattr(environment, "workspace_snapshot", None)
+    if callable(on_host):
+        try:
+            document = await on_host()
+            if document is not None:
+                read = Snapshot.model_validate(document)
+                return read if read.error is None else None
+        except Exception:  # noqa: BLE001 - as in the sandbox: a snapshot that fails leaves the diff unknown
+            return None
     command = f"python3 -c {shlex.quote(runner_source())} snapshot"
     try:
         result = await environment.exec(command, timeout_sec=SNAPSHOT_TIMEOUT_SEC)

@@ -23,37 +23,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifier.skill_folders import SKILL_DISCOVERY_DIRS
+
 DEFAULT_BASE_IMAGE = "python:3.12-slim"
 DEFAULT_TOOLS = ("bash", "curl", "git", "jq", "ripgrep")
 MAX_CUSTOM_DOCKERFILE_BYTES = 20_000
 CUSTOM_DOCKERFILE = Path("environment") / "Dockerfile"  # relative to evals/
 IMAGE_REPOSITORY_PREFIX = "skilleval/"
 LABEL_SKILL = "org.skilleval.skill"
-# Where agents look for skills (homes of root and of /workspace, the system-wide ones); emptied in every image.
-SKILL_DISCOVERY_DIRS = (
-    "/workspace/skills",
-    "/workspace/.agents/skills",
-    "/workspace/.claude/skills",
-    "/workspace/.codex/skills",
-    "/workspace/.cursor/skills",
-    "/workspace/.gemini/skills",
-    "/workspace/.opencode/skills",
-    "/workspace/.config/opencode/skills",
-    "/workspace/.config/goose/skills",
-    "/workspace/.qwen/skills",
-    "/workspace/.cline/skills",
-    "/root/.agents/skills",
-    "/root/.claude/skills",
-    "/root/.codex/skills",
-    "/root/.cursor/skills",
-    "/root/.gemini/skills",
-    "/root/.config/opencode/skills",
-    "/root/.config/goose/skills",
-    "/root/.qwen/skills",
-    "/root/.cline/skills",
-    "/etc/codex/skills",
-    "/tmp/codex-home/skills",
-)
 _FROM_RE = re.compile(r"^(\s*FROM\s+)(\S+)(.*)$", re.IGNORECASE)
 _COPY_ENV_RE = re.compile(r"^\s*(COPY|ADD)\b[^\n]*\senvironment/", re.IGNORECASE | re.MULTILINE)
 

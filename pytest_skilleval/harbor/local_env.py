@@ -27,7 +27,8 @@ detached (a tmux server, ``setsid -f``, a double fork) dies when the trial stops
 ``node_modules/.bin`` and ``bin`` on ``PATH``.
 
 Folder checks and resets Harbor would send as commands (``is_dir``, ``is_file``, ``empty_dirs``) are answered on
-the host through ``verifier.safe_io``, saving an exec each and never following a link the sandbox planted.
+the host through ``verifier.safe_io``, saving an exec each and never following a link the sandbox planted; so is the
+workspace snapshot before and after the agent (``workspace_snapshot``: the check runner's own walk, from the host).
 ``--ek remote_latency_ms=N`` makes it behave like a cloud sandbox for tests and the scale benchmark: every call
 waits N ms first and nothing is answered on the host (those checks and resets run as commands in the sandbox).
 
@@ -71,7 +72,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, OutputBudget, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
-from verifier import safe_io
+from verifier import check_runner, safe_io
 
 LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
@@ -565,6 +566,14 @@ class LocalEnvironment(BaseEnvironment):
         except (OSError, ValueError):
             return False
         return True
+
+    async def workspace_snapshot(self) -> dict[str, Any] | None:
+        """/workspace's snapshot (paths, sizes, hashes) read from rootfs/ on the host with the check runner's own
+        walk (no link followed, the folder itself included), instead of a python3 start in the sandbox; None under
+        `remote_latency_ms` (the caller then runs the runner in the sandbox, as on a cloud sandbox)."""
+        if self.remote_latency is not None:
+            return None
+        return await asyncio.to_thread(check_runner.snapshot, str(self.host_path(WORKSPACE)))
 
     async def _path_kind(self, path: str, user: str | int | None, require_dir: bool) -> bool:
         """`test -d` / `test -f` on rootfs/, except that a path through a link (at any component) answers False:

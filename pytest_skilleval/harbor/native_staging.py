@@ -19,7 +19,7 @@ from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.skill.native_tasks import ARM_SUFFIXES, TASK_FILE, NativeTask, NativeTaskError
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
-from verifier.checks._skill_dirs import DEFAULT_SKILLS_DIRS
+from verifier.skill_folders import DEFAULT_SKILLS_DIRS
 
 
 def _table_span(text: str, table: str) -> tuple[int, int] | None:

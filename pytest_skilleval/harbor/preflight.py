@@ -23,6 +23,7 @@ from pytest_skilleval.harbor.images import (
     image_exists,
     image_plan,
 )
+from pytest_skilleval.harbor.nv_route import NVIDIA_KEY_VAR, route_kind
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 DOCKER_HOW = "start the daemon (e.g. `dockerd &` or `systemctl start docker`) or point DOCKER_HOST at one"
@@ -257,6 +258,14 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
         if not needs_credential(agent):
             checks.append(Check(f"agent {name}", detail="needs no credential"))
             continue
+        kind = route_kind(agent, settings.env_mode, environ)
+        if kind is not None:  # the NVIDIA single-key route: NVIDIA_API_KEY, whatever the agent's own key is
+            via = "NVIDIA Build" if kind == "direct" else "the NVIDIA bridge"
+            if environ.get(NVIDIA_KEY_VAR, "").strip():
+                checks.append(Check(f"agent {name}", detail=f"{NVIDIA_KEY_VAR} set ({via})"))
+            else:
+                checks.append(Check(f"agent {name}", f"no credential: set {NVIDIA_KEY_VAR} in the environment ({via})"))
+            continue
         try:
             keys, _ = credential_names(agent, model)
         except ValueError as error:
@@ -305,13 +314,14 @@ def skill_checks(
                         f"{skill_dir}/evals/config.yml: harbor.runtime_env {var} references {ref}, which is not set",
                     )
                 )
-    if settings.pre_agent_setup and "without_skill" in settings.arms:
+    if settings.pre_agent_setup and settings.comparison_arm_runs:
         checks.append(
             Check(
                 f"{name} pre_agent_setup",
                 f"{skill_dir}/evals/config.yml: harbor.pre_agent_setup runs skill-owned commands before the agent; "
                 "a paired run refuses it, and so does --skip-with-skill (the baseline arm never runs them; use "
-                "--skip-baseline)",
+                "--skip-baseline) and --baseline-skill (the version under test's commands would run in the "
+                "baseline_skill arm; use --arms with_skill)",
             )
         )
     custom = skill_dir / "evals" / CUSTOM_DOCKERFILE

@@ -120,6 +120,19 @@ class Editor:
         new_lines = _text(arguments.get("new_str")).split("\n")
         return await self._edit(path, text, "\n".join(lines[:line] + new_lines + lines[line:]))
 
+    async def read(self, path: str) -> tuple[bool, str]:
+        """(whether `path` is a file, its text) as the sandbox sees it."""
+        return await self._read(path)
+
+    async def write(self, path: str, text: str) -> str:
+        """Write `text` to `path` in the sandbox (its folder made); "" when done, else the error to answer with."""
+        return await self._write(path, text)
+
+    async def delete(self, path: str) -> str:
+        """Remove the file `path` in the sandbox; "" when done, else the error to answer with."""
+        result = await self.environment.exec(f"test -f {shlex.quote(path)} && rm -f -- {shlex.quote(path)}")
+        return "" if result.return_code == 0 else f"Failed to delete file {path}"
+
     async def _create(self, path: str, text: str) -> tuple[str, int]:
         exists = await self.environment.exec(f"test -e {shlex.quote(path)}")
         if exists.return_code == 0:

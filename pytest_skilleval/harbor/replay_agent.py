@@ -11,6 +11,8 @@ replaces each call's observation content with the real output:
   stderr, plus ``[exit code: N]`` when N is non-zero;
 - terminus-2's keystrokes are typed into a tmux session, and OpenHands' ``str_replace_editor`` edits are made to the
   file (`replay_actions`);
+- claude-code's ``Write`` and ``Edit`` and codex's ``apply_patch`` (the tool, or run through ``exec_command``) are
+  file edits made in the sandbox with that tool's rules (`replay_edits`);
 - a step without tool calls whose message carries them (terminus-2 with ``raw_content``, OpenHands without function
   calling; `verifier.message_calls`) has those calls replayed, read the way the grader reads them.
 
@@ -54,6 +56,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval import __version__
 from pytest_skilleval.harbor.replay_actions import Editor, Terminal, is_edit, keystrokes_of
+from pytest_skilleval.harbor.replay_edits import apply_patch, claude_edit, is_claude_edit, patch_call
 from verifier import safe_io
 from verifier.atif_repair import repaired
 from verifier.message_calls import acts_in_text, agent_shape, text_calls
@@ -269,6 +272,12 @@ class ReplayAgent(BaseAgent):
                     typed.append(call_id)
                 elif is_edit(tool, arguments):
                     content, code = await editor.apply(arguments)
+                    _record(step, [call_id], content, code)
+                elif is_claude_edit(tool, arguments):
+                    content, code = await claude_edit(editor, tool, arguments)
+                    _record(step, [call_id], content, code)
+                elif (patch := patch_call(tool, arguments, DEFAULT_CWD)) is not None:
+                    content, code = await apply_patch(editor, patch)
                     _record(step, [call_id], content, code)
                 elif (command := shell_command(arguments, tool)) is not None:
                     workdir = arguments.get("workdir") or arguments.get("cwd")

@@ -61,22 +61,28 @@ _COMMON: dict[str, object] = {
 }
 
 
+def _bar_chart(colours: Sequence[str], labels: list[str], y_title: str, height: int) -> pygal.Bar:
+    """A 0-1 bar chart over named items; past MAX_LABELLED_CASES the names are left off (unreadable; the table
+    below the chart has them)."""
+    chart = pygal.Bar(
+        style=_style(tuple(colours)),
+        height=height,
+        range=(0, 1),
+        x_label_rotation=25 if len(labels) > 5 else 0,
+        show_x_labels=len(labels) <= MAX_LABELLED_CASES,
+        print_values=False,
+        y_title=y_title,
+        **_COMMON,
+    )
+    chart.x_labels = labels
+    return chart
+
+
 def case_chart(
     chart_id: str, cases: Sequence[str], without: Sequence[float | None], with_skill: Sequence[float | None]
 ) -> str:
     """With vs without the skill per case: the mean overall of each arm, side by side (missing bars stay empty)."""
-    many = len(cases) > MAX_LABELLED_CASES  # past this the names are unreadable; the table below has them
-    chart = pygal.Bar(
-        style=_style((GREY, BLUE)),
-        height=320,
-        range=(0, 1),
-        x_label_rotation=25 if len(cases) > 5 else 0,
-        show_x_labels=not many,
-        print_values=False,
-        y_title="mean overall",
-        **_COMMON,
-    )
-    chart.x_labels = list(cases)
+    chart = _bar_chart((GREY, BLUE), list(cases), "mean overall", height=320)
     chart.add("without skill (baseline)", list(without))
     chart.add("with skill", list(with_skill))
     return _render(chart, chart_id)
@@ -136,17 +142,7 @@ def pass_k_chart(chart_id: str, ks: Sequence[int], series: Sequence[tuple[str, S
 
 def trigger_chart(chart_id: str, queries: Sequence[tuple[str, bool, float | None]]) -> str:
     """Trigger rate per query, should-trigger queries (blue, want 1) beside should-not ones (grey, want 0)."""
-    many = len(queries) > MAX_LABELLED_CASES
-    chart = pygal.Bar(
-        style=_style((BLUE, GREY)),
-        height=300,
-        range=(0, 1),
-        x_label_rotation=25 if len(queries) > 5 else 0,
-        show_x_labels=not many,
-        y_title="trigger rate",
-        **_COMMON,
-    )
-    chart.x_labels = [query for query, _, _ in queries]
+    chart = _bar_chart((BLUE, GREY), [query for query, _, _ in queries], "trigger rate", height=300)
     chart.add("should trigger", [rate if should else None for _, should, rate in queries])
     chart.add("should not trigger", [None if should else rate for _, should, rate in queries])
     return _render(chart, chart_id)

@@ -67,6 +67,8 @@ def next_step(result: AggregateResult, report_path: str | None) -> str:
         return "read the errors above (each ERROR item names its trial logs), fix them and run again"
     if result.dataset_summary.get("skill_name_mismatch"):  # no other advice helps while the names disagree
         return str(result.dataset_summary["skill_name_mismatch"])
+    if result.dataset_summary.get("unnamed_skill_cases"):  # Discoverability and Efficiency measured nothing
+        return str(result.dataset_summary["unnamed_skill_cases"])
     if not result.coverage.publication_complete:
         return (
             "run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "

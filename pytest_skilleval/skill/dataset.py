@@ -8,9 +8,12 @@ one clear collection error and never a traceback.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import hashlib
 import json
 import re
+import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -386,10 +389,34 @@ def _field_name(loc: tuple[Any, ...]) -> str | None:
     return ".".join(str(part) for part in parts) or None
 
 
+@functools.cache
+def _check_fields() -> dict[str, list[str]]:
+    """Each check type's fields, read from the check models (`type` first)."""
+    union = typing.get_args(CheckSpec)[0]
+    return {
+        typing.get_args(model.model_fields["type"].annotation)[0]: [
+            "type",
+            *(f for f in model.model_fields if f != "type"),
+        ]
+        for model in typing.get_args(union)
+    }
+
+
+def _item_message(item: Mapping[str, Any]) -> str:
+    """One pydantic problem in words; an unknown field of a check names the nearest field and the type's fields."""
+    loc = item.get("loc", ())
+    if item.get("type") == "extra_forbidden" and len(loc) >= 4 and loc[0] == "checks" and loc[2] in CHECK_TYPES:
+        fields = _check_fields()[loc[2]]
+        close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown field{hint}; a {loc[2]} check has {', '.join(fields)}"
+    return str(item.get("msg", "invalid value")).removeprefix("Value error, ")
+
+
 def _validation_message(error: ValidationError) -> tuple[str | None, str]:
     """The field at fault (when there is one problem) and the message: one problem's own text, or every problem
     with its field."""
-    problems = [(_field_name(item["loc"]), item["msg"].removeprefix("Value error, ")) for item in error.errors()]
+    problems = [(_field_name(item["loc"]), _item_message(item)) for item in error.errors()]
     if len(problems) == 1:
         return problems[0]
     return None, "; ".join(f"field '{field}': {message}" if field else message for field, message in problems)

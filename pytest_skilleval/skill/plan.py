@@ -17,7 +17,7 @@ from pytest_skilleval.results.records import Arm, TrialKey
 from pytest_skilleval.skill.baseline import BaselineVersion, resolve_baseline
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
-from pytest_skilleval.skill.skill_names import name_mismatch
+from pytest_skilleval.skill.skill_names import name_mismatch, unnamed_skill_cases
 
 
 class TrialSpec(BaseModel):
@@ -155,6 +155,9 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             mismatch = name_mismatch(skill.path, dataset.skill_name, path.name)
             if mismatch:
                 plan.summary["skill_name_mismatch"] = mismatch
+            unnamed = unnamed_skill_cases(skill.path, path.name, entries)
+            if unnamed:
+                plan.summary["unnamed_skill_cases"] = unnamed
             plan.digest = dataset.digest
             plan.snapshot = {
                 "dataset": path.name,

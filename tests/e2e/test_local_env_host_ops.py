@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from harbor.agents.nop import NopAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.trial.config import AgentConfig
 
+from pytest_skilleval.harbor import case_checks
 from pytest_skilleval.harbor import local_env as local_env_module
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, LocalEnvironment
 from tests.e2e.conftest import make_env
@@ -207,3 +210,54 @@ def test_a_trial_execs_only_what_the_host_cannot_answer(
     for path in [skill, *skill.rglob("*")]:
         if not path.is_symlink():
             assert path.stat().st_mode & (0o555 if path.is_dir() else 0o444) == (0o555 if path.is_dir() else 0o444)
+
+
+def _planted_workspace(env: LocalEnvironment, outside: Path) -> None:
+    """What an agent leaves: nested files, an empty one, links to a host file and folder (never to be followed)."""
+    workspace = env.host_path("/workspace")
+    (workspace / "out" / "deep").mkdir(parents=True)
+    (workspace / "out" / "deep" / "f.txt").write_text("result\n")
+    (workspace / "empty.txt").write_text("")
+    (workspace / "link.txt").symlink_to(outside / "keep.txt")
+    (workspace / "linkdir").symlink_to(outside)
+
+
+def test_the_workspace_snapshot_is_read_on_the_host_as_the_sandbox_sees_it(
+    env: LocalEnvironment, outside: Path
+) -> None:
+    _planted_workspace(env, outside)
+    env.may_exec = False
+    on_host = run(case_checks.take_snapshot(env))
+    assert env.commands == []
+    env.may_exec = True
+    in_sandbox = run(env.exec(f"python3 -c {shlex.quote(case_checks.runner_source())} snapshot"))
+    assert in_sandbox.return_code == 0, in_sandbox.stderr
+    assert on_host == case_checks.parse_output(in_sandbox.stdout).snapshot
+    assert on_host is not None and sorted(on_host.entries) == ["empty.txt", "link.txt", "linkdir", "out/deep/f.txt"]
+    # A link is recorded by its target, never read through.
+    assert on_host.entries["link.txt"][0] == "link" and on_host.entries["linkdir"][0] == "link"
+    assert_untouched(outside)
+
+
+def test_a_workspace_swapped_for_a_link_gives_no_snapshot(env: LocalEnvironment, outside: Path) -> None:
+    workspace = env.host_path("/workspace")
+    shutil.rmtree(workspace)
+    workspace.symlink_to(outside)
+    env.may_exec = False
+    assert run(case_checks.take_snapshot(env)) is None
+    assert env.commands == []
+    assert_untouched(outside)
+
+
+def test_a_remote_like_sandbox_snapshots_the_workspace_in_the_sandbox(
+    tmp_path: Path, sandbox_mode: str, outside: Path
+) -> None:
+    environment = make_env(tmp_path, sandbox_mode, {"remote_latency_ms": 0})
+    run(environment.start(force_build=False))
+    try:
+        _planted_workspace(environment, outside)
+        assert run(environment.workspace_snapshot()) is None  # not answered on the host
+        found = run(case_checks.take_snapshot(environment))
+        assert found is not None and "out/deep/f.txt" in found.entries
+    finally:
+        run(environment.stop(delete=True))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,8 @@ import pytest
 
 from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import TERMINUS_PLAN, terminus_episode
-from tests.support import SkillProject, require_system
+from tests.e2e.conftest import terminus_local
+from tests.support import SkillProject
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
@@ -67,12 +67,7 @@ def optimize(project: SkillProject, skill: Path, env: dict[str, str], *extra: st
 
 
 def test_optimizer_picks_the_description_that_triggers(skill_project: SkillProject, scripted_model: Any) -> None:
-    from pytest_skilleval.harbor.local_env import bwrap_available
-
-    if not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
-    if shutil.which("tmux") is None:
-        require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
+    terminus_local()
     skill = skill_project.root / "skills" / "demo"
     (skill / "evals").mkdir(parents=True)
     original = "---\nname: demo\ndescription: Writes text files\n---\n# demo\n\nGreets people.\n"

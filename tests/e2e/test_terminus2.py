@@ -19,10 +19,12 @@ from tests.e2e.agent_runs import (
     SKILL,
     assert_arms_scored_as_scripted,
     assert_baseline_never_saw_the_skill,
+    terminus_args,
     trials,
 )
 from tests.e2e.agent_runs import terminus_episode as episode
-from tests.support import SkillProject, require_system
+from tests.e2e.conftest import terminus_local
+from tests.support import SkillProject
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
@@ -71,31 +73,16 @@ def test_terminus2_on_the_demo_skill(
 ) -> None:
     """In the local environment under each sandbox mode, and in Docker (terminus-2 itself runs in this process and
     calls the model from here; it types into a tmux session inside the container, which the test image has)."""
-    if sandbox == "bwrap":
-        from pytest_skilleval.harbor.local_env import bwrap_available
-
-        if not bwrap_available():
-            require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
-    import shutil
-
     if sandbox == "docker":
         environment = ("--env-mode", "docker", "--base-image", request.getfixturevalue("test_base_image"))
     else:
-        if shutil.which("tmux") is None:
-            require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
-        environment = ("--env-mode", "local", "--ek", f"sandbox={sandbox}")
+        environment = terminus_local(sandbox)
     server = scripted_model(script())
     for name, value in server.client_env().items():
         monkeypatch.setenv(name, value)
     skill_project.copy_hello_skill()
     skill_project.run(
-        "--agents",
-        "terminus-2",
-        "--agent-model",
-        f"terminus-2=openai/{MODEL}",
-        *environment,
-        "--agent-kwarg",
-        "terminus-2:record_terminal_session=false",
+        *terminus_args(MODEL, *environment),
         "-k",
         f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )

@@ -9,15 +9,15 @@ distractor; the failed read is no trigger.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_skilleval.testing.script import regex_all
-from tests.e2e.agent_runs import terminus_episode
-from tests.support import SkillProject, require_system
+from tests.e2e.agent_runs import terminus_args, terminus_episode
+from tests.e2e.conftest import terminus_local
+from tests.support import SkillProject
 
 pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
@@ -67,26 +67,7 @@ def run_terminus(
 ) -> pytest.RunResult:
     for name, value in scripted_model.client_env().items():
         monkeypatch.setenv(name, value)
-    return project.run(
-        "--agents",
-        "terminus-2",
-        "--agent-model",
-        f"terminus-2=openai/{MODEL}",
-        *environment,
-        "--agent-kwarg",
-        "terminus-2:record_terminal_session=false",
-        "-v",
-    )
-
-
-def local_environment() -> tuple[str, ...]:
-    from pytest_skilleval.harbor.local_env import bwrap_available
-
-    if not bwrap_available():
-        require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap")
-    if shutil.which("tmux") is None:
-        require_system("tmux (terminus-2 drives a tmux session)", "apt-get install tmux")
-    return ("--env-mode", "local")
+    return project.run(*terminus_args(MODEL, *environment), "-v")
 
 
 @pytest.mark.parametrize("where", ["local", pytest.param("docker", marks=pytest.mark.docker)])
@@ -100,7 +81,7 @@ def test_terminus2_trigger_set_scores_what_the_script_implies(
     environment = (
         ("--env-mode", "docker", "--base-image", request.getfixturevalue("test_base_image"))
         if where == "docker"
-        else local_environment()
+        else terminus_local()
     )
     project_with(skill_project, QUERIES)
     server = scripted_model(script(QUERIES))
@@ -125,7 +106,7 @@ def test_terminus2_failed_read_is_not_a_trigger(
 ) -> None:
     queries = [("failed", True, FAILED_READ)]
     project_with(skill_project, queries)
-    run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, local_environment())
+    run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, terminus_local())
     triggering = skill_project.result_json("demo")["triggering"]["terminus-2"]
     assert triggering["missed"] == ["failed"]
     assert triggering["queries"][0]["trigger_rate"] == 0.0

@@ -65,7 +65,7 @@ def test_a_gateway_catalog_refusal_is_degraded_not_fatal(scripted_model: Any):
 @pytest.mark.parametrize(
     ("listed", "status", "detail"),
     [
-        ([NEMOTRON], "inconclusive", "does not authenticate inference"),
+        ([NEMOTRON], "inconclusive", "does not authenticate inference; the run will prove it"),
         (["meta/llama-3.1-8b-instruct"], "failed", f"model rejected: {NEMOTRON} is not in NVIDIA Build's catalog"),
     ],
 )

@@ -65,13 +65,36 @@ def test_runtime_env_reference_needs_pass_env(skill_project: SkillProject) -> No
     assert "harbor.runtime_env DB references the host variable MY_DB_URL; pass it with --pass-env MY_DB_URL" in output
 
 
-@pytest.mark.parametrize("arms", [(), ("--skip-with-skill",)], ids=["paired", "baseline only"])
+@pytest.mark.parametrize(
+    "arms", [(), ("--skip-with-skill",), ("--baseline-skill", "BASELINE")], ids=["paired", "baseline only", "version"]
+)
 def test_pre_agent_setup_is_refused_wherever_the_baseline_runs(skill_project: SkillProject, arms: tuple[str]) -> None:
-    """The baseline arm alone (--skip-with-skill) gets the baseline's rules: it ran the skill's setup commands."""
+    """The baseline arm alone (--skip-with-skill) gets the baseline's rules: it ran the skill's setup commands. So
+    does the previous version's arm (--baseline-skill): the version under test's setup would run there."""
     skill = skill_project.make_skill("demo", simple_entries("c1"))
     (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  pre_agent_setup: echo hi\n")
+    previous = skill_project.root / "previous" / "demo"
+    previous.mkdir(parents=True)
+    (previous / "SKILL.md").write_text((skill / "SKILL.md").read_text())
+    arms = tuple(str(previous) if arg == "BASELINE" else arg for arg in arms)
     output = _stopped_before_any_trial(skill_project, skill_project.run(*LOCAL_REPLAY, *arms))
     assert "a paired run refuses it, and so does --skip-with-skill (the baseline arm never runs them" in output
+    if "--baseline-skill" in arms:
+        assert "the version under test's commands would run in the baseline_skill arm; use --arms with_skill" in output
+
+
+def test_pre_agent_setup_runs_in_the_with_skill_arm_alone_beside_a_baseline_version(
+    skill_project: SkillProject,
+) -> None:
+    """The way out the refusal names works: --arms with_skill with --baseline-skill runs the setup."""
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  pre_agent_setup: echo hi\n")
+    previous = skill_project.root / "previous" / "demo"
+    previous.mkdir(parents=True)
+    (previous / "SKILL.md").write_text((skill / "SKILL.md").read_text())
+    result = skill_project.run(*LOCAL_REPLAY, "--baseline-skill", str(previous), "--arms", "with_skill")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(["*1 passed*"])
 
 
 def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: SkillProject) -> None:

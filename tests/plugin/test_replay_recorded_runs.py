@@ -53,3 +53,43 @@ def test_a_recorded_terminus2_run_replays_to_the_same_scores(
     # The skill's script really ran again: the with-skill greeting is right, the hand-written baseline's is not.
     assert trials["with_skill"]["custom_metrics"]["greeting_correct"] == 1.0
     assert trials["without_skill"]["custom_metrics"]["greeting_correct"] == 0.0
+
+
+RECORDED_AGENTS = FIXTURES / "trajectories" / "recorded"
+# Where each CLI found the skill when it was recorded; a replay finds it in the trial's skills folder instead.
+AGENT_SKILLS = {"codex": "/root/.agents/skills", "claude-code": "/logs/agent/sessions/skills"}
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_recorded_file_edits_replay_to_the_same_scores(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str], agent: str
+) -> None:
+    """A real claude-code run (`Write`, `Edit` with and without `replace_all`, a `MultiEdit` its CLI refused) and a
+    real codex run (`apply_patch` through `exec_command`: an added file, then an update from a relative path under the
+    call's workdir) wrote the greeting by hand; replayed in a local bwrap trial, the edits are made again and the
+    trial scores what the recorded run scored, the demo's custom grader (which reads the file) included."""
+    if usable_bwrap()[0] is None:
+        require_system(f"bubblewrap ({usable_bwrap()[1]})", "apt-get install bubblewrap (or run .ci/run)")
+    case_dir = RECORDED_AGENTS / agent / "edit-files"
+    skill = skill_project.copy_hello_skill()
+    dataset = skill / "evals" / "evals.json"
+    entries = json.loads(dataset.read_text(encoding="utf-8"))
+    entry = json.loads((case_dir / "case.json").read_text(encoding="utf-8"))
+    entries["evals"].append({**entry, "expected_output": "The task is done."})
+    dataset.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+    for arm, spelled in ARMS.items():
+        text = (case_dir / arm / "trajectory.json").read_text(encoding="utf-8")
+        replay = skill / "evals" / "replays" / f"edit-files.{spelled}.json"
+        replay.write_text(json.dumps(as_replay(json.loads(text.replace(AGENT_SKILLS[agent], "{skills_dir}")))))
+    result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=bwrap", "-k", "edit-files")
+    trials = {t["arm"]: t for t in skill_project.result_json("hello-skill")["trials"]}
+    assert set(trials) == set(ARMS), result.stdout.str()[-2000:]
+    for arm in ARMS:
+        recorded = json.loads((case_dir / arm / "recorded-scores.json").read_text(encoding="utf-8"))
+        replayed = trials[arm]
+        assert replayed["custom_metrics"] == recorded["custom_metrics"], (arm, replayed["custom_metrics"])
+        assert {name: replayed["metrics"][name] for name in STANDARD} == {
+            name: recorded["metrics"][name] for name in STANDARD
+        }, arm
+        # The greeting exists only because the replay made the recorded edits.
+        assert replayed["custom_metrics"]["greeting_correct"] == 1.0

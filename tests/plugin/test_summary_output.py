@@ -105,3 +105,24 @@ def test_a_dataset_that_expects_another_skill_name_says_which_names_and_the_fix(
     report = validate_skill(skill)
     warning = next(f for f in report.findings if f.rule == "skill-name-mismatch")
     assert warning.severity == "warning" and "set skill_name to 'greeter'" in warning.message
+
+
+def test_a_flat_list_that_names_no_skill_says_its_skill_scores_measured_nothing(skill_project: SkillProject) -> None:
+    """agent-skill-eval writes evals.json as a flat list with no skill_name: each case is unlabelled, so
+    Discoverability and Efficiency score 1.0 in both arms without looking. The run and validate both say so."""
+    rows = [
+        {"id": "plain", "prompt": "check the title", "expected_output": "valid"},
+        {"id": "control", "prompt": "sort a list", "expected_output": "sorted", "should_trigger": False},
+    ]
+    skill = skill_project.make_skill("pr-naming", rows)
+    result = skill_project.run(*LOCAL_REPLAY)
+    lines = result.stdout.str().splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Next: ")))
+    next_line = " ".join(" ".join(lines[start:]).split())
+    assert "evals.json: 1 of 2 case(s) name no skill to look for (plain)" in next_line
+    assert 'wrap the list as {"skill_name": "pr-naming", "evals": [...]}' in next_line
+    trial = skill_project.result_json("pr-naming")["trials"][0]
+    assert trial["metrics"]["skill_execution"] == 1.0  # the skipped score the line warns about
+    report = validate_skill(skill)
+    warning = next(f for f in report.findings if f.rule == "unnamed-skill-cases")
+    assert warning.severity == "warning" and "1 of 2 case(s) name no skill to look for (plain):" in warning.message

@@ -247,3 +247,22 @@ def test_an_oversized_sibling_is_refused_naming_it(skill_project: SkillProject) 
     result = skill_project.run(*LOCAL_REPLAY)
     result.assert_outcomes(errors=1)
     assert "distractor skill" in result.stdout.str() and "holds more than 32 MiB" in result.stdout.str()
+
+
+def test_a_query_with_a_cases_id_is_refused_at_collection_and_in_validate(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A query and a case share evals/replays/<id>.json: the run would replay one's trajectory for the other, so
+    collection refuses the clash (ids compared case-folded, as duplicate ids are) with one line, and validate too."""
+    from pytest_skilleval.authoring.cli import main as skilleval
+
+    skill = trigger_skill(skill_project)
+    (skill / "evals" / "evals.json").write_text(json.dumps(simple_entries("Greet-Ada", "other-case")))
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    lines = [line for line in result.outlines if "has a case's id" in line and "ERROR" not in line]
+    assert len(lines) == 1, result.outlines
+    assert lines[0].startswith(f"{skill / 'evals' / 'triggers.json'}: query 'greet-ada' has a case's id: both")
+    assert "rename the query" in lines[0] and "Traceback" not in result.stdout.str()
+    assert skilleval(["validate", str(skill)]) != 0
+    assert "query 'greet-ada' has a case's id" in capsys.readouterr().out

@@ -64,7 +64,12 @@ def test_every_check_type_loads_from_each_dataset_format(tmp_path: Path, suffix:
         ([{"type": "file_contains", "path": "a"}], "checks[0]", "exactly one of 'text' or 'regex'"),
         ([{"type": "file_contains", "path": "a", "regex": "("}], "checks[0].regex", "not a valid regular expression"),
         ([{"type": "command", "run": "x", "timeout_sec": 0}], "checks[0].timeout_sec", "more than 0"),
-        ([{"type": "command", "run": "x", "timeout": 3}], "checks[0].timeout", "Extra inputs"),
+        (
+            [{"type": "command", "run": "x", "timeout": 3}],
+            "checks[0].timeout",
+            "unknown field (did you mean 'timeout_sec'?); a command check has type, name, weight, run, exit_code",
+        ),
+        ([{"type": "file_contains", "path": "a", "txet": "b"}], "checks[0].txet", "(did you mean 'text'?)"),
         ([{"type": "json_path", "path": "a.json", "json_path": "a.b", "exists": True}], "checks[0].json_path", "'$'"),
         ([{"type": "file_equals", "path": "a", "file": "../SKILL.md"}], "checks[0].file", "under evals/files/"),
         ([{"type": "file_equals", "path": "a", "file": "missing.txt"}], "checks[0].file", "does not exist"),

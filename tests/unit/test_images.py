@@ -48,6 +48,18 @@ def test_default_image_is_python_slim_with_the_seed_tools(tmp_path: Path) -> Non
     assert "SKILL.md" not in plan.dockerfile and "secret skill body" not in plan.dockerfile
 
 
+def test_every_folder_a_trial_installs_skills_into_is_emptied_in_the_image(tmp_path: Path) -> None:
+    """One list of skill folders: each one the grader credits a load from (every agent's copy included) is also one
+    the image empties, so a base image's planted skill never sits where an installed one would."""
+    from verifier.skill_folders import DEFAULT_SKILLS_DIRS
+
+    plan = image_plan(_skill(tmp_path), base_image="offline:1")
+    run_line = next(line for line in plan.dockerfile.splitlines() if line.startswith("RUN rm -rf "))
+    emptied = set(run_line.removeprefix("RUN rm -rf ").split(" && ", 1)[0].split())
+    assert set(DEFAULT_SKILLS_DIRS) <= emptied, sorted(set(DEFAULT_SKILLS_DIRS) - emptied)
+    assert {"/root/.copilot/skills", "/root/.kimi/skills", "/tmp/hermes/skills", "/etc/codex/skills"} <= emptied
+
+
 def test_base_image_is_used_as_is_with_only_our_layers(tmp_path: Path) -> None:
     plan = image_plan(_skill(tmp_path), base_image="offline:1")
     assert plan.dockerfile.startswith("FROM offline:1\n")

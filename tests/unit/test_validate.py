@@ -240,8 +240,9 @@ def test_legacy_shape_is_a_deprecation_warning(tmp_path: Path) -> None:
     (skill / "evals" / "replays").mkdir()
     (skill / "evals" / "replays" / "a.json").write_text("{}")
     report = validate_skill(skill)
-    assert rules(report) == {"legacy-dataset-shape"}
-    assert report.findings[0].severity == "warning"
+    # a flat list has no skill_name: its case names no skill, so the skill checks would skip it at 1.0
+    assert rules(report) == {"legacy-dataset-shape", "unnamed-skill-cases"}
+    assert all(finding.severity == "warning" for finding in report.findings)
     assert report.ok() and not report.ok(strict=True)
 
 
@@ -251,7 +252,11 @@ def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "SKILL.md").write_text("---\nname: bare\n---\n")
-    assert rules(validate_skill(bare)) == {"no-evals"}
+    report = validate_skill(bare)
+    assert rules(report) == {"no-evals"}
+    # the way on from a bare skill, as a run says it: draft a dataset, or let one run draft a starter case
+    assert f"draft one with `skilleval create-eval-dataset {bare}`" in report.findings[0].message
+    assert f"`pytest --skill-eval {bare} --autopilot`" in report.findings[0].message
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -524,7 +529,10 @@ def test_errors_exit_1_with_human_lines(capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, str(skill))
     assert code == 1
     lines = out.splitlines()
-    assert f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key" in lines
+    assert (
+        f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key (did you mean 'n_attempts'?)"
+        in lines
+    )
     assert any(line.startswith(f"error: {skill}/evals: [grader-missing] ") for line in lines)
     assert lines[-1] == "broken-config: FAILED: 3 error(s), 0 warning(s)"
 
@@ -553,6 +561,7 @@ def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert document["errors"] == []
     assert {w["rule"] for w in document["warnings"]} == {
         "legacy-dataset-shape",
+        "unnamed-skill-cases",  # l1 names no skill (l2's explicit null makes it a negative control)
         "expected-script-missing",
         "grader-ignored",
         "correctness-not-measured",  # the grader is ignored in default mode: nothing measures correctness

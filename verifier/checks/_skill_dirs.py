@@ -15,42 +15,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
-# Harbor stages every skill in its skills folder (`/runtime/skills` on 0.25, `/harbor/skills` on 0.24), and each
-# installed agent copies it into its own (harbor/agents/installed/*: `_build_register_skills_command`): codex and pi
-# `~/.agents/skills`, claude-code `$CLAUDE_CONFIG_DIR/skills` (Harbor sets `/logs/agent/sessions`; the CLI also reads
-# `~/.claude/skills`), opencode `~/.config/opencode/skills`, and so on. `~` is the agent's HOME: `/root` in our
-# sandboxes, `/workspace` for a CLI run with HOME there.
-HARBOR_SKILLS_DIRS = ("/runtime/skills", "/harbor/skills")
-AGENT_SKILLS_DIRS: dict[str, tuple[str, ...]] = {
-    "codex": ("~/.agents/skills",),
-    "pi": ("~/.agents/skills",),
-    "claude-code": ("/logs/agent/sessions/skills", "~/.claude/skills"),
-    "opencode": ("~/.config/opencode/skills",),
-    "cursor-cli": ("~/.cursor/skills",),
-    "cline-cli": ("~/.cline/skills",),
-    "gemini-cli": ("~/.gemini/skills",),
-    "goose": ("~/.config/goose/skills",),
-    "copilot-cli": ("~/.copilot/skills",),
-    "kimi-cli": ("~/.kimi/skills",),
-    "qwen-coder": ("~/.qwen/skills",),
-    "hermes": ("/tmp/hermes/skills",),
-}
-HOMES = ("/root", "/workspace")
+from verifier.skill_folders import AGENT_SKILLS_DIRS, DEFAULT_SKILLS_DIRS, HARBOR_SKILLS_DIRS
+from verifier.skill_folders import expanded as _expanded
 
-
-def _expanded(folders: Iterable[str]) -> tuple[str, ...]:
-    out: list[str] = []
-    for folder in folders:
-        if folder.startswith("~/"):
-            out.extend(home + folder[1:] for home in HOMES)
-        else:
-            out.append(folder)
-    return tuple(dict.fromkeys(out))
-
-
-DEFAULT_SKILLS_DIRS: tuple[str, ...] = _expanded(
-    (*HARBOR_SKILLS_DIRS, *(folder for folders in AGENT_SKILLS_DIRS.values() for folder in folders))
-)
 HOME = "/root"  # the agent's HOME in our sandboxes
 _HOME_PREFIX = re.compile(r"^(?:~|\$HOME|\$\{HOME\})(?=/|$)")
 DEFAULT_CWD = "/workspace"

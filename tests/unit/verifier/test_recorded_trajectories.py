@@ -36,6 +36,10 @@ def graded(agent: str, case: str, arm: str, skill: str = "hello-skill") -> dict[
 #   `write` and `edit` are the work: efficiency 1.0.
 # - terminus-2: `cat` of SKILL.md in the terminal (shell read, capped at 0.75), the script ran, read came first,
 #   nothing failed: (0.75 + 1 + 1 + 1) / 4 = 0.9375. Its two mark_task_complete calls are not waste: 1.0.
+# - edit-files (no script expected; the greeting written with the agent's own file tools): codex's harness injection
+#   and claude-code's Skill tool are the activation (1.0), no command failed that the skill caused: 1.0. Efficiency:
+#   routed to hello-skill, and every call (apply_patch through exec_command; Write, Edit, the refused MultiEdit, all
+#   writes) is productive: 1.0.
 # - every baseline: every load failed, so activation is 0 and skill_execution 0.0; efficiency routes to nothing
 #   (0.0) and spends every call on the task (1.0): 0.5.
 EXPECTED = {
@@ -45,6 +49,10 @@ EXPECTED = {
     ("claude-code", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
     ("claude-code", "slash-command", "with_skill"): (1.0, 1.0, 1.0, "harness"),
     ("claude-code", "slash-command", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("codex", "edit-files", "with_skill"): (1.0, 1.0, 1.0, "harness"),
+    ("codex", "edit-files", "without_skill"): (1.0, 0.0, 0.5, None),
+    ("claude-code", "edit-files", "with_skill"): (1.0, 1.0, 1.0, "Skill tool"),
+    ("claude-code", "edit-files", "without_skill"): (1.0, 0.0, 0.5, None),
     ("opencode", "load-and-run", "with_skill"): (1.0, 1.0, 1.0, "native read of SKILL.md"),
     ("opencode", "load-and-run", "without_skill"): (1.0, 0.0, 0.5, None),
     ("terminus-2", "load-and-run", "with_skill"): (1.0, 0.9375, 1.0, "shell read command"),
