@@ -19,6 +19,7 @@ from pytest_skilleval.results.resume import ResumeError, latest_finished_run, re
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.stored_config import as_current
 
 # What a regrade takes from the run it grades again: the trials that run holds.
 PLAN_FIELDS = (
@@ -62,7 +63,8 @@ def _source_plan(run_dir: Path) -> dict[str, Any]:
     config = json.loads(data) if data is not None else None
     if not isinstance(config, dict):
         raise ResumeError(f"{run_dir} has no readable {RUN_CONFIG_FILE}")
-    return {field: config[field] for field in PLAN_FIELDS if field in config}
+    shaped = as_current(config, {})  # a run an earlier release wrote: models stored as one string per agent
+    return {field: shaped[field] for field in PLAN_FIELDS if field in config}
 
 
 def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root: Path) -> RunSettings:

@@ -37,6 +37,7 @@ from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.stored_config import as_current
 from verifier.redact import Redactor
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
@@ -72,6 +73,7 @@ class SkillEvalSession:
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
         self.autopilot_notes: list[str] = []
+        self.autopilot_swaps: dict[str, str] = {}  # a bare skill's path -> its drafted copy's (--autopilot)
         self.credential_validation: dict[str, Any] | None = None
         self.credential_lines: list[str] = []
         self.signals = SignalGuard()
@@ -222,7 +224,7 @@ class SkillEvalSession:
             config = self.skill(skill_dir).run_config()
             # what the credential check found is the session's, not a setting: a resumed run checks again
             unmeasured = unmeasured_settings() | {"credential_validation"}
-            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured)
+            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured, as_current=as_current)
             if problem:
                 raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
 

@@ -2,14 +2,16 @@
 
 Every process of a run (pytest-xdist workers included) keeps its own total in one small file of a folder the run's
 processes share (under the system's temporary folder, named after the run and the skill); the spend is the sum of
-those files. Costs come from the trials' records (agent-reported, or priced by `pricing`); a trial whose cost is
-unknown adds nothing, so a run whose agents report neither cost nor tokens cannot be held by a budget (the summary
-says its cost is N/A). A trial reused by `--resume` counts as spent.
+those files. Costs come from the trials' records: the agent's (reported, or priced by `pricing`) plus the LLM
+judges' that graded the trial (`judge_cost_usd`); a cost that is unknown adds nothing, so a run whose agents and
+judges report neither cost nor tokens cannot be held by a budget (the summary says its cost is N/A). A trial reused
+by `--resume` counts as spent.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import threading
@@ -39,8 +41,10 @@ class Budget:
         return cls(Path(tempfile.gettempdir()) / f"skilleval-spend-{os.getuid()}" / safe, limit)
 
     def add(self, record: TrialRecord) -> None:
-        cost = record.tokens.cost_usd if record.tokens is not None else None
-        if cost is None or cost <= 0:
+        """Count a trial's spend: its agent's cost and its LLM judges' (both money spent; each unknown adds 0)."""
+        agent = record.tokens.cost_usd if record.tokens is not None else None
+        cost = math.fsum(c for c in (agent, record.judge_cost_usd) if c is not None and c > 0)
+        if cost <= 0:
             return
         with self._lock:
             self._mine += cost

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from pytest_skilleval import __version__
-from pytest_skilleval.results.arms import agent_activation, arm_summary, resource_delta
+from pytest_skilleval.results.arms import agent_activation, arm_summary, edit_resources, resource_delta
 from pytest_skilleval.results.assertion_rates import case_assertion_rates
 from pytest_skilleval.results.correctness import unmeasured_cases
 from pytest_skilleval.results.lift import agent_lift, edit_lift
@@ -238,6 +238,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
                 with_skill=ws.resources,
                 without_skill=wos.resources,
                 delta=resource_delta(conds["with_skill"], conds["without_skill"], ws.resources, wos.resources),
+                **edit_resources(conds, summaries, plan),
             ),
             assertions=assertion_rates,
             **edit,

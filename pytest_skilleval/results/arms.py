@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pytest_skilleval.results import stats
 from pytest_skilleval.results.models import (
@@ -19,6 +20,7 @@ from pytest_skilleval.results.models import (
     TrialFailure,
 )
 from pytest_skilleval.results.passk import checks_pass_at_k, condition_pass_at_k
+from pytest_skilleval.results.records import Arm
 from pytest_skilleval.results.trials import CUSTOM_ONLY, Condition, ScoredTrial, dimension_band, mean_of, r4
 from verifier.evidence import REPORTED_METRICS
 from verifier.scoring import clean_score, dimension_scores
@@ -81,6 +83,20 @@ def resource_delta(w: Condition, wo: Condition, rw: ArmResources, rwo: ArmResour
         total_tokens=minus(rw.total_tokens, rwo.total_tokens),  # type: ignore[arg-type]
         agent_seconds=r4(minus(rw.agent_seconds, rwo.agent_seconds)),
     )
+
+
+def edit_resources(
+    conds: Mapping[Arm, Condition], summaries: Mapping[Arm, tuple[ArmSummary, dict[str, bool]]], plan: RunPlan
+) -> dict[str, Any]:
+    """The baseline_skill fields of an agent's resources: that arm's totals and with_skill minus them (the edit's
+    cost, paired by case as `delta` is); empty when the arm is not in the plan."""
+    if "baseline_skill" not in plan.arms:
+        return {}
+    rw, rb = summaries["with_skill"][0].resources, summaries["baseline_skill"][0].resources
+    return {
+        "baseline_skill": rb,
+        "edit_delta": resource_delta(conds["with_skill"], conds["baseline_skill"], rw, rb),
+    }
 
 
 def _cost_delta(w: Condition, wo: Condition) -> tuple[float | None, list[float] | None]:

@@ -15,7 +15,14 @@ import re
 
 from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.html_report import NA, interval, score, signed, verdict_headline
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, LiftStat, ResultDocument
+from pytest_skilleval.results.models import (
+    DIMENSIONS,
+    AgentResult,
+    ArmResources,
+    LiftStat,
+    ResourceDelta,
+    ResultDocument,
+)
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
 from verifier.evidence import CHECKS_METRIC
 
@@ -153,19 +160,33 @@ def _triggering(doc: ResultDocument) -> list[str]:
     return [*lines, ""]
 
 
-def _cost_lines(agents: list[AgentResult]) -> list[str]:
-    """Each agent's cost per arm (USD), with the difference and its paired interval when both arms have one."""
+def _cost_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
+    """Each agent's cost per arm (USD), with the difference and its paired interval when both arms have one: the
+    baseline (no skill) against the skill, then the previous version against the skill when that arm ran; the
+    judges' cost on a line of its own."""
+    version = md((doc.baseline_version or {}).get("label") or "the previous version")
     lines = []
     for a in agents:
-        res, d = a.resources, a.resources.delta
-        if res.with_skill.cost_usd is None and res.without_skill.cost_usd is None:
-            continue
-        extra = f" ({signed(d.cost_usd)}, 95% {interval(d.cost_usd_ci95)})" if d.cost_usd is not None else ""
-        lines.append(
-            f"- {md(a.name)}: cost USD {score(res.without_skill.cost_usd)} {ARROW} "
-            f"{score(res.with_skill.cost_usd)}{extra}"
-        )
+        res = a.resources
+        if not res.without_skill.n_trials and res.with_skill.cost_usd is not None:
+            lines.append(f"- {md(a.name)}: cost USD {score(res.with_skill.cost_usd)} with the skill")
+        elif res.with_skill.cost_usd is not None or res.without_skill.cost_usd is not None:
+            lines.append(f"- {md(a.name)}: cost USD {_cost_pair(res.without_skill, res.with_skill, res.delta)}")
+        if res.baseline_skill is not None and res.edit_delta is not None:
+            if res.with_skill.cost_usd is not None or res.baseline_skill.cost_usd is not None:
+                pair = _cost_pair(res.baseline_skill, res.with_skill, res.edit_delta)
+                lines.append(f"- {md(a.name)}: cost USD against {version} {pair}")
+        arms = [res.with_skill, res.without_skill, *([res.baseline_skill] if res.baseline_skill else [])]
+        judged = [r.judge_cost_usd for r in arms if r.n_trials]
+        if any(v is not None for v in judged):
+            total = None if None in judged else sum(judged)  # type: ignore[arg-type]
+            lines.append(f"- {md(a.name)}: judges' cost USD {score(total)} (apart from the agents')")
     return lines
+
+
+def _cost_pair(before: ArmResources, after: ArmResources, d: ResourceDelta) -> str:
+    extra = f" ({signed(d.cost_usd)}, 95% {interval(d.cost_usd_ci95)})" if d.cost_usd is not None else ""
+    return f"{score(before.cost_usd)} {ARROW} {score(after.cost_usd)}{extra}"
 
 
 def _edit_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
@@ -209,7 +230,7 @@ def render_card(run: RunFolder) -> str:
         "",
         *([f"**{md(unmeasured_line(doc.correctness_unmeasured))}**", ""] if doc.correctness_unmeasured else []),
         *_intervals(agents),
-        *_cost_lines(agents),
+        *_cost_lines(doc, agents),
         "",
         *_triggering(doc),
         *_edit_lines(doc, agents),

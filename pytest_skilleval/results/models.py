@@ -301,6 +301,14 @@ class AgentResources(_Model):
     with_skill: ArmResources
     without_skill: ArmResources
     delta: ResourceDelta
+    baseline_skill: ArmResources | None = Field(
+        default=None, description="The previous version's arm (--baseline-skill), when that arm is in the run."
+    )
+    edit_delta: ResourceDelta | None = Field(
+        default=None,
+        description="With-skill minus baseline_skill (the edit's resource cost), as delta is: cost_usd and its "
+        "paired interval over cases.",
+    )
 
 
 class PowerSuggestion(_Model):

@@ -13,7 +13,7 @@ named, is refused with one line saying so.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,7 @@ def resume_problem(
     seal: RunSeal | None = None,
     *,
     unmeasured: Collection[str],
+    as_current: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> str | None:
     """Why the stored run and this session are not the same evaluation, or None when they are.
 
@@ -108,7 +109,8 @@ def resume_problem(
 
     The stored side is run_config.json and the dataset's digest, both written with the run folder's first trial file
     (dataset_digest.json), so a run killed before its end compares like a finished one (result.json holds the digest
-    too). Only files this machine sealed count.
+    too). Only files this machine sealed count. `as_current` reads a run_config an earlier release wrote in this
+    release's shape (given this session's run_config) before the two are compared.
     """
     seal = seal or RunSeal.of_this_machine()
     stored_config = _json_object(run_dir, RUN_CONFIG_FILE, seal)
@@ -124,6 +126,8 @@ def resume_problem(
         return "the dataset changed since that run (its digest differs)"
     if stored_config.get("skill_digest") != run_config.get("skill_digest"):
         return "the skill's files changed since that run (its digest differs)"
+    if as_current is not None:
+        stored_config = dict(as_current(stored_config, run_config))
     before, now = _measured(stored_config, unmeasured), _measured(run_config, unmeasured)
     changed = sorted(key for key in set(before) | set(now) if before.get(key) != now.get(key) and key != "skill_digest")
     if changed:

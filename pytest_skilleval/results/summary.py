@@ -18,9 +18,11 @@ from pytest_skilleval.results.models import (
     DIMENSIONS,
     AgentResult,
     AggregateResult,
+    ArmResources,
     ArmSummary,
     LiftSection,
     LiftStat,
+    ResourceDelta,
     TrialEntry,
 )
 from pytest_skilleval.results.natural_order import natural_key
@@ -254,48 +256,71 @@ def _seconds(value: float | None, signed_: bool = False) -> str:
     return f"{value:+,.1f}" if signed_ else f"{value:,.1f}"
 
 
-def _resources(agent: AgentResult, width: int) -> list[str]:
-    res = agent.resources
-    w, wo, d = res.with_skill, res.without_skill, res.delta
+def _resources(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
+    """Resources per arm with the delta against without skill, and against the previous version when it ran."""
+    r = agent.resources
     ws_skipped = agent.with_skill.execution_status == "skipped"
-    wos_skipped = agent.without_skill.execution_status == "skipped"
-    cols = Columns(width, (14, 15, 15), [])
-    lines = [
+    lines = _resource_table(
         "Resources (observed; cache tokens are inside prompt)",
-        *cols.row("measure", "with skill", "without skill", "delta"),
-    ]
+        ("without skill", r.without_skill, agent.without_skill.execution_status == "skipped"),
+        (r.with_skill, ws_skipped),
+        r.delta,
+        width,
+    )
+    if r.baseline_skill is not None and r.edit_delta is not None and agent.baseline_skill is not None:
+        version = (res.baseline_version or {}).get("label") or "baseline skill"
+        other = ("baseline skill", r.baseline_skill, agent.baseline_skill.execution_status == "skipped")
+        head = f"Resources against the baseline skill {version}"
+        lines += ["", *_resource_table(head, other, (r.with_skill, ws_skipped), r.edit_delta, width)]
+    return lines
+
+
+def _resource_table(
+    head: str,
+    other: tuple[str, ArmResources, bool],
+    with_skill: tuple[ArmResources, bool],
+    d: ResourceDelta,
+    width: int,
+) -> list[str]:
+    """One table: with skill, another arm (label, totals, skipped) and with skill minus that arm."""
+    (w, ws_skipped), (label, o, o_skipped) = with_skill, other
+    cols = Columns(width, (14, 15, 15), [])
+    lines = [head, *cols.row("measure", "with skill", label, "delta")]
     lines += cols.row(
         "tokens (prompt+output)",
         SKIPPED if ws_skipped else _int(w.total_tokens),
-        SKIPPED if wos_skipped else _int(wo.total_tokens),
+        SKIPPED if o_skipped else _int(o.total_tokens),
         _int(d.total_tokens, signed_=True) if d.available else NA,
     )
     lines += cols.row(
         "agent seconds",
         SKIPPED if ws_skipped else _seconds(w.agent_seconds),
-        SKIPPED if wos_skipped else _seconds(wo.agent_seconds),
+        SKIPPED if o_skipped else _seconds(o.agent_seconds),
         _seconds(d.agent_seconds, signed_=True) if d.available else NA,
     )
-    cost_delta = NA
-    if d.available and d.cost_usd is not None:
-        ci = f" [{d.cost_usd_ci95[0]:+.4f}, {d.cost_usd_ci95[1]:+.4f}]" if d.cost_usd_ci95 else ""
-        cost_delta = f"{d.cost_usd:+.4f}{ci}"
     lines += cols.row(
         "cost (USD)",
         SKIPPED if ws_skipped else na(w.cost_usd),
-        SKIPPED if wos_skipped else na(wo.cost_usd),
-        cost_delta,
+        SKIPPED if o_skipped else na(o.cost_usd),
+        _cost_delta_cell(d),
     )
-    if w.judge_cost_usd is not None or wo.judge_cost_usd is not None:
+    if w.judge_cost_usd is not None or o.judge_cost_usd is not None:
         lines += cols.row(
             "judges' cost (USD)",
             SKIPPED if ws_skipped else na(w.judge_cost_usd),
-            SKIPPED if wos_skipped else na(wo.judge_cost_usd),
+            SKIPPED if o_skipped else na(o.judge_cost_usd),
             "",
         )
     if not d.available and d.reason:
         lines += wrap(f"delta N/A: {d.reason}", width, "  ")
     return lines
+
+
+def _cost_delta_cell(d: ResourceDelta) -> str:
+    if not d.available or d.cost_usd is None:
+        return NA
+    ci = f" [{d.cost_usd_ci95[0]:+.4f}, {d.cost_usd_ci95[1]:+.4f}]" if d.cost_usd_ci95 else ""
+    return f"{d.cost_usd:+.4f}{ci}"
 
 
 def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
@@ -307,7 +332,7 @@ def _agent_block(res: AggregateResult, agent: AgentResult, width: int) -> list[s
     lines += ["", *_evaluators(res, agent, width), "", *_dimensions(res, agent, width)]
     lines += ["", *_lift(res, agent, width), *_power(agent, width), *_edit_lift(res, agent, width)]
     lines += ["", *condition_pass_at_k(agent, width)]
-    return lines + ["", *_resources(agent, width)]
+    return lines + ["", *_resources(res, agent, width)]
 
 
 def _pytest_outcome(trial: TrialEntry) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilleval.authoring.cli import main as skilleval
 from tests.support import SkillProject, shell_replay, simple_entries
 
 CASES = [f"c{i}" for i in range(1, 7)]
@@ -74,7 +75,9 @@ def two_versions(skill_project: SkillProject) -> tuple[Path, str]:
     return skill, v1
 
 
-def test_v2_against_v1_from_git_shows_the_improvement_and_its_interval(skill_project: SkillProject) -> None:
+def test_v2_against_v1_from_git_shows_the_improvement_and_its_interval(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = skill_project.root
     skill, v1 = two_versions(skill_project)
     status_before = git(root, "status", "--porcelain", "--", "skills")
@@ -105,8 +108,14 @@ def test_v2_against_v1_from_git_shows_the_improvement_and_its_interval(skill_pro
     assert agent["baseline_skill"]["custom_metrics"]["saw_v2"] == 0.0
     assert agent["with_skill"]["custom_metrics"]["saw_v2"] == 1.0
     assert {t["arm"] for t in doc["trials"]} == {"with_skill", "without_skill", "baseline_skill"}
-    card = next((root / "results" / "demo").glob("2*/BENCHMARK.md")).read_text()
+    card_path = next((root / "results" / "demo").glob("2*/BENCHMARK.md"))
+    card = card_path.read_text()
     assert f"## Edit: this version against git:v1 ({short})" in card and "**the edit helps**" in card, card
+    # `skilleval compare` of the two versions' arms prints the session's edit lift, to the same 4 places.
+    capsys.readouterr()
+    assert skilleval(["compare", str(card_path.parent), "--arms", "baseline_skill,with_skill", "--format", "json"]) == 0
+    [pair] = json.loads(capsys.readouterr().out)
+    assert pair["lift"]["overall"] == agent["edit_lift"]["overall"] and pair["mcnemar"] == agent["edit_lift"]["mcnemar"]
     # The working tree is as it was: no checkout, v2's files in place, nothing added or changed by the export.
     assert git(root, "status", "--porcelain", "--", "skills") == status_before
     assert git(root, "rev-parse", "HEAD") == v1 and (skill / "scripts" / "v2_only.txt").is_file()

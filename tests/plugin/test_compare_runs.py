@@ -48,11 +48,32 @@ def _compare(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
     return json.loads(capsys.readouterr().out)
 
 
-def test_compare_arms_variants_and_runs(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One run (seven cases, two attempts, two variants, both arms) compared every way."""
+def test_compare_arms_variants_and_runs(
+    run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run (seven cases, two attempts, two variants, both arms) compared every way, and two other runs."""
     two_arms_print_the_sessions_skill_lift(run_dir, capsys)
     two_variants_of_one_run(run_dir, capsys)
     sides_that_do_not_line_up_are_named(run_dir, capsys)
+    two_runs_of_one_arm_each(run_dir, skill_project, capsys)
+
+
+def two_runs_of_one_arm_each(run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]) -> None:
+    """A run of the without-skill arm alone against a run of the with-skill arm alone: the grader's scores are fixed
+    by case, arm, attempt and agent, so the pair is the first run's Skill Lift, to its 4 places."""
+    runs = {}
+    for arm in ("without_skill", "with_skill"):
+        skill_project.run(
+            "--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
+            "--n-attempts", "2", "--agent-model", "replay=x/m1", "--agent-model", "replay=x/m2", "--arms", arm,
+        )  # fmt: skip
+        runs[arm] = (skill_project.root / "results" / "demo" / "latest").resolve()
+    assert len({run_dir, *runs.values()}) == 3
+    lift = json.loads((run_dir / "result.json").read_text())["agents"][A]["lift"]
+    pair_args = ("--agents", A, "--arms", "without_skill,with_skill")
+    [pair] = _compare(capsys, str(runs["without_skill"]), str(runs["with_skill"]), *pair_args)
+    assert pair["lift"]["overall"] == lift["overall"] and pair["mcnemar"] == lift["mcnemar"]
+    assert "paired over 7 case(s) scored on both sides" in pair["pairing"]
 
 
 def two_arms_print_the_sessions_skill_lift(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -39,7 +39,7 @@ def test_judges_cost_is_reported_apart_from_the_agents(
     monkeypatch.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0000")
     for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    skill_project.copy_hello_skill()
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])  # both arms, each judged
     result = skill_project.run(*LOCAL_REPLAY, "--judge-model", "openai/gpt-4o")
     run = next((skill_project.root / "results" / "hello-skill").glob("2*/result.json")).parent
     per_arm: dict[str, float] = {}
@@ -63,3 +63,27 @@ def test_judges_cost_is_reported_apart_from_the_agents(
     skill_project.run(*LOCAL_REPLAY, "--judge-model", "openai/gpt-4o")
     newest = sorted((skill_project.root / "results" / "hello-skill").glob("2*/result.json"))[-1]
     assert json.loads(newest.read_text())["agents"]["replay"]["resources"]["with_skill"]["judge_cost_usd"] == 0.0
+
+
+def test_max_cost_counts_the_judges_cost_too(
+    skill_project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first trial's agent cost ($0.0078, its replay's figure) is under --max-cost $0.0088, but with its judges'
+    answers it is over: no second trial starts, and the spend printed is agent plus judges."""
+    server = scripted_model(_script())
+    monkeypatch.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0000")
+    for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    skill_project.copy_hello_skill()
+    result = skill_project.run(
+        *LOCAL_REPLAY, "--judge-model", "openai/gpt-4o", "--n-concurrent", "1", "--max-cost", "0.0088", "-rs"
+    )
+    doc = skill_project.result_json("hello-skill")
+    assert [t["status"] for t in doc["trials"] if t["status"] != "skipped"] == ["scored"], doc["trials"]
+    run = next((skill_project.root / "results" / "hello-skill").glob("2*/result.json")).parent
+    [record] = [json.loads(path.read_text())["record"] for path in run.glob("*/*/trials/*.json")]
+    assert record["tokens"]["cost_usd"] == 0.0078 and record["judge_cost_usd"] > 0.001, record
+    spent = record["tokens"]["cost_usd"] + record["judge_cost_usd"]
+    assert f"budget reached: ${spent:.4f} spent of --max-cost $0.0088" in result.stdout.str(), result.stdout.str()
+    assert doc["coverage"]["budget_stopped"] == f"${spent:.4f} of --max-cost $0.0088"
