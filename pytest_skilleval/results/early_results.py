@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
+from pytest_skilleval.results.triggering import TriggerRecord
 from verifier.redact import Redactor
 
 
@@ -45,7 +46,7 @@ def warm_up_reports() -> threading.Thread:
     return thread
 
 
-def job_folder(record: TrialRecord) -> Path | None:
+def job_folder(record: TrialRecord | TriggerRecord) -> Path | None:
     """The folder holding one trial's staged task and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
 
     None for a trial this session did not run (read back by --resume): its stored path is never acted on."""
@@ -55,7 +56,7 @@ def job_folder(record: TrialRecord) -> Path | None:
     return work if work.name != "trials" and (work / "trials").is_dir() else None
 
 
-def remove_job_folder(record: TrialRecord) -> None:
+def remove_job_folder(record: TrialRecord | TriggerRecord) -> None:
     work = job_folder(record)
     if work is not None:
         shutil.rmtree(work, ignore_errors=True)
