@@ -32,7 +32,7 @@ from tests.e2e.agent_runs import (
 )
 from tests.support import SkillProject, require_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 ADA = "Ada Lovelace"
 ARITHMETIC = "17 multiplied by 23"
@@ -145,6 +145,14 @@ def _needs_bwrap() -> None:
         require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
 
 
+def local_cli_args(agent: CliAgent, agent_clis: Any) -> tuple[str, ...]:
+    """The run options for one CLI agent in the `local` environment under bwrap, its CLI from `agent_clis`."""
+    return (
+        *("--agents", agent.name, "--agent-model", f"{agent.name}={agent.model}"),
+        *("--env-mode", "local", "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}"),
+    )
+
+
 def run_agent(
     agent: CliAgent,
     marker: str,
@@ -161,16 +169,7 @@ def run_agent(
     skill_project.copy_hello_skill()
     kwargs = [arg for item in [*agent.agent_kwargs, *extra_kwargs(server)] for arg in ("--agent-kwarg", item)]
     skill_project.run(
-        "--agents",
-        agent.name,
-        "--agent-model",
-        f"{agent.name}={agent.model}",
-        "--env-mode",
-        "local",
-        "--ek",
-        "sandbox=bwrap",
-        "--ek",
-        f"tools={agent_clis.prefix}",
+        *local_cli_args(agent, agent_clis),
         *kwargs,
         "-k",
         f"{POSITIVE_CASE} or {NEGATIVE_CASE}",

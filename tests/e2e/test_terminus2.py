@@ -26,7 +26,7 @@ from tests.e2e.agent_runs import terminus_episode as episode
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 MODEL = "scripted"
 SKILL_MD = f"/runtime/skills/{SKILL}/SKILL.md"

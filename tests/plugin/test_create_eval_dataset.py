@@ -202,10 +202,8 @@ def test_autopilot_runs_under_xdist_with_results_in_the_skill_folder(skill_proje
 
 def test_autopilot_leaves_a_skill_with_a_dataset_alone(skill_project: SkillProject, drafter: Any):
     server = drafter({"text": json.dumps(STARTER), "repeat": "forever"})
-    skill_project.copy_hello_skill()
-    run = skill_project.run(
-        str(skill_project.root / "skills" / "hello-skill"), "--autopilot", *LOCAL_REPLAY, "--max-cases", "1"
-    )
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    run = skill_project.run(str(skill_project.root / "skills" / "hello-skill"), "--autopilot", *LOCAL_REPLAY)
     run.assert_outcomes(passed=2)
     assert not (skill_project.root / "results" / "hello-skill" / "autopilot").exists()
     assert "autopilot drafted" not in run.stdout.str()
