@@ -159,14 +159,21 @@ def image_exists(tag: str, docker: str = "docker") -> bool:
 
 
 def ensure_image(
-    plan: ImagePlan, run_id: str, rebuild: bool = False, docker: str = "docker", timeout: float = 1800
+    plan: ImagePlan,
+    run_id: str,
+    rebuild: bool = False,
+    docker: str = "docker",
+    timeout: float = 1800,
+    run_only: bool = False,
 ) -> str:
     """Build the skill's image once (a lock keeps parallel pytest workers from building it twice); its tag.
 
     The tag is content-addressed, so a run reuses an identical image and a changed recipe gets a new tag.
-    `rebuild` builds again without Docker's layer cache (harbor.base_image_mode: rebuild).
+    `rebuild` builds again without Docker's layer cache (harbor.base_image_mode: rebuild). `run_only`
+    (base_image_mode: disabled) tags the image for this run alone: it is removed at the run's end, so another
+    run at the same moment with the same recipe must not be using it.
     """
-    tag = plan.tag
+    tag = f"{plan.tag}-{run_id}" if run_only else plan.tag
     lock_dir = Path(tempfile.gettempdir()) / "skilleval-image-locks"
     lock_dir.mkdir(exist_ok=True)
     with open(lock_dir / (tag.replace("/", "_").replace(":", "_") + ".lock"), "w") as lock:

@@ -177,7 +177,12 @@ class SkillEvalRunner:
                 plan = image_plan(skill.path, settings.base_image, settings.custom_dockerfile_mode)
                 image = None
                 if resolve_mode(settings.env_mode).is_docker:
-                    image = ensure_image(plan, self.run_id, rebuild=settings.base_image_mode == "rebuild")
+                    image = ensure_image(
+                        plan,
+                        self.run_id,
+                        rebuild=settings.base_image_mode == "rebuild",
+                        run_only=settings.base_image_mode == "disabled",
+                    )
             except (ImageError, EnvironmentModeError) as error:
                 self._environments[skill.path] = error  # a failed build is not retried by every trial
                 raise

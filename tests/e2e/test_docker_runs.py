@@ -50,11 +50,23 @@ def test_demo_skill_scores_the_same_in_docker_as_locally(
     local, docker = _run_both(skill_project, "hello-skill", test_base_image)
     assert len(docker) == 8 and None not in docker.values()
     assert docker == local
-    # The skill's image was built once for the run, then removed with the trial folders (base_image_mode disabled).
+    # The skill's image was built once for the run, tagged for it alone, and removed with the trial folders
+    # (base_image_mode disabled). Other runs (another test's, at the same moment) keep theirs.
+    (run_dir,) = (skill_project.root / "results" / "hello-skill").glob("2*")
     images = subprocess.run(
-        [docker_available, "image", "ls", "--format", "{{.Repository}}"], capture_output=True, text=True, timeout=60
+        [docker_available, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout.split()
-    assert "skilleval/hello-skill" not in images
+    assert not [image for image in images if image.endswith(f"-{run_dir.name}")]
+    built = subprocess.run(
+        [docker_available, "image", "ls", "-q", "--filter", f"label=org.skilleval.run={run_dir.name}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
+    assert built == []
     assert not list(skill_project.root.glob("**/trials/skilleval-*"))
 
 

@@ -209,9 +209,30 @@ def test_image_is_built_once_per_run_and_reused_or_rebuilt_by_mode(tmp_path: Pat
     assert ensure_image(plan, "run1", docker=docker) == tag
     builds = [line for line in log.read_text().splitlines() if line.startswith("build")]
     assert len(builds) == 1 and f"-t {tag}" in builds[0] and "org.skilleval.run=run1" in builds[0]
-    ensure_image(plan, "run2", docker=docker)  # reuse / disabled: an existing image is used as is
+    ensure_image(plan, "run2", docker=docker)  # reuse: an existing image is used as is
     assert sum(line.startswith("build") for line in log.read_text().splitlines()) == 1
     ensure_image(plan, "run3", rebuild=True, docker=docker)  # rebuild: once per run, without the layer cache
     ensure_image(plan, "run3", rebuild=True, docker=docker)
     builds = [line for line in log.read_text().splitlines() if line.startswith("build")]
     assert len(builds) == 2 and "--no-cache" in builds[1]
+
+
+def test_a_run_only_image_is_tagged_for_its_run_so_a_concurrent_run_never_loses_it(tmp_path: Path) -> None:
+    """base_image_mode disabled removes the run's image at its end; two runs with one recipe must not share it."""
+    from pytest_skilleval.harbor.images import ensure_image
+
+    script, log = tmp_path / "docker", tmp_path / "calls.log"
+    script.write_text(
+        "#!/bin/bash\n"
+        f'echo "$*" >> {log}\n'
+        f'if [ "$1 $2" = "image inspect" ]; then [ -f "{tmp_path}/built-${{3//[\\/:]/_}}" ]; exit; fi\n'
+        f'if [ "$1" = "build" ]; then touch "{tmp_path}/built-${{3//[\\/:]/_}}"; exit 0; fi\n'
+    )
+    script.chmod(0o755)
+    plan = image_plan(_skill(tmp_path, "shared-recipe"), base_image="offline:1")
+    first = ensure_image(plan, "20261202_000000_1_aaaa", docker=str(script), run_only=True)
+    second = ensure_image(plan, "20261202_000000_2_bbbb", docker=str(script), run_only=True)
+    assert first == f"{plan.tag}-20261202_000000_1_aaaa" and second == f"{plan.tag}-20261202_000000_2_bbbb"
+    assert ensure_image(plan, "20261202_000000_2_bbbb", docker=str(script), run_only=True) == second
+    builds = [line for line in log.read_text().splitlines() if line.startswith("build")]
+    assert len(builds) == 2 and f"-t {first} " in builds[0] and f"-t {second} " in builds[1]

@@ -136,7 +136,7 @@ def test_trials_starting_at_once_build_a_skills_image_once(monkeypatch: pytest.M
 
     builds: list[str] = []
 
-    def slow_build(plan: object, run_id: str, rebuild: bool = False) -> str:
+    def slow_build(plan: object, run_id: str, rebuild: bool = False, run_only: bool = False) -> str:
         builds.append(run_id)
         time.sleep(0.2)
         return "skilleval-demo:run"
