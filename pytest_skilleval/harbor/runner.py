@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.harbor.agent_model_env import claude_code_model_env
 from pytest_skilleval.harbor.case_checks import BEFORE_NAME, take_snapshot
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
@@ -79,6 +80,8 @@ def agent_config(
         return AgentConfig(import_path=agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
     env = agent_env(agent, model, os.environ)
+    if agent == "claude-code":
+        env.update(claude_code_model_env(model, os.environ))
     kwargs = comparable_agent_kwargs(agent, kwargs, pin=settings.local_sandbox is None)
     if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
         from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
