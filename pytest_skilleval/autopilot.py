@@ -31,10 +31,12 @@ def _copy_skill(skill_dir: Path, target_root: Path) -> Path:
     return copy
 
 
-def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str) -> list[str]:
-    """Swap each bare skill on the command line for a copy with a drafted starter case; the notes to print at the
-    end. A drafting failure is a usage error naming the skill and why."""
+def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str) -> tuple[list[str], dict[str, str]]:
+    """Swap each bare skill on the command line for a copy with a drafted starter case: the notes to print at the
+    end, and each swapped skill's path with its copy's (for xdist workers). A drafting failure is a usage error
+    naming the skill and why."""
     notes: list[str] = []
+    swaps: dict[str, str] = {}
     invocation_dir = config.invocation_params.dir
     for index, arg in enumerate(list(config.args)):
         skill_dir = arg_path(arg, invocation_dir).resolve()
@@ -49,6 +51,7 @@ def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str)
         except (DraftError, OSError) as error:
             raise pytest.UsageError(f"skilleval --autopilot: {skill_dir}: {error}") from None
         config.args[index] = str(copy)
+        swaps[str(skill_dir)] = str(copy)
         case = draft.dataset.cases[0].id
         notes.append(
             f"skilleval: autopilot drafted one starter case ({case}, model {draft.model}) for {skill_dir} into "
@@ -56,4 +59,14 @@ def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str)
             f"mkdir -p {skill_dir / 'evals'} && cp {target} {skill_dir / 'evals' / 'evals.json'} "
             f"(or draft a covering set: skilleval create-eval-dataset {skill_dir} --full)"
         )
-    return notes
+    return notes, swaps
+
+
+def apply_swaps(config: pytest.Config, swaps: dict[str, str]) -> None:
+    """On an xdist worker, the controller's drafted copies replace the skills on the command line: xdist starts
+    workers with the command line as typed, not with the controller's `config.args`."""
+    invocation_dir = config.invocation_params.dir
+    for index, arg in enumerate(list(config.args)):
+        copy = swaps.get(str(arg_path(arg, invocation_dir).resolve()))
+        if copy is not None:
+            config.args[index] = copy

@@ -40,6 +40,7 @@ from pytest_skilleval.skill.host_code import enclosing_skill
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES
 
 RUN_ID_KEY = "skilleval_run_id"
+AUTOPILOT_KEY = "skilleval_autopilot_swaps"  # workerinput: the controller's --autopilot copies, by skill path
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,7 +87,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.autopilot and workerinput is None:
         from pytest_skilleval.autopilot import prepare_autopilot
 
-        state.autopilot_notes = prepare_autopilot(config, settings, run_id)
+        state.autopilot_notes, state.autopilot_swaps = prepare_autopilot(config, settings, run_id)
+    elif workerinput and workerinput.get(AUTOPILOT_KEY):
+        from pytest_skilleval.autopilot import apply_swaps
+
+        apply_swaps(config, workerinput[AUTOPILOT_KEY])
     config.stash[STATE_KEY] = state
     config.pluginmanager.register(state, "skilleval-session")
     state.signals.install()
@@ -105,6 +110,7 @@ class XdistHooks:
         state = get_state(node.config)
         if state is not None:
             node.workerinput[RUN_ID_KEY] = state.run_id
+            node.workerinput[AUTOPILOT_KEY] = state.autopilot_swaps
             state.signals.workers = child_pids
 
 
@@ -314,6 +320,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from pytest_skilleval.dispatch import shutdown
 
         shutdown(session)
+    if "pytest_skilleval.harbor.nv_bridge" in sys.modules:  # the NVIDIA bridge this process started, if any
+        from pytest_skilleval.harbor.nv_bridge import stop_bridges
+
+        stop_bridges()
     if _is_worker(session.config):
         return
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:

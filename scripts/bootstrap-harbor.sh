@@ -15,7 +15,7 @@ constraints="$venv/constraints.txt"
 grep -v '^harbor==' constraints.txt > "$constraints"
 echo "harbor==$version" >> "$constraints"
 say "installing the locked dependencies with harbor==$version into $venv..."
-"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off -q -c "$constraints" -e '.[dev]'
+"$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off -q -c "$constraints" -e '.[dev,nv-bridge]'
 "$venv/bin/python" -c "import harbor, importlib.metadata as m; v = m.version('harbor'); assert v == '$version', v"
 touch "$venv/.installed"
 say "$venv ready (harbor $version)"

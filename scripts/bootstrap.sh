@@ -13,7 +13,7 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(0 if
 fi
 say "installing the locked dependencies into .venv (a first install takes a minute or two)..."
 # pip's own output is one line per package; keep a running count, the final list and any error.
-.venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -c constraints.txt -e '.[dev]' 2>&1 \
+.venv/bin/python -m pip install --disable-pip-version-check --progress-bar off -c constraints.txt -e '.[dev,nv-bridge]' 2>&1 \
   | awk '
       /is ignored: it is neither a file nor a directory/ { next }
       /^Collecting / { n++; if (n % 20 == 0) { printf "bootstrap:   %d packages fetched...\n", n; fflush() } next }

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -61,12 +62,36 @@ class SkillProject:
         self.pytester = pytester
         self.root = pytester.path
 
-    def copy_hello_skill(self, name: str = "hello-skill", triggers: bool = False) -> Path:
-        """The demo skill; its trigger set (evals/triggers.json) only when asked for, so a test of its cases counts
-        its cases' items alone."""
+    def copy_hello_skill(
+        self, name: str = "hello-skill", triggers: bool | Iterable[str] = False, cases: Iterable[str] | None = None
+    ) -> Path:
+        """The demo skill, cut to what a test needs: its cases (all, or the ids in `cases`, with their replays) and
+        its trigger set (none by default, so a test of its cases counts their items alone; True for all of it, or
+        the query ids to keep). Every item is a real trial, so a test that proves one thing runs one or two."""
         target = self.root / "skills" / name
-        ignored = ("results", "__pycache__") if triggers else ("results", "__pycache__", "triggers.json")
-        shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns(*ignored))
+        shutil.copytree(HELLO_SKILL, target, ignore=shutil.ignore_patterns("results", "__pycache__"))
+        if cases is not None:
+            keep = set(cases)
+            evals = target / "evals" / "evals.json"
+            data = json.loads(evals.read_text())
+            data["evals"] = [row for row in data["evals"] if row["id"] in keep]
+            assert {row["id"] for row in data["evals"]} == keep, f"the demo has no case {keep}"
+            evals.write_text(json.dumps(data, indent=2))
+            for replay in (target / "evals" / "replays").glob("*.json"):
+                if not replay.name.startswith("t-") and replay.name.split(".")[0] not in keep:
+                    replay.unlink()
+        if triggers is not True:
+            keep = set() if triggers is False else set(triggers)
+            trigger_file = target / "evals" / "triggers.json"
+            rows = [row for row in json.loads(trigger_file.read_text()) if row["id"] in keep]
+            assert {row["id"] for row in rows} == keep, f"the demo has no trigger query {keep}"
+            if rows:
+                trigger_file.write_text(json.dumps(rows, indent=2))
+            else:
+                trigger_file.unlink()
+            for replay in (target / "evals" / "replays").glob("t-*.json"):
+                if replay.stem not in keep:
+                    replay.unlink()
         return target
 
     def make_skill(

@@ -15,6 +15,7 @@ import re
 from pytest_skilleval.authoring.findings import ValidationContext
 from pytest_skilleval.results.correctness import HOW_TO_MEASURE, correctness_measured
 from pytest_skilleval.skill.dataset import DATASET_NAMES, EvalCase
+from pytest_skilleval.skill.folder import draft_commands
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 
 # Keys of other eval tools that collect here (they travel to entry.json) but change nothing in a run.
@@ -80,7 +81,8 @@ def check_anything_to_run(ctx: ValidationContext, triggers: list[str] | None = N
             "no-evals",
             "error",
             foreign_layout(ctx.evals_dir)
-            or f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run",
+            or f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run; "
+            + draft_commands(ctx.skill_dir),
             ctx.evals_dir,
         )
 

@@ -75,7 +75,7 @@ SYNTAX_CHECK_TIMEOUT = 20
 
 
 def _config_rule(field_name: str, message: str) -> str:
-    if message == "unknown key":
+    if message.startswith("unknown key"):
         return "config-unknown-key"
     if "runtime_env" in field_name or "passthrough_env" in field_name:
         return "config-runtime-env"

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pytest_skilleval.harbor.credentials import credential_names, needs_credential
+from pytest_skilleval.harbor.nv_route import NVIDIA_KEY_VAR, nv_route, nvidia_base_url, route_kind
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.judges.config import JudgeConfigError, load_config
 from verifier.redact import Redactor
@@ -143,6 +144,18 @@ def agent_route(agent: str, model: str | None, env: Mapping[str, str]) -> Route 
     return route
 
 
+def single_key_route(agent: str, model: str | None, env_mode: str, env: Mapping[str, str]) -> Route | None:
+    """An agent on the NVIDIA single-key route: its requests end at NVIDIA Build under NVIDIA_API_KEY, whether it
+    talks there itself (opencode) or through the bridge (codex, claude-code)."""
+    kind = route_kind(agent, env_mode, env)
+    if kind is None:
+        return None
+    route = nv_route(agent, model, env_mode, env, bridge_url="http://bridge")
+    assert route is not None
+    catalog_id = route.model if kind == "bridge" else route.model.partition("/")[2]
+    return Route(f"agent {agent}", "nv_build", nvidia_base_url(env), NVIDIA_KEY_VAR, catalog_id)
+
+
 def judge_route(settings: RunSettings, env: Mapping[str, str]) -> Route | None:
     """The judges' route, when judges will run."""
     if settings.grading_mode == "custom_only":
@@ -167,7 +180,9 @@ def session_routes(settings: RunSettings, skills: Iterable[RunSettings], env: Ma
     routes: dict[tuple[Any, ...], Route] = {}
     for each in [settings, *skills]:
         for variant in each.variants:
-            route = agent_route(variant.agent, variant.model, env)
+            route = single_key_route(variant.agent, variant.model, each.env_mode, env) or agent_route(
+                variant.agent, variant.model, env
+            )
             if route is not None:
                 routes.setdefault((route.target, route.provider, route.endpoint, route.model), route)
     judge = judge_route(settings, env)

@@ -23,6 +23,7 @@ from pytest_skilleval.harbor.images import (
     image_exists,
     image_plan,
 )
+from pytest_skilleval.harbor.nv_route import NVIDIA_KEY_VAR, route_kind
 from pytest_skilleval.skill.settings import AGENT_ALIASES, RunSettings
 
 DOCKER_HOW = "start the daemon (e.g. `dockerd &` or `systemctl start docker`) or point DOCKER_HOST at one"
@@ -256,6 +257,14 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
     for name, agent, model in settings.variants:
         if not needs_credential(agent):
             checks.append(Check(f"agent {name}", detail="needs no credential"))
+            continue
+        kind = route_kind(agent, settings.env_mode, environ)
+        if kind is not None:  # the NVIDIA single-key route: NVIDIA_API_KEY, whatever the agent's own key is
+            via = "NVIDIA Build" if kind == "direct" else "the NVIDIA bridge"
+            if environ.get(NVIDIA_KEY_VAR, "").strip():
+                checks.append(Check(f"agent {name}", detail=f"{NVIDIA_KEY_VAR} set ({via})"))
+            else:
+                checks.append(Check(f"agent {name}", f"no credential: set {NVIDIA_KEY_VAR} in the environment ({via})"))
             continue
         try:
             keys, _ = credential_names(agent, model)

@@ -28,6 +28,7 @@ from pytest_skilleval.harbor.environments import (
 )
 from pytest_skilleval.harbor.images import ImageError, ensure_image, image_plan
 from pytest_skilleval.harbor.native_staging import native_environment, stage_native
+from pytest_skilleval.harbor.nv_route import nv_route, nvidia_base_url, route_kind
 from pytest_skilleval.harbor.preflight import pinned_version
 from pytest_skilleval.harbor.pricing import priced
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
@@ -63,10 +64,15 @@ class TrialError(Exception):
 
 
 def agent_config(
-    spec: TrialSpec, settings: RunSettings, staged_skill: Path | None, workspace_skills: Sequence[Path] = ()
+    spec: TrialSpec,
+    settings: RunSettings,
+    staged_skill: Path | None,
+    workspace_skills: Sequence[Path] = (),
+    bridge_url: str | None = None,
 ) -> Any:
     """Harbor's AgentConfig for one trial: the skill only in the with-skill arm, the model from --agent-model, the
-    constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables)."""
+    constructor settings from --agent-kwarg (the endpoint and key stay in the host's provider variables; on the
+    NVIDIA single-key route, NVIDIA Build's or the bridge's at `bridge_url`)."""
     from harbor.models.trial.config import AgentConfig
 
     skills: list[str | Path] = [str(staged_skill)] if spec.arm in SKILLED_ARMS and staged_skill is not None else []
@@ -80,8 +86,12 @@ def agent_config(
         return AgentConfig(import_path=agent, model_name=model, kwargs=kwargs, skills=skills)
     # The agent's own provider credential from the host, as a template Harbor resolves (never written out).
     env = agent_env(agent, model, os.environ)
-    if agent == "claude-code":
-        env.update(claude_code_model_env(model, os.environ))
+    route = nv_route(agent, model, settings.env_mode, os.environ, bridge_url)
+    if route is not None:  # one NVIDIA_API_KEY: NVIDIA Build itself (opencode) or the bridge (codex, claude-code)
+        model, env = route.harbor_model, dict(route.env)
+        kwargs = {**route.kwargs, **kwargs}
+    if agent == "claude-code":  # the model it asks for, the same on Harbor 0.24 and 0.25 (the bridge's too)
+        env.update(claude_code_model_env(model, {**os.environ, **env}))
     kwargs = comparable_agent_kwargs(agent, kwargs, pin=settings.local_sandbox is None)
     if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
         from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
@@ -284,6 +294,7 @@ class SkillEvalRunner:
             )
             grader = skill.grader
         staged_skill = self._staged_skill(spec, skill)
+        bridge_url = await self._bridge_url(spec, settings)
         if agent_only:
             verifier = VerifierConfig(disable=True)
         elif mode == "custom_only" and grader is None:
@@ -308,7 +319,7 @@ class SkillEvalRunner:
             task=TaskConfig(path=task_dir),
             trial_name=trial_name,
             trials_dir=work / "trials",
-            agent=agent_config(spec, settings, staged_skill, workspace),
+            agent=agent_config(spec, settings, staged_skill, workspace, bridge_url),
             environment=environment_config(settings, runtime_env_values(settings.runtime_env, allowance, os.environ)),
             verifier=verifier,
             timeout_multiplier=settings.timeout_multiplier,
@@ -330,6 +341,19 @@ class SkillEvalRunner:
         result = await run_trial(config, inputs, at_agent_start=snapshot_workspace if source_trial is None else None)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
+
+    async def _bridge_url(self, spec: TrialSpec, settings: RunSettings) -> str | None:
+        """Where the trial's agent reaches the NVIDIA bridge (started on first use), or None when it does not."""
+        from pytest_skilleval.harbor.nv_bridge import BridgeError, bridge_host, shared_bridge
+
+        if route_kind(settings.variant(spec.agent).agent, settings.env_mode, os.environ) != "bridge":
+            return None
+        try:
+            host = bridge_host(settings.env_mode)
+            bridge = await asyncio.to_thread(shared_bridge, self.run_dir, nvidia_base_url(os.environ), host)
+        except BridgeError as error:
+            raise TrialError(str(error)) from None
+        return bridge.url
 
     def _record(
         self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path, result: Any

@@ -86,8 +86,9 @@ def checks_pass_at_k(cond: Condition, plan: RunPlan) -> ChecksPassAtK | None:
     """pass@k of the checks metric: cases whose trials scored checks, passed when any attempt reached the threshold.
     None when no case of the condition has a checks score."""
     outcomes: list[bool] = []
+    by_case = cond.by_case  # grouped once: per case, it would sort every trial again (quadratic)
     for case in cond.cases:
-        scores = [t.metrics.get("checks") for t in cond.by_case.get(case, []) if t.scored]
+        scores = [t.metrics.get("checks") for t in by_case.get(case, []) if t.scored]
         scored = [s for s in scores if s is not None]
         if scored:
             outcomes.append(any(round(s, 4) >= plan.pass_threshold for s in scored))

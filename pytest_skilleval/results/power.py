@@ -46,8 +46,9 @@ def suggest_attempts(
         return None
     per_case = []
     within_ss, within_df, counts = 0.0, 0, []
+    with_cases, without_cases = with_skill.by_case, without_skill.by_case  # grouped once, not once per case
     for case in with_skill.cases:
-        w, wo = _scores(with_skill.by_case.get(case, [])), _scores(without_skill.by_case.get(case, []))
+        w, wo = _scores(with_cases.get(case, [])), _scores(without_cases.get(case, []))
         if not w or not wo:
             continue
         per_case.append(math.fsum(w) / len(w) - math.fsum(wo) / len(wo))

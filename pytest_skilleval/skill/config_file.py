@@ -10,8 +10,10 @@ layer can apply CLI > config > ini > default.
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -499,13 +501,41 @@ AGENT_SETTINGS_NOTE = (
 )
 
 
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (itself, or inside Optional/Annotated), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _keys_at(loc: list[str]) -> list[str]:
+    """The keys config.yml accepts at a place (`[]`: the top level; `["harbor"]`: that section), for a typo's hint."""
+    model: type[BaseModel] | None = EvalsConfig
+    for part in loc:
+        fields = model.model_fields if model is not None else {}
+        if part not in fields:
+            return []
+        model = _model_in(fields[part].annotation)
+    return [info.alias or name for name, info in model.model_fields.items()] if model is not None else []
+
+
 def _message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "extra_forbidden":
         loc = [str(part) for part in error.get("loc", ())]
         if loc and loc[-1] in CLI_ONLY_KEYS:
             flag = CLI_ONLY_KEYS[loc[-1]]
             return f"{flag} is command line only (a skill's files may not weaken isolation); give it there, not here"
-        return "unknown key" + (AGENT_SETTINGS_NOTE if loc[:2] == ["harbor", "agents"] and len(loc) == 4 else "")
+        if loc[:2] == ["harbor", "agents"] and len(loc) == 4:
+            return "unknown key" + AGENT_SETTINGS_NOTE
+        known = _keys_at(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1) if loc else []
+        if close:
+            return f"unknown key (did you mean '{close[0]}'?)"
+        return "unknown key" + (f"; the keys here are {', '.join(known)}" if known else "")
     if error.get("type") == "missing":
         return "is required"
     return str(error.get("msg", "invalid value"))

@@ -139,11 +139,12 @@ def skill_roots_under(path: Path) -> list[Path]:
     never does. A skill's own evals/ is not searched: nothing inside it is a skill the plugin collects.
     """
     path = path.resolve()
+    # a skill named itself comes first: `--autopilot` runs a copy that sits in the original's evals/results/
+    if path.is_dir() and (path / "SKILL.md").is_file() and (path / "evals").is_dir():
+        return [path]
     inside = find_skill_root(path / "_") if path.is_dir() else find_skill_root(path)
     if inside is not None:
         return [inside]
-    if path.is_dir() and (path / "SKILL.md").is_file() and (path / "evals").is_dir():
-        return [path]
     if not path.is_dir():
         return []
     roots = []
@@ -171,13 +172,16 @@ def content_digest(skill_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _draft_hint(skill: Path) -> str:
+def draft_commands(skill: Path) -> str:
     """Both ways from a bare skill to a run: draft a dataset to review, or let one run draft a starter case."""
     return (
         f"draft one with `skilleval create-eval-dataset {skill}` (review it, then run), or run "
-        f"`pytest --skill-eval {skill} --autopilot` (a starter case drafted into the results folder); "
-        f"expected {EXPECTED_LAYOUT}"
+        f"`pytest --skill-eval {skill} --autopilot` (a starter case drafted into the results folder)"
     )
+
+
+def _draft_hint(skill: Path) -> str:
+    return f"{draft_commands(skill)}; expected {EXPECTED_LAYOUT}"
 
 
 def _skill_md_misspelt(folder: Path) -> str | None:

@@ -352,7 +352,10 @@ def _paired_findings(task: NativeTask, pre_agent_setup: Sequence[str]) -> list[F
     """Surfaces that can seed or observe the agent before the evaluated skill runs: unfair in a baseline."""
     findings: list[Finding] = []
     config, toml_path = task.config, task.path / TASK_FILE
-    hint = "; the baseline arm never gets them (--skip-with-skill too): they are allowed only in a with-skill-only run (--skip-baseline)"
+    hint = (
+        "; the baseline arm never gets them (--skip-with-skill and --baseline-skill too): they are allowed only in a "
+        "with-skill-only run (--skip-baseline, or --arms with_skill)"
+    )
     if config.environment.healthcheck is not None:
         findings.append(
             Finding(
@@ -539,7 +542,8 @@ def check_native_task(
 ) -> list[Finding]:
     """Every rule this task breaks for this run.
 
-    `paired`: the baseline arm runs (a with-skill + baseline run, or --skip-with-skill; False for --skip-baseline):
+    `paired`: a baseline arm runs (a with-skill + baseline run, --skip-with-skill or --baseline-skill; False for
+    --skip-baseline):
     the baseline's isolation rules apply. `dataset_ids`: the evals.json entry ids,
     None when there is no dataset. `staged_env`: the operator's `--pass-env` allowance, the only host variables a
     task may reference (and the only provider/judge names it may forward as an exact `${NAME}` in a verifier env

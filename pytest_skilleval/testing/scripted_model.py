@@ -242,7 +242,12 @@ class ScriptedModelServer:
         host: str = "127.0.0.1",
         log_path: str | Path | None = None,
         echo: Callable[[LoggedRequest], None] | None = None,
+        dialects: Iterable[str] | None = None,
+        require_key: str | None = None,
     ) -> None:
+        """`dialects` limits the POST endpoints served (e.g. ``("chat",)`` for an OpenAI-compatible provider that
+        speaks chat completions only: /responses and /messages answer 404); `require_key` answers 401 to a request
+        whose bearer token or x-api-key is not that key (the log keeps headers redacted)."""
         if script is None:
             script = Script()
         elif isinstance(script, (str, Path)):
@@ -257,6 +262,8 @@ class ScriptedModelServer:
         self._port = port
         self._log_path = Path(log_path) if log_path is not None else None
         self._echo = echo
+        self._dialects = None if dialects is None else frozenset(dialects)
+        self._require_key = require_key
         self._log: list[LoggedRequest] = []
         self._log_lock = threading.Lock()
         self._seq = 0
@@ -408,6 +415,13 @@ class ScriptedModelServer:
         if route is None:
             message = f"scripted model server: no such endpoint {method} {path}; it serves {', '.join(ROUTES)}"
             return self._logged(entry, error_answer(None, 404, message, "not_found_error"))
+        served = "messages" if route == "count_tokens" else route
+        if self._dialects is not None and served not in self._dialects:
+            message = f"scripted model server: {method} {path} is not served here (only {', '.join(self._dialects)})"
+            return self._logged(entry, error_answer(None, 404, message, "not_found_error"))
+        if self._require_key is not None and not _carries_key(header_map, self._require_key):
+            message = "scripted model server: wrong or missing API key"
+            return self._logged(entry, error_answer(_dialect(route), 401, message, "authentication_error"))
         if not isinstance(body, dict):
             message = "scripted model server: the body must be a JSON object"
             return self._logged(entry, error_answer(_dialect(route), 400, message))
@@ -497,6 +511,11 @@ class ScriptedModelServer:
         answer = json_answer(200, dialects.body_for(dialect, turn), reply.headers)
         answer.delay = reply.delay
         return answer
+
+
+def _carries_key(headers: dict[str, str], key: str) -> bool:
+    bearer = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    return key in (bearer, headers.get("x-api-key", "").strip())
 
 
 def _dialect(route: str) -> Dialect:

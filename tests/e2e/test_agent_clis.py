@@ -32,7 +32,7 @@ from tests.e2e.agent_runs import (
 )
 from tests.support import SkillProject, require_system
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 ADA = "Ada Lovelace"
 ARITHMETIC = "17 multiplied by 23"

@@ -42,6 +42,7 @@ def _ours(docker: str, kind: str, marker: str) -> list[str]:
     return [name for name in listed.stdout.split() if marker in name]
 
 
+@pytest.mark.slow
 def test_demo_skill_scores_the_same_in_docker_as_locally(
     skill_project: SkillProject, test_base_image: str, docker_available: str
 ) -> None:

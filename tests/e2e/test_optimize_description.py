@@ -22,7 +22,7 @@ from tests.e2e.agent_runs import TERMINUS_PLAN, terminus_episode
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 AGENT_MODEL = "scripted"
 PROPOSER_MODEL = "proposer"
@@ -39,7 +39,7 @@ def agent_script() -> dict[str, Any]:
     reads = [
         {
             "match_regex": regex_all(f"QUERY {qid} END", "TRIGGERWORD", absent=(FOLLOW,)),
-            "text": terminus_episode("cat /runtime/skills/demo/SKILL.md"),
+            "text": terminus_episode("cat /runtime/skills/demo/SKILL.md", duration=0.1),
             "repeat": "forever",
         }
         for qid, should, _ in QUERIES

@@ -27,7 +27,7 @@ from tests.e2e.agent_runs import terminus_episode as episode
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 MODEL = "scripted"
 # Where Harbor installs the skills: /runtime/skills on 0.25, /harbor/skills on 0.24 (terminus-2 lists that path).

@@ -19,7 +19,7 @@ from tests.e2e.agent_runs import terminus_args, terminus_episode
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
-pytestmark = [pytest.mark.e2e, pytest.mark.agents]
+pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 MODEL = "scripted"
 OWN = "cat /runtime/skills/demo/SKILL.md"

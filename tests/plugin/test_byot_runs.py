@@ -120,17 +120,26 @@ def test_a_refused_native_task_never_falls_back_to_its_dataset_entry(
 HEALTHCHECK = '[environment.healthcheck]\ncommand = "touch /tmp/seeded"\n'
 
 
-@pytest.mark.parametrize("arms", [(), ("--skip-with-skill",)], ids=["paired", "baseline only"])
+@pytest.mark.parametrize(
+    "arms",
+    [(), ("--skip-with-skill",), ("--baseline-skill", "PREVIOUS")],
+    ids=["paired", "baseline only", "previous version"],
+)
 def test_a_native_healthcheck_never_runs_in_the_baseline(skill_project: SkillProject, arms: tuple[str]) -> None:
     """The baseline arm alone (--skip-with-skill) keeps the baseline's rules: a task healthcheck would run
-    skill-owned commands in it before the agent."""
+    skill-owned commands in it before the agent. So does the previous version's arm (--baseline-skill): the
+    version under test's commands would run there."""
     skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
     _native_task(skill, "t1", toml_extra=HEALTHCHECK)
+    previous = skill_project.root / "previous" / "native"
+    previous.mkdir(parents=True)
+    (previous / "SKILL.md").write_text((skill / "SKILL.md").read_text())
+    arms = tuple(str(previous) if arg == "PREVIOUS" else arg for arg in arms)
     result = skill_project.run("--collect-only", *LOCAL_REPLAY, *arms, subprocess=False)
     output = result.stdout.str()
     assert result.ret == pytest.ExitCode.INTERRUPTED, output
     assert "[paired-healthcheck] [environment.healthcheck] is authored" in output
-    assert "the baseline arm never gets them (--skip-with-skill too)" in output
+    assert "the baseline arm never gets them (--skip-with-skill and --baseline-skill too)" in output
 
 
 def test_a_native_healthcheck_runs_in_a_with_skill_only_run(skill_project: SkillProject) -> None:

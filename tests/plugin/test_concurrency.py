@@ -61,7 +61,9 @@ def test_n_concurrent_bounds_the_trials_in_flight(
 
 def test_concurrent_results_equal_serial_results(skill_project: SkillProject) -> None:
     """Every item's outcome and every trial's scores are what a one-at-a-time run gives."""
-    skill_project.copy_hello_skill()
+    skill_project.copy_hello_skill(
+        cases=["explicit-greeting", "negative-arithmetic"]
+    )  # a case that uses the skill and one that must not: 8 items
     args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--n-attempts", "2")
     serial = skill_project.run(*args, "--n-concurrent", "1", "-v")
     serial_result = skill_project.result_json("hello-skill")

@@ -182,12 +182,25 @@ def test_autopilot_drafts_into_the_results_folder_runs_it_and_says_how_to_keep_i
     assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 1
 
 
+def test_autopilot_runs_under_xdist_with_results_in_the_skill_folder(skill_project: SkillProject, drafter: Any):
+    """The default results folder is the skill's evals/results/, so the drafted copy sits inside the skill it copies:
+    the plan is the copy's (1 trial, not the bare skill's 0), and xdist workers, which start from the command line
+    as typed, run the copy too."""
+    drafter({"text": json.dumps(STARTER)})
+    skill = _bare_project_skill(skill_project)
+    argv = ["--skill-eval", "-p", "no:cacheprovider", str(skill), "--autopilot", *LOCAL_REPLAY, "--skip-baseline"]
+    run = skill_project.pytester.runpytest_subprocess(*argv, "-n", "2", timeout=300)
+    run.assert_outcomes(passed=1)
+    out = " ".join(run.stdout.str().split())
+    assert "skilleval: greeter: 1 trials planned (1 cases x 1 agents x 1 arms x 1 attempts)" in out
+    (draft,) = (skill / "evals" / "results" / "autopilot").glob("*/greeter/evals/evals.json")
+    assert f"autopilot drafted one starter case (greet-ada, model openai/{MODEL}) for {skill} into {draft}" in out
+
+
 def test_autopilot_leaves_a_skill_with_a_dataset_alone(skill_project: SkillProject, drafter: Any):
     server = drafter({"text": json.dumps(STARTER), "repeat": "forever"})
-    skill_project.copy_hello_skill()
-    run = skill_project.run(
-        str(skill_project.root / "skills" / "hello-skill"), "--autopilot", *LOCAL_REPLAY, "--max-cases", "1"
-    )
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    run = skill_project.run(str(skill_project.root / "skills" / "hello-skill"), "--autopilot", *LOCAL_REPLAY)
     run.assert_outcomes(passed=2)
     assert not (skill_project.root / "results" / "hello-skill" / "autopilot").exists()
     assert "autopilot drafted" not in run.stdout.str()

@@ -127,6 +127,7 @@ print("exit", int(code), "frozen-before", before, "frozen-after", gc.get_freeze_
 """
 
 
+@pytest.mark.slow
 def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project: SkillProject) -> None:
     """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items); a run
     inside another program's process (pytest.main) leaves that process's collector alone."""

@@ -39,7 +39,7 @@ def test_judges_cost_is_reported_apart_from_the_agents(
     monkeypatch.setenv("SKILL_EVAL_LLM_API_KEY", "scripted-key-0000")
     for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    skill_project.copy_hello_skill()
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])  # both arms, each judged
     result = skill_project.run(*LOCAL_REPLAY, "--judge-model", "openai/gpt-4o")
     run = next((skill_project.root / "results" / "hello-skill").glob("2*/result.json")).parent
     per_arm: dict[str, float] = {}

@@ -7,10 +7,11 @@ import pytest
 
 from tests.support import SkillProject, simple_entries
 
-# A Harbor agent that asks its model (through litellm, at the scripted server) and writes the reply as its answer.
+# A Harbor agent that asks its model (an OpenAI chat completion at the scripted server, the provider prefix of its
+# model name dropped as litellm does) and writes the reply as its answer. Plain urllib: importing litellm in the run
+# would cost seconds and prove nothing here.
 MODEL_AGENT = '''
-import os, shlex
-import litellm
+import asyncio, json, os, shlex, urllib.request
 from harbor.agents.base import BaseAgent
 from harbor.agents.capabilities import AgentCapabilities
 
@@ -28,11 +29,13 @@ class ModelAgent(BaseAgent):
         return None
 
     async def run(self, instruction, environment, context):
-        reply = await litellm.acompletion(
-            model=self.model_name, messages=[{"role": "user", "content": instruction}],
-            api_base=os.environ["OPENAI_BASE_URL"], api_key="placeholder",
+        body = {"model": self.model_name.split("/", 1)[-1], "messages": [{"role": "user", "content": instruction}]}
+        request = urllib.request.Request(
+            os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Authorization": "Bearer placeholder"},
         )
-        answer = reply.choices[0].message.content
+        reply = await asyncio.to_thread(lambda: json.load(urllib.request.urlopen(request, timeout=60)))
+        answer = reply["choices"][0]["message"]["content"]
         await environment.exec(
             "mkdir -p /workspace/output && printf %s " + shlex.quote(answer) + " > /workspace/output/answer.txt"
         )

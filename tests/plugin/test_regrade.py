@@ -15,16 +15,16 @@ def _runs(project: SkillProject, skill: str) -> list:
 
 
 def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> None:
-    skill = skill_project.copy_hello_skill()
+    skill = skill_project.copy_hello_skill(cases=["explicit-greeting", "negative-arithmetic"])
     args = (*LOCAL_REPLAY, "--ek", "sandbox=none")
-    skill_project.run(*args).assert_outcomes(passed=8)
+    skill_project.run(*args).assert_outcomes(passed=4)
     [first] = _runs(skill_project, "hello-skill")
     before = json.loads((first / "result.json").read_text())
 
     # Without the replays the agent could not run at all: a regrade that needed it would error.
     shutil.rmtree(skill / "evals" / "replays")
     regraded = skill_project.run(*args, "--regrade", first.name)
-    regraded.assert_outcomes(passed=8)
+    regraded.assert_outcomes(passed=4)
     runs = _runs(skill_project, "hello-skill")
     assert len(runs) == 2 and runs[0] == first
     after = json.loads((runs[1] / "result.json").read_text())
@@ -39,7 +39,7 @@ def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, m
 
 def test_regrade_sees_a_changed_expectation(skill_project: SkillProject) -> None:
     """Iterating on grading: a negative control turned positive is graded anew from the same trajectories."""
-    skill = skill_project.copy_hello_skill()
+    skill = skill_project.copy_hello_skill(cases=["explicit-greeting", "negative-arithmetic"])
     args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--grading-mode", "default")
     skill_project.run(*args)
     [first] = _runs(skill_project, "hello-skill")
@@ -60,7 +60,7 @@ def test_regrade_sees_a_changed_expectation(skill_project: SkillProject) -> None
 
 
 def test_regrade_of_an_unknown_run_is_a_usage_error(skill_project: SkillProject) -> None:
-    skill_project.copy_hello_skill()
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
     result = skill_project.run(*LOCAL_REPLAY, "--regrade", "latest")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--regrade latest: no finished run under" in result.stderr.str()
@@ -82,16 +82,16 @@ verifier.mkdir(parents=True, exist_ok=True)
 def test_regrade_reruns_a_changed_grader_on_the_workspace_a_kept_run_recorded(skill_project: SkillProject) -> None:
     """--harbor-keep-jobs records each trial's final /workspace; --regrade then runs today's grader on it through
     Harbor's own regrade, with no agent (the replays are gone)."""
-    skill = skill_project.copy_hello_skill()
+    skill = skill_project.copy_hello_skill(cases=["explicit-greeting", "negative-arithmetic"])
     args = (*LOCAL_REPLAY, "--ek", "sandbox=none")
-    skill_project.run(*args, "--harbor-keep-jobs").assert_outcomes(passed=8)
+    skill_project.run(*args, "--harbor-keep-jobs").assert_outcomes(passed=4)
     [first] = _runs(skill_project, "hello-skill")
     before = {(t["case"], t["arm"]): t for t in json.loads((first / "result.json").read_text())["trials"]}
 
     shutil.rmtree(skill / "evals" / "replays")
     (skill / "evals" / "grader.py").write_text(CHANGED_GRADER)
     regraded = skill_project.run(*args, "--regrade", first.name)
-    regraded.assert_outcomes(passed=8)
+    regraded.assert_outcomes(passed=4)
     second = _runs(skill_project, "hello-skill")[1]
     after = {(t["case"], t["arm"]): t for t in json.loads((second / "result.json").read_text())["trials"]}
     assert after.keys() == before.keys()
@@ -113,9 +113,9 @@ def test_regrade_latest_takes_its_plan_from_the_run_it_grades(skill_project: Ski
     """As the docs write it: `--regrade latest` with none of the first run's options grades every stored trial
     (agents, attempts, arms from that run) and says so; a contradicting flag is one line; a regrade that failed never
     becomes `latest` for the next one."""
-    skill_project.copy_hello_skill()
+    skill_project.copy_hello_skill(cases=["explicit-greeting", "negative-arithmetic"])
     first_args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--n-attempts", "2", "--skip-baseline")
-    skill_project.run(*first_args).assert_outcomes(passed=8)
+    skill_project.run(*first_args).assert_outcomes(passed=4)
     [first] = _runs(skill_project, "hello-skill")
 
     contradicting = skill_project.run("--env-mode", "local", "--regrade", "latest", "--agents", "codex")
@@ -126,7 +126,7 @@ def test_regrade_latest_takes_its_plan_from_the_run_it_grades(skill_project: Ski
     )
 
     regraded = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", "latest")
-    regraded.assert_outcomes(passed=8)
+    regraded.assert_outcomes(passed=4)
     said = " ".join(regraded.stdout.str().split())
     assert f"--regrade {first.name}: grades that run's trials again with its plan: agents replay, 2 attempt(s)" in said
     second = _runs(skill_project, "hello-skill")[-1]

@@ -27,6 +27,7 @@ def _graded_now(trajectory: Path, dataset: Path, capsys: pytest.CaptureFixture[s
     return json.loads(capsys.readouterr().out)["metrics"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["tool-calls", "raw-content"])
 def test_a_recorded_terminus2_run_replays_to_the_same_scores(
     skill_project: SkillProject, capsys: pytest.CaptureFixture[str], mode: str

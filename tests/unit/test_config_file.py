@@ -118,6 +118,20 @@ def test_unknown_keys_rejected_at_every_level(tmp_path: Path, text: str, field: 
     assert err.field == field and "unknown key" in err.message
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("schema_version: 1\nharbor:\n  n_atempts: 2\n", "unknown key (did you mean 'n_attempts'?)"),
+        ("schema_version: 1\nharbor:\n  pre_agent_setpu: echo\n", "unknown key (did you mean 'pre_agent_setup'?)"),
+        ("schema_version: 1\ngrading: {mdoe: default}\n", "unknown key (did you mean 'mode'?)"),
+        ("schema_version: 1\nstrict: true\n", "unknown key; the keys here are schema_version, harbor, grading,"),
+    ],
+)
+def test_an_unknown_key_names_the_nearest_key_or_the_keys_there(tmp_path: Path, text: str, message: str) -> None:
+    """The fix, not only the fault: a typo gets the key it resembles; anything else, the keys that level takes."""
+    assert message in error(tmp_path, text).message
+
+
 @pytest.mark.parametrize("value", ["2", "'1'", "true", "1.5", "null"])
 def test_schema_version_must_be_1(tmp_path: Path, value: str) -> None:
     assert error(tmp_path, f"schema_version: {value}\n").field == "schema_version"

@@ -49,3 +49,21 @@ def test_a_plan_in_the_instruction_is_not_a_command(tmp_path: Path) -> None:
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps(document), encoding="utf-8")
     assert _run_grader(tmp_path, path)["script_used"] == 0.0
+
+
+def test_script_used_follows_a_linear_history_run_into_its_continuation(tmp_path: Path) -> None:
+    """terminus-2 with linear_history ran the script after summarizing, in trajectory.cont-1.json: the grader reads
+    the segment named by continued_trajectory_ref beside the trajectory."""
+    scores = _run_grader(tmp_path, RECORDED / "linear-history" / "with_skill" / "trajectory.json")
+    assert scores["script_used"] == 1.0
+
+
+def test_a_continuation_that_is_not_a_segment_name_is_not_read(tmp_path: Path) -> None:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    first = json.loads((RECORDED / "linear-history" / "with_skill" / "trajectory.json").read_text(encoding="utf-8"))
+    segment = (RECORDED / "linear-history" / "with_skill" / "trajectory.cont-1.json").read_text(encoding="utf-8")
+    (folder / "other.json").write_text(segment, encoding="utf-8")
+    first["continued_trajectory_ref"] = "other.json"
+    (folder / "trajectory.json").write_text(json.dumps(first), encoding="utf-8")
+    assert _run_grader(tmp_path, folder / "trajectory.json")["script_used"] == 0.0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
+import pytest
+
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.summary import render_summary
 from tests.unit.test_aggregate import both, plan
@@ -50,3 +52,25 @@ def test_the_observed_lift_and_cases_that_attempts_cannot_fix() -> None:
     var_d = 6 * 0.3**2 / 5
     assert spread.cases_needed == math.ceil(Z2 * var_d / 0.05**2)
     assert spread.note and "more cases, not more attempts" in spread.note
+
+
+def test_the_aggregate_groups_trials_by_case_a_fixed_number_of_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each condition's trials are grouped by case a few times, not once per case (which sorted every trial again
+    for each case: 1,000 cases took seconds at the session's end)."""
+    from pytest_skilleval.results import trials
+
+    calls = []
+    group = trials.trials_by_case
+
+    def counting(found):
+        calls.append(1)
+        return group(found)
+
+    monkeypatch.setattr(trials, "trials_by_case", counting)
+    counts = []
+    for n in (5, 40):
+        calls.clear()
+        cases = [f"c{i}" for i in range(1, n + 1)]
+        aggregate(_records([0.0] * n), plan(cases, n_attempts=2, min_lift=0.05))
+        counts.append(len(calls))
+    assert counts[0] == counts[1], counts

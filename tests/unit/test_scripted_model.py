@@ -585,3 +585,27 @@ def test_regex_all_guards_on_every_needle_and_no_absent_one():
     assert not guard.search("greet Ada (Lovelace)")  # a needle missing
     assert not guard.search("<skills> Ada (Lovelace) available.*")  # an absent one present, taken literally
     assert guard.search("<skills> Ada (Lovelace) available skills")
+
+
+def test_a_chat_only_server_refuses_the_other_apis_and_any_other_key() -> None:
+    """As NVIDIA Build: chat completions only (so a bridge test proves the translation), one accepted key."""
+    with ScriptedModelServer(
+        {"replies": [{"text": "hi", "repeat": "forever"}]}, dialects=("chat",), require_key="nvapi-k1"
+    ) as server:
+        good = {"Authorization": "Bearer nvapi-k1"}
+        chat = httpx.post(f"{server.base_url}/v1/chat/completions", headers=good, json={"model": "m", "messages": USER})
+        assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == "hi"
+        for path, body in [
+            ("/v1/responses", {"model": "m", "input": "hi"}),
+            ("/v1/messages", {"model": "m", "max_tokens": 5, "messages": USER}),
+            ("/v1/messages/count_tokens", {"model": "m", "messages": USER}),
+        ]:
+            refused = httpx.post(f"{server.base_url}{path}", headers=good, json=body)
+            assert refused.status_code == 404 and "not served here" in refused.text, path
+        wrong = httpx.post(
+            f"{server.base_url}/v1/chat/completions",
+            headers={"Authorization": "Bearer sk-other"},
+            json={"model": "m", "messages": USER},
+        )
+        assert wrong.status_code == 401
+        assert [entry.status for entry in server.requests] == [200, 404, 404, 404, 401]

@@ -252,7 +252,11 @@ def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()
     (bare / "SKILL.md").write_text("---\nname: bare\n---\n")
-    assert rules(validate_skill(bare)) == {"no-evals"}
+    report = validate_skill(bare)
+    assert rules(report) == {"no-evals"}
+    # the way on from a bare skill, as a run says it: draft a dataset, or let one run draft a starter case
+    assert f"draft one with `skilleval create-eval-dataset {bare}`" in report.findings[0].message
+    assert f"`pytest --skill-eval {bare} --autopilot`" in report.findings[0].message
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -525,7 +529,10 @@ def test_errors_exit_1_with_human_lines(capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, str(skill))
     assert code == 1
     lines = out.splitlines()
-    assert f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key" in lines
+    assert (
+        f"error: {skill}/evals/config.yml: [config-unknown-key] harbor.n_atempts: unknown key (did you mean 'n_attempts'?)"
+        in lines
+    )
     assert any(line.startswith(f"error: {skill}/evals: [grader-missing] ") for line in lines)
     assert lines[-1] == "broken-config: FAILED: 3 error(s), 0 warning(s)"
 

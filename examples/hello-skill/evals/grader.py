@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,24 @@ def grade(entry: dict[str, Any], workspace: Path, signals: dict[str, Any]) -> tu
     return scores, details
 
 
+def load_trajectory(path: Path) -> Any:
+    """The trajectory at `path`, with the segments it continues in (terminus-2's `linear_history` splits it at each
+    context summarization into `trajectory.cont-N.json` beside it): their steps appended, each file read once."""
+    trajectory = load_json(path)
+    if not isinstance(trajectory, dict) or not isinstance(trajectory.get("steps"), list):
+        return trajectory
+    steps, seen, ref = list(trajectory["steps"]), set(), trajectory.get("continued_trajectory_ref")
+    while isinstance(ref, str) and re.fullmatch(r"trajectory\.cont-[1-9][0-9]{0,5}\.json", ref) and ref not in seen:
+        seen.add(ref)
+        segment = path.with_name(ref)
+        part = None if segment.is_symlink() else load_json(segment)
+        if not isinstance(part, dict) or not isinstance(part.get("steps"), list):
+            break
+        steps += part["steps"]
+        ref = part.get("continued_trajectory_ref")
+    return {**trajectory, "steps": steps}
+
+
 def main() -> int:
     logs = os.environ.get("HARBOR_LOGS_DIR") or "/logs"
     verifier_dir = env_path("HARBOR_VERIFIER_DIR", f"{logs}/verifier")
@@ -124,7 +143,7 @@ def main() -> int:
     if not isinstance(entry, dict):
         entry = {}
     atif = env_path("HARBOR_ATIF_PATH", f"{os.environ.get('HARBOR_AGENT_LOGS_DIR') or logs + '/agent'}/trajectory.json")
-    signals = trajectory_signals(load_json(atif))
+    signals = trajectory_signals(load_trajectory(atif))
     scores, details = grade(entry, env_path("HARBOR_WORKSPACE_DIR", "/workspace"), signals)
     reward_json = env_path("HARBOR_REWARD_JSON", f"{verifier_dir}/reward.json")
     reward_txt = env_path("HARBOR_REWARD_TXT", f"{verifier_dir}/reward.txt")
