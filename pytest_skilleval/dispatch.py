@@ -94,11 +94,17 @@ def fate_of(spec: TrialSpec, state: SkillEvalSession, session: pytest.Session) -
     """The trial's fate, decided once: from the resumed or regraded run and the attempts that passed so far. A
     passing record reused from the resumed run counts for --stop-on-pass as it did in the run that stored it."""
     if spec.source == "trigger":
-        return Run()  # every attempt of a query runs: its rate is the measure (no resume, regrade or stop-on-pass)
+        # Every attempt of a query runs (its rate is the measure: no --stop-on-pass); --resume keeps a finished one,
+        # --regrade reads the verdict again from its stored trajectory.
+        stored = state.stored_trigger(spec)
+        if stored is not None:
+            return Reuse(stored)
+        source = state.regrade_source(spec.skill_dir)
+        return Regrade(source) if source is not None else Run()
     tracker = stop_on_pass(session)
     passed_at = tracker.passed_at(spec) if state.skill(spec.skill_dir).settings.stop_on_pass else None
     fate = decide(spec, state.stored_record(spec), state.regrade_source(spec.skill_dir), passed_at)
-    if isinstance(fate, Reuse):
+    if isinstance(fate, Reuse) and isinstance(fate.record, TrialRecord):
         tracker.note(spec, fate.record)
     return fate
 
@@ -124,6 +130,10 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> A
     if isinstance(fate, Reuse | Skip):
         return fate.record
     if isinstance(fate, Regrade):
+        if item.spec.source == "trigger":
+            from pytest_skilleval.harbor.trigger_regrade import regrade_trigger
+
+            return regrade_trigger(item.spec, fate.source_run, _regrade_dir(runner))
         return _regrade(item, fate.source_run, runner, state)
     try:
         return _run_trial(item, runner, state, decided)
@@ -167,6 +177,11 @@ def _run_trial(item: SkillEvalItem, runner: Any, state: SkillEvalSession, decide
     return scheduler.result(item.spec)
 
 
+def _regrade_dir(runner: Any) -> Path:
+    """Where a regrade lays out the stored trajectories it grades: the runner's scratch folder, else a new one."""
+    return Path(getattr(runner, "run_dir", None) or tempfile.mkdtemp(prefix="skilleval-regrade-")) / "_regrade"
+
+
 def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSession) -> TrialRecord:
     """--regrade: today's host-side graders on the stored trial; the agent is not run."""
     from pytest_skilleval.harbor.regrade import Regrader
@@ -174,7 +189,7 @@ def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSes
 
     skill = state.skill(item.spec.skill_dir)
     settings = skill.settings
-    work = Path(getattr(runner, "run_dir", None) or tempfile.mkdtemp(prefix="skilleval-regrade-")) / "_regrade"
+    work = _regrade_dir(runner)
     judge = (
         None
         if settings.grading_mode == "custom_only"

@@ -239,9 +239,6 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     if isinstance(item, TriggerItem):
         from pytest_skilleval.pass_rule import trigger_outcome
 
-        if state.regrade_source(item.spec.skill_dir) is not None:
-            pytest.skip("--regrade grades the stored case trials again; trigger items run no agent then")
-
         return trigger_outcome(item, trial_record(item, skilleval_runner, state), state)
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
     item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))

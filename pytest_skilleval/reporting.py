@@ -24,6 +24,7 @@ from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.retention import prune_runs
 from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
+from pytest_skilleval.results.trigger_files import write_trigger_files
 from pytest_skilleval.results.triggering import junit_trigger_properties, triggering_lines, triggering_section
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.baseline import BaselineError
@@ -215,10 +216,13 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             shutil.rmtree(budget.folder, ignore_errors=True)  # this session's ledger: a resume keeps its own
         result = aggregate(records, plan)
         # Trigger items: their own section, computed from their own records, never part of the dimensions or lift.
-        result.triggering = triggering_section(
-            state.trigger_records_for(str(skill_dir)), state.case_plan(skill_dir).triggers
-        )
+        triggers = state.trigger_records_for(str(skill_dir))
+        result.triggering = triggering_section(triggers, state.case_plan(skill_dir).triggers)
         try:
+            if triggers:  # each trigger trial's file (trajectory, verdict), before result.json lists them
+                write_trigger_files(
+                    state.results_root(skill_dir), state.run_id_for(skill_dir), triggers, state.redactor
+                )
             run_dir = write_results_tree(
                 result,
                 records,

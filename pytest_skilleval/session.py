@@ -29,12 +29,13 @@ from pytest_skilleval.results.estimate import cost_estimate
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
 from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
 from pytest_skilleval.results.tree import RunStart, resolve_results_root
+from pytest_skilleval.results.trigger_files import TriggerKey, stored_trigger_records
 from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, arg_path, skill_roots_under
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
-from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label
+from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label, trigger_trials
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.stored_config import as_current
@@ -59,6 +60,7 @@ class SkillEvalSession:
         self.skills: dict[Path, SkillFolder] = {}
         self.case_plans: dict[Path, CasePlan] = {}
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
+        self._stored_triggers: dict[Path, dict[TriggerKey, TriggerRecord]] = {}
         self._requested_runs: dict[tuple[Path, str], Path | None] = {}
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
@@ -236,6 +238,38 @@ class SkillEvalSession:
         source_run = self.run_id_for(spec.skill_dir.resolve())
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
+    def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
+        """A finished trigger trial of the resumed run, handed back instead of running it again."""
+        record = self._stored_triggers_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.attempt))
+        if record is None:
+            return None
+        source_run = self.run_id_for(spec.skill_dir.resolve())
+        return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
+
+    def _stored_triggers_in(self, skill_dir: Path) -> dict[TriggerKey, TriggerRecord]:
+        """The resumed run's finished trigger trials, read once per skill."""
+        stored = self._stored_triggers.get(skill_dir)
+        if stored is None:
+            run_dir = self.resumed_run_dir(skill_dir.resolve())
+            stored = stored_trigger_records(run_dir) if run_dir is not None else {}
+            self._stored_triggers[skill_dir] = stored
+        return stored
+
+    def _resume_trigger_line(self, skill_dir: Path, queries: list[str]) -> str | None:
+        """Under --resume, for a skill with a trigger set: how many planned trigger trials the run folder holds."""
+        run_dir = self.resumed_run_dir(skill_dir)
+        if run_dir is None or not queries:
+            return None
+        stored = self._stored_triggers_in(skill_dir)
+        planned = [
+            (query, agent, attempt) for query in queries for agent, attempt in trigger_trials(self.skill(skill_dir))
+        ]
+        kept = sum(1 for key in planned if key in stored)
+        return (
+            f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {kept} of {len(planned)} planned trigger "
+            f"trials, runs {len(planned) - kept}"
+        )
+
     def _stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
         """The resumed run's finished trials, read once per skill (keyed by the item's own path: no realpath walk
         per item)."""
@@ -292,6 +326,9 @@ class SkillEvalSession:
             if source is not None:
                 lines.append(plan_line(skill_dir.name, settings, source))
             resume = self._resume_line(skill_dir, plan.cases[:cases])
+            if resume:
+                lines.append(resume)
+            resume = self._resume_trigger_line(skill_dir, [str(query["id"]) for query in plan.triggers])
             if resume:
                 lines.append(resume)
         return lines
@@ -373,6 +410,10 @@ class SkillEvalSession:
         """The skill folders that have records (under xdist the controller collects nothing: these say which)."""
         triggers = {record.skill_dir for record in self._triggers.values()}
         return sorted({skill_dir for skill_dir, _ in self._records.values()} | triggers)
+
+    def trigger_records(self) -> list[TriggerRecord]:
+        """Every trigger trial record seen so far."""
+        return list(self._triggers.values())
 
     def trigger_records_for(self, skill_dir: str) -> list[TriggerRecord]:
         return [record for record in self._triggers.values() if record.skill_dir == skill_dir]

@@ -46,6 +46,9 @@ class Failure:
 class Proposal:
     description: str
     cached: bool
+    # USD the request cost as litellm prices it (its installed price map, as for the judges): 0.0 from the cache,
+    # None for a model the price map does not know (missing, never zero).
+    cost_usd: float | None = 0.0
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str, str]:
@@ -134,7 +137,7 @@ def propose(prompt: str, config: Any, cache: Any) -> Proposal:
     key = cache_key({"kind": "optimize-description", "model": config.model, "prompt": prompt})
     stored = cache.get(key)
     if stored is not None and isinstance(stored.get("description"), str):
-        return Proposal(stored["description"], cached=True)
+        return Proposal(stored["description"], cached=True, cost_usd=0.0)
     deadline = time.monotonic() + config.time_budget
     try:
         reply = asyncio.run(request_once(config, config.model, prompt, "description", SCHEMA, deadline))
@@ -146,4 +149,4 @@ def propose(prompt: str, config: Any, cache: Any) -> Proposal:
         raise ProposerError(f'the proposer ({config.model}) did not answer {{"description": ...}}')
     description = description.strip()[:MAX_DESCRIPTION_CHARS]
     cache.put(key, {"description": description})
-    return Proposal(description, cached=False)
+    return Proposal(description, cached=False, cost_usd=reply.cost_usd)

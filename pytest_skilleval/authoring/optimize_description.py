@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,6 +56,8 @@ class Candidate:
     failures: list[Failure] = field(default_factory=list)
     cost_usd: float | None = None
     error: str | None = None
+    proposer_cost_usd: float | None = 0.0  # what asking for this description cost (0.0: the current one, or cached)
+    cached: bool = False
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,7 +146,47 @@ def _cell(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _report(skill_dir: Path, candidates: list[Candidate], best: Candidate, original: str, written: bool) -> str:
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:.6f}"
+
+
+def _total(values: list[float | None]) -> float | None:
+    """The sum, or None when any part is unknown (missing is never zero)."""
+    return None if any(value is None for value in values) else sum(value or 0.0 for value in values)
+
+
+def _cost_lines(candidates: list[Candidate], model: str, max_cost: float | None) -> list[str]:
+    """What the proposer and the trials cost, per candidate and in all, against --max-cost."""
+    asked = candidates[1:]
+    proposer = _total([c.proposer_cost_usd for c in asked])
+    trials = _total([c.cost_usd for c in candidates if not c.error])
+    unknown = [c.index for c in asked if c.proposer_cost_usd is None]
+    cached = sum(1 for c in asked if c.cached)
+    lines = [
+        "## Cost",
+        "",
+        f"Proposer ({model}): {_usd(proposer)} for {len(asked) - cached} request(s), {cached} answered from the cache; "
+        f"trials (the agents' reported cost): {_usd(trials)}; --max-cost: "
+        f"{'none' if max_cost is None else _usd(max_cost)}.",
+    ]
+    if unknown:
+        lines.append(
+            f"The proposer's cost is unknown for candidate(s) {', '.join(map(str, unknown))}: litellm's installed "
+            "price map does not price this model, so --max-cost could not count those requests."
+        )
+    lines += ["", "| candidate | proposer cost | trials cost |", "| --- | --- | --- |"]
+    lines += [f"| {c.index} | {_usd(c.proposer_cost_usd)} | {_usd(c.cost_usd)} |" for c in candidates]
+    return [*lines, ""]
+
+
+def _report(
+    skill_dir: Path,
+    candidates: list[Candidate],
+    best: Candidate,
+    original: str,
+    written: bool,
+    costs: Sequence[str] = (),
+) -> str:
     updated = with_description(original, best.description)
     diff = "".join(
         difflib.unified_diff(
@@ -179,6 +222,7 @@ def _report(skill_dir: Path, candidates: list[Candidate], best: Candidate, origi
             diff.rstrip("\n") or "(no change)",
             "```",
             "",
+            *costs,
         ]
     )
 
@@ -188,6 +232,7 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
     from verifier.judges.cache import JudgeCache
     from verifier.judges.config import load_config
 
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # the proposer is priced by the installed map, never fetched
     skill_dir = args.skill_dir.resolve()
     manifest = skill_dir / "SKILL.md"
     if not manifest.is_file():
@@ -242,10 +287,15 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             proposal = propose(prompt, config, cache)
         except ProposerError as error:
             raise OptimizeError(str(error)) from None
-        candidate = Candidate(index, proposal.description)
+        candidate = Candidate(index, proposal.description, proposer_cost_usd=proposal.cost_usd, cached=proposal.cached)
+        spent += proposal.cost_usd or 0.0  # priced by litellm's installed price map, as the judges' requests are
+        candidates.append(candidate)
+        if over_budget():
+            print(f"not measured: --max-cost {args.max_cost} reached by the proposer (spent {spent:.6f} USD)", file=out)
+            candidate.error = "not measured: --max-cost reached"
+            break
         _measure(args, skill_dir, work, candidate, train, test)
         spent += candidate.cost_usd or 0.0
-        candidates.append(candidate)
         source = "cached" if proposal.cached else "proposed"
         print(f"candidate {index} ({source}): train accuracy {_cell(candidate.train.get('accuracy'))}", file=out)
     best = max(candidates, key=_score)
@@ -254,7 +304,8 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         manifest.write_text(with_description(original, best.description), encoding="utf-8")
         written = True
     report = run / "description-proposal.md"
-    report.write_text(_report(skill_dir, candidates, best, original, written), encoding="utf-8")
+    costs = _cost_lines(candidates, config.model, args.max_cost)
+    report.write_text(_report(skill_dir, candidates, best, original, written, costs), encoding="utf-8")
     print(
         f"winner: candidate {best.index}: train accuracy {_cell(best.train.get('accuracy'))}, held-out test "
         f"accuracy {_cell(best.test.get('accuracy'))}",

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.triggering import TriggerRecord
 
 MAX_LEDGER_FILES = 1024
 
@@ -40,10 +41,14 @@ class Budget:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{run_id}-{skill_name}")
         return cls(Path(tempfile.gettempdir()) / f"skilleval-spend-{os.getuid()}" / safe, limit)
 
-    def add(self, record: TrialRecord) -> None:
-        """Count a trial's spend: its agent's cost and its LLM judges' (both money spent; each unknown adds 0)."""
-        agent = record.tokens.cost_usd if record.tokens is not None else None
-        cost = math.fsum(c for c in (agent, record.judge_cost_usd) if c is not None and c > 0)
+    def add(self, record: TrialRecord | TriggerRecord) -> None:
+        """Count a trial's spend: its agent's cost and its LLM judges' (both money spent; each unknown adds 0); a
+        trigger trial's is its agent's reported cost (no judge grades it)."""
+        if isinstance(record, TriggerRecord):
+            costs: tuple[float | None, ...] = (record.cost_usd,)
+        else:
+            costs = (record.tokens.cost_usd if record.tokens is not None else None, record.judge_cost_usd)
+        cost = math.fsum(c for c in costs if c is not None and c > 0)
         if cost <= 0:
             return
         with self._lock:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.triggering import TriggerRecord
 from pytest_skilleval.skill.plan import TrialSpec
 
 
@@ -24,9 +25,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Reuse:
-    """A finished trial of the resumed run: its stored record, not run again."""
+    """A finished trial of the resumed run: its stored record (a case's, or a trigger item's), not run again."""
 
-    record: TrialRecord
+    record: TrialRecord | TriggerRecord
 
 
 @dataclass(frozen=True)

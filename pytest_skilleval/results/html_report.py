@@ -29,8 +29,9 @@ from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
 from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
-from pytest_skilleval.results.run_folder import RunFolder, TrialFiles
+from pytest_skilleval.results.run_folder import RunFolder, TrialContent, TrialFiles, read_trial
 from pytest_skilleval.results.trajectory_view import StepView, trajectory_steps
+from pytest_skilleval.results.triggering import trigger_file_name
 from verifier.check_host import WorkspaceDiff
 from verifier.evidence import CHECKS_METRIC, REPORTED_METRICS
 from verifier.reward import RichReward
@@ -413,8 +414,22 @@ def verdict_headline(doc: ResultDocument) -> str:
     return f"{doc.verdict.upper()}{incomplete}"
 
 
-def _trigger_views(doc: ResultDocument) -> list[dict[str, Any]]:
-    """Per agent with trigger items: its metrics and the per-query chart."""
+def _trigger_trial_views(run: RunFolder, agent: str) -> dict[str, list[dict[str, Any]]]:
+    """Per query: each trigger trial with its file and trajectory (read from the run folder, one trial at a time)."""
+    by_query: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for trial in run.document.triggering[agent].trials:
+        # The path from the trial's identity, as for case trials (never a path a result.json could bend).
+        path = run.path / trigger_file_name(agent, trial.query, trial.attempt)
+        trajectory = TrialContent(read_trial(path) or {}).trajectory()
+        steps, omitted = trajectory_steps(trajectory)
+        by_query[trial.query].append(
+            {"trial": trial, "steps": steps, "steps_omitted": omitted, "has_trajectory": trajectory is not None}
+        )
+    return by_query
+
+
+def _trigger_views(run: RunFolder) -> list[dict[str, Any]]:
+    """Per agent with trigger items: its metrics, the per-query chart and each trial's trajectory."""
     return [
         {
             "agent": agent,
@@ -425,8 +440,9 @@ def _trigger_views(doc: ResultDocument) -> list[dict[str, Any]]:
                     [(query.id, query.should_trigger, query.trigger_rate) for query in metrics.queries],
                 )
             ),
+            "trials": _trigger_trial_views(run, agent),
         }
-        for index, (agent, metrics) in enumerate(doc.triggering.items(), start=1)
+        for index, (agent, metrics) in enumerate(run.document.triggering.items(), start=1)
     ]
 
 
@@ -441,7 +457,7 @@ def render_report(run: RunFolder) -> str:
             headline=verdict_headline(doc),
             unmeasured=unmeasured_line(doc.correctness_unmeasured) if doc.correctness_unmeasured else "",
             agents=_agent_views(run),
-            triggering=_trigger_views(doc),
+            triggering=_trigger_views(run),
             dimensions=DIMENSIONS,
         )
     )

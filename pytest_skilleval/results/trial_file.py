@@ -109,10 +109,9 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
     Read through verifier.safe_io (no link followed, size capped); the grader's output keeps its tail.
     """
     sources = dict(parts)
-    output = sources["grader_output"]
-    raw = safe_io.read_files(
-        folder, list(sources.values()), max_bytes=max_bytes, tail_bytes={output: MAX_GRADER_OUTPUT_CHARS * 4}
-    )
+    output = sources.get("grader_output")
+    tails = {output: MAX_GRADER_OUTPUT_CHARS * 4} if output is not None else {}
+    raw = safe_io.read_files(folder, list(sources.values()), max_bytes=max_bytes, tail_bytes=tails)
     found: dict[str, tuple[Any, str]] = {}
     for key, rel in parts:
         if key == "trajectory" and rel not in raw:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_skilleval.results.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, quantile, wilson_interval
+from pytest_skilleval.results.trial_file import safe_component
 
 TRIGGER_PROPERTY_KEY = "skilleval_trigger"
 TRIGGERED_AT = 0.5
@@ -49,11 +50,31 @@ class TriggerRecord(BaseModel):
     trial_dir: str | None = None
     agent_seconds: float | None = None
     cost_usd: float | None = Field(default=None, description="The agent's reported cost; None when not reported.")
+    source_run: str | None = Field(default=None, description="Set when --resume kept the trial from that run.")
+    regraded_from: str | None = Field(default=None, description="--regrade: the run whose trajectory was read.")
 
     @property
     def passed(self) -> bool | None:
         """Whether the outcome matches should_trigger; None when there is no outcome."""
         return None if self.triggered is None else self.triggered == self.should_trigger
+
+
+def trigger_file_name(agent: str, query: str, attempt: int) -> str:
+    """A trigger trial's file, relative to the run folder: `<agent>/triggers/<query>.<attempt>.json`."""
+    return f"{safe_component(agent)}/triggers/{safe_component(query)}.{int(attempt)}.json"
+
+
+class TriggerTrial(BaseModel):
+    """One trigger trial as result.json lists it, with its file in the run folder (trajectory and verdict)."""
+
+    query: str
+    attempt: int
+    status: str
+    triggered: bool | None
+    distractors_loaded: list[str] = Field(default_factory=list)
+    reason: str | None = None
+    error: str | None = None
+    file: str = Field(description="The trial's file, relative to the run folder: record, verdict, trajectory.")
 
 
 class QueryRate(BaseModel):
@@ -86,6 +107,7 @@ class TriggeringAgent(BaseModel):
     unscored: list[str] = Field(default_factory=list, description="Queries with no scored attempt (left out).")
     errors: int = 0
     cost_usd: float | None = Field(default=None, description="Reported agent cost of the trigger trials, if any.")
+    trials: list[TriggerTrial] = Field(default_factory=list, description="Every trigger trial, with its file.")
 
 
 def _confusion(rows: Sequence[tuple[bool, bool]]) -> dict[MetricName, float | None]:
@@ -175,6 +197,7 @@ def agent_metrics(records: Sequence[TriggerRecord], planned: Sequence[dict[str, 
     missed = [rate.id for rate, (want, got) in zip(scored, rows, strict=True) if want and not got]
     false = [rate.id for rate, (want, got) in zip(scored, rows, strict=True) if not want and got]
     by_id = {rate.id: rate for rate in scored}
+    order = {rate.id: index for index, rate in enumerate(rates)}
     return TriggeringAgent(
         precision=_rounded(figures["precision"]),
         recall=_rounded(figures["recall"]),
@@ -190,6 +213,22 @@ def agent_metrics(records: Sequence[TriggerRecord], planned: Sequence[dict[str, 
         unscored=[rate.id for rate in rates if rate.trigger_rate is None],
         errors=sum(1 for record in records if record.status != "scored"),
         cost_usd=_cost(records),
+        trials=[
+            _trial(record) for record in sorted(records, key=lambda r: (order.get(r.query, len(order)), r.attempt))
+        ],
+    )
+
+
+def _trial(record: TriggerRecord) -> TriggerTrial:
+    return TriggerTrial(
+        query=record.query,
+        attempt=record.attempt,
+        status=record.status,
+        triggered=record.triggered,
+        distractors_loaded=record.distractors_loaded,
+        reason=record.reason,
+        error=record.error,
+        file=trigger_file_name(record.agent, record.query, record.attempt),
     )
 
 

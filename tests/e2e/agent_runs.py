@@ -32,6 +32,23 @@ CASES = (POSITIVE_CASE, NEGATIVE_CASE)
 
 TERMINUS_PLAN = "Follow the script."
 
+# A trigger set's query: (id, should_trigger, the command the scripted model has the agent run for it).
+TriggerQuery = tuple[str, bool, str]
+
+
+def trigger_project(root: Path, queries: list[TriggerQuery]) -> Path:
+    """skills/demo with a trigger set of `queries` (each one's text `QUERY <id> END`, what a script matches on)
+    and a sibling skill, skills/other, that trigger items install beside it as a distractor; returns skills/demo."""
+    skill = root / "skills" / "demo"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: greets people by name\n---\n# demo\n")
+    other = root / "skills" / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: other\ndescription: writes farewell notes\n---\n# other\n")
+    rows = [{"id": qid, "query": f"QUERY {qid} END", "should_trigger": should} for qid, should, _ in queries]
+    (skill / "evals" / "triggers.json").write_text(json.dumps(rows))
+    return skill
+
 
 def terminus_args(model: str, *environment: str) -> tuple[str, ...]:
     """A terminus-2 run's agent arguments against the scripted model server (litellm's OpenAI route to `model`),

@@ -149,6 +149,15 @@ def _needs_bwrap() -> None:
         require_system("bubblewrap (bwrap) that can create namespaces", "apt-get install bubblewrap (or run .ci/run)")
 
 
+def local_cli_args(agent: CliAgent, agent_clis: Any) -> tuple[str, ...]:
+    """The run options for one CLI agent in the `local` environment under bwrap, its CLI from `agent_clis`."""
+    return (
+        *("--agents", agent.selected_as or agent.name),
+        *("--agent-model", f"{agent.selected_as or agent.name}={agent.model}"),
+        *("--env-mode", "local", "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}"),
+    )
+
+
 def run_agent(
     agent: CliAgent,
     marker: str,
@@ -165,16 +174,7 @@ def run_agent(
     skill_project.copy_hello_skill()
     kwargs = [arg for item in [*agent.agent_kwargs, *extra_kwargs(server)] for arg in ("--agent-kwarg", item)]
     skill_project.run(
-        "--agents",
-        agent.selected_as or agent.name,
-        "--agent-model",
-        f"{agent.selected_as or agent.name}={agent.model}",
-        "--env-mode",
-        "local",
-        "--ek",
-        "sandbox=bwrap",
-        "--ek",
-        f"tools={agent_clis.prefix}",
+        *local_cli_args(agent, agent_clis),
         *kwargs,
         "-k",
         f"{POSITIVE_CASE} or {NEGATIVE_CASE}",

@@ -6,12 +6,15 @@ The scripted model server stands in for NVIDIA Build and, like it, speaks chat c
 `/messages` answer 404) and accepts only the NVIDIA key. opencode talks to it directly; codex (Responses API) and
 claude-code (Anthropic Messages) reach it only through the bridge (litellm's proxy, started by the run). Every
 agent request arrives as a chat completion for Nemotron Super under the NVIDIA key, and the key is in no file the
-run wrote.
+run wrote. Under bwrap (local) for all three; under Docker for claude-code and opencode, with the CLIs baked into
+an image made from the offline test image and the pinned npm folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +55,80 @@ def nvidia_script(agent: CliAgent, marker: str) -> dict[str, Any]:
     return document
 
 
+CLI_IMAGE_DOCKERFILE = """\
+FROM {base}
+COPY node /usr/local/bin/node
+COPY clis /opt/agent-clis
+RUN ln -s /opt/agent-clis/node_modules/.bin/claude /opt/agent-clis/node_modules/.bin/codex \\
+      /opt/agent-clis/node_modules/.bin/opencode /usr/local/bin/ \\
+ && claude --version && codex --version && opencode --version
+"""
+
+
+@pytest.fixture(scope="module")
+def cli_image(test_base_image: str, agent_clis: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The offline test image plus node and the pinned CLIs (hard links of the npm cache: no download)."""
+    node = shutil.which("node")
+    assert node is not None
+    tag = f"skilleval-test-agent-clis:{agent_clis.prefix.name[-40:].lower()}"
+    if subprocess.run(["docker", "image", "inspect", tag], capture_output=True).returncode == 0:
+        return tag
+    context = tmp_path_factory.mktemp("cli-image")
+    shutil.copytree(agent_clis.prefix, context / "clis", symlinks=True, copy_function=_link_or_copy)
+    shutil.copy2(node, context / "node")
+    (context / "Dockerfile").write_text(CLI_IMAGE_DOCKERFILE.format(base=test_base_image))
+    built = subprocess.run(["docker", "build", "-q", "-t", tag, str(context)], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    return tag
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        Path(target).hardlink_to(source)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def docker_gateway() -> str:
+    from pytest_skilleval.harbor.nv_bridge import bridge_host
+
+    return bridge_host("docker")
+
+
 def files_under(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and not path.is_symlink()]
 
 
-@pytest.mark.parametrize("name", list(AGENTS))
+# codex under Docker is not in the matrix yet: its trial stalled in Harbor's agent setup with the CLI baked into the
+# image (docs/agents.md); under bwrap it runs through the bridge like the others.
+CASES = [
+    *((name, "local") for name in AGENTS),
+    *(pytest.param(name, "docker", marks=pytest.mark.docker) for name in ("claude-code", "opencode")),
+]
+
+
+@pytest.mark.parametrize(("name", "where"), CASES)
 def test_one_nvidia_key_runs_the_agent_through_chat_completions_only(
-    name: str, skill_project: SkillProject, scripted_model, agent_clis, monkeypatch: pytest.MonkeyPatch
+    name: str,
+    where: str,
+    skill_project: SkillProject,
+    scripted_model,
+    agent_clis,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _needs_bwrap()
+    """Local: bwrap, the CLIs through `--ek tools`, NVIDIA Build and the bridge on 127.0.0.1. Docker: the CLIs baked
+    into the image, NVIDIA Build and the bridge on the Docker bridge's gateway, which the trial's containers reach."""
     agent, marker = AGENTS[name]
-    server = scripted_model(nvidia_script(agent, marker), dialects=("chat",), require_key=NVIDIA_KEY)
+    if where == "local":
+        _needs_bwrap()
+        host = "127.0.0.1"
+        environment = ("--env-mode", "local", "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}")
+    else:
+        environment = ("--env-mode", "docker", "--base-image", request.getfixturevalue("cli_image"))
+        host = docker_gateway()
+    served = nvidia_script(agent, marker)
+    server = scripted_model(served, dialects=("chat",), require_key=NVIDIA_KEY, host=host)
     for variable in (*OWN_KEYS, *JUDGE_VARS):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setenv("SKILL_EVAL_LLM_PROVIDER", "nv_build")
@@ -73,12 +139,7 @@ def test_one_nvidia_key_runs_the_agent_through_chat_completions_only(
     result = skill_project.run(
         "--agents",
         agent.name,
-        "--env-mode",
-        "local",
-        "--ek",
-        "sandbox=bwrap",
-        "--ek",
-        f"tools={agent_clis.prefix}",
+        *environment,
         "-k",
         f"{POSITIVE_CASE} or {NEGATIVE_CASE}",
     )

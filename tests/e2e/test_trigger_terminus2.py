@@ -8,14 +8,12 @@ distractor; the failed read is no trigger.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_skilleval.testing.script import regex_all
-from tests.e2e.agent_runs import terminus_args, terminus_episode
+from tests.e2e.agent_runs import TriggerQuery, terminus_args, terminus_episode, trigger_project
 from tests.e2e.conftest import terminus_local
 from tests.support import SkillProject
 
@@ -39,7 +37,7 @@ QUERIES = [
 ]
 
 
-def script(queries: list[tuple[str, bool, str]]) -> dict[str, Any]:
+def script(queries: list[TriggerQuery]) -> dict[str, Any]:
     replies = []
     for qid, _, command in queries:
         guard = regex_all(f"QUERY {qid} END")
@@ -48,18 +46,6 @@ def script(queries: list[tuple[str, bool, str]]) -> dict[str, Any]:
             {"match_regex": guard, "text": terminus_episode(done=True), "repeat": "forever"},
         ]
     return {"models": {MODEL: replies}}
-
-
-def project_with(project: SkillProject, queries: list[tuple[str, bool, str]]) -> Path:
-    skill = project.root / "skills" / "demo"
-    (skill / "evals").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: greets people by name\n---\n# demo\n")
-    other = project.root / "skills" / "other"
-    other.mkdir()
-    (other / "SKILL.md").write_text("---\nname: other\ndescription: writes farewell notes\n---\n# other\n")
-    rows = [{"id": qid, "query": f"QUERY {qid} END", "should_trigger": should} for qid, should, _ in queries]
-    (skill / "evals" / "triggers.json").write_text(json.dumps(rows))
-    return skill
 
 
 def run_terminus(
@@ -83,7 +69,7 @@ def test_terminus2_trigger_set_scores_what_the_script_implies(
         if where == "docker"
         else terminus_local()
     )
-    project_with(skill_project, QUERIES)
+    trigger_project(skill_project.root, QUERIES)
     server = scripted_model(script(QUERIES))
     result = run_terminus(skill_project, server, monkeypatch, environment)
     result.assert_outcomes(passed=4, failed=2)
@@ -105,7 +91,7 @@ def test_terminus2_failed_read_is_not_a_trigger(
     skill_project: SkillProject, scripted_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     queries = [("failed", True, FAILED_READ)]
-    project_with(skill_project, queries)
+    trigger_project(skill_project.root, queries)
     run_terminus(skill_project, scripted_model(script(queries)), monkeypatch, terminus_local())
     triggering = skill_project.result_json("demo")["triggering"]["terminus-2"]
     assert triggering["missed"] == ["failed"]

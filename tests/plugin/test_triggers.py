@@ -219,14 +219,17 @@ def test_demo_trigger_set_runs_offline_with_its_sibling_as_distractor(skill_proj
     assert {query["split"] for query in triggering["queries"]} == {"train", "test"}
 
 
-def test_regrade_runs_no_trigger_item(skill_project: SkillProject) -> None:
+def test_regrade_grades_a_skills_cases_and_trigger_items_again(skill_project: SkillProject) -> None:
     skill = skill_project.make_skill("demo", simple_entries("alpha"))
     (skill / "evals" / "triggers.json").write_text(json.dumps([{"id": "t", "query": "hi", "should_trigger": True}]))
     (skill / "evals" / "replays" / "t.json").write_text(json.dumps(bash_replay(READ_OWN)))
     skill_project.run(*LOCAL_REPLAY, "--skip-baseline").assert_outcomes(passed=2)
-    regrade = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--regrade", "latest", "-rs")
-    regrade.assert_outcomes(passed=1, skipped=1)
-    assert "trigger items run no agent then" in regrade.stdout.str()
+    (source,) = sorted((skill_project.root / "results" / "demo").glob("2*"))
+    regrade = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--regrade", "latest")
+    regrade.assert_outcomes(passed=2)  # the case and the trigger item, neither running an agent
+    result = skill_project.result_json("demo")
+    assert result["run_config"]["regraded_from"] == source.name
+    assert result["triggering"]["replay"]["recall"] == 1.0
 
 
 def test_a_linked_sibling_is_never_installed_as_a_distractor(skill_project: SkillProject) -> None:
