@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,9 @@ def prepare_autopilot(config: pytest.Config, settings: RunSettings, run_id: str)
         try:
             copy = _copy_skill(skill_dir, root)
             target = copy / "evals" / "evals.json"
-            draft = draft_dataset(skill_dir, full=False, model=settings.judge_model, target=target)
+            with warnings.catch_warnings():  # pytest shows pytest_configure's warnings: litellm's import-time
+                warnings.simplefilter("ignore")  # deprecations are not the author's concern
+                draft = draft_dataset(skill_dir, full=False, model=settings.judge_model, target=target)
             write_new(target, draft.text)
         except (DraftError, OSError) as error:
             raise pytest.UsageError(f"skilleval --autopilot: {skill_dir}: {error}") from None

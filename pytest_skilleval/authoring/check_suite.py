@@ -93,6 +93,12 @@ def trial_finding(trial: TrialFiles, threshold: float) -> str | None:
             f"case {entry.case!r}: cannot fail: on the untouched workspace a do-nothing agent already passes "
             f"{', '.join(passing)} (threshold {threshold:.2f})"
         )
+    if entry.passed and entry.overall is not None:  # no signal judged the result, and the skill checks let it by
+        return (
+            f"case {entry.case!r}: cannot fail: a do-nothing agent passes it with overall {entry.overall:.2f} "
+            f"(threshold {threshold:.2f}) and nothing measures its result; give it checks, a grader or a judge, and "
+            "an expected_skill"
+        )
     return None
 
 

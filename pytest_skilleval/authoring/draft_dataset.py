@@ -100,6 +100,7 @@ def request_draft(config: JudgeConfig, prompt: str) -> str:
     error (redacted: the key never reaches the message)."""
     import litellm
 
+    litellm.suppress_debug_info = True  # its help banner on every error is noise next to our one line
     params: dict[str, Any] = {
         "model": litellm_model(config.model, config.provider),
         "messages": [{"role": "user", "content": prompt}],

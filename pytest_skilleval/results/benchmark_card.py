@@ -114,6 +114,10 @@ def _checks_rows(agents: list[AgentResult]) -> list[str]:
     return ["| Checks | " + " | ".join(cells) + " |", "| Checks pass@k | " + " | ".join(rates) + " |"]
 
 
+def _paired(n: int) -> str:
+    return f"{n} paired case" + ("" if n == 1 else "s")
+
+
 def _intervals(agents: list[AgentResult]) -> list[str]:
     lines = []
     for a in agents:
@@ -121,18 +125,16 @@ def _intervals(agents: list[AgentResult]) -> list[str]:
             lines.append(f"- {md(a.name)}: Skill Lift omitted ({md(a.lift_omitted_reason or 'not available')})")
             continue
         o = a.lift.overall
-        ci = f"[{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
+        ci = f"95% [{o.ci95[0]:+.4f}, {o.ci95[1]:+.4f}]" if o.ci95 else "no interval"
         few = " (fewer than 5 paired cases: insufficient)" if o.insufficient else ""
         lines.append(
-            f"- {md(a.name)}: overall lift {signed(o.delta)}, 95% {ci}, {o.n_pairs} paired cases{few}; "
+            f"- {md(a.name)}: overall lift {signed(o.delta)}, {ci}, {_paired(o.n_pairs)}{few}; "
             f"verdict {a.verdict.upper()} ({md(a.verdict_reason)})"
         )
         checks = a.lift.metrics.get(CHECKS_METRIC)
         if checks is not None and checks.delta is not None:
-            cci = f"[{checks.ci95[0]:+.4f}, {checks.ci95[1]:+.4f}]" if checks.ci95 else "no interval"
-            lines.append(
-                f"- {md(a.name)}: checks lift {signed(checks.delta)}, 95% {cci}, {checks.n_pairs} paired cases"
-            )
+            cci = f"95% [{checks.ci95[0]:+.4f}, {checks.ci95[1]:+.4f}]" if checks.ci95 else "no interval"
+            lines.append(f"- {md(a.name)}: checks lift {signed(checks.delta)}, {cci}, {_paired(checks.n_pairs)}")
     return lines
 
 

@@ -178,7 +178,12 @@ def resolve_sides(targets: list[str], agents: list[str] | None, arms: list[str] 
         return [(load_side(first, agent_a, arm_a), load_side(second, agent_b, arm_b))]
     names = [agent_a] if agent_a else [n for n in first.document.agents if n in second.document.agents]
     if not names:
-        raise CompareError(f"{first.path} and {second.path} have no agent in common (use --agents)")
+        ran_a, ran_b = list(first.document.agents), list(second.document.agents)
+        pair = f"--agents {ran_a[0]},{ran_b[0]}" if ran_a and ran_b else "--agents A,B"
+        raise CompareError(
+            f"{first.path} ran {', '.join(ran_a) or 'no agent'} and {second.path} ran {', '.join(ran_b) or 'no agent'}: "
+            f"no agent in common; name the two to compare, e.g. {pair}"
+        )
     return [(load_side(first, n, arm_a), load_side(second, n, arm_b)) for n in names]
 
 

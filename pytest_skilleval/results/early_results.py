@@ -12,8 +12,10 @@ finished trials' files but no result.json, can be resumed.
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
+import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -58,6 +60,34 @@ def remove_job_folder(record: TrialRecord | TriggerRecord) -> None:
     work = job_folder(record)
     if work is not None:
         shutil.rmtree(work, ignore_errors=True)
+
+
+# Job folders the writer thread deletes at once, with one `rm -rf`, while it is behind (else each as it comes).
+REMOVE_BATCH = 32
+
+
+def remove_folders(folders: list[Path]) -> None:
+    """Delete job folders with one `rm -rf` process (it never follows a link), then `shutil.rmtree` what is left.
+
+    Why a process: beside the event loop, which holds the interpreter lock while trials run, a thread's
+    `shutil.rmtree` waits for the lock again after each of its system calls (a job folder is some 30 entries, about
+    a hundred calls): measured, a tree of 2,000 files took 3.5 s beside a busy thread against 0.4 s alone, and the
+    writer fell seconds behind the trials, all of it paid after the last one."""
+    if not folders:
+        return
+    try:
+        subprocess.run(
+            ["rm", "-rf", "--", *map(str, folders)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+    except OSError:  # no `rm` to run: the rmtree below does it all
+        pass
+    for folder in folders:
+        if os.path.lexists(folder):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class EarlyResults:
@@ -131,6 +161,7 @@ class EarlyResults:
         self._queue.put((writer, record, not self._keep_jobs()))
 
     def _write_each(self) -> None:
+        folders: list[Path] = []  # written trials' job folders, deleted REMOVE_BATCH at a time and at the end
         while (job := self._queue.get()) is not None:
             writer, record, remove = job
             if self.failed:
@@ -140,8 +171,13 @@ class EarlyResults:
             except Exception:  # noqa: BLE001 - as in item_done: the session's end writes it
                 self.failed = True
                 continue
-            if remove:
-                remove_job_folder(record)
+            work = job_folder(record) if remove else None
+            if work is not None:
+                folders.append(work)
+            if len(folders) >= REMOVE_BATCH or self._queue.empty():  # a batch while behind, else at once
+                remove_folders(folders)
+                folders = []
+        remove_folders(folders)
 
     def finish(self) -> None:
         """Wait until every trial handed over is written (the session's end reads what was)."""

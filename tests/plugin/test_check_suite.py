@@ -94,3 +94,15 @@ def test_not_a_skill_folder_is_a_usage_error(tmp_path: Path) -> None:
     done = _check_suite(tmp_path, tmp_path)
     assert done.returncode == 2 and "not a skill folder (no SKILL.md)" in done.stderr
     assert json.dumps(done.stdout) == '""'
+
+
+def test_a_flat_list_case_nothing_measures_cannot_fail(skill_project: SkillProject) -> None:
+    """agent-skill-eval's flat evals.json: no skill_name, text assertions only. With no judge, nothing measures the
+    result and the skill checks skip the unlabelled case at 1.0, so a do-nothing agent passes it."""
+    rows = [{"id": "check-title", "prompt": "check the PR title", "expected_output": "valid", "assertions": ["ok"]}]
+    skill = skill_project.make_skill("flat", rows, grader=False)
+    done = _check_suite(skill, skill_project.root)
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stdout.splitlines()
+    assert line.startswith(f"{skill}: case 'check-title': cannot fail: a do-nothing agent passes it with overall 1.00")
+    assert "nothing measures its result" in line

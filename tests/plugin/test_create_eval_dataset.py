@@ -117,8 +117,9 @@ def test_full_asks_for_a_covering_set_with_negative_controls(tmp_path: Path, dra
         ),
         ({"refusal": "I can't help with that."}, "refused: I can't help with that."),
         ({"text": json.dumps({"evals": [{"id": "x", "prompt": "hi"}]})}, "field 'expected_output'"),
+        ({"status": 500, "message": "the model is down"}, "failed: HTTP 500"),
     ],
-    ids=["not-json", "invalid-case", "refusal", "missing-field"],
+    ids=["not-json", "invalid-case", "refusal", "missing-field", "http-500"],
 )
 def test_a_bad_reply_is_one_line_and_nothing_is_written(tmp_path: Path, drafter: Any, reply: dict, reason: str):
     drafter(reply)
@@ -127,6 +128,7 @@ def test_a_bad_reply_is_one_line_and_nothing_is_written(tmp_path: Path, drafter:
     assert done.returncode == 1
     assert_one_line_reason(done, "skilleval create-eval-dataset: ")
     assert reason in done.stderr
+    assert "Give Feedback" not in done.stdout  # litellm's help banner, printed on every error unless suppressed
     assert not (skill / "evals").exists()
 
 
@@ -177,6 +179,7 @@ def test_autopilot_drafts_into_the_results_folder_runs_it_and_says_how_to_keep_i
     out = " ".join(run.stdout.str().split())
     assert f"autopilot drafted one starter case (greet-ada, model openai/{MODEL}) for {skill}" in out
     assert f"cp {draft} {skill / 'evals' / 'evals.json'}" in out
+    assert "DeprecationWarning" not in run.stdout.str() + run.stderr.str()  # litellm's import, in pytest_configure
     result = skill_project.result_json("greeter")
     assert [trial["case"] for trial in result["trials"]] == ["greet-ada"]
     assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 1

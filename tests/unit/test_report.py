@@ -201,6 +201,14 @@ def test_card_verdict_first_labelled_columns_tiers_and_methodology(run_dir: Path
     assert "[report.html](report.html)" in card
 
 
+def test_card_counts_one_paired_case_in_the_singular_and_says_no_interval_plainly(tmp_path: Path) -> None:
+    """One case: no bootstrap interval, and one pair (not "95% no interval, 1 paired cases")."""
+    records = [r for r in _records(None) if r.case == CASES[0]]
+    card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab", cases=(CASES[0],))))
+    line = next(line for line in card.splitlines() if line.startswith("- codex: overall lift"))
+    assert ", no interval, 1 paired case (fewer than 5 paired cases: insufficient);" in line, line
+
+
 def test_card_says_incomplete_for_a_partial_run(tmp_path: Path) -> None:
     records = [r for r in _records(None) if r.case != "zeta"]
     card = render_card(load_run(_run(tmp_path, records, "20260102_030405_1_0123456789ab")))
@@ -363,3 +371,19 @@ def test_a_raw_terminus2_reply_is_shown_as_its_plan_and_commands() -> None:
     assert views["raw-content"][-1][1] == [("mark_task_complete", "")]
     assert not any('"commands"' in message for message, _ in views["raw-content"])
     assert [calls for _, calls in views["raw-content"]] == [calls for _, calls in views["tool-calls"]]
+
+
+def test_compare_of_runs_with_no_agent_in_common_names_each_runs_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of one skill, one per agent (claude-code, then codex): the fix names the agents to pass."""
+    from pytest_skilleval.authoring.cli import main as skilleval
+
+    first = _run(
+        tmp_path, _records(None, agent="claude-code"), "20260102_030405_1_0123456789ab", agents=("claude-code",)
+    )
+    second = _run(tmp_path, _records(None, agent="codex"), "20260102_030406_1_0123456789ac", agents=("codex",))
+    assert skilleval(["compare", str(first), str(second)]) != 0
+    err = capsys.readouterr().err
+    assert f"{first} ran claude-code and {second} ran codex: no agent in common" in err
+    assert "--agents claude-code,codex" in err
