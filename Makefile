@@ -17,7 +17,7 @@ test: $(VENV)/.installed
 	$(VENV)/bin/pytest -n 2 --durations=25 tests
 
 # The oldest supported Harbor (pyproject: harbor>=0.24,<0.26) in its own venv, on a focused subset: the demo, the
-# local environment, Docker and the real agent CLIs. Known gaps on 0.24 are deselected by name (docs/testing.md).
+# local environment, Docker, the real agent CLIs and terminus-2 (in local: Docker runs are test_docker_runs').
 HARBOR_024 := .venv-harbor-0.24.0
 $(HARBOR_024)/.installed: pyproject.toml constraints.txt scripts/bootstrap-harbor.sh
 	scripts/bootstrap-harbor.sh 0.24.0
@@ -28,8 +28,8 @@ test-harbor-0.24: $(HARBOR_024)/.installed
 		--results-dir $(HARBOR_024)/demo-results
 	$(HARBOR_024)/bin/pytest -n 2 -p no:cacheprovider tests/e2e/test_harbor_mounts.py tests/e2e/test_local_env.py \
 		tests/e2e/test_replay_agent.py tests/e2e/test_docker_runs.py tests/e2e/test_agent_clis.py \
-		tests/plugin/test_runs.py tests/plugin/test_judge_runs.py tests/plugin/test_credential_check.py \
-		--deselect tests/e2e/test_agent_clis.py::test_claude_code_cli_on_the_demo_skill
+		tests/e2e/test_terminus2.py tests/plugin/test_runs.py tests/plugin/test_judge_runs.py \
+		tests/plugin/test_credential_check.py --deselect "tests/e2e/test_terminus2.py::test_terminus2_on_the_demo_skill[docker]"
 
 # ruff's rules and format, and mypy's settings, are in pyproject.toml.
 lint: $(VENV)/.installed

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.harbor.agent_model_env import claude_code_model_env
 from pytest_skilleval.harbor.case_checks import BEFORE_NAME, take_snapshot
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
@@ -89,6 +90,8 @@ def agent_config(
     if route is not None:  # one NVIDIA_API_KEY: NVIDIA Build itself (opencode) or the bridge (codex, claude-code)
         model, env = route.harbor_model, dict(route.env)
         kwargs = {**route.kwargs, **kwargs}
+    if agent == "claude-code":  # the model it asks for, the same on Harbor 0.24 and 0.25 (the bridge's too)
+        env.update(claude_code_model_env(model, {**os.environ, **env}))
     kwargs = comparable_agent_kwargs(agent, kwargs, pin=settings.local_sandbox is None)
     if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
         from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE

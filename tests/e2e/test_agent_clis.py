@@ -52,6 +52,7 @@ class CliAgent:
     shell_tool: str
     command_of: Callable[[dict[str, Any]], str]  # the command back out of an ATIF tool call's arguments
     agent_kwargs: tuple[str, ...] = ()
+    selected_as: str = ""  # the name given in --agents, --agent-model and --agent-kwarg, when not `name`
 
     def skill_md(self) -> str:
         return f"{self.skills_dir}/{SKILL}/SKILL.md"
@@ -82,6 +83,9 @@ CLAUDE_CODE = CliAgent(
     shell=lambda command: {"name": "Bash", "arguments": {"command": command, "description": "run it"}},
     shell_tool="Bash",
     command_of=lambda arguments: str(arguments.get("command")),
+    # The alias `claude` in all three options: the model and the kwarg must reach claude-code's trials.
+    selected_as="claude",
+    agent_kwargs=("claude:disallowed_tools=Edit",),
 )
 
 
@@ -148,7 +152,8 @@ def _needs_bwrap() -> None:
 def local_cli_args(agent: CliAgent, agent_clis: Any) -> tuple[str, ...]:
     """The run options for one CLI agent in the `local` environment under bwrap, its CLI from `agent_clis`."""
     return (
-        *("--agents", agent.name, "--agent-model", f"{agent.name}={agent.model}"),
+        *("--agents", agent.selected_as or agent.name),
+        *("--agent-model", f"{agent.selected_as or agent.name}={agent.model}"),
         *("--env-mode", "local", "--ek", "sandbox=bwrap", "--ek", f"tools={agent_clis.prefix}"),
     )
 
@@ -200,6 +205,9 @@ def test_claude_code_cli_on_the_demo_skill(
     marker = "Writes a welcome greeting file"  # claude-code lists installed skills with their descriptions
     server = run_agent(CLAUDE_CODE, marker, skill_project, scripted_model, agent_clis, monkeypatch)
     check_run(CLAUDE_CODE, marker, server, skill_project.root)
+    # The kwarg given under the alias reached the CLI: the tool it disallows is in no request's tool list.
+    tools = {tool["name"] for entry in server.requests if entry.path == "/v1/messages" for tool in entry.body["tools"]}
+    assert "Bash" in tools and "Edit" not in tools, sorted(tools)
 
 
 def test_opencode_cli_on_the_demo_skill(

@@ -10,6 +10,7 @@ baseline arm's model requests and trajectory never held the skill.
 from __future__ import annotations
 
 import pytest
+from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval.testing.script import regex_all
 from tests.e2e.agent_runs import (
@@ -29,8 +30,10 @@ from tests.support import SkillProject
 pytestmark = [pytest.mark.e2e, pytest.mark.agents, pytest.mark.slow]
 
 MODEL = "scripted"
-SKILL_MD = f"/runtime/skills/{SKILL}/SKILL.md"
-GREET = f"cd /workspace && python3 /runtime/skills/{SKILL}/scripts/greet.py --name 'Ada Lovelace'"
+# Where Harbor installs the skills: /runtime/skills on 0.25, /harbor/skills on 0.24 (terminus-2 lists that path).
+SKILLS_DIR = EnvironmentPaths().default_skills_dir.as_posix()
+SKILL_MD = f"{SKILLS_DIR}/{SKILL}/SKILL.md"
+GREET = f"cd /workspace && python3 {SKILLS_DIR}/{SKILL}/scripts/greet.py --name 'Ada Lovelace'"
 LISTING = "<available_skills>"  # what terminus-2 adds to the instruction when it was given skills
 ADA = "Ada Lovelace"
 ARITHMETIC = "17 multiplied by 23"

@@ -156,3 +156,22 @@ def test_a_run_folder_from_before_the_model_matrix_resumes_and_regrades(skill_pr
     _as_written_before_the_model_matrix(run_dir)
     regraded = skill_project.run(*common[:4], "--env-mode", "local", "--ek", "sandbox=none", "--regrade", run_dir.name)
     assert regraded.ret == 0, regraded.stdout.str() + regraded.stderr.str()
+
+
+def test_price_overrides_from_the_ini_and_evals_config_yml(skill_project: SkillProject) -> None:
+    """A gateway's model priced by the ini (`skilleval_model_price`, lines: 10,000 prompt tokens at $10 and 1,000
+    output at $100 per million: $0.20), then by evals/config.yml's `harbor.model_prices`, which wins over the ini
+    ($100 in, $0 out: $1.00)."""
+    skill = _skill(skill_project, ["c1"])
+    skill_project.pytester.makeini("[pytest]\nskilleval_model_price =\n    gw/m=10/100\n")
+    common = ("--agents", "replay", "--agent-model", "replay=gw/m", "--skip-baseline", "--env-mode", "local")
+    common += ("--ek", "sandbox=none")
+    for config, cost in (
+        (None, 0.2),
+        ("schema_version: 1\nharbor:\n  model_prices:\n    gw/m: {input_per_mtok: 100, output_per_mtok: 0}\n", 1.0),
+    ):
+        if config is not None:
+            (skill / "evals" / "config.yml").write_text(config)
+        result = skill_project.run(*common)
+        [trial] = skill_project.result_json("demo")["trials"]
+        assert (trial["tokens"]["cost_usd"], trial["tokens"]["cost_source"]) == (cost, "override"), result.stdout.str()

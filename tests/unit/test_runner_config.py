@@ -166,3 +166,20 @@ def test_a_variant_gets_its_own_model_under_its_agent_name() -> None:
     assert [v.name for v in settings.variants] == ["codex@p/a", "codex@p/b"]
     config = agent_config(_spec("codex@p/b"), settings, STAGED)
     assert (config.name, config.model_name) == ("codex", "p/b")
+
+
+def test_claude_code_behind_a_custom_endpoint_asks_for_the_model_without_its_provider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Harbor 0.24 would tell Claude Code `anthropic/m` behind ANTHROPIC_BASE_URL (0.25: `m`); the agent's own
+    environment says `m` on both, its aliases too unless the host sets one; without a custom endpoint nothing."""
+    settings = RunSettings(agents=["claude"], agent_models={"claude": "anthropic/m"})
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    assert "ANTHROPIC_MODEL" not in agent_config(_spec("claude-code"), settings, STAGED).env
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/")
+    monkeypatch.setenv("ANTHROPIC_DEFAULT_HAIKU_MODEL", "small")
+    for name in ("ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    env = agent_config(_spec("claude-code"), settings, STAGED).env
+    assert env["ANTHROPIC_MODEL"] == "m" and env["ANTHROPIC_DEFAULT_SONNET_MODEL"] == "m"
+    assert env["CLAUDE_CODE_SUBAGENT_MODEL"] == "m" and env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "small"
