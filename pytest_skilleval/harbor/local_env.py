@@ -420,13 +420,14 @@ class LocalEnvironment(BaseEnvironment):
             return ExecResult(stdout="", stderr=f"cwd does not exist in the sandbox: {container_cwd}", return_code=1)
         if self._keeper is None:
             raise RuntimeError("the local environment is not started (or already stopped)")
-        if self.remote_latency is None:
-            targets = _readable_targets(command)
-            if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
-                return ExecResult(stdout="", stderr="", return_code=0)
-            executable = _executable_target(command)
-            if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
-                return ExecResult(stdout="", stderr="", return_code=0)
+        # Harbor's own mode changes on folders that are read-only inside this sandbox (/tests, the skills) are made
+        # on the host; a cloud sandbox's folders are writable, so there the same command succeeds in the sandbox.
+        targets = _readable_targets(command)
+        if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
+            return ExecResult(stdout="", stderr="", return_code=0)
+        executable = _executable_target(command)
+        if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
+            return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
         else:

@@ -93,3 +93,29 @@ def test_demo_scores_the_same_through_a_remote_like_sandbox(pytester: pytest.Pyt
     remote.assert_outcomes(passed=8)
     remote_scores = trial_scores(project.result_json("hello-skill"))
     assert len(local_scores) == 8 and remote_scores == local_scores
+
+
+async def chmod_test_script(env: LocalEnvironment, source: Path) -> tuple[int, bool]:
+    """Harbor's verifier steps: upload the tests, `chmod +x` the script, run it; its exit code and whether it ran."""
+    await env.start(force_build=False)
+    try:
+        await env.upload_dir(source, "/tests")
+        chmod = await env.exec("chmod +x '/tests/test.sh'")
+        ran = await env.exec("/tests/test.sh")
+        return chmod.return_code, ran.return_code == 0 and "ran" in (ran.stdout or "")
+    finally:
+        await env.stop(delete=True)
+
+
+def test_harbors_chmod_of_a_test_script_works_in_a_remote_like_sandbox(tmp_path: Path) -> None:
+    """/tests is read-only inside the local sandbox: Harbor's `chmod +x /tests/test.sh` is made on the host, in the
+    remote-like mode too (there it ran in the sandbox and failed, so `harbor run` scored no native task: "Permission
+    denied", no reward file)."""
+    skip_without_bwrap("bwrap")
+    source = tmp_path / "tests"
+    source.mkdir()
+    (source / "test.sh").write_text("#!/bin/bash\necho ran\n")
+    (source / "test.sh").chmod(0o644)
+    for name, kwargs in (("plain", {}), ("remote", {"remote_latency_ms": "10"})):
+        env = make_env(tmp_path / name, "bwrap", kwargs)
+        assert asyncio.run(chmod_test_script(env, source)) == (0, True), name
