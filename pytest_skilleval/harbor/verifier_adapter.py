@@ -94,6 +94,7 @@ class HostVerifier(BaseVerifier):
         grader: str | None = None,
         judge: dict[str, Any] | None = None,
         workspace_before: str | None = None,
+        trial_tests: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -101,6 +102,9 @@ class HostVerifier(BaseVerifier):
         self.grader = grader
         self.judge = judge
         self.workspace_before = Path(workspace_before) if workspace_before else None
+        # The trial's own /tests files (its entry.json; the checks' runner is put there), on the host, laid over the
+        # task's tests/, which every trial of the case and arm shares and nothing changes; None: the task's alone.
+        self.trial_tests = Path(trial_tests) if trial_tests else None
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
         self.redactor = Redactor.from_environment(os.environ)
@@ -116,7 +120,8 @@ class HostVerifier(BaseVerifier):
     async def _prepare_sandbox(self) -> None:
         """End the agent phase (its processes, its /logs/verifier), put tests/ fresh at /tests, and the host-side
         trajectory where an in-sandbox grader looks for it."""
-        await seal_for_grading(self.environment, self.env_paths, Path(self.task.paths.tests_dir))
+        sources = [Path(self.task.paths.tests_dir), *([self.trial_tests] if self.trial_tests else [])]
+        await seal_for_grading(self.environment, self.env_paths, sources)
         trajectory = self._agent_host_dir / "trajectory.json"
         problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
         if problem:
@@ -231,7 +236,7 @@ class HostVerifier(BaseVerifier):
     async def verify(self) -> VerifierResult:
         agent_dir = str(self.env_paths.agent_dir)
         self._refuse_sandbox_links(agent_dir, f"{agent_dir}/trajectory.json", str(self.env_paths.verifier_dir))
-        tests_dir = Path(self.task.paths.tests_dir)
+        tests_dir = self.trial_tests or Path(self.task.paths.tests_dir)
         entry = json.loads((tests_dir / "entry.json").read_text(encoding="utf-8"))
         checks = case_checks.case_checks(entry)
         before = case_checks.read_before(self.workspace_before) if self.workspace_before else None
