@@ -84,6 +84,19 @@ def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
     }
 
 
+_host_redactor: tuple[tuple[tuple[str, str], ...], Redactor] | None = None
+
+
+def host_redactor() -> Redactor:
+    """The redactor of this process's environment, made again only when the environment changed: every trial's
+    verifier asks for it, and reading each variable's name against the credential patterns is per-trial work."""
+    global _host_redactor
+    key = tuple(os.environ.items())
+    if _host_redactor is None or _host_redactor[0] != key:
+        _host_redactor = (key, Redactor.from_environment(os.environ))
+    return _host_redactor[1]
+
+
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
@@ -107,7 +120,7 @@ class HostVerifier(BaseVerifier):
         self.trial_tests = Path(trial_tests) if trial_tests else None
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
-        self.redactor = Redactor.from_environment(os.environ)
+        self.redactor = host_redactor()
 
     @property
     def _verifier_host_dir(self) -> Path:

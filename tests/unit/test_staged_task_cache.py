@@ -1,6 +1,6 @@
-"""`compat.create_trial` with `StagedTasks`: Harbor's own trial creation, with the task, its lock entries and its
+"""Per-trial work done once: `compat.create_trial` with `StagedTasks`: Harbor's own trial creation, with the task, its lock entries and its
 checksum built once for a registered folder and by Harbor as usual for anything else (nothing is started here: a
-trial is only created, which writes its lock and builds its environment object)."""
+trial is only created, which writes its lock and builds its environment object); the host verifier's redactor."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
 from harbor.models.task.task import Task
 from harbor.models.trial.config import AgentConfig, EnvironmentConfig, TaskConfig, TrialConfig
 from harbor.publisher.packager import Packager
@@ -19,6 +20,7 @@ from pytest_skilleval.harbor.compat import create_trial
 from pytest_skilleval.harbor.environments import LOCAL_ENV_IMPORT_PATH
 from pytest_skilleval.harbor.process_env import forget_logger
 from pytest_skilleval.harbor.staged_tasks import StagedTasks
+from pytest_skilleval.harbor.verifier_adapter import host_redactor
 
 
 def _task(root: Path, instruction: str) -> Path:
@@ -102,3 +104,16 @@ def test_a_changed_folder_is_built_anew_by_the_next_runner_and_by_harbor_outside
     (task / "instruction.md").write_text("A third text.\n")
     _, plain = _created(_config(task, tmp_path / "trials", "t3"), None)  # Trial.create itself, routes installed
     assert plain["task"]["digest"] == _harbor_digest(task) != after["task"]["digest"]
+
+
+def test_the_verifiers_redactor_is_made_once_and_again_when_the_environment_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first_secret, second_secret = "sk-test-Aa1Bb2Cc3Dd4Ee5Ff6Gg7", "sk-test-Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
+    monkeypatch.setenv("SKILLEVAL_TEST_API_KEY", first_secret)
+    redactor = host_redactor()
+    assert host_redactor() is redactor  # the same environment: made once
+    assert first_secret not in redactor.text(f"key={first_secret}")
+    monkeypatch.setenv("SKILLEVAL_TEST_API_KEY", second_secret)
+    changed = host_redactor()
+    assert changed is not redactor and second_secret not in changed.text(f"key={second_secret}")
