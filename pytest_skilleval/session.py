@@ -301,6 +301,8 @@ class SkillEvalSession:
             return None
         trials = list(case_trials(self.skill(skill_dir)))
         planned = [TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in trials]
+        if not planned:  # a trigger-only skill: its own line counts the trigger trials
+            return None
         stored = self._stored_in(skill_dir)
         missing = [key for key in planned if key not in stored]
         shown = ", ".join(f"{k.case}[{trial_label(k.agent, k.arm, k.attempt)}]" for k in missing[:RESUME_LISTED])
@@ -329,15 +331,18 @@ class SkillEvalSession:
             models = f"; calls models through {', '.join(real)}" if real else ""
             estimate = cost_estimate(self.results_root(skill_dir), {v.name for v in variants}, total)
             models += f"; {estimate}" if estimate else ""
-            lines.append(
-                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
-                f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
-            )
+            case_line = bool(cases or not plan.triggers)  # a trigger-only skill has only the trigger trials' line
+            if case_line:
+                lines.append(
+                    f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
+                    f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
+                )
             if plan.triggers:
+                calls = "" if case_line or not real else f"; calls models through {', '.join(real)}"
                 lines.append(
                     f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(variants) * settings.n_attempts} "
                     f"trigger trials planned ({len(plan.triggers)} queries x {len(variants)} agents x "
-                    f"{settings.n_attempts} attempts)"
+                    f"{settings.n_attempts} attempts){calls}"
                 )
             source = self.regrade_source(skill_dir)
             if source is not None:
