@@ -19,7 +19,7 @@ import pytest
 
 from pytest_skilleval.authoring.draft_dataset import DraftError, draft_dataset, existing_source, write_new
 from pytest_skilleval.harbor.staging import stage_skill
-from pytest_skilleval.results.tree import resolve_results_root
+from pytest_skilleval.results.run_paths import resolve_results_root
 from pytest_skilleval.skill.folder import arg_path, find_skill_root, skills_below
 from pytest_skilleval.skill.settings import RunSettings
 
