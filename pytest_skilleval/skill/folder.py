@@ -145,12 +145,18 @@ def skill_roots_under(path: Path) -> list[Path]:
     inside = find_skill_root(path / "_") if path.is_dir() else find_skill_root(path)
     if inside is not None:
         return [inside]
+    return [root for root in skills_below(path) if (root / "evals").is_dir()]
+
+
+def skills_below(path: Path) -> list[Path]:
+    """Every folder holding a SKILL.md at or below `path`, an evals/ or not (`--autopilot` drafts for bare ones);
+    no skill's evals/, no hidden or tool folder is searched."""
     if not path.is_dir():
         return []
     roots = []
     for current, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d not in _NEVER_SKILLS and not d.startswith(".") and d != "evals")
-        if "SKILL.md" in files and os.path.isdir(os.path.join(current, "evals")):
+        if "SKILL.md" in files:
             roots.append(Path(current))
     return roots
 
