@@ -46,7 +46,9 @@ def _loaded(evidence: TrajectoryEvidence, skill: str) -> tuple[bool | None, str,
         return True, str(activation.get("message") or reason), found
     if invoked:
         return False, f"Skill '{skill}' was named but no load of it was confirmed ({activation.get('message')})", found
-    return False, reason, found
+    # The detector was asked as for a positive case, and words its reason so ("though the case expects it"); a
+    # query's verdict says only what the agent did, since a should-not-trigger query wants exactly this.
+    return False, f"Skill '{skill}' was not used", found
 
 
 def trigger_verdict(evidence: TrajectoryEvidence, skill: str, distractors: Sequence[str] = ()) -> TriggerVerdict:

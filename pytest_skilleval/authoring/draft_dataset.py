@@ -116,7 +116,7 @@ def request_draft(config: JudgeConfig, prompt: str) -> str:
     except Exception as error:  # noqa: BLE001 - every provider error becomes one line
         status = getattr(error, "status_code", None)
         text = (f"HTTP {status}: " if status else "") + f"{type(error).__name__}: {error}"
-        raise DraftError(f"the drafting request to {config.model} failed: {_clean(text)}") from None
+        raise DraftError(f"the drafting request to {config.model} failed: {one_line(text)}") from None
     choice = response.choices[0]
     message = choice.message
     refusal = getattr(message, "refusal", None)
@@ -124,14 +124,15 @@ def request_draft(config: JudgeConfig, prompt: str) -> str:
         isinstance(refusal, str) and refusal.strip()
     ):
         said = refusal if isinstance(refusal, str) and refusal.strip() else "content filter"
-        raise DraftError(f"the drafting model {config.model} refused: {_clean(said)}")
+        raise DraftError(f"the drafting model {config.model} refused: {one_line(said)}")
     content = message.content if isinstance(getattr(message, "content", None), str) else ""
     if not content.strip():
         raise DraftError(f"the drafting model {config.model} returned an empty reply")
     return content
 
 
-def _clean(text: str, limit: int = 300) -> str:
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` redacted (no key from the environment), on one line, capped: a model's words in our error line."""
     flat = " ".join(Redactor.from_environment(os.environ).text(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
@@ -142,7 +143,8 @@ def parse_draft(reply: str, skill_name: str, *, full: bool, path: Path) -> tuple
     document = extract_json(reply)
     if not isinstance(document, dict):
         raise DraftError(
-            'the drafting model\'s reply is not one JSON document {"skill_name", "evals": [...]}: ' + _clean(reply, 160)
+            'the drafting model\'s reply is not one JSON document {"skill_name", "evals": [...]}: '
+            + one_line(reply, 160)
         )
     if not isinstance(document.get("evals"), list):
         raise DraftError("the drafted document has no 'evals' list")
@@ -156,7 +158,7 @@ def parse_draft(reply: str, skill_name: str, *, full: bool, path: Path) -> tuple
     try:
         dataset = parse_dataset(path, text)
     except DatasetError as error:
-        raise DraftError(f"the drafted dataset fails validation: {error.message} ({_where(error)})") from None
+        raise DraftError(f"the drafted dataset fails validation: {error.message} ({error_place(error)})") from None
     positives = [case for case in dataset.cases if case.expected_skill]
     if not full and (len(dataset.cases) != 1 or not positives):
         raise DraftError(f"a starter draft is one positive case; the model returned {len(dataset.cases)} case(s)")
@@ -168,7 +170,8 @@ def parse_draft(reply: str, skill_name: str, *, full: bool, path: Path) -> tuple
     return text, dataset
 
 
-def _where(error: DatasetError) -> str:
+def error_place(error: DatasetError) -> str:
+    """Where a reader's error points: the entry and the field."""
     return ", ".join(part for part in (error.entry, f"field '{error.field}'" if error.field else None) if part)
 
 
@@ -205,6 +208,8 @@ __all__ = [
     "Draft",
     "DraftError",
     "draft_dataset",
+    "error_place",
     "existing_source",
+    "one_line",
     "write_new",
 ]

@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _splits(triggers: TriggerSet) -> tuple[set[str], set[str]]:
+def held_out_split(triggers: TriggerSet) -> tuple[set[str], set[str]]:
+    """The train and held-out query ids, or OptimizeError when the held-out split is too small or takes all."""
     test = {query.id for query in triggers.queries if query.split == "test"}
     if len(test) < MIN_HELD_OUT:
         raise OptimizeError(
@@ -244,7 +245,7 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         triggers = load_trigger_set(path)
     except DatasetError as error:
         raise OptimizeError(str(error)) from None
-    train, test = _splits(triggers)
+    train, test = held_out_split(triggers)
     original = manifest.read_text(encoding="utf-8")
     try:
         current = description_of(original)

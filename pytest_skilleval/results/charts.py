@@ -16,10 +16,15 @@ from dataclasses import dataclass
 import pygal
 from pygal.style import Style
 
-__all__ = ["ForestRow", "case_chart", "forest_chart", "pass_k_chart", "trigger_chart"]
+__all__ = ["ForestRow", "case_chart", "charts_each_case", "forest_chart", "pass_k_chart", "score_bins", "trigger_chart"]
 
 GREY, BLUE, GREEN, RED, AMBER = "#8c959f", "#1f6feb", "#1a7f37", "#cf222e", "#9a6700"
 MAX_LABELLED_CASES = 40
+# Past this many cases the case chart counts cases per band of mean overall instead of drawing a bar per case:
+# hundreds of unlabelled bars say nothing, and drawing them is most of what a large report costs (the table below
+# the chart still lists every case).
+MAX_CHARTED_CASES = MAX_LABELLED_CASES
+SCORE_BANDS = 10
 BAND_COLOURS = {"PASS": GREEN, "FAIL": RED, "NEUTRAL": AMBER, None: GREY}
 _CHART_ID = re.compile(r"chart-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -78,13 +83,48 @@ def _bar_chart(colours: Sequence[str], labels: list[str], y_title: str, height: 
     return chart
 
 
+def charts_each_case(n_cases: int) -> bool:
+    """Whether the case chart draws a bar per case (else it counts cases per band of mean overall)."""
+    return n_cases <= MAX_CHARTED_CASES
+
+
 def case_chart(
     chart_id: str, cases: Sequence[str], without: Sequence[float | None], with_skill: Sequence[float | None]
 ) -> str:
-    """With vs without the skill per case: the mean overall of each arm, side by side (missing bars stay empty)."""
+    """With vs without the skill per case: the mean overall of each arm, side by side (missing bars stay empty);
+    past MAX_CHARTED_CASES cases, how many cases of each arm fall in each tenth of mean overall."""
+    if not charts_each_case(len(cases)):
+        return _case_bands(chart_id, without, with_skill)
     chart = _bar_chart((GREY, BLUE), list(cases), "mean overall", height=320)
     chart.add("without skill (baseline)", list(without))
     chart.add("with skill", list(with_skill))
+    return _render(chart, chart_id)
+
+
+def score_bins(values: Sequence[float | None]) -> list[int]:
+    """How many of `values` fall in each tenth of 0-1 (1.0 in the last); a missing value is in none."""
+    counts = [0] * SCORE_BANDS
+    for value in values:
+        if value is not None:
+            counts[min(max(int(value * SCORE_BANDS), 0), SCORE_BANDS - 1)] += 1
+    return counts
+
+
+def _case_bands(chart_id: str, without: Sequence[float | None], with_skill: Sequence[float | None]) -> str:
+    chart = pygal.Bar(
+        style=_style((GREY, BLUE)),
+        height=320,
+        x_label_rotation=25,
+        print_values=False,
+        y_title="cases",
+        x_title="mean overall",
+        **_COMMON,
+    )
+    chart.x_labels = [f"{i / SCORE_BANDS:.1f}–{(i + 1) / SCORE_BANDS:.1f}" for i in range(SCORE_BANDS)]
+    for label, values in (("without skill (baseline)", without), ("with skill", with_skill)):
+        # An arm with no scored case (not run) draws no bars rather than ten empty ones.
+        scored = any(value is not None for value in values)
+        chart.add(label, score_bins(values) if scored else [None] * SCORE_BANDS)
     return _render(chart, chart_id)
 
 

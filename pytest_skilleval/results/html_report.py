@@ -123,6 +123,7 @@ class AgentView:
     custom_rows: list[Row]
     case_rows: list[CaseRow]
     case_svg: Markup
+    chart_each_case: bool  # else the chart counts cases per band of mean overall
     forest_svg: Markup | None
     pass_k_svg: Markup | None
     trials_by_case: dict[str, list[TrialView]] = field(default_factory=dict)
@@ -364,6 +365,7 @@ def _agent_views(run: RunFolder) -> list[AgentView]:
                         [c.with_mean for c in cases],
                     )
                 ),
+                chart_each_case=charts.charts_each_case(len(cases)),
                 forest_svg=_forest(agent, chart_id),
                 pass_k_svg=_pass_k(agent, chart_id),
                 checks_by_case=_check_tallies(doc, name),

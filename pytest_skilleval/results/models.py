@@ -111,6 +111,11 @@ class TrialEntry(_Model):
     negative_control: bool = False
     judge_models: dict[str, str | None] = Field(default_factory=dict)
     tokens: TokenCounts | None = None
+    judge_cost_usd: float | None = Field(
+        default=None,
+        description="The LLM judges' cost (USD) of grading this trial, apart from the agent's (tokens.cost_usd); "
+        "null when no judge ran or its cost is unknown.",
+    )
     seconds: float | None = None
     error: str | None = None
     reason: str | None = None

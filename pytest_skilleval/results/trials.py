@@ -142,6 +142,7 @@ def trial_entry(t: ScoredTrial) -> TrialEntry:
         negative_control=rec.negative_control,
         judge_models=dict(rec.judge_models),
         tokens=tokens,
+        judge_cost_usd=r4(rec.judge_cost_usd),
         seconds=r4(rec.agent_seconds),
         error=rec.error,
         reason=rec.reason,

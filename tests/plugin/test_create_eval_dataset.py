@@ -1,22 +1,29 @@
 """From a bare skill: `skilleval create-eval-dataset` and `pytest --skill-eval SKILL --autopilot`, with the drafting
 model played by the scripted model server (real HTTP through litellm). A valid reply is written (or run), a reply
-that is not JSON, a case the dataset reader rejects and a refusal each end in one line with nothing written."""
+that is not JSON, a case the dataset reader rejects and a refusal each end in one line with nothing written. With
+`--full` a second request drafts evals/triggers.json, which `skilleval validate` and `optimize-description` accept
+as written; a bad trigger reply keeps the cases and writes no trigger set."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_skilleval.skill.triggers import load_trigger_set
 from tests.plugin.test_cli import assert_one_line_reason, skilleval
 from tests.plugin.test_judge_runs import _script
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, bash_replay
 
 MODEL = "drafter"
 ASKED = "You draft evaluation cases"
+ASKED_TRIGGERS = "You draft a trigger set"
 # The same model also judges the trials an autopilot run makes: its judge prompts get judge answers.
 JUDGING = _script(MODEL)["models"][MODEL]
 STARTER = {
@@ -53,6 +60,14 @@ FULL = {
 }
 
 
+SHOULD = ["Greet Ada in a file", "It is Barbara's first day, welcome her", "Say hi to Carl", "Write Dee a hello note"]
+SHOULD_NOT = ["Write a hello world program in C", "Write a goodbye note", "Translate hello", "Explain greetings"]
+TRIGGERS = [{"id": f"should-{n}", "query": q, "should_trigger": True} for n, q in enumerate(SHOULD, 1)] + [
+    {"id": f"near-miss-{n}", "query": q, "should_trigger": False, "note": "near miss"}
+    for n, q in enumerate(SHOULD_NOT, 1)
+]
+
+
 def bare_skill(root: Path, name: str = "greeter") -> Path:
     skill = root / name
     skill.mkdir(parents=True)
@@ -66,8 +81,9 @@ def bare_skill(root: Path, name: str = "greeter") -> Path:
 def drafter(monkeypatch: pytest.MonkeyPatch, scripted_model: Any):
     """Start the scripted server with the given replies for the drafting model and point the LLM settings at it."""
 
-    def start(*replies: dict[str, Any]) -> Any:
+    def start(*replies: dict[str, Any], triggers: tuple[dict[str, Any], ...] = ()) -> Any:
         drafts = [{**reply, "match": ASKED} for reply in replies]
+        drafts += [{**reply, "match": ASKED_TRIGGERS} for reply in triggers]
         server = scripted_model({"models": {MODEL: [*drafts, *JUDGING]}})
         for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "SKILL_EVAL_LLM_PROVIDER", "OPENAI_BASE_URL"):
             monkeypatch.delenv(name, raising=False)
@@ -94,17 +110,124 @@ def test_a_valid_starter_reply_becomes_evals_json(tmp_path: Path, drafter: Any):
     assert "scripted-drafting-key" not in done.stdout + done.stderr
 
 
-def test_full_asks_for_a_covering_set_with_negative_controls(tmp_path: Path, drafter: Any):
-    server = drafter({"text": json.dumps(FULL)})
+def asked(server: Any, marker: str) -> list[Any]:
+    return [request for request in server.requests if marker in json.dumps(request.body)]
+
+
+def test_full_drafts_a_covering_set_and_a_trigger_set(tmp_path: Path, drafter: Any):
+    server = drafter({"text": json.dumps(FULL)}, triggers=({"text": "```json\n" + json.dumps(TRIGGERS) + "\n```"},))
     skill = bare_skill(tmp_path)
     done = skilleval("create-eval-dataset", skill, "--full")
     assert done.returncode == 0, done.stderr
     written = json.loads((skill / "evals" / "evals.json").read_text())
     assert [case["expected_skill"] for case in written["evals"]] == ["greeter", "greeter", None]
     assert "3 case(s), 1 negative control(s)" in done.stdout
-    assert "near-miss negative controls" in json.dumps(server.requests[0].body)
+    assert "near-miss negative controls" in json.dumps(asked(server, ASKED)[0].body)
+    (trigger_request,) = asked(server, ASKED_TRIGGERS)
+    assert "near-miss should-not-trigger" in json.dumps(trigger_request.body)
+    assert "Write `Hello, NAME!` to a file." in json.dumps(trigger_request.body)
+    triggers = load_trigger_set(skill / "evals" / "triggers.json")  # the reader a run uses
+    assert [(q.id, q.should_trigger, q.split) for q in triggers.queries] == [
+        ("should-1", True, "train"),
+        ("should-2", True, "test"),
+        ("should-3", True, "train"),
+        ("should-4", True, "test"),
+        ("near-miss-1", False, "train"),
+        ("near-miss-2", False, "test"),
+        ("near-miss-3", False, "train"),
+        ("near-miss-4", False, "test"),
+    ]
+    assert "8 trigger queries, 4 should-trigger and 4 should-not-trigger, 4 held out" in done.stdout
+    assert f"skilleval optimize-description {skill}" in done.stdout
     validated = skilleval("validate", skill)
     assert validated.returncode == 0, validated.stdout + validated.stderr
+    assert "scripted-drafting-key" not in done.stdout + done.stderr
+
+
+def test_optimize_description_runs_on_the_drafted_trigger_set(tmp_path: Path, drafter: Any):
+    """The drafted split is what the optimiser needs: it runs at once (the replay agent, no proposal asked) and
+    scores the held-out queries."""
+    drafter({"text": json.dumps(FULL)}, triggers=({"text": json.dumps(TRIGGERS)},))
+    skill = bare_skill(tmp_path / "skills")
+    assert skilleval("create-eval-dataset", skill, "--full").returncode == 0
+    (skill / "evals" / "replays").mkdir()
+    for query in TRIGGERS:  # the replay agent's recording per query: it never loads the skill
+        (skill / "evals" / "replays" / f"{query['id']}.json").write_text(json.dumps(bash_replay("echo 144")))
+    argv = [sys.executable, "-m", "pytest_skilleval.authoring.cli", "optimize-description", str(skill)]
+    argv += ["--iterations", "0", "--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none"]
+    done = subprocess.run(argv, cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Never loading the skill: the 2 held-out negatives are right, the 2 held-out positives wrong.
+    assert "winner: candidate 0: train accuracy 0.50, held-out test accuracy 0.50" in done.stdout
+
+
+BAD_TRIGGERS = [
+    ({"text": "Here are some ideas: greet people."}, "trigger reply is not one JSON list"),
+    (
+        {"text": json.dumps([{**TRIGGERS[0], "shuold_trigger": True}, *TRIGGERS[1:]])},
+        "the drafted trigger set fails validation: unknown field (did you mean 'should_trigger'?)",
+    ),
+    ({"refusal": "I won't."}, "refused: I won't."),
+    ({"text": json.dumps(TRIGGERS[:6])}, "at least 4 should-trigger and 4 should-not-trigger queries"),
+    ({"text": json.dumps([{**TRIGGERS[0], "id": "GREET-ADA"}, *TRIGGERS[1:]])}, "'GREET-ADA' has a case's id"),
+]
+
+
+@pytest.mark.parametrize(("reply", "reason"), BAD_TRIGGERS, ids=["not-json", "invalid", "refusal", "few", "case-id"])
+def test_a_bad_trigger_reply_keeps_the_cases_and_writes_no_trigger_set(
+    tmp_path: Path, drafter: Any, reply: dict, reason: str
+):
+    drafter({"text": json.dumps(FULL)}, triggers=(reply,))
+    skill = bare_skill(tmp_path)
+    done = skilleval("create-eval-dataset", skill, "--full")
+    assert done.returncode == 1
+    evals = skill / "evals" / "evals.json"
+    prefix = f"skilleval create-eval-dataset: {evals} was written and is kept; {skill / 'evals' / 'triggers.json'}"
+    assert_one_line_reason(done, prefix + " was not: ")
+    assert reason in done.stderr and "run the same command again to draft the trigger set alone" in done.stderr
+    assert "3 case(s), 1 negative control(s)" in done.stdout
+    assert [case["id"] for case in json.loads(evals.read_text())["evals"]] == [
+        "greet-ada",
+        "greet-bob",
+        "weather-negative",
+    ]
+    assert sorted(p.name for p in (skill / "evals").iterdir()) == ["evals.json"]
+
+
+def test_a_rerun_drafts_the_missing_trigger_set_alone(tmp_path: Path, drafter: Any):
+    server = drafter({"text": json.dumps(FULL)}, triggers=({"text": "not json"}, {"text": json.dumps(TRIGGERS)}))
+    skill = bare_skill(tmp_path)
+    assert skilleval("create-eval-dataset", skill, "--full").returncode == 1
+    kept = (skill / "evals" / "evals.json").read_text()
+    done = skilleval("create-eval-dataset", skill, "--full")
+    assert done.returncode == 0, done.stderr
+    assert (skill / "evals" / "evals.json").read_text() == kept
+    assert "case(s)" not in done.stdout and "8 trigger queries" in done.stdout
+    assert len(asked(server, ASKED)) == 1 and len(asked(server, ASKED_TRIGGERS)) == 2
+    assert len(load_trigger_set(skill / "evals" / "triggers.json").split("test")) == 4
+    again = skilleval("create-eval-dataset", skill, "--full")  # both there now: nothing to draft
+    assert again.returncode == 1 and "already exists; nothing written" in again.stderr
+
+
+def test_an_existing_trigger_set_is_kept_and_an_invalid_one_is_an_error(tmp_path: Path, drafter: Any):
+    server = drafter({"text": json.dumps(FULL)}, triggers=({"text": json.dumps(TRIGGERS), "repeat": "forever"},))
+    skill = bare_skill(tmp_path)
+    (skill / "evals").mkdir()
+    triggers = skill / "evals" / "triggers.yaml"
+    triggers.write_text("- {query: greet Ada, should_trigger: true}\n- {query: a bad one, should_trigger: maybe}\n")
+    broken = skilleval("create-eval-dataset", skill, "--full")
+    assert broken.returncode == 1
+    assert_one_line_reason(broken, "skilleval create-eval-dataset: existing trigger set is invalid and is not replaced")
+    assert "field 'should_trigger'" in broken.stderr
+    assert server.requests == [] and sorted(p.name for p in (skill / "evals").iterdir()) == ["triggers.yaml"]
+
+    mine = "- {query: greet Ada, should_trigger: true}\n"
+    triggers.write_text(mine)
+    done = skilleval("create-eval-dataset", skill, "--full")
+    assert done.returncode == 0, done.stderr
+    assert triggers.read_text() == mine and not (skill / "evals" / "triggers.json").exists()
+    assert "3 case(s)" in done.stdout and "trigger queries" not in done.stdout
+    assert asked(server, ASKED_TRIGGERS) == []
 
 
 @pytest.mark.parametrize(
@@ -224,3 +347,33 @@ def test_without_autopilot_nothing_to_run_names_both_commands(skill_project: Ski
     out = " ".join(run.stdout.str().split())
     assert f"skilleval create-eval-dataset {skill}" in out
     assert f"pytest --skill-eval {skill} --autopilot" in out
+
+
+def test_autopilot_drafts_a_starter_case_for_each_bare_skill_in_a_folder(skill_project: SkillProject, drafter: Any):
+    """A folder of skills: each bare one gets its own drafted copy in its results folder (the default, inside the
+    skill's evals/results/), a skill with a dataset runs as it is, and the copies are collected once each, under
+    xdist too."""
+    farewell = {
+        "skill_name": "farewell",
+        "evals": [{**STARTER["evals"][0], "id": "bye-bob", "prompt": "Say bye to Bob", "expected_skill": "farewell"}],
+    }
+    server = drafter(
+        {"text": json.dumps(STARTER), "match_regex": "name: greeter"},
+        {"text": json.dumps(farewell), "match_regex": "name: farewell"},
+    )
+    greeter = _bare_project_skill(skill_project)
+    bye = bare_skill(skill_project.root / "skills", "farewell")
+    (bye / "evals" / "replays").mkdir(parents=True)
+    shutil.copy2(FIXTURES / "replays" / "noop.json", bye / "evals" / "replays" / "bye-bob.json")
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    sources = {s: sorted(p.relative_to(s) for p in s.rglob("*")) for s in (greeter, bye)}
+    argv = ["--skill-eval", "-p", "no:cacheprovider", "skills", "--autopilot", *LOCAL_REPLAY, "--skip-baseline"]
+    run = skill_project.pytester.runpytest_subprocess(*argv, "-n", "2", timeout=300)  # workers swap as the controller
+    run.assert_outcomes(passed=3)
+    out = " ".join(run.stdout.str().split())
+    for skill, case in ((greeter, "greet-ada"), (bye, "bye-bob")):
+        (draft,) = (skill / "evals" / "results" / "autopilot").glob(f"*/{skill.name}/evals/evals.json")
+        assert f"autopilot drafted one starter case ({case}, model openai/{MODEL}) for {skill} into {draft}" in out
+        outside_results = sorted(p.relative_to(skill) for p in skill.rglob("*") if "results" not in p.parts)
+        assert outside_results == sources[skill]  # the skill's own files are untouched
+    assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 2

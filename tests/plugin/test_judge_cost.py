@@ -52,7 +52,11 @@ def test_judges_cost_is_reported_apart_from_the_agents(
         assert record["judge_cost_usd"] == pytest.approx(PER_ANSWER * len(asked)), record
         per_arm[record["arm"]] = per_arm.get(record["arm"], 0.0) + record["judge_cost_usd"]
         agents[record["arm"]] = agents.get(record["arm"], 0.0) + record["tokens"]["cost_usd"]
-    resources = json.loads((run / "result.json").read_text())["agents"]["replay"]["resources"]
+    document = json.loads((run / "result.json").read_text())
+    resources = document["agents"]["replay"]["resources"]
+    # result.json lists each trial's judges' cost beside its agent's (trials[]), as its trial file has it.
+    listed = {trial["arm"]: trial["judge_cost_usd"] for trial in document["trials"]}
+    assert listed == {arm: pytest.approx(cost) for arm, cost in per_arm.items()}
     assert per_arm["with_skill"] > 0
     for arm in ("with_skill", "without_skill"):
         assert resources[arm]["judge_cost_usd"] == round(per_arm[arm], 4)

@@ -171,6 +171,10 @@ def test_replayed_trigger_set_gives_the_precision_and_recall_its_replays_imply(
     assert "missed: greet-cy (loaded other)" in output
     assert "false triggers: hello-world" in output
     assert "greet-cy [replay-1]: should trigger, but the agent did not load the skill; loaded instead: other" in output
+    # A query's reason says what the agent did, never what a case expects (a should-not query passes unused).
+    reasons = {trial["query"]: trial["reason"] for trial in triggering["trials"]}
+    assert reasons["farewell"] == reasons["greet-cy"] == "Skill 'demo' was not used"
+    assert "expects" not in output
 
     # The same figures in every published form: report.html (a chart per agent), BENCHMARK.md, JUnit properties.
     run_dir = sorted((skill_project.root / "results" / "demo").glob("2*/result.json"))[-1].parent

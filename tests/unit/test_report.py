@@ -12,6 +12,7 @@ import pytest
 from pytest_skilleval.authoring.cli import main as skilleval
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.benchmark_card import render_card
+from pytest_skilleval.results.charts import score_bins
 from pytest_skilleval.results.compare import compare_sides, load_side
 from pytest_skilleval.results.html_report import render_report
 from pytest_skilleval.results.models import RunPlan
@@ -183,6 +184,51 @@ def test_report_without_trial_files_still_renders(tmp_path: Path) -> None:
     run = _run(tmp_path, _records(None), "20260102_030405_1_0123456789ab")
     html = render_report(load_run(run))
     assert "No trajectory.json in this trial" in html and html.count('class="case-row"') == len(CASES)
+
+
+def _spread_run(tmp: Path, n_cases: int) -> str:
+    """A run of `n_cases` cases, both attempts alike: without the skill 0.05 a case, with it 0.5, 0.6, ... 0.9 in
+    turn; its report.html."""
+    cases = tuple(f"case-{i:03d}" for i in range(n_cases))
+    records = [
+        TrialRecord(
+            skill="s",
+            case=case,
+            agent="codex",
+            arm=arm,
+            attempt=attempt,
+            status="scored",  # type: ignore[arg-type]
+            overall=score,
+            passed=score >= 0.5,
+        )
+        for i, case in enumerate(cases)
+        for arm, score in (("with_skill", 0.5 + (i % 5) / 10), ("without_skill", 0.05))
+        for attempt in (1, 2)
+    ]
+    return render_report(load_run(_run(tmp, records, "20260102_030405_1_0123456789ab", cases=cases)))
+
+
+def _case_chart_values(html: str) -> list[str]:
+    chart = re.search(r'<div class="chart" id="chart-cases-1">(.*?)</div>', html, re.S)
+    assert chart is not None
+    return re.findall(r'<desc class="value">([^<]*)</desc>', chart.group(1))
+
+
+def test_a_case_chart_past_forty_cases_counts_cases_per_tenth_of_mean_overall(tmp_path: Path) -> None:
+    html = _spread_run(tmp_path, 60)
+    # ten bands per arm instead of 120 bars: without the skill every case in 0.0-0.1, with it 12 in each of 0.5-0.9
+    assert _case_chart_values(html) == ["60", *["0"] * 9] + [*["0"] * 5, *["12"] * 5]
+    assert "0.9–1.0" in html and "60 cases: the chart counts the cases of each arm" in html
+    assert html.count('class="case-row"') == 60  # the table still lists every case
+
+
+def test_a_case_chart_of_forty_cases_draws_a_bar_per_case(tmp_path: Path) -> None:
+    html = _spread_run(tmp_path, 40)
+    assert len(_case_chart_values(html)) == 80 and "the chart counts the cases" not in html
+
+
+def test_score_bins_put_one_in_the_last_tenth_and_a_missing_score_in_none() -> None:
+    assert score_bins([0.0, 0.09, 0.1, 0.55, 0.99, 1.0, None]) == [2, 1, 0, 0, 0, 1, 0, 0, 0, 2]
 
 
 # ------------------------------------------------------------------------------------------- BENCHMARK.md
