@@ -89,7 +89,7 @@ def main(argv: list[str]) -> int:
     print(f"collection (--co -q), whole process, best of {REPEATS} (plugin and plain runs alternate)")
     print(
         f"{'items':>8}{'plugin s':>10}{'plain s':>10}{'ratio':>8}{'plugin ms/item':>16}{'plain ms/item':>15}"
-        f"{'CPU ratio':>11}"
+        f"{'plugin CPU s':>14}{'plain CPU s':>13}{'CPU ratio':>11}"
     )
     first = sizes[0]
     for n in sizes:
@@ -101,7 +101,7 @@ def main(argv: list[str]) -> int:
             slope = (f"{1000 * (plugin_s - rows[first][0]) / d:.3f}", f"{1000 * (plain_s - rows[first][1]) / d:.3f}")
         print(
             f"{n:>8,}{plugin_s:>10.2f}{plain_s:>10.2f}{plugin_s / plain_s:>8.2f}{slope[0]:>16}{slope[1]:>15}"
-            f"{plugin_cpu / plain_cpu:>11.2f}"
+            f"{plugin_cpu:>14.2f}{plain_cpu:>13.2f}{plugin_cpu / plain_cpu:>11.2f}"
         )
     worst = max(rows[n][0] / rows[n][1] for n in sizes)
     worst_cpu = max(rows[n][2] / rows[n][3] for n in sizes)
