@@ -75,7 +75,7 @@ class SkillEvalSession:
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
         self.autopilot_notes: list[str] = []
-        self.autopilot_swaps: dict[str, str] = {}  # a bare skill's path -> its drafted copy's (--autopilot)
+        self.autopilot_swaps: dict[str, list[str]] = {}  # a path given -> the paths run instead (--autopilot)
         self.credential_validation: dict[str, Any] | None = None
         self.credential_lines: list[str] = []
         self.signals = SignalGuard()
