@@ -19,11 +19,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
-from pytest_skilleval.results.triggering import TriggerRecord
-from verifier.redact import Redactor
+if TYPE_CHECKING:  # the writer and the models: imported once a trial is handed over (never by `--co`)
+    from pytest_skilleval.results.records import TrialRecord
+    from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
+    from pytest_skilleval.results.triggering import TriggerRecord
+    from verifier.redact import Redactor
 
 
 def warm_up_reports() -> threading.Thread:
@@ -132,6 +134,8 @@ class EarlyResults:
     def _writer(self, skill_dir: str) -> EarlyTrialFiles:
         writer = self._writers.get(skill_dir)
         if writer is None:
+            from pytest_skilleval.results.tree import EarlyTrialFiles
+
             path = Path(skill_dir)
             writer = EarlyTrialFiles(
                 self._results_root(path), self._run_id(path), self._redactor, start=self._run_start(path)
