@@ -15,7 +15,7 @@ from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.kwarg_values import redacted_kwargs
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.triggers import find_trigger_set
+from pytest_skilleval.skill.triggers import find_trigger_set, unread_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -235,7 +235,8 @@ def no_skill_reason(path: Path) -> str:
             foreign = foreign_layout(empty[0] / "evals")
             if foreign:
                 return f"{names}: {foreign}"
-            return f"{names}: no dataset and no native task here, so nothing to run; {_draft_hint(empty[0])}"
+            hint = unread_trigger_set(empty[0] / "evals") or _draft_hint(empty[0])
+            return f"{names}: no dataset and no native task here, so nothing to run; {hint}"
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():
         return f"{folder}: SKILL.md is here but there is no evals/ folder; {_draft_hint(folder)}"
