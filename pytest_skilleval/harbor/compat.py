@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harbor.environments.base import BaseEnvironment
+    from harbor.models.job.lock import AgentSkillLock, TaskDownloadResolution, TaskLock
+    from harbor.models.task.config import VerifierEnvironmentMode
     from harbor.models.task.task import Task
-    from harbor.models.trial.config import TrialConfig
+    from harbor.models.trial.config import TaskConfig, TrialConfig
     from harbor.tasks.client import TaskDownloadResult
     from harbor.trial.trial import Trial
 
@@ -94,17 +96,17 @@ def _route_lock_builders() -> None:
         lock._build_agent_skill_locks,
     )
 
-    def task_entry(task_config: Any, download: Any) -> Any:
-        staged = _STAGED.get()
+    def task_entry(task_config: TaskConfig, task_download_result: TaskDownloadResolution) -> TaskLock:
+        staged, download = _STAGED.get(), task_download_result
         return (
             build_task(task_config, download) if staged is None else staged.lock_task(task_config, download, build_task)
         )
 
-    def verifier_mode(task_dir: Path) -> Any:
+    def verifier_mode(task_dir: Path) -> VerifierEnvironmentMode | None:
         staged = _STAGED.get()
         return build_mode(task_dir) if staged is None else staged.verifier_mode(task_dir, build_mode)
 
-    def skill_entries(skills: list[str | Path]) -> list[Any]:
+    def skill_entries(skills: list[str | Path]) -> list[AgentSkillLock]:
         staged = _STAGED.get()
         return build_skills(skills) if staged is None else staged.skill_locks(skills, build_skills)
 
