@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_skilleval.compat import structured_node_id
-from pytest_skilleval.harbor.staging import StagingError, input_sources
-from pytest_skilleval.results.records import Arm
+from pytest_skilleval.results.keys import Arm
 from pytest_skilleval.skill.baseline import BaselineError, BaselineVersion
+from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill

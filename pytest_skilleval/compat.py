@@ -5,6 +5,7 @@ the only edit, and each helper here degrades to "not available" rather than fail
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,3 +56,12 @@ def chosen_config_file(args: list[str]) -> Path | None:
         found = determine_setup(args=namespace.file_or_dir + unknown, **common)
     inipath: Path | None = found[1]
     return inipath
+
+
+def terminal_width(config: pytest.Config) -> int:
+    """pytest's own terminal width (its terminal writer's, the one its separators use), so our lines line up with
+    them."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    writer = getattr(reporter, "_tw", None)
+    width = getattr(writer, "fullwidth", None)
+    return width if isinstance(width, int) and width > 0 else shutil.get_terminal_size().columns

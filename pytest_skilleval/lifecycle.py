@@ -16,17 +16,16 @@ from contextlib import nullcontext
 import pytest
 
 from pytest_skilleval.options import merge_settings
-from pytest_skilleval.results.early_results import remove_job_folder
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.settings import RunSettings
 
 
 def run_preflight(state: SkillEvalSession) -> None:
     """Raise pytest.UsageError listing every problem found, one per line; nothing is started before this."""
-    from pytest_skilleval.harbor.preflight import session_problems
-
     if state.config.getoption("collectonly", False):
         return  # nothing will run
+    from pytest_skilleval.harbor.preflight import session_problems
+
     session_settings = merge_settings(state.sources)
     if session_settings.regrade:
         return  # grades stored trials on the host: no sandbox, no agent
@@ -83,6 +82,8 @@ def remove_job_folders(state: SkillEvalSession) -> None:
     """Delete each trial's staged task and Harbor folders (and images built for this run only), after results."""
     if state.keep_jobs():
         return
+    from pytest_skilleval.results.early_results import remove_job_folder
+
     settings = merge_settings(state.sources)
     for record in state.records.values():
         remove_job_folder(record)  # those of trials whose file was written early are gone already

@@ -229,7 +229,8 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
         raise pytest.UsageError("--stop-on-pass needs --n-attempts above 1: with one attempt there is nothing to stop")
     if settings.resume and settings.regrade:
         raise pytest.UsageError("--resume and --regrade together: resume finishes a run, regrade grades one again")
-    _refuse_unselected(sources, settings)
+    if settings.regrade is None or "agents" in sources.cli:  # a regrade's agents are its run's: checked with them
+        refuse_unselected(sources.cli, settings)
     if settings.selected_arms is not None and (settings.skip_baseline or settings.skip_with_skill):
         raise pytest.UsageError("--arms and --skip-baseline/--skip-with-skill together: give the arms with --arms only")
     if "baseline_skill" in settings.arms and not settings.baseline_skill:
@@ -239,11 +240,11 @@ def merge_settings(sources: SettingsSources, skill_config: Mapping[str, Any] | N
     return settings
 
 
-def _refuse_unselected(sources: SettingsSources, settings: RunSettings) -> None:
+def refuse_unselected(cli: Mapping[str, Any], settings: RunSettings) -> None:
     """A model or constructor setting for an agent the run does not use is a mistake (a typo, or an alias the
     user thinks differs): one line naming it. Aliases are resolved first, so `claude=` means `claude-code`."""
     given = {
-        "--agent-model": canonical_models(sources.cli.get("agent_models", {})),
+        "--agent-model": canonical_models(cli.get("agent_models", {})),
         "--agent-kwarg": settings.agent_kwargs,
     }
     for flag, names in given.items():

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_skilleval.results.keys import TRIGGER_PROPERTY_KEY
 from pytest_skilleval.results.records import TrialRecord
-from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
+from pytest_skilleval.results.triggering import TriggerRecord
 from verifier.scoring import passes
 
 MAX_FAILED_CHECKS_SHOWN = 3

@@ -23,8 +23,8 @@ from pytest_skilleval.collect import (
     ignored_in_skill,
     orphan_evals_dir,
 )
-from pytest_skilleval.results.records import USER_PROPERTY_KEY
-from pytest_skilleval.results.tree import new_run_id
+from pytest_skilleval.results.keys import USER_PROPERTY_KEY
+from pytest_skilleval.results.run_paths import new_run_id
 from pytest_skilleval.session import (
     STATE_KEY,
     SkillEvalSession,
@@ -66,7 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     default_env()
     raise_open_file_limit()
-    if not (config.getoption("log_level", None) or config.getini("log_level")):  # a level the user asked for wins
+    # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported
+    if not (
+        config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
+    ):
         quiet_harbor_logs()
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
@@ -133,7 +136,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     state = get_state(config)
     if state is None or _is_worker(config):
         return []
-    from pytest_skilleval.reporting import terminal_width
+    from pytest_skilleval.compat import terminal_width
     from pytest_skilleval.results.summary_text import wrap
 
     lines = ([state.judge_banner] if state.judge_banner else []) + state.credential_lines + state.planned_lines()
@@ -326,11 +329,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
         session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders
-    from pytest_skilleval.reporting import finish_session
 
     try:
         state.early.finish()  # the trial files handed to the writer thread are on disk before the tree is finished
         if state.has_records() or state.early.opened():
+            from pytest_skilleval.reporting import finish_session
+
             finish_session(state, session, exitstatus)
     finally:
         remove_job_folders(state)

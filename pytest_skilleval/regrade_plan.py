@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from pytest_skilleval.options import refuse_unselected
 from pytest_skilleval.results.resume import ResumeError, latest_finished_run, resolve_run_dir
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
@@ -83,11 +84,13 @@ def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root
                 f"{_shown(value)}; drop {FLAGS[field]} (a regrade grades the trials that run holds)"
             )
     try:
-        return RunSettings.model_validate({**settings.model_dump(), **plan})
+        merged = RunSettings.model_validate({**settings.model_dump(), **plan})
     except ValidationError as error:
         raise pytest.UsageError(
             f"--regrade {source.name}: its run_config.json does not read as settings: {error}"
         ) from None
+    refuse_unselected(cli, merged)  # --agent-model and --agent-kwarg against the agents that run used
+    return merged
 
 
 def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilleval.compat import junit_xml
+from pytest_skilleval.compat import junit_xml, terminal_width
 from pytest_skilleval.results.aggregate import aggregate, exit_code_for
 from pytest_skilleval.results.models import AggregateResult, RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
@@ -159,14 +159,6 @@ def _write_reports(run_dir: Path, known: Mapping[TrialKey, TrialEvidence]) -> di
     except Exception as error:  # noqa: BLE001 - result.json is already safe; say what went wrong and go on
         return {"report_error": f"{type(error).__name__}: {error}"}
     return {"report_path": str(report), "card_path": str(card)}
-
-
-def terminal_width(config: pytest.Config) -> int:
-    """pytest's own terminal width (the one its separators use), so the summary lines up with them."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    writer = getattr(reporter, "_tw", None)
-    width = getattr(writer, "fullwidth", None)
-    return width if isinstance(width, int) and width > 0 else shutil.get_terminal_size().columns
 
 
 def _unwritten(skill: str, error: UnsafeResultsPath) -> str:

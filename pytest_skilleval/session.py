@@ -16,21 +16,15 @@ import time
 from collections.abc import Generator
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
-from pytest_skilleval.regrade_plan import plan_line, regrade_source, with_source_plan
 from pytest_skilleval.results.early_results import EarlyResults
-from pytest_skilleval.results.estimate import cost_estimate
-from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialKey, TrialRecord
-from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, resume_problem, stored_records
-from pytest_skilleval.results.tree import RunStart, resolve_results_root
-from pytest_skilleval.results.trigger_files import TriggerKey, stored_trigger_records
-from pytest_skilleval.results.triggering import TRIGGER_PROPERTY_KEY, TriggerRecord
+from pytest_skilleval.results.keys import TRIGGER_PROPERTY_KEY, USER_PROPERTY_KEY, TrialKey, TriggerKey
+from pytest_skilleval.results.run_paths import resolve_results_root
 from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, arg_path, skill_roots_under
@@ -40,6 +34,12 @@ from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.stored_config import as_current
 from verifier.redact import Redactor
+
+if TYPE_CHECKING:  # the record and result models: imported where a trial is reported or a stored run read
+    from pytest_skilleval.harbor.budget import Budget
+    from pytest_skilleval.results.records import TrialRecord
+    from pytest_skilleval.results.tree import RunStart
+    from pytest_skilleval.results.triggering import TriggerRecord
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
 # How many of the trials a resumed run still has to run are named in its start line.
@@ -75,7 +75,7 @@ class SkillEvalSession:
         self.collect_error_paths: list[Path] = []
         self.judge_banner: str | None = None
         self.autopilot_notes: list[str] = []
-        self.autopilot_swaps: dict[str, str] = {}  # a bare skill's path -> its drafted copy's (--autopilot)
+        self.autopilot_swaps: dict[str, list[str]] = {}  # a path given -> the paths run instead (--autopilot)
         self.credential_validation: dict[str, Any] | None = None
         self.credential_lines: list[str] = []
         self.signals = SignalGuard()
@@ -103,6 +103,8 @@ class SkillEvalSession:
         settings = merge_settings(self.sources, skill_config)
         if settings.regrade is None:
             return settings
+        from pytest_skilleval.regrade_plan import with_source_plan
+
         root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
         return with_source_plan(settings, self.sources.cli, root)
 
@@ -182,6 +184,9 @@ class SkillEvalSession:
             return None
         if requested is None:
             return None
+        from pytest_skilleval.regrade_plan import regrade_source
+        from pytest_skilleval.results.resume import ResumeError, resolve_run_dir
+
         try:
             if option == "regrade":
                 return regrade_source(self.results_root(skill_dir), requested)
@@ -191,6 +196,8 @@ class SkillEvalSession:
 
     def budget(self, skill_dir: Path) -> Budget | None:
         """--max-cost for this skill's run (one per skill and process), or None without a limit."""
+        from pytest_skilleval.harbor.budget import Budget
+
         skill_dir = skill_dir.resolve()
         if skill_dir not in self._budgets:
             limit = self.skill(skill_dir).settings.max_cost
@@ -214,6 +221,8 @@ class SkillEvalSession:
 
     def run_start(self, skill_dir: Path) -> RunStart:
         """What the run folder's first write records, for --resume to compare: the settings and the dataset digest."""
+        from pytest_skilleval.results.tree import RunStart
+
         return RunStart(self.run_config(skill_dir), self.case_plan(skill_dir).digest)
 
     def check_resumable(self) -> None:
@@ -223,6 +232,8 @@ class SkillEvalSession:
             run_dir = self.resumed_run_dir(skill_dir)
             if run_dir is None:
                 continue
+            from pytest_skilleval.results.resume import resume_problem
+
             config = self.skill(skill_dir).run_config()
             # what the credential check found is the session's, not a setting: a resumed run checks again
             unmeasured = unmeasured_settings() | {"credential_validation"}
@@ -250,6 +261,8 @@ class SkillEvalSession:
         """The resumed run's finished trigger trials, read once per skill."""
         stored = self._stored_triggers.get(skill_dir)
         if stored is None:
+            from pytest_skilleval.results.trigger_files import stored_trigger_records
+
             run_dir = self.resumed_run_dir(skill_dir.resolve())
             stored = stored_trigger_records(run_dir) if run_dir is not None else {}
             self._stored_triggers[skill_dir] = stored
@@ -275,6 +288,8 @@ class SkillEvalSession:
         per item)."""
         stored = self._stored.get(skill_dir)
         if stored is None:
+            from pytest_skilleval.results.resume import stored_records
+
             run_dir = self.resumed_run_dir(skill_dir.resolve())
             stored = self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
         return stored
@@ -300,6 +315,8 @@ class SkillEvalSession:
 
     def planned_lines(self) -> list[str]:
         """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
+        from pytest_skilleval.results.estimate import cost_estimate
+
         changed = self.changed_since_line()
         lines = [changed] if changed else []
         for skill_dir, plan in sorted(self.case_plans.items()):
@@ -329,6 +346,8 @@ class SkillEvalSession:
                 )
             source = self.regrade_source(skill_dir)
             if source is not None:
+                from pytest_skilleval.regrade_plan import plan_line
+
                 lines.append(plan_line(skill_dir.name, settings, source))
             resume = self._resume_line(skill_dir, plan.cases[:cases])
             if resume:
@@ -375,6 +394,9 @@ class SkillEvalSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Registered as a plugin: sees every report, the workers' included when this is the controller."""
+        from pytest_skilleval.results.records import TrialRecord
+        from pytest_skilleval.results.triggering import TriggerRecord
+
         for index, (key, value) in enumerate(report.user_properties):
             if key == TRIGGER_PROPERTY_KEY and report.nodeid not in self._triggers:
                 self._triggers[report.nodeid] = TriggerRecord.model_validate_json(str(value))
@@ -406,6 +428,10 @@ class SkillEvalSession:
     @property
     def records(self) -> dict[str, TrialRecord]:
         """Every trial record seen so far, by node id (parsed on each call: for tests and small runs)."""
+        if not self._records:
+            return {}  # `--co` and a session that ran nothing never import the record model
+        from pytest_skilleval.results.records import TrialRecord
+
         return {nodeid: TrialRecord.model_validate_json(text) for nodeid, (_, text) in self._records.items()}
 
     def has_records(self) -> bool:
@@ -440,6 +466,8 @@ class SkillEvalSession:
         return sorted(with_records)
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
+        from pytest_skilleval.results.records import TrialRecord
+
         return [TrialRecord.model_validate_json(text) for sd, text in self._records.values() if sd == skill_dir]
 
 
@@ -460,6 +488,8 @@ _IDENTITY_FIELDS = ("skill", "skill_dir", "case", "agent", "arm", "attempt", "no
 
 def redact_record(record: TrialRecord, redactor: Redactor) -> TrialRecord:
     """The record with every secret the agent or grader printed replaced, before it is reported or written."""
+    from pytest_skilleval.results.records import TrialRecord
+
     data = record.model_dump(mode="json")
     redacted = redactor.value({k: v for k, v in data.items() if k not in _IDENTITY_FIELDS})
     return TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills, evaluated_skill, should_trigger
 from verifier.checks.skill_efficiency import check_skill_efficiency
+from verifier.checks.skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills, evaluated_skill, should_trigger
 from verifier.checks.skill_execution import check_skill_execution
 from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
 from verifier.judges.config import NOT_CONFIGURED

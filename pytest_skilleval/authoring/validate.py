@@ -181,7 +181,7 @@ def _check_dataset(ctx: ValidationContext) -> None:
 
 def _check_files(ctx: ValidationContext) -> None:
     """Each `files` entry obeys the staging rules; every bad entry is named, not only the first."""
-    from pytest_skilleval.harbor.staging import StagingError, input_sources
+    from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 
     omitted = [case for case in ctx.valid_cases if not case.files_given]
     if omitted:

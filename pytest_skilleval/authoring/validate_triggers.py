@@ -4,7 +4,7 @@ stage, and its ids do not share a replay with a case."""
 from __future__ import annotations
 
 from pytest_skilleval.authoring.findings import ValidationContext
-from pytest_skilleval.harbor.staging import StagingError, input_sources
+from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from pytest_skilleval.skill.dataset import DatasetError
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES, find_trigger_set, load_trigger_set
 

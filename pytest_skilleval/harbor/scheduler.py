@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import signal
 import socket
+import sys
 import threading
 import warnings
 from collections import Counter
@@ -203,10 +204,25 @@ class TrialScheduler:
     def _drain(self) -> bool:
         """Wait until the cancelled trials' tasks (and any they started) have finished their cleanup on the loop;
         True when none is left."""
+        self._run(_stop_litellm_logging())
         left = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
         if left:
             self._run(asyncio.wait(left, timeout=CANCEL_GRACE_SECONDS))
         return all(task.done() for task in asyncio.all_tasks(self._loop))
+
+
+async def _stop_litellm_logging() -> None:
+    """litellm's logging worker, started on this loop by an agent's first litellm call (terminus-2), runs until it is
+    stopped: its queued callbacks are flushed, then it is stopped, so the session's end does not wait out the grace
+    period on a task that never ends. Nothing is imported when no agent loaded litellm."""
+    module = sys.modules.get("litellm.litellm_core_utils.logging_worker")
+    if module is None:
+        return
+    worker = module.GLOBAL_LOGGING_WORKER
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(worker.flush(), CANCEL_GRACE_SECONDS)
+    with contextlib.suppress(Exception):
+        await worker.stop(timeout=CANCEL_GRACE_SECONDS)
 
 
 @contextlib.contextmanager

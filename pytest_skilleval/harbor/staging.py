@@ -9,13 +9,13 @@ skills mechanism in the with-skill arm only.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
+from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from pytest_skilleval.skill.dataset import arm_prompt
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
@@ -26,8 +26,6 @@ ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill", "basel
 SKILLED_ARMS = ("with_skill", "baseline_skill")
 # Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
 SKILL_EXCLUDES = {"evals", "results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"}
-# Evaluator-only material under evals/ that a case's `files` may not select.
-RESERVED_INPUT_ROOTS = {"environment", "harbor", "results", "tests", "replays"}
 
 TEST_SH = """#!/usr/bin/env bash
 # Harbor requires tests/test.sh. pytest-skilleval grades on the host with its own verifier, so this script only
@@ -39,10 +37,6 @@ if [ -f "$tests/grader.sh" ]; then exec bash "$tests/grader.sh"; fi
 mkdir -p "${HARBOR_VERIFIER_DIR:-/logs/verifier}"
 echo 0 > "${HARBOR_REWARD_TXT:-/logs/verifier/reward.txt}"
 """
-
-
-class StagingError(ValueError):
-    """A case that cannot be staged; the message names the case and what is wrong."""
 
 
 def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
@@ -66,98 +60,6 @@ def stage_skill(skill_dir: Path, staging_root: Path, name: str | None = None) ->
         finally:
             shutil.rmtree(partial, ignore_errors=True)
     return target
-
-
-def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
-    """Public datasets list the skill's own files as inputs (`"files": ["SKILL.md", "scripts/extract.py"]`).
-
-    Those resolve outside evals/, so they are refused (docs/datasets.md), with the true reason rather than "does not
-    exist": copied into /workspace/input they would hand the skill to the baseline arm, and the with-skill arm has the
-    whole skill installed already.
-    """
-    candidate = skill_root / relative
-    if not relative.parts or not (candidate.is_file() or candidate.is_dir()):
-        return None
-    return (
-        f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
-        "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
-        "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)"
-    )
-
-
-def _link_problem(path: Path, skill_root: Path) -> str | None:
-    """Why `path` cannot be an input: a symbolic link (saying where it points) or a special file; else None."""
-    shown = path.relative_to(skill_root).as_posix() if path.is_relative_to(skill_root) else str(path)
-    if path.is_symlink():
-        target = os.readlink(path)
-        outside = not Path(os.path.realpath(path)).is_relative_to(skill_root)
-        where = ", outside the skill folder" if outside else ""
-        return f"{shown} is a symbolic link (to {target}{where}); inputs may not contain links"
-    if path.exists() and not (path.is_dir() or path.is_file()):
-        return f"{shown} is not a regular file or folder"
-    return None
-
-
-def input_link_problem(evals_dir: Path, source: Path) -> str | None:
-    """The first link on the way from the skill folder to `source`, or anywhere below it (never followed)."""
-    skill_root = Path(os.path.abspath(evals_dir.parent))
-    evals_dir = skill_root / evals_dir.name
-    current = evals_dir
-    for part in (None, *Path(os.path.abspath(source)).relative_to(evals_dir).parts):
-        current = current if part is None else current / part
-        problem = _link_problem(current, skill_root)
-        if problem:
-            return problem
-    if not current.is_dir():
-        return None
-    for folder, dirs, files in os.walk(current, followlinks=False):
-        for name in sorted(dirs + files):
-            problem = _link_problem(Path(folder) / name, skill_root)
-            if problem:
-                return problem
-    return None
-
-
-def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
-    """(source, destination relative to /workspace/input) pairs for a case's `files`.
-
-    No link is ever followed: a link anywhere in a case's inputs (evals/files itself, a listed entry, anything in a
-    listed folder) is an error naming it and where it points, so a link to ~/.ssh or /etc/passwd cannot copy host
-    files into the sandbox.
-    """
-    evals_root = evals_dir.resolve()
-    if files is None:
-        default = evals_dir / "files"
-        if not os.path.lexists(default):
-            return []
-        problem = input_link_problem(evals_dir, default)
-        if problem:
-            raise StagingError(f"case {case_id!r}: the default inputs (evals/files/): {problem}")
-        return [(default, Path("."))] if default.is_dir() else []
-    pairs = []
-    for item in files:
-        relative = Path(item.removeprefix("evals/"))
-        problem = None
-        if relative.is_absolute() or "://" in item or "\x00" in item:
-            problem = "must be a path relative to evals/"
-        elif ".." in relative.parts:
-            problem = "must not contain '..'"
-        elif relative.parts and relative.parts[0].casefold() in RESERVED_INPUT_ROOTS:
-            problem = f"selects evaluator-only material under evals/{relative.parts[0]}/"
-        source = evals_dir / relative
-        if problem is None:
-            link = input_link_problem(evals_dir, source)
-            if link:
-                problem = f"is refused: {link}"
-            elif not source.exists():
-                problem = _skill_file_problem(evals_root.parent, relative) or "does not exist"
-            elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
-                problem = "leaves evals/"
-        if problem:
-            raise StagingError(f"case {case_id!r}: files entry {item!r} {problem}")
-        destination = relative.relative_to("files") if relative.parts[:1] == ("files",) else relative
-        pairs.append((source, destination))
-    return pairs
 
 
 def stage_inputs(spec: TrialSpec, destination: Path) -> Path | None:

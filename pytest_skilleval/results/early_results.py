@@ -24,14 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_skilleval.results.records import TrialKey, TrialRecord
-from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
-from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES
-from pytest_skilleval.results.triggering import TriggerRecord
-from verifier.redact import Redactor
-
-if TYPE_CHECKING:  # imported when the first trial file is written: collection does not need it
+if TYPE_CHECKING:  # the writer and the models: imported once a trial is handed over (never by `--co`)
+    from pytest_skilleval.results.records import TrialKey, TrialRecord
+    from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
     from pytest_skilleval.results.trial_evidence import TrialEvidence
+    from pytest_skilleval.results.triggering import TriggerRecord
+    from verifier.redact import Redactor
 
 
 def warm_up_reports() -> threading.Thread:
@@ -183,6 +181,8 @@ class EarlyResults:
     def _writer(self, skill_dir: str) -> EarlyTrialFiles:
         writer = self._writers.get(skill_dir)
         if writer is None:
+            from pytest_skilleval.results.tree import EarlyTrialFiles
+
             path = Path(skill_dir)
             writer = EarlyTrialFiles(
                 self._results_root(path), self._run_id(path), self._redactor, start=self._run_start(path)
@@ -215,6 +215,7 @@ class EarlyResults:
         """The trial's drill-down for report.html, from the bytes its file holds (as a reader of the file gets
         them: one over the readers' size cap is left to the report, which shows it as unreadable)."""
         from pytest_skilleval.results.trial_evidence import trial_evidence
+        from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES
 
         if len(body) > MAX_TRIAL_BYTES:
             return

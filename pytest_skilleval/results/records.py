@@ -7,39 +7,18 @@ under `-n N` aggregates exactly what a plain run does.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_skilleval.results.keys import ALL_ARMS as ALL_ARMS
+from pytest_skilleval.results.keys import ARMS as ARMS
+from pytest_skilleval.results.keys import USER_PROPERTY_KEY as USER_PROPERTY_KEY
+from pytest_skilleval.results.keys import Arm, TrialKey, TrialStatus
 from verifier.check_host import WorkspaceDiff
 from verifier.check_spec import CheckResult
 from verifier.reward import RichReward
 from verifier.scoring import clean_score, correctness_gates, item_passes
-
-Arm = Literal["with_skill", "without_skill", "baseline_skill"]
-ARMS: tuple[Arm, Arm] = ("with_skill", "without_skill")
-# Every arm a run may hold: the skill under test, no skill, and a previous version of the skill (--baseline-skill).
-ALL_ARMS: tuple[Arm, Arm, Arm] = ("with_skill", "without_skill", "baseline_skill")
-# "scored": a usable overall; "unscored": the trial ran but nothing could be scored (missing is not zero);
-# "error": Harbor, the agent or the grader failed; "skipped": not run (no grader, selection, ...).
-TrialStatus = Literal["scored", "unscored", "error", "skipped"]
-
-USER_PROPERTY_KEY = "skilleval_trial"
-
-
-class TrialKey(NamedTuple):
-    """Which trial of a run, in one order everywhere: a resumed run's lookup, the run folder's file, the
-    aggregate's duplicates and the planned grid all key trials by it."""
-
-    case: str
-    agent: str
-    arm: str
-    attempt: int
-
-    @property
-    def condition(self) -> tuple[str, str, str]:
-        """The case, agent and arm: what --stop-on-pass and the per-case summary group attempts by."""
-        return (self.case, self.agent, self.arm)
 
 
 class TokenUsage(BaseModel):

@@ -15,15 +15,12 @@ import contextlib
 import ctypes
 import json
 import os
-import re
 import secrets
 import stat
 import sys
-import uuid
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -31,6 +28,16 @@ from typing import Any
 from pytest_skilleval.results.models import AggregateResult, ResultDocument
 from pytest_skilleval.results.records import ALL_ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
+from pytest_skilleval.results.run_paths import (
+    DATASET_DIGEST_FILE,
+    ENV_RESULTS_DIR,
+    LATEST,
+    MARKER_FILE,
+    RUN_CONFIG_FILE,
+    RUN_ID_PATTERN,
+    new_run_id,
+    resolve_results_root,
+)
 from pytest_skilleval.results.run_seal import SEAL_FILE, RunSeal
 from pytest_skilleval.results.trial_file import (
     GRADER_OUTPUT_SOURCE,
@@ -53,6 +60,8 @@ from verifier.redact import Redactor
 
 __all__ = [
     "DATASET_DIGEST_FILE",
+    "LATEST",
+    "RUN_ID_PATTERN",
     "ENV_RESULTS_DIR",
     "GRADER_OUTPUT_SOURCE",
     "LEGACY_PARTS",
@@ -81,34 +90,9 @@ __all__ = [
     "write_results_tree",
 ]
 
-ENV_RESULTS_DIR = "SKILLEVAL_RESULTS_DIR"
-MARKER_FILE = ".skilleval-generated-output"
-RUN_CONFIG_FILE = "run_config.json"
-DATASET_DIGEST_FILE = "dataset_digest.json"
-LATEST = "latest"
-RUN_ID_PATTERN = re.compile(r"^\d{8}_\d{6}_\d+_[0-9a-f]{12}$")
-
 
 class UnsafeResultsPath(RuntimeError):
     """Refused to write: a path in the results tree is a symlink or otherwise not ours to write."""
-
-
-# --------------------------------------------------------------------------------------------- naming
-
-
-def new_run_id(now: datetime | None = None, pid: int | None = None) -> str:
-    """`YYYYMMDD_HHMMSS_<pid>_<12 hex>` in UTC: sortable by time, unique across concurrent sessions."""
-    stamp = (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y%m%d_%H%M%S")
-    return f"{stamp}_{os.getpid() if pid is None else pid}_{uuid.uuid4().hex[:12]}"
-
-
-def resolve_results_root(skill_dir: str | Path, cli_results_dir: str | Path | None, env: Mapping[str, str]) -> Path:
-    """`--results-dir D` -> D/<skill>; else SKILLEVAL_RESULTS_DIR=E -> E/<skill>; else <skill>/evals/results."""
-    skill = Path(os.path.abspath(os.path.expanduser(str(skill_dir))))
-    for base in (cli_results_dir, env.get(ENV_RESULTS_DIR)):
-        if base is not None and str(base).strip():
-            return Path(os.path.abspath(os.path.expanduser(str(base)))) / skill.name
-    return skill / "evals" / "results"
 
 
 # ---------------------------------------------------------------------------------------- safe writes

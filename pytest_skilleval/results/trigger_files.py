@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_skilleval.results.keys import TriggerKey
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import write_sealed_json
 from pytest_skilleval.results.trial_file import MAX_ARTIFACT_BYTES, MAX_TRIAL_BYTES, read_parts
@@ -30,7 +31,6 @@ TRIGGER_PARTS: tuple[tuple[str, str], ...] = (
     ("harbor_result", "result.json"),
 )
 FINISHED = frozenset({"scored", "unscored"})
-TriggerKey = tuple[str, str, int]  # (query, agent, attempt)
 
 
 def trigger_file(run_dir: Path, record: TriggerRecord) -> Path:

@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pytest_skilleval.results.stats import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, quantile, wilson_interval
 from pytest_skilleval.results.trial_file import safe_component
 
-TRIGGER_PROPERTY_KEY = "skilleval_trigger"
 TRIGGERED_AT = 0.5
 MetricName = Literal["precision", "recall", "f1", "accuracy"]
 METRICS: tuple[MetricName, ...] = ("precision", "recall", "f1", "accuracy")

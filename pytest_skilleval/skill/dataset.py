@@ -226,7 +226,7 @@ class EvalCase(BaseModel):
     @property
     def is_negative(self) -> bool:
         """A negative control: the skill should stay unused (the grader's own tri-state rule decides)."""
-        from verifier.checks.skill_execution import should_trigger
+        from verifier.checks.skill_entry import should_trigger
 
         return should_trigger(self.entry_json()) is False
 

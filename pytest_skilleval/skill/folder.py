@@ -15,7 +15,7 @@ from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.kwarg_values import redacted_kwargs
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.triggers import find_trigger_set
+from pytest_skilleval.skill.triggers import find_trigger_set, unread_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -145,12 +145,18 @@ def skill_roots_under(path: Path) -> list[Path]:
     inside = find_skill_root(path / "_") if path.is_dir() else find_skill_root(path)
     if inside is not None:
         return [inside]
+    return [root for root in skills_below(path) if (root / "evals").is_dir()]
+
+
+def skills_below(path: Path) -> list[Path]:
+    """Every folder holding a SKILL.md at or below `path`, an evals/ or not (`--autopilot` drafts for bare ones);
+    no skill's evals/, no hidden or tool folder is searched."""
     if not path.is_dir():
         return []
     roots = []
     for current, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d not in _NEVER_SKILLS and not d.startswith(".") and d != "evals")
-        if "SKILL.md" in files and os.path.isdir(os.path.join(current, "evals")):
+        if "SKILL.md" in files:
             roots.append(Path(current))
     return roots
 
@@ -229,7 +235,8 @@ def no_skill_reason(path: Path) -> str:
             foreign = foreign_layout(empty[0] / "evals")
             if foreign:
                 return f"{names}: {foreign}"
-            return f"{names}: no dataset and no native task here, so nothing to run; {_draft_hint(empty[0])}"
+            hint = unread_trigger_set(empty[0] / "evals") or _draft_hint(empty[0])
+            return f"{names}: no dataset and no native task here, so nothing to run; {hint}"
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():
         return f"{folder}: SKILL.md is here but there is no evals/ folder; {_draft_hint(folder)}"

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SkipValidation
 
-from pytest_skilleval.results.records import Arm, TrialKey
+from pytest_skilleval.results.keys import Arm, TrialKey
 from pytest_skilleval.skill.baseline import BaselineVersion, resolve_baseline
 from pytest_skilleval.skill.dataset import DatasetError, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder
@@ -131,7 +131,7 @@ def native_case_names(evals_dir: Path) -> list[str]:
 
 def case_plan(skill: SkillFolder) -> CasePlan:
     """Read the skill's dataset and native tasks; an unreadable dataset contributes no cases (collection says why)."""
-    from verifier.checks.skill_execution import should_trigger  # EvalCase.is_negative's rule, on entries made once
+    from verifier.checks.skill_entry import should_trigger  # EvalCase.is_negative's rule, on entries made once
 
     plan = CasePlan(summary={"dataset": None, "n_dataset_cases": 0, "n_native_tasks": 0})
     path = find_dataset(skill.evals_dir)
@@ -211,10 +211,13 @@ def native_claims(evals_dir: Path) -> dict[str, str]:
     One rule for every refusal: a task refused by Harbor's own model or by a plugin rule claims its entry
     all the same, so the entry never runs in its place; why it was refused is reported by its own collector.
     """
+    names = native_case_names(evals_dir)
+    if not names:
+        return {}  # no native task: Harbor's task model is never imported
     from pytest_skilleval.skill.native_claims import claimed_entry_id
 
     claims = {}
-    for name in native_case_names(evals_dir):
+    for name in names:
         entry_id = claimed_entry_id(evals_dir / "harbor" / name)
         if entry_id is not None:
             claims[name] = entry_id

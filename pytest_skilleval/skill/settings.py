@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, field_validator
 from pydantic_core import PydanticCustomError
 
-from pytest_skilleval.results.records import ALL_ARMS, Arm
+from pytest_skilleval.results.keys import ALL_ARMS, Arm
 from pytest_skilleval.skill.setting_specs import (
     Setting,
     agent_kwarg,

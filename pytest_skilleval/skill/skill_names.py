@@ -50,7 +50,7 @@ def unnamed_skill_cases(skill_dir: Path, dataset_file: str, entries: list[dict])
     Efficiency then read perfect in both arms, whatever the agent did. Peer tools (agent-skill-eval) write exactly
     such lists, so an author meets this with their first run.
     """
-    from verifier.checks.skill_execution import expected_skill, should_trigger
+    from verifier.checks.skill_entry import expected_skill, should_trigger
 
     ids = [str(e.get("id")) for e in entries if should_trigger(e) is not False and not expected_skill(e)]
     if not ids:

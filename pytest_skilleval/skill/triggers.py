@@ -30,6 +30,7 @@ from pytest_skilleval.skill.dataset import (
 from pytest_skilleval.skill.foreign_formats import CRUCIBLE, foreign_layout
 
 TRIGGER_NAMES: tuple[str, ...] = ("triggers.json", "triggers.jsonl", "triggers.yaml", "triggers.yml")
+AGENT_SKILL_EVAL_QUERIES = "eval_queries.json"  # agent-skill-eval's name for its trigger set (not read; named)
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "triggers.schema.json"
 SCHEMA_ID = "https://pytest-skilleval.invalid/schemas/triggers.schema.json"
 Split = Literal["train", "test"]
@@ -101,6 +102,19 @@ def find_trigger_set(evals_dir: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def unread_trigger_set(evals_dir: Path) -> str | None:
+    """The line naming agent-skill-eval's trigger set (`evals/eval_queries.json`, a list of `query` and
+    `should_trigger`: skill-creator's shape, which ours reads as is) and the copy that makes it ours; None when there is
+    none, or a trigger set of ours is beside it."""
+    source = evals_dir / AGENT_SKILL_EVAL_QUERIES
+    if not source.is_file() or find_trigger_set(evals_dir) is not None:
+        return None
+    return (
+        f"{source} is agent-skill-eval's trigger set, which is not read under that name; its list of query and "
+        f"should_trigger is the shape of ours: cp {source} {evals_dir / TRIGGER_NAMES[0]} (docs/triggering.md)"
+    )
 
 
 def _entry(path: Path, index: int, raw: Any) -> TriggerQuery:

@@ -83,6 +83,10 @@ DETACHERS = {
     "setsid -f": "setsid -f bash -c 'exec -a {m} sleep 300' > /dev/null 2>&1",
     # a daemon's double fork into its own process group (job control on), without a new session
     "double fork": "( set -m; ( exec -a {m} sleep 300 ) > /dev/null 2>&1 & )",
+    # a child started by a second thread of a detached process (a thread's children are listed under that thread)
+    "from a thread": "setsid python3 -c 'import subprocess, threading, time\n"
+    "threading.Thread(target=subprocess.Popen, args=([\"bash\", \"-c\", \"exec -a {m} sleep 300\"],)).start()\n"
+    "time.sleep(300)' > /dev/null 2>&1 &",
 }
 
 
@@ -405,7 +409,7 @@ def test_a_sandbox_killed_from_inside_is_started_afresh_on_the_same_folders(
         run(env.exec("echo left > /workspace/left.txt; sleep 1000 &"))
         run(env.exec(kill))  # `kill -9 2`: the process holding the sandbox open; `-1`: every process but itself
         after = run(env.exec("cat /workspace/left.txt; ps -e -o comm= | grep -c sleep || true"))
-        assert after.return_code == 0 and after.stdout.split() == ["left", "1"]  # the holder's sleep only
+        assert after.return_code == 0 and after.stdout.split() == ["left", "0"]  # the agent's sleep went with it
         assert "ended its sandbox; starting a fresh one" in caplog.text
     finally:
         run(env.stop(delete=True))

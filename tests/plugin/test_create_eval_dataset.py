@@ -347,3 +347,33 @@ def test_without_autopilot_nothing_to_run_names_both_commands(skill_project: Ski
     out = " ".join(run.stdout.str().split())
     assert f"skilleval create-eval-dataset {skill}" in out
     assert f"pytest --skill-eval {skill} --autopilot" in out
+
+
+def test_autopilot_drafts_a_starter_case_for_each_bare_skill_in_a_folder(skill_project: SkillProject, drafter: Any):
+    """A folder of skills: each bare one gets its own drafted copy in its results folder (the default, inside the
+    skill's evals/results/), a skill with a dataset runs as it is, and the copies are collected once each, under
+    xdist too."""
+    farewell = {
+        "skill_name": "farewell",
+        "evals": [{**STARTER["evals"][0], "id": "bye-bob", "prompt": "Say bye to Bob", "expected_skill": "farewell"}],
+    }
+    server = drafter(
+        {"text": json.dumps(STARTER), "match_regex": "name: greeter"},
+        {"text": json.dumps(farewell), "match_regex": "name: farewell"},
+    )
+    greeter = _bare_project_skill(skill_project)
+    bye = bare_skill(skill_project.root / "skills", "farewell")
+    (bye / "evals" / "replays").mkdir(parents=True)
+    shutil.copy2(FIXTURES / "replays" / "noop.json", bye / "evals" / "replays" / "bye-bob.json")
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    sources = {s: sorted(p.relative_to(s) for p in s.rglob("*")) for s in (greeter, bye)}
+    argv = ["--skill-eval", "-p", "no:cacheprovider", "skills", "--autopilot", *LOCAL_REPLAY, "--skip-baseline"]
+    run = skill_project.pytester.runpytest_subprocess(*argv, "-n", "2", timeout=300)  # workers swap as the controller
+    run.assert_outcomes(passed=3)
+    out = " ".join(run.stdout.str().split())
+    for skill, case in ((greeter, "greet-ada"), (bye, "bye-bob")):
+        (draft,) = (skill / "evals" / "results" / "autopilot").glob(f"*/{skill.name}/evals/evals.json")
+        assert f"autopilot drafted one starter case ({case}, model openai/{MODEL}) for {skill} into {draft}" in out
+        outside_results = sorted(p.relative_to(skill) for p in skill.rglob("*") if "results" not in p.parts)
+        assert outside_results == sources[skill]  # the skill's own files are untouched
+    assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 2

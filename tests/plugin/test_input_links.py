@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.authoring.validate import validate_skill
-from pytest_skilleval.harbor.staging import StagingError, input_sources
+from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 

@@ -141,3 +141,26 @@ def test_regrade_latest_takes_its_plan_from_the_run_it_grades(skill_project: Ski
     assert (skill_project.root / "results" / "hello-skill" / "latest").resolve() == second.resolve()
     again = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", "latest")
     assert f"--regrade {second.name}:" in " ".join(again.stdout.str().split())  # not the failed third
+
+
+def test_regrade_with_the_runs_agent_model_needs_no_agents(skill_project: SkillProject) -> None:
+    """`--regrade RUN --agent-model A=M` as the first run gave it: the run's plan names the agents, so --agents is
+    not needed; a model that run did not use is one line naming both."""
+    skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    local = ("--env-mode", "local", "--ek", "sandbox=none")
+    first_args = ("--agents", "replay", "--agent-model", "replay=gw/m", "--skip-baseline", *local)
+    skill_project.run(*first_args).assert_outcomes(passed=1)
+    [first] = _runs(skill_project, "hello-skill")
+
+    regraded = skill_project.run(*local, "--regrade", "latest", "--agent-model", "replay=gw/m")
+    regraded.assert_outcomes(passed=1)
+    assert json.loads((_runs(skill_project, "hello-skill")[-1] / "run_config.json").read_text())["regraded_from"] == (
+        first.name
+    )
+
+    other = skill_project.run(*local, "--regrade", first.name, "--agent-model", "replay=gw/other")
+    assert other.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        f"--regrade {first.name}: --agent-model replay=gw/other contradicts that run's replay=gw/m; drop --agent-model"
+        in other.stderr.str()
+    )

@@ -175,3 +175,33 @@ def test_a_signal_caught_by_another_thread_still_stops_the_wait_at_once() -> Non
         sender.join()
     assert time.monotonic() - began < 10
     scheduler.shutdown()
+
+
+def test_session_end_flushes_and_stops_litellms_logging_worker_without_waiting_out_the_grace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent's litellm call (terminus-2's) starts litellm's logging worker on the trials' loop, a task that runs
+    until stopped: shutdown delivers its queued success callback and stops it, instead of waiting 30 s on it."""
+    import litellm
+    from litellm.integrations.custom_logger import CustomLogger
+
+    logged: list[str] = []
+
+    class Recorder(CustomLogger):
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):  # type: ignore[no-untyped-def]
+            logged.append(kwargs["model"])
+
+    monkeypatch.setattr(litellm, "callbacks", [Recorder()])
+
+    async def run_trial(spec: TrialSpec) -> TrialRecord:
+        await litellm.acompletion(
+            model="openai/scripted", api_key="k", messages=[{"role": "user", "content": "hi"}], mock_response="done"
+        )
+        return _record(spec)
+
+    scheduler = _scheduler(run_trial)
+    assert scheduler.result(_spec("one")).case == "one"
+    began = time.monotonic()
+    scheduler.shutdown()
+    assert time.monotonic() - began < 10  # not CANCEL_GRACE_SECONDS (30)
+    assert logged == ["scripted"]

@@ -18,13 +18,13 @@ from verifier.checks._skill_dirs import (
     read_failed,
     skill_tool_failed,
 )
-from verifier.checks._skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
 from verifier.checks._skill_reads import (
     has_read_evidence_args,
     is_native_skill_read,
     iter_skill_reads,
     shell_skill_reads,
 )
+from verifier.checks.skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
 from verifier.evidence import ToolCallRecord
 from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
 

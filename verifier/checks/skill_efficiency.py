@@ -17,7 +17,8 @@ from verifier.checks._skill_dirs import (
     skill_tool_failed,
     skills_dirs_for,
 )
-from verifier.checks._skill_entry import (
+from verifier.checks._skill_reads import SkillRead, skill_reads
+from verifier.checks.skill_entry import (
     ACCEPTABLE_ALTERNATE_SCORE,
     acceptable_skills,
     expected_script,
@@ -27,7 +28,6 @@ from verifier.checks._skill_entry import (
     workspace_mode,
     workspace_skill_names,
 )
-from verifier.checks._skill_reads import SkillRead, skill_reads
 from verifier.evidence import NO_TRAJECTORY, MetricResult, ToolCallRecord, TrajectoryEvidence
 from verifier.tools import is_exec_tool, is_write_tool, workdir_argument
 

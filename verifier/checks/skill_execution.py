@@ -21,14 +21,14 @@ from verifier.checks._execution_parts import (
 from verifier.checks._harness_skills import HarnessLoad, harness_loads, installed_loads, loads_of, other_loads
 from verifier.checks._invocation import InvocationResult, check_invocation
 from verifier.checks._skill_dirs import skills_dirs_for
-from verifier.checks._skill_entry import (
+from verifier.checks.skill_entry import (
     acceptable_skills,
     evaluated_skill,
     expected_script,
     expected_skill,
     skill_under_test,
 )
-from verifier.checks._skill_entry import should_trigger as _should_trigger
+from verifier.checks.skill_entry import should_trigger as _should_trigger
 from verifier.evidence import NO_TRAJECTORY, MetricResult, TrajectoryEvidence
 
 SUB_SCORES = ("activation", "script_execution", "workflow_order", "error_recovery")

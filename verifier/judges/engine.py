@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import verifier.judges.bundles as bundles
-from verifier.checks._skill_entry import should_trigger
+from verifier.checks.skill_entry import should_trigger
 from verifier.evidence import JUDGE_METRICS, MetricResult, TrajectoryEvidence
 from verifier.judges.cache import JudgeCache, cache_key
 from verifier.judges.characters import character_facts

@@ -44,7 +44,9 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 # The namespaces a command joins, in order; "net" only while the network is off, "mnt" last (it changes /proc).
 JOINED = ("ipc", "uts", "net", "mnt")
-HOLDER = ["/bin/sh", "-c", "echo ready; exec sleep infinity"]
+# What holds the sandbox open: `cat` on a pipe the keeper keeps open, one process and no shell. It echoes READY back
+# once bwrap has built the sandbox and started it, and ends if the keeper is gone (end of its input).
+HOLDER = ["/bin/cat"]
 READY = b"ready\n"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
@@ -128,11 +130,15 @@ class Sandbox:
         # bwrap's stderr goes to a file, not a pipe: a late warning must never meet a closed pipe (SIGPIPE).
         errors = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            argv, pass_fds=(info_w,), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors, cwd="/"
+            argv, pass_fds=(info_w,), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, cwd="/"
         )
         os.close(info_w)
-        stdout = self.proc.stdout
-        assert stdout is not None  # stdout=PIPE above
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None  # PIPE above
+        try:
+            os.write(stdin.fileno(), READY)  # the holder's input stays open (never inherited) while the trial runs
+        except BrokenPipeError:
+            pass  # bwrap ended already: its stdout ends too, and its stderr says why below
         deadline = time.monotonic() + START_TIMEOUT
         try:
             ready = _read_until(stdout.fileno(), deadline, lambda data: READY in data)
@@ -214,6 +220,37 @@ class Sandbox:
                 pass
 
 
+def _has_children_files() -> bool:
+    """Whether this kernel lists a thread's children in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+# Read once, in the launcher: every keeper it forks walks its own tree through these files.
+CHILDREN_FILES = _has_children_files()
+
+
+def _children(pid: int) -> list[int]:
+    """The children of `pid`, from the `children` file of each of its threads (a child belongs to the thread that
+    forked it, or that an orphan was re-parented to); [] once it has exited."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for tid in tids:
+        try:
+            fd = os.open(f"/proc/{pid}/task/{tid}/children", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            found.extend(int(child) for child in os.read(fd, 1 << 20).split())
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return found
+
+
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
@@ -252,12 +289,21 @@ def _has_children() -> bool:
 
 
 def descendants(root: int) -> list[int]:
-    children = _children_map()
-    found, todo = [], list(children.get(root, []))
+    """Every process below `root`. Through the tree's own `children` files where the kernel has them: a trial's
+    handful of processes, not every process of the machine (a /proc walk costs milliseconds with hundreds of
+    trials running, and a keeper walks at least three times per trial). A process forked meanwhile may be missed;
+    the callers walk again until a walk finds nothing to kill."""
+    if CHILDREN_FILES:
+        children = _children
+    else:
+        mapping = _children_map()
+        children = lambda pid: mapping.get(pid, [])  # noqa: E731
+    found: list[int] = []
+    todo = children(root)
     while todo:
         pid = todo.pop()
         found.append(pid)
-        todo.extend(children.get(pid, []))
+        todo.extend(children(pid))
     return found
 
 

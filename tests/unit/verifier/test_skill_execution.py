@@ -20,7 +20,7 @@ from tests.unit.verifier.skill_builders import (
     skill_tool,
 )
 from verifier.checks._execution_parts import check_activation, check_error_recovery, check_workflow_order
-from verifier.checks._skill_entry import acceptable_skills
+from verifier.checks.skill_entry import acceptable_skills
 from verifier.checks.skill_execution import check_skill_execution, should_trigger
 from verifier.evidence import NO_TRAJECTORY, TrajectoryEvidence
 

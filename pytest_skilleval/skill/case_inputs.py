@@ -1,0 +1,109 @@
+"""Which files a case's `files` puts in /workspace/input: the rules collection checks and staging applies.
+
+Inputs live under `evals/` and never reach evaluator-only material; no link is ever followed. A plain module of the
+skill layer, so collection checks every case's inputs without importing the staging of Harbor tasks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Evaluator-only material under evals/ that a case's `files` may not select.
+RESERVED_INPUT_ROOTS = {"environment", "harbor", "results", "tests", "replays"}
+
+
+class StagingError(ValueError):
+    """A case that cannot be staged; the message names the case and what is wrong."""
+
+
+def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
+    """Public datasets list the skill's own files as inputs (`"files": ["SKILL.md", "scripts/extract.py"]`).
+
+    Those resolve outside evals/, so they are refused (docs/datasets.md), with the true reason rather than "does not
+    exist": copied into /workspace/input they would hand the skill to the baseline arm, and the with-skill arm has the
+    whole skill installed already.
+    """
+    candidate = skill_root / relative
+    if not relative.parts or not (candidate.is_file() or candidate.is_dir()):
+        return None
+    return (
+        f"is part of the skill itself ({skill_root.name}/{relative.as_posix()}), not a case input: staging it "
+        "into /workspace/input would hand the skill to the baseline arm, and the with-skill arm has the skill "
+        "installed already; leave it out of files (inputs live under evals/, e.g. evals/files/)"
+    )
+
+
+def _link_problem(path: Path, skill_root: Path) -> str | None:
+    """Why `path` cannot be an input: a symbolic link (saying where it points) or a special file; else None."""
+    shown = path.relative_to(skill_root).as_posix() if path.is_relative_to(skill_root) else str(path)
+    if path.is_symlink():
+        target = os.readlink(path)
+        outside = not Path(os.path.realpath(path)).is_relative_to(skill_root)
+        where = ", outside the skill folder" if outside else ""
+        return f"{shown} is a symbolic link (to {target}{where}); inputs may not contain links"
+    if path.exists() and not (path.is_dir() or path.is_file()):
+        return f"{shown} is not a regular file or folder"
+    return None
+
+
+def input_link_problem(evals_dir: Path, source: Path) -> str | None:
+    """The first link on the way from the skill folder to `source`, or anywhere below it (never followed)."""
+    skill_root = Path(os.path.abspath(evals_dir.parent))
+    evals_dir = skill_root / evals_dir.name
+    current = evals_dir
+    for part in (None, *Path(os.path.abspath(source)).relative_to(evals_dir).parts):
+        current = current if part is None else current / part
+        problem = _link_problem(current, skill_root)
+        if problem:
+            return problem
+    if not current.is_dir():
+        return None
+    for folder, dirs, files in os.walk(current, followlinks=False):
+        for name in sorted(dirs + files):
+            problem = _link_problem(Path(folder) / name, skill_root)
+            if problem:
+                return problem
+    return None
+
+
+def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> list[tuple[Path, Path]]:
+    """(source, destination relative to /workspace/input) pairs for a case's `files`.
+
+    No link is ever followed: a link anywhere in a case's inputs (evals/files itself, a listed entry, anything in a
+    listed folder) is an error naming it and where it points, so a link to ~/.ssh or /etc/passwd cannot copy host
+    files into the sandbox.
+    """
+    evals_root = evals_dir.resolve()
+    if files is None:
+        default = evals_dir / "files"
+        if not os.path.lexists(default):
+            return []
+        problem = input_link_problem(evals_dir, default)
+        if problem:
+            raise StagingError(f"case {case_id!r}: the default inputs (evals/files/): {problem}")
+        return [(default, Path("."))] if default.is_dir() else []
+    pairs = []
+    for item in files:
+        relative = Path(item.removeprefix("evals/"))
+        problem = None
+        if relative.is_absolute() or "://" in item or "\x00" in item:
+            problem = "must be a path relative to evals/"
+        elif ".." in relative.parts:
+            problem = "must not contain '..'"
+        elif relative.parts and relative.parts[0].casefold() in RESERVED_INPUT_ROOTS:
+            problem = f"selects evaluator-only material under evals/{relative.parts[0]}/"
+        source = evals_dir / relative
+        if problem is None:
+            link = input_link_problem(evals_dir, source)
+            if link:
+                problem = f"is refused: {link}"
+            elif not source.exists():
+                problem = _skill_file_problem(evals_root.parent, relative) or "does not exist"
+            elif not source.resolve().is_relative_to(evals_root) or source.resolve() == evals_root:
+                problem = "leaves evals/"
+        if problem:
+            raise StagingError(f"case {case_id!r}: files entry {item!r} {problem}")
+        destination = relative.relative_to("files") if relative.parts[:1] == ("files",) else relative
+        pairs.append((source, destination))
+    return pairs
