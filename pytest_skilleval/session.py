@@ -367,25 +367,25 @@ class SkillEvalSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
         """The first Ctrl+C (or SIGTERM) is remembered before pytest's own reporting of it can be interrupted."""
-        if not self.config.option.collectonly:
-            self._before_trials()
+        self._before_trials(collect_only=self.config.option.collectonly)
         try:
             return (yield)
         except KeyboardInterrupt:
             self.signals.mark_interrupted()
             raise
 
-    def _before_trials(self) -> None:
+    def _before_trials(self, collect_only: bool) -> None:
         """Only in a process this pytest run owns (not an in-process run inside another session, whose modules and
         collector are that session's business)."""
         if not (hasattr(self.config, "workerinput") or process_ends_with(self.config)):
             return
-        if self._writes_results:
+        if self._writes_results and not collect_only:
             self.early.warm_up = True  # once the first trial is done: not while the first one starts
             # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run.
             self.early.open_runs(skill_dir for skill_dir, plan in sorted(self.case_plans.items()) if plan.cases)
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
-        # left out of every full collection from now on (pytest forces two at its end, each walking all of it).
+        # left out of every full collection from now on (pytest forces two at its end, each walking all of it; under
+        # `--co` those two are most of what follows collection).
         gc.freeze()
 
     @pytest.hookimpl(tryfirst=True)

@@ -200,20 +200,24 @@ HEAVY_FOR_COLLECTION = (
 
 
 def test_collect_only_imports_neither_the_result_models_nor_harbor(skill_project: SkillProject) -> None:
-    """`pytest --skill-eval --co` on a dataset and a trigger set imports only what reading them needs."""
+    """`pytest --skill-eval --co` on a dataset and a trigger set imports only what reading them needs, and freezes
+    what it made before pytest's two forced garbage collections at exit walk it all."""
     skill = skill_project.make_skill("demo", simple_entries("alpha", "beta"))
     (skill / "evals" / "triggers.json").write_text(
         json.dumps([{"query": "use demo", "should_trigger": True}, {"query": "weather?", "should_trigger": False}])
     )
     skill_project.pytester.makeconftest(
-        "import sys\n\n"
+        "import gc, sys\n\n"
         f"HEAVY = {HEAVY_FOR_COLLECTION!r}\n\n"
         "def pytest_unconfigure():\n"
         "    loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in HEAVY))\n"
         "    print('HEAVY=' + ','.join(loaded))\n"
+        "    print(f'FROZEN={gc.get_freeze_count() > 0}')\n"
     )
     result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY)
-    result.stdout.fnmatch_lines(["*demo/evals/evals.json::alpha*", "*demo/evals/triggers.json::*", "HEAVY="])
+    result.stdout.fnmatch_lines(
+        ["*demo/evals/evals.json::alpha*", "*demo/evals/triggers.json::*", "HEAVY=", "FROZEN=True"]
+    )
 
 
 def test_native_tasks_collect_reading_the_dataset_and_claims_once(skill_project: SkillProject) -> None:
