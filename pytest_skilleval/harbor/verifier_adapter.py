@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,12 @@ class HostVerifier(BaseVerifier):
             if problem:
                 raise SandboxLinkError(problem)
 
+    def _verifier_dir_there(self) -> bool:
+        """Whether the host sees /logs/verifier as a folder in the sandbox (reached without a link)."""
+        root = sandbox_root(self.environment)
+        found = None if root is None else safe_io.lstat(root, str(self.env_paths.verifier_dir).lstrip("/"))
+        return found is not None and stat.S_ISDIR(found.st_mode)
+
     def _check_reward_sizes(self) -> None:
         """Reward files over the limit are rejected before anything is copied to the host."""
         root = sandbox_root(self.environment)
@@ -171,10 +178,11 @@ class HostVerifier(BaseVerifier):
         assert self.grader is not None  # run only when the skill has a custom grader
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
-        # One exec: the verifier folder made (the agent may have removed it) and the grader run. `test` is a shell
-        # builtin: the usual case, a folder that is there, starts no mkdir process.
+        # One exec: the verifier folder made (the agent may have removed it) and the grader run. Where the host sees
+        # the sandbox and the folder is there (the usual case: the seal has just emptied it), the grader alone, a
+        # command the local environment starts without a shell; else the shell's `test` builtin checks first.
         folder = shlex.quote(str(self.env_paths.verifier_dir))
-        command = f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
+        command = run if self._verifier_dir_there() else f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}
         timeout = int(self.task.config.verifier.timeout_sec)
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)

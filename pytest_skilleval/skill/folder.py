@@ -240,6 +240,14 @@ def no_skill_reason(path: Path) -> str:
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():
         return f"{folder}: SKILL.md is here but there is no evals/ folder; {_draft_hint(folder)}"
+    bare = skills_below(path)
+    if bare:
+        names = ", ".join(str(skill) for skill in bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
+        return (
+            f"{names}: SKILL.md but no evals/ folder, so nothing to run; draft a dataset for each with `skilleval "
+            f"create-eval-dataset SKILL_DIR` (review it, then run), or run `pytest --skill-eval {path} --autopilot` "
+            "(a starter case for each, drafted into its results folder)"
+        )
     if (folder / "evals").is_dir():
         return missing_skill_md(folder / "evals")
     misspelt = _skill_md_misspelt(folder)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import gc
 import json
 import os
 import select
@@ -502,6 +503,9 @@ class Launcher:
 
     def serve(self) -> None:
         _take_signals(self.wake_w)
+        # Everything the launcher holds is kept out of the garbage collector's walks: a keeper forked from it then
+        # shares those pages instead of copying each one the collector would touch (copy-on-write).
+        gc.freeze()
         _serve(self.sock, self.wake_r, self.selector, self.on_message, self.reap)
 
     def on_message(self, message: dict, fds: list[int]) -> bool:
