@@ -39,6 +39,11 @@ echo 0 > "${HARBOR_REWARD_TXT:-/logs/verifier/reward.txt}"
 """
 
 
+# The fields of entry.json that name one trial rather than its case: a task folder shared by every trial of a case
+# and arm holds the entry without them, and each trial's own entry.json (with them) is laid over /tests for grading.
+TRIAL_ENTRY_FIELDS = ("agent", "attempt")
+
+
 def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
     return [name for name in names if name in SKILL_EXCLUDES or name.casefold() == "evals"]
 
@@ -110,6 +115,11 @@ def entry_document(
     return entry
 
 
+def case_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A trial's entry.json without the fields that name the trial: what every trial of the case and arm shares."""
+    return {key: value for key, value in entry.items() if key not in TRIAL_ENTRY_FIELDS}
+
+
 def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier: bool = False) -> str:
     from harbor.models.task.config import TaskConfig
 
@@ -143,7 +153,7 @@ def stage_dataset_task(
     entry: dict[str, Any] | None = None,
     separate_verifier: bool = False,
 ) -> Path:
-    """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
+    """Write a Harbor task for a case and arm (`entry`: what its tests/entry.json holds; by default one trial's)."""
     environment = environment or TaskEnvironment()
     tmp = task_dir.with_name(task_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
