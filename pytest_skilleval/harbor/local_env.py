@@ -522,7 +522,12 @@ class LocalEnvironment(BaseEnvironment):
             raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        """Copy a sandbox folder to the host (links refused, sizes capped). A sandbox never made (the trial failed
+        before its start, e.g. an agent Harbor refused) has nothing to download: Harbor's clean-up still asks for
+        the agent's logs then."""
         await self._remote_call()
+        if not os.path.lexists(self.sandbox_dir):
+            return
         limits = safe_io.CopyLimits(max_file_bytes=MAX_DOWNLOAD_FILE_BYTES, max_total_bytes=MAX_DOWNLOAD_BYTES)
         refused = await asyncio.to_thread(
             safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"

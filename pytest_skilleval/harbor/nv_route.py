@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_skilleval.harbor.agent_model_env import ALIAS_VARIABLES
 from verifier.judges.config import BASE_URL_VAR, PROVIDER_KEY_VARS, PROVIDER_VAR
 
 NV_PROVIDER = "nv_build"
@@ -30,13 +31,9 @@ BRIDGED = {
     "claude-code": ("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ""),
 }
 DIRECT = ("opencode",)
-CLAUDE_ALIASES = (
-    "ANTHROPIC_SMALL_FAST_MODEL",
-    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-    "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "ANTHROPIC_DEFAULT_OPUS_MODEL",
-    "CLAUDE_CODE_SUBAGENT_MODEL",
-)
+# claude-code's model aliases (the ones Harbor points at a custom endpoint's model, and its older small-fast one):
+# on the route every one is the route's model, a host's own setting included.
+CLAUDE_ALIASES = ("ANTHROPIC_SMALL_FAST_MODEL", *ALIAS_VARIABLES)
 BRIDGE_ENV_MODES = ("local", "docker")
 
 

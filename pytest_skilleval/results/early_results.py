@@ -53,7 +53,7 @@ def warm_up_reports() -> threading.Thread:
 
 
 def job_folder(record: TrialRecord | TriggerRecord) -> Path | None:
-    """The folder holding one trial's staged task and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
+    """The folder holding one trial's own files and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
 
     None for a trial this session did not run (read back by --resume): its stored path is never acted on."""
     if not record.trial_dir or record.source_run is not None:

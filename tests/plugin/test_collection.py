@@ -183,8 +183,9 @@ def test_collect_only_does_not_import_the_trial_machinery(skill_project: SkillPr
 
 
 # What `--co` must not import: the record and result models, the results tree's writer and the end-of-session
-# reporting, the staging of Harbor tasks, the preflight, the skill checks' engine, Harbor and litellm. Collection
-# reads datasets and settings only; these cost a plain `pytest --co` a third of a second (docs/performance.md).
+# reporting, the staging of Harbor tasks, the preflight, the skill checks' engine, Harbor and litellm, and PyYAML
+# for JSON files. Collection reads datasets and settings only; these cost a plain `pytest --co` a third of a second
+# (docs/performance.md).
 HEAVY_FOR_COLLECTION = (
     "pytest_skilleval.results.records",
     "pytest_skilleval.results.models",
@@ -196,6 +197,7 @@ HEAVY_FOR_COLLECTION = (
     "verifier.checks.skill_execution",
     "harbor",
     "litellm",
+    "yaml",
 )
 
 
