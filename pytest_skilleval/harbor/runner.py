@@ -488,7 +488,7 @@ def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
 
 
 def _slug(spec: TrialSpec) -> str:
-    return f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+    return f"{spec.agent_slug}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
 
 
 def _trial_prefix(spec: TrialSpec) -> str:

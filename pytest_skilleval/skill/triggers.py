@@ -9,7 +9,6 @@ entry and the field.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from pytest_skilleval.skill.dataset import (
     _parse_text,
     _validation_message,
     read_text,
+    unknown_field,
 )
 from pytest_skilleval.skill.foreign_formats import CRUCIBLE, foreign_layout
 
@@ -126,11 +126,9 @@ def _entry(path: Path, index: int, raw: Any) -> TriggerQuery:
     data = dict(raw)
     unknown = [str(key) for key in data if key not in TriggerQuery.model_fields]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(TriggerQuery.model_fields), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise DatasetError(
             path,
-            f"unknown field{hint}; a trigger entry has {', '.join(TriggerQuery.model_fields)}",
+            unknown_field(unknown[0], list(TriggerQuery.model_fields), "a trigger entry"),
             entry=label,
             field=unknown[0],
         )
