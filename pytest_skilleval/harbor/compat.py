@@ -90,7 +90,6 @@ def _route_builders() -> None:
     while a trial is created through `create_trial`, each goes through its `StagedTasks`, which calls Harbor's own
     once per staged folder (and file). Installed once; outside `create_trial` each is Harbor's own, called directly."""
     from harbor.models.job import lock
-    from harbor.models.task.file_filter import TaskFileFilter
 
     build_task, build_mode, build_skills = (
         lock._build_lock_trial_task,
@@ -112,6 +111,18 @@ def _route_builders() -> None:
         staged = _STAGED.get()
         return build_skills(skills) if staged is None else staged.skill_locks(skills, build_skills)
 
+    lock._build_lock_trial_task = task_entry
+    lock._task_verifier_environment_mode = verifier_mode
+    lock._build_agent_skill_locks = skill_entries
+    _route_file_filter()
+
+
+def _route_file_filter() -> None:
+    """Harbor's task file filter (`.harborignore`, Harbor 0.25 on; 0.24 has none and walks without one)."""
+    try:
+        from harbor.models.task.file_filter import TaskFileFilter
+    except ImportError:
+        return
     is_excluded = TaskFileFilter.is_excluded
 
     def excluded(self: TaskFileFilter, path: Path) -> bool:
@@ -121,6 +132,3 @@ def _route_builders() -> None:
         return staged.excluded(self.task_dir, path, lambda: is_excluded(self, path))
 
     setattr(TaskFileFilter, "is_excluded", excluded)  # noqa: B010 - mypy refuses assigning to a method
-    lock._build_lock_trial_task = task_entry
-    lock._task_verifier_environment_mode = verifier_mode
-    lock._build_agent_skill_locks = skill_entries
