@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilleval.harbor.agent_model_env import ALIAS_VARIABLES
-from verifier.judges.config import BASE_URL_VAR, PROVIDER_KEY_VARS, PROVIDER_VAR
+from verifier.judges.config import BASE_URL_VAR, env_provider
 
 NV_PROVIDER = "nv_build"
 NVIDIA_KEY_VAR = "NVIDIA_API_KEY"
@@ -51,11 +51,7 @@ class NvRoute:
 
 def evaluator_provider(environ: Mapping[str, str]) -> str | None:
     """The evaluator provider as the seed resolves it: SKILL_EVAL_LLM_PROVIDER, else the one provider key set."""
-    explicit = environ.get(PROVIDER_VAR, "").strip().lower()
-    if explicit:
-        return explicit
-    present = [provider for var, provider in PROVIDER_KEY_VARS.items() if environ.get(var)]
-    return present[0] if len(present) == 1 else None
+    return env_provider(environ)
 
 
 def nvidia_base_url(environ: Mapping[str, str]) -> str:
