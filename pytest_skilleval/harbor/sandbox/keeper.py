@@ -535,6 +535,7 @@ class Launcher:
     """
 
     def __init__(self, sock: socket.socket) -> None:
+        import shutil  # noqa: F401 - imported once here (~10 ms), not by every keeper that deletes its sandbox
         import subprocess  # noqa: F401 - imported once here, so a forked bwrap keeper does not import it per trial
 
         _libc.prctl  # noqa: B018 - looked up once here (a dlsym), not in every keeper
