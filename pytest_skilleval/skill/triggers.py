@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -102,6 +102,19 @@ def find_trigger_set(evals_dir: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def case_id_clashes(queries: Iterable[TriggerQuery], case_ids: Iterable[str]) -> list[str]:
+    """One line per query whose id is a case's (a dataset entry's or a native task's; compared case-folded, as
+    duplicate ids are): both would replay evals/replays/<id>.json and share its trials' names. A run and validate
+    refuse it with this line."""
+    taken = {case_id.casefold() for case_id in case_ids}
+    return [
+        f"query {query.id!r} has a case's id: both would replay evals/replays/{query.id}.json and share its trials' "
+        "names; rename the query (give it an `id`)"
+        for query in queries
+        if query.id.casefold() in taken
+    ]
 
 
 def unread_trigger_set(evals_dir: Path) -> str | None:
