@@ -12,7 +12,8 @@ Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest pro
 CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
 
 Run: .venv/bin/python benchmarks/bench_scale.py [TRIALS] [CONCURRENCY ...]   (default 1000 at 25 50 100 200;
-BENCH_HARBOR=0 skips Harbor's side; BENCH_ENV_KWARG=remote_latency_ms=20 runs both through a remote-like sandbox)
+BENCH_HARBOR=0 skips Harbor's side; BENCH_ENV_KWARG=remote_latency_ms=20 runs both through a remote-like sandbox;
+BENCH_ATTEMPTS=N runs the plugin's trials as TRIALS/N cases x N attempts, as real evals run, instead of one a case)
 """
 
 from __future__ import annotations
@@ -162,9 +163,10 @@ def pytest_unconfigure(config):
 
 
 def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
-    project = make_project(trials)
+    attempts = int(os.environ.get("BENCH_ATTEMPTS", "1"))
+    project = make_project(max(1, trials // attempts))
     (project / "bench_probe.py").write_text(PROBE)
-    extra = env_args()
+    extra = [*env_args(), *(["--n-attempts", str(attempts)] if attempts > 1 and trials > 1 else [])]
     argv = pytest_argv(
         project,
         "-p",

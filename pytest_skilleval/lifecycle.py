@@ -1,8 +1,8 @@
 """What happens once per session around the trials: the preflight before any of them, the clean-up after.
 
 The preflight runs on the controller (or the only process) before workers start: a problem stops the run with one
-line each (pytest's usage error), before any image is built or trial started. At the end, Harbor's staged tasks
-and trial folders are deleted once the results tree has copied what it keeps, unless --harbor-keep-jobs.
+line each (pytest's usage error), before any image is built or trial started. At the end, each trial's own
+and Harbor's folders are deleted once the results tree has copied what it keeps, unless --harbor-keep-jobs.
 """
 
 from __future__ import annotations
@@ -79,7 +79,11 @@ def check_credentials(state: SkillEvalSession, settings: RunSettings, skills: li
 
 
 def remove_job_folders(state: SkillEvalSession) -> None:
-    """Delete each trial's staged task and Harbor folders (and images built for this run only), after results."""
+    """Delete each trial's own and Harbor folders (and images built for this run only), after results.
+
+    First waits for the `rm` of the folders handed over as items finished: waited for last, it deletes them while
+    the results are written."""
+    state.early.finish()
     if state.keep_jobs():
         return
     from pytest_skilleval.results.early_results import remove_job_folder

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from pytest_skilleval.skill.baseline import BaselineError
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan, baseline_version, case_trials
 from verifier.custom import check_condition_metric_names
+
+if TYPE_CHECKING:
+    from pytest_skilleval.results.trial_evidence import TrialEvidence
 
 
 def build_plan(
@@ -146,12 +149,13 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(key, value)
 
 
-def _write_reports(run_dir: Path) -> dict[str, str]:
-    """report.html and BENCHMARK.md from the run folder; a rendering bug costs the report, never the run."""
+def _write_reports(run_dir: Path, known: Mapping[TrialKey, TrialEvidence]) -> dict[str, str]:
+    """report.html and BENCHMARK.md from the run folder (with the drill-downs of the trial files this session wrote
+    into it); a rendering bug costs the report, never the run."""
     from pytest_skilleval.results.publish import write_run_reports
 
     try:
-        report, card = write_run_reports(run_dir)
+        report, card = write_run_reports(run_dir, known)
     except Exception as error:  # noqa: BLE001 - result.json is already safe; say what went wrong and go on
         return {"report_error": f"{type(error).__name__}: {error}"}
     return {"report_path": str(report), "card_path": str(card)}
@@ -239,7 +243,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                 )
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
-        reports = _write_reports(run_dir)
+        reports = _write_reports(run_dir, state.early.evidence(str(skill_dir), run_dir))
         if records or plan.cases:
             state.summary_lines.extend(
                 render_summary(

@@ -17,6 +17,7 @@ from pytest_skilleval.results.correctness import HOW_TO_MEASURE, correctness_mea
 from pytest_skilleval.skill.dataset import DATASET_NAMES, EvalCase
 from pytest_skilleval.skill.folder import draft_commands
 from pytest_skilleval.skill.foreign_formats import foreign_layout
+from pytest_skilleval.skill.triggers import AGENT_SKILL_EVAL_QUERIES, unread_trigger_set
 
 # Keys of other eval tools that collect here (they travel to entry.json) but change nothing in a run.
 NOT_APPLIED: dict[str, str] = {
@@ -70,7 +71,9 @@ def check_negative_assertions(ctx: ValidationContext) -> None:
 
 def check_anything_to_run(ctx: ValidationContext, triggers: list[str] | None = None) -> None:
     """Nothing would run (no dataset, no native task, no trigger set): said with the other tool's layout when
-    evals/ holds one."""
+    evals/ holds one. agent-skill-eval's trigger set (evals/eval_queries.json), which no run reads, is named with
+    the copy that makes it ours: in that error, or as a warning beside what does run."""
+    unread = unread_trigger_set(ctx.evals_dir)
     if (
         ctx.dataset_path is None
         and not ctx.tasks
@@ -82,9 +85,11 @@ def check_anything_to_run(ctx: ValidationContext, triggers: list[str] | None = N
             "error",
             foreign_layout(ctx.evals_dir)
             or f"no dataset ({' or '.join(DATASET_NAMES)}) and no native task under evals/harbor/; nothing would run; "
-            + draft_commands(ctx.skill_dir),
+            + (unread or draft_commands(ctx.skill_dir)),
             ctx.evals_dir,
         )
+    elif unread:
+        ctx.add("trigger-set-not-read", "warning", unread, ctx.evals_dir / AGENT_SKILL_EVAL_QUERIES)
 
 
 def check_correctness_measured(ctx: ValidationContext) -> None:

@@ -15,7 +15,8 @@ commands:
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
   check-suite           run an agent that does nothing on every case: name cases that cannot fail
-  create-eval-dataset   draft evals/evals.json from SKILL.md through an LLM (a starter case, or --full)
+  create-eval-dataset   draft evals/evals.json from SKILL.md through an LLM (a starter case; --full: a covering
+                        set and evals/triggers.json)
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
   doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each

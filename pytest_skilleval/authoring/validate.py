@@ -33,7 +33,7 @@ from pytest_skilleval.authoring.findings import (
 from pytest_skilleval.authoring.harbor_contract import check_harbor_contract
 from pytest_skilleval.authoring.validate_replays import check_replays
 from pytest_skilleval.authoring.validate_triggers import check_trigger_set
-from pytest_skilleval.skill.bounded_parse import load_yaml
+from pytest_skilleval.skill.bounded_yaml import load_yaml
 from pytest_skilleval.skill.case_ids import duplicate_key
 from pytest_skilleval.skill.config_file import (
     MAX_CONFIG_BYTES,

@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_yaml
+from pytest_skilleval.skill.bounded_parse import ParseLimitError
+from pytest_skilleval.skill.bounded_yaml import load_yaml
 from verifier import check_runner, safe_io
 from verifier.check_host import Snapshot
 from verifier.check_spec import CHECK_LIST, SANDBOX_TYPES, CheckSpec, CheckStatus, parse_json_path

@@ -37,7 +37,9 @@ copied to ``/workspace`` at start (what ``COPY workspace/ /workspace/`` does in 
 
 Exec semantics: ``cwd`` defaults to the task's ``workdir`` or ``/workspace``; ``user`` is
 ignored (commands run as the invoking host user, root inside the sandbox but without
-capabilities); a timeout returns exit code 124 with the output so far.
+capabilities); a timeout returns exit code 124 with the output so far. A command runs with
+``bash -c``, except one that is only ``bash``, ``sh`` or ``python3`` and plain words on a PATH of
+system folders (``bash /tests/grader.sh``): that program is started directly, one process start less.
 """
 
 from __future__ import annotations
@@ -140,6 +142,26 @@ def _readable_targets(command: str) -> list[str] | None:
         return None
     targets = shlex.split(found.group(1))
     return targets if targets and all(target.startswith("/") for target in targets) else None
+
+
+# Programs a command may name to be started without `bash -c` (`bash /tests/grader.sh`, as the host verifier runs
+# a grader), when every other word is plain: nothing a shell would expand, split, redirect or treat as syntax.
+_DIRECT_PROGRAMS = frozenset({"bash", "sh", "python3"})
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+
+
+def _direct_argv(command: str, path: str) -> list[str] | None:
+    """The argv `bash -c command` would end up running, when the shell has nothing else to do: a program of
+    _DIRECT_PROGRAMS and plain words, found on a PATH of host system folders only (shown as they are in the sandbox,
+    so the host finds what the shell inside would). None: the command goes through `bash -c`."""
+    words = command.split(" ")
+    if words[0] not in _DIRECT_PROGRAMS or not all(_PLAIN_WORD.fullmatch(word) for word in words):
+        return None
+    folders = path.split(":")
+    if not all(folder.startswith("/") and "/" + folder.strip("/").split("/")[0] in SYSTEM_DIRS for folder in folders):
+        return None
+    program = shutil.which(words[0], path=path)
+    return [program, *words[1:]] if program else None
 
 
 def bwrap_available() -> bool:
@@ -335,15 +357,20 @@ class LocalEnvironment(BaseEnvironment):
     # ---- lifecycle ------------------------------------------------------------------
 
     async def start(self, force_build: bool) -> None:
-        for path in self.container_dirs():
-            self.host_path(path).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.host_path("/tmp"), 0o1777)
+        # The folders and the sandbox in one worker thread: a dozen folder creations are not the event loop's (the
+        # thread that drives every trial). The sandbox shows rootfs/ itself, so what is copied in next is there.
+        await asyncio.to_thread(self._make_folders_and_start_keeper)
         # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
         seed = Path(self.environment_dir) / "workspace"
         if seed.is_dir():
             await self.upload_dir(seed, WORKSPACE)
-        await asyncio.to_thread(self._start_keeper)
         await self._upload_environment_dir_after_start()
+
+    def _make_folders_and_start_keeper(self) -> None:
+        for path in self.container_dirs():
+            self.host_path(path).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.host_path("/tmp"), 0o1777)
+        self._start_keeper()
 
     def _start_keeper(self) -> None:
         options = None
@@ -429,7 +456,8 @@ class LocalEnvironment(BaseEnvironment):
         if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
             return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
-            exec_env, argv, run_cwd = self._exec_env(env), ["/bin/bash", "-c", command], container_cwd
+            exec_env, run_cwd = self._exec_env(env), container_cwd
+            argv = _direct_argv(command, exec_env.get("PATH", "")) or ["/bin/bash", "-c", command]
         else:
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd
@@ -499,7 +527,12 @@ class LocalEnvironment(BaseEnvironment):
             raise
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
+        """Copy a sandbox folder to the host (links refused, sizes capped). A sandbox never made (the trial failed
+        before its start, e.g. an agent Harbor refused) has nothing to download: Harbor's clean-up still asks for
+        the agent's logs then."""
         await self._remote_call()
+        if not os.path.lexists(self.sandbox_dir):
+            return
         limits = safe_io.CopyLimits(max_file_bytes=MAX_DOWNLOAD_FILE_BYTES, max_total_bytes=MAX_DOWNLOAD_BYTES)
         refused = await asyncio.to_thread(
             safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"

@@ -279,12 +279,42 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
     return checks
 
 
+def skills_refused(agent: str, arms: Iterable[str]) -> str | None:
+    """Why `agent` cannot run the arms that install a skill, or None: Harbor refuses skills to an agent class whose
+    `capabilities.skills` is false (its `nop` and `oracle`) at the trial's start, after the run has begun."""
+    from pytest_skilleval.harbor.staging import SKILLED_ARMS
+
+    arms = list(arms)
+    skilled = [arm for arm in arms if arm in SKILLED_ARMS]
+    if not skilled or agent == "replay":
+        return None
+    from harbor.agents.factory import AgentFactory
+    from harbor.models.trial.config import AgentConfig
+
+    try:
+        config = AgentConfig(import_path=agent) if ":" in agent else AgentConfig(name=agent)
+        capabilities = getattr(AgentFactory.get_agent_class_from_config(config), "capabilities", None)
+    except Exception:  # noqa: BLE001 - an unknown or unloadable agent has its own line (agent_checks, the trial)
+        return None
+    if capabilities is None or getattr(capabilities, "skills", True):
+        return None
+    others = [arm for arm in arms if arm not in SKILLED_ARMS] or ["without_skill"]
+    return (
+        f"does not support skills (Harbor's capabilities.skills is false), so its {' and '.join(skilled)} arm "
+        f"cannot run; use --arms {','.join(others)}, or an agent that takes skills"
+    )
+
+
 def skill_checks(
     skill_dir: Path, settings: RunSettings, environ: Mapping[str, str], pass_env: Iterable[str] = ()
 ) -> list[Check]:
     """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
     name = skill_dir.name
     checks: list[Check] = []
+    for agent in dict.fromkeys(variant.agent for variant in settings.variants):
+        refused = skills_refused(agent, settings.arms)
+        if refused:
+            checks.append(Check(f"agent {agent}", refused))
     if settings.baseline_skill and "baseline_skill" in settings.arms:
         from pytest_skilleval.skill.baseline import BaselineError, resolve_baseline
 

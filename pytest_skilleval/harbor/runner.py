@@ -7,6 +7,7 @@ anything that has the same `run(spec) -> TrialRecord` method.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from typing import Any
 
 from pytest_skilleval.harbor.agent_model_env import claude_code_model_env
 from pytest_skilleval.harbor.case_checks import BEFORE_NAME, take_snapshot
+from pytest_skilleval.harbor.compat import create_trial
 from pytest_skilleval.harbor.credentials import agent_env, runtime_env_values
 from pytest_skilleval.harbor.docker_cleanup import compose_project, tracked
 from pytest_skilleval.harbor.environments import (
@@ -32,14 +34,17 @@ from pytest_skilleval.harbor.nv_route import nv_route, nvidia_base_url, route_ki
 from pytest_skilleval.harbor.preflight import pinned_version
 from pytest_skilleval.harbor.pricing import priced
 from pytest_skilleval.harbor.process_env import forget_logger, quiet_harbor_deprecations
+from pytest_skilleval.harbor.staged_tasks import StagedTasks
 from pytest_skilleval.harbor.staging import (
     ARM_SLUG,
     SKILLED_ARMS,
     StagingError,
+    case_entry,
     entry_document,
     stage_dataset_task,
     stage_inputs,
     stage_skill,
+    stage_trial_tests,
     workspace_skill_dirs,
 )
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
@@ -141,6 +146,8 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
 
 
 WORKSPACE_ARTIFACT = "/workspace"
+# In a trial's folder: its own /tests (the task's tests/ with the trial's own entry.json; the checks' runner).
+TRIAL_TESTS = "tests"
 
 
 class SkillEvalRunner:
@@ -152,6 +159,9 @@ class SkillEvalRunner:
         self._skills = skills
         self._environments: dict[Path, TaskEnvironment | ImageError | EnvironmentModeError] = {}
         self._environments_lock = threading.Lock()
+        self.staged = StagedTasks()
+        self._case_tasks: dict[tuple[str, ...], tuple[Path, Path | None]] = {}
+        self._case_tasks_lock = threading.Lock()
 
     def _skill(self, spec: TrialSpec) -> SkillFolder:
         return self._skills[spec.skill_dir]
@@ -205,7 +215,7 @@ class SkillEvalRunner:
         """The skill the arm's agent is given: the version under test, the baseline version (exported from git
         once per process, staged under its own folder so nothing of the version under test reaches it), or none."""
         if spec.arm == "with_skill":
-            return stage_skill(spec.skill_dir, self.run_dir / "_skills")
+            return self._stage_skill(spec.skill_dir, self.run_dir / "_skills")
         if spec.arm != "baseline_skill":
             return None
         try:
@@ -215,7 +225,54 @@ class SkillEvalRunner:
             folder = skill.once("baseline_export", lambda: export_baseline(version, skill.path))
         except BaselineError as error:
             raise TrialError(str(error)) from None
-        return stage_skill(folder, self.run_dir / "_baseline_skills", name=skill.path.name)
+        return self._stage_skill(folder, self.run_dir / "_baseline_skills", name=skill.path.name)
+
+    def _stage_skill(self, skill_dir: Path, staging_root: Path, name: str | None = None) -> Path:
+        staged = stage_skill(skill_dir, staging_root, name)
+        self.staged.add_skill(staged)
+        return staged
+
+    def _case_task(
+        self,
+        spec: TrialSpec,
+        skill: SkillFolder,
+        mode: str,
+        environment: TaskEnvironment,
+        entry: dict[str, Any],
+        separate_verifier: bool,
+    ) -> tuple[Path, Path | None]:
+        """The Harbor task (and the inputs) of the trial's case and arm: staged by the first trial that needs it and
+        shared by every trial whose task would be the same (its agents and attempts), so Harbor builds and hashes it
+        once (`StagedTasks`). Never changed once staged: a trial's own entry.json lives in the trial's folder."""
+        shared = case_entry(entry)
+        key = (
+            str(spec.skill_dir),
+            spec.case_id,
+            spec.arm,
+            mode,
+            str(skill.grader),
+            str(separate_verifier),
+            json.dumps([shared, spec.files], sort_keys=True, default=str),
+        )
+        with self._case_tasks_lock:
+            found = self._case_tasks.get(key)
+            if found is None:
+                folder = self.run_dir / "_tasks" / spec.skill_name / spec.case_id / str(len(self._case_tasks))
+                shutil.rmtree(folder, ignore_errors=True)
+                inputs = stage_inputs(spec, folder / "input")
+                task_dir = stage_dataset_task(
+                    spec,
+                    folder / "task",
+                    mode,
+                    skill.grader,
+                    environment,
+                    inputs,
+                    shared,
+                    separate_verifier=separate_verifier,
+                )
+                found = self._case_tasks[key] = (task_dir, inputs)
+                self.staged.add_folder(task_dir)
+        return found
 
     def run(self, spec: TrialSpec, source_trial: Path | None = None) -> TrialRecord:
         """One trial, start to finish, on its own event loop (the serial path)."""
@@ -277,26 +334,19 @@ class SkillEvalRunner:
         work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        inputs = stage_inputs(spec, work / "input")
-        workspace = [stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
+        workspace = [self._stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
         entry = entry_document(
             spec, mode, skill.grader is not None, settings.skill_workspace_mode, [path.name for path in workspace]
         )
+        trial_tests: Path | None = None
         if spec.source == "native":
+            inputs = stage_inputs(spec, work / "input")
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
             native_environment(task_dir, await self.task_environment_async(skill), settings)
         else:
             environment = await self.task_environment_async(skill)  # a docker build, once
-            task_dir = stage_dataset_task(
-                spec,
-                work / "task",
-                mode,
-                skill.grader,
-                environment,
-                inputs,
-                entry,
-                separate_verifier=source_trial is not None,
-            )
+            task_dir, inputs = self._case_task(spec, skill, mode, environment, entry, source_trial is not None)
+            trial_tests = stage_trial_tests(task_dir / "tests", work / TRIAL_TESTS, entry)
             grader = skill.grader
         staged_skill = self._staged_skill(spec, skill)
         bridge_url = await self._bridge_url(spec, settings)
@@ -317,6 +367,7 @@ class SkillEvalRunner:
                     "grader": grader.name if grader else None,
                     "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None,
                     "workspace_before": str(work / BEFORE_NAME),
+                    "trial_tests": str(trial_tests) if trial_tests is not None else None,
                 },
             )
         allowance = settings.pass_env
@@ -343,7 +394,9 @@ class SkillEvalRunner:
             if snapshot is not None:
                 safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
 
-        result = await run_trial(config, inputs, at_agent_start=snapshot_workspace if source_trial is None else None)
+        result = await run_trial(
+            config, inputs, at_agent_start=snapshot_workspace if source_trial is None else None, staged=self.staged
+        )
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
 
@@ -380,15 +433,18 @@ class SkillEvalRunner:
 
 
 async def run_trial(
-    config: Any, inputs: Path | None, at_agent_start: Callable[[Any], Awaitable[None]] | None = None
+    config: Any,
+    inputs: Path | None,
+    at_agent_start: Callable[[Any], Awaitable[None]] | None = None,
+    staged: StagedTasks | None = None,
 ) -> Any:
     """One Harbor trial from its config: the case's inputs uploaded when the agent starts (then `at_agent_start`,
     given the trial), the replay agent's own record restored before verification, Harbor's per-trial logger
-    released after."""
+    released after. With `staged`, what Harbor builds from a staged task folder is built once per folder."""
     from harbor.trial.hooks import TrialEvent
     from harbor.trial.trial import Trial
 
-    trial = await Trial.create(config)
+    trial = await (create_trial(config, staged) if staged is not None else Trial.create(config))
 
     async def keep_agent_record(_event: Any) -> None:
         # The replay agent's own record beats any trajectory.json the sandbox wrote.
@@ -432,7 +488,7 @@ def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
 
 
 def _slug(spec: TrialSpec) -> str:
-    return f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+    return f"{spec.agent_slug}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
 
 
 def _trial_prefix(spec: TrialSpec) -> str:

@@ -9,6 +9,7 @@ skills mechanism in the with-skill arm only.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -37,6 +38,11 @@ if [ -f "$tests/grader.sh" ]; then exec bash "$tests/grader.sh"; fi
 mkdir -p "${HARBOR_VERIFIER_DIR:-/logs/verifier}"
 echo 0 > "${HARBOR_REWARD_TXT:-/logs/verifier/reward.txt}"
 """
+
+
+# The fields of entry.json that name one trial rather than its case: a task folder shared by every trial of a case
+# and arm holds the entry without them, and each trial's own entry.json (with them) is laid over /tests for grading.
+TRIAL_ENTRY_FIELDS = ("agent", "attempt")
 
 
 def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
@@ -110,6 +116,30 @@ def entry_document(
     return entry
 
 
+def case_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A trial's entry.json without the fields that name the trial: what every trial of the case and arm shares."""
+    return {key: value for key, value in entry.items() if key not in TRIAL_ENTRY_FIELDS}
+
+
+def stage_trial_tests(task_tests: Path, destination: Path, entry: dict[str, Any]) -> Path:
+    """A trial's own /tests: the shared task's tests/ (hard links to its files: nothing is copied here, and the upload
+    copies their contents into the sandbox) with the trial's own entry.json."""
+    destination.mkdir(parents=True)
+    for item in task_tests.iterdir():
+        target = destination / item.name
+        if item.name == "entry.json":
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.copytree(item, target, symlinks=True)
+            continue
+        try:
+            os.link(item, target, follow_symlinks=False)
+        except OSError:  # a file system without hard links
+            shutil.copy2(item, target, follow_symlinks=False)
+    (destination / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return destination
+
+
 def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier: bool = False) -> str:
     from harbor.models.task.config import TaskConfig
 
@@ -143,7 +173,7 @@ def stage_dataset_task(
     entry: dict[str, Any] | None = None,
     separate_verifier: bool = False,
 ) -> Path:
-    """Write the Harbor task for one trial (entry.json names the agent, arm and attempt)."""
+    """Write a Harbor task for a case and arm (`entry`: what its tests/entry.json holds; by default one trial's)."""
     environment = environment or TaskEnvironment()
     tmp = task_dir.with_name(task_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,19 @@ def grader_environment(paths: EnvironmentPaths) -> dict[str, str]:
     }
 
 
+_host_redactor: tuple[tuple[tuple[str, str], ...], Redactor] | None = None
+
+
+def host_redactor() -> Redactor:
+    """The redactor of this process's environment, made again only when the environment changed: every trial's
+    verifier asks for it, and reading each variable's name against the credential patterns is per-trial work."""
+    global _host_redactor
+    key = tuple(os.environ.items())
+    if _host_redactor is None or _host_redactor[0] != key:
+        _host_redactor = (key, Redactor.from_environment(os.environ))
+    return _host_redactor[1]
+
+
 class HostVerifier(BaseVerifier):
     """Runs the author's grader in the sandbox (when the grading mode uses it) and the standard checks here."""
 
@@ -94,6 +108,7 @@ class HostVerifier(BaseVerifier):
         grader: str | None = None,
         judge: dict[str, Any] | None = None,
         workspace_before: str | None = None,
+        trial_tests: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -101,9 +116,12 @@ class HostVerifier(BaseVerifier):
         self.grader = grader
         self.judge = judge
         self.workspace_before = Path(workspace_before) if workspace_before else None
+        # The trial's own /tests on the host (the task's tests/, which every trial of the case and arm shares and
+        # nothing changes, with the trial's own entry.json; the checks' runner is put there); None: the task's.
+        self.trial_tests = Path(trial_tests) if trial_tests else None
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
-        self.redactor = Redactor.from_environment(os.environ)
+        self.redactor = host_redactor()
 
     @property
     def _verifier_host_dir(self) -> Path:
@@ -116,7 +134,7 @@ class HostVerifier(BaseVerifier):
     async def _prepare_sandbox(self) -> None:
         """End the agent phase (its processes, its /logs/verifier), put tests/ fresh at /tests, and the host-side
         trajectory where an in-sandbox grader looks for it."""
-        await seal_for_grading(self.environment, self.env_paths, Path(self.task.paths.tests_dir))
+        await seal_for_grading(self.environment, self.env_paths, self.trial_tests or Path(self.task.paths.tests_dir))
         trajectory = self._agent_host_dir / "trajectory.json"
         problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
         if problem:
@@ -139,6 +157,12 @@ class HostVerifier(BaseVerifier):
             problem = safe_io.link_on_path(root, path.lstrip("/"), label="/")
             if problem:
                 raise SandboxLinkError(problem)
+
+    def _verifier_dir_there(self) -> bool:
+        """Whether the host sees /logs/verifier as a folder in the sandbox (reached without a link)."""
+        root = sandbox_root(self.environment)
+        found = None if root is None else safe_io.lstat(root, str(self.env_paths.verifier_dir).lstrip("/"))
+        return found is not None and stat.S_ISDIR(found.st_mode)
 
     def _check_reward_sizes(self) -> None:
         """Reward files over the limit are rejected before anything is copied to the host."""
@@ -171,10 +195,11 @@ class HostVerifier(BaseVerifier):
         assert self.grader is not None  # run only when the skill has a custom grader
         grader = f"{self.env_paths.tests_dir}/{self.grader}"
         run = f"python3 {shlex.quote(grader)}" if self.grader.endswith(".py") else f"bash {shlex.quote(grader)}"
-        # One exec: the verifier folder made (the agent may have removed it) and the grader run. `test` is a shell
-        # builtin: the usual case, a folder that is there, starts no mkdir process.
+        # One exec: the verifier folder made (the agent may have removed it) and the grader run. Where the host sees
+        # the sandbox and the folder is there (the usual case: the seal has just emptied it), the grader alone, a
+        # command the local environment starts without a shell; else the shell's `test` builtin checks first.
         folder = shlex.quote(str(self.env_paths.verifier_dir))
-        command = f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
+        command = run if self._verifier_dir_there() else f"{{ [ -d {folder} ] || mkdir -p {folder}; }} && {run}"
         env = {**grader_environment(self.env_paths), **(self.verifier_env or {}), **self.override_env}
         timeout = int(self.task.config.verifier.timeout_sec)
         result = await self.environment.exec(command, cwd="/workspace", env=env, timeout_sec=timeout)
@@ -231,7 +256,7 @@ class HostVerifier(BaseVerifier):
     async def verify(self) -> VerifierResult:
         agent_dir = str(self.env_paths.agent_dir)
         self._refuse_sandbox_links(agent_dir, f"{agent_dir}/trajectory.json", str(self.env_paths.verifier_dir))
-        tests_dir = Path(self.task.paths.tests_dir)
+        tests_dir = self.trial_tests or Path(self.task.paths.tests_dir)
         entry = json.loads((tests_dir / "entry.json").read_text(encoding="utf-8"))
         checks = case_checks.case_checks(entry)
         before = case_checks.read_before(self.workspace_before) if self.workspace_before else None

@@ -1,29 +1,33 @@
 """Each trial's file goes to its run folder when its item is done, and the trial's Harbor folders are deleted then.
 
 Why: done at the session's end, writing every trial file and deleting every job folder is time no trial overlaps.
-Handed over as each item finishes (its teardown report; on the controller under xdist) to one writer thread, the
-work overlaps the trials still running. Not on pytest's main thread, which runs the trials' event loop while it
-waits for an item: written there, the trials' Python side would pause for every write and delete (figures in
-docs/performance.md). The session's end writes what is not there yet (resumed trials; a trial whose record it
-changed), syncs everything once and writes result.json last. The run folder's first write also puts there what
---resume compares (run_config.json, dataset_digest.json), so a run killed outright (SIGKILL), which leaves its
-finished trials' files but no result.json, can be resumed.
+Each file is written as its item finishes (its teardown report; on the controller under xdist), on pytest's main
+thread, between two items, where the trials' event loop also runs: a thread of its own would hold the interpreter
+lock for the same work and wait for it again after each system call while the loop holds it, which made it fall
+seconds behind the trials, all paid after the last one (figures in docs/performance.md). What waits on the disk
+without Python, deleting the job folders, runs in `rm` processes that are not waited for (`FolderRemover`). The
+bytes of each file written are also made into its drill-down for report.html (`trial_evidence`), so the session's
+end renders the report without reading every trial file back. The session's end writes what is not there yet
+(resumed trials; a trial whose record it changed), syncs everything once and writes result.json last. The run
+folder's first write also puts there what --resume compares (run_config.json, dataset_digest.json), so a run
+killed outright (SIGKILL), which leaves its finished trials' files but no result.json, can be resumed.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import queue
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the writer and the models: imported once a trial is handed over (never by `--co`)
-    from pytest_skilleval.results.records import TrialRecord
+    from pytest_skilleval.results.records import TrialKey, TrialRecord
     from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
+    from pytest_skilleval.results.trial_evidence import TrialEvidence
     from pytest_skilleval.results.triggering import TriggerRecord
     from verifier.redact import Redactor
 
@@ -49,7 +53,7 @@ def warm_up_reports() -> threading.Thread:
 
 
 def job_folder(record: TrialRecord | TriggerRecord) -> Path | None:
-    """The folder holding one trial's staged task and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
+    """The folder holding one trial's own files and Harbor's trial folder (`<scratch>/<skill>/<case>/<slug>/`).
 
     None for a trial this session did not run (read back by --resume): its stored path is never acted on."""
     if not record.trial_dir or record.source_run is not None:
@@ -64,37 +68,80 @@ def remove_job_folder(record: TrialRecord | TriggerRecord) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-# Job folders the writer thread deletes at once, with one `rm -rf`, while it is behind (else each as it comes).
-REMOVE_BATCH = 32
-
-
-def remove_folders(folders: list[Path]) -> None:
-    """Delete job folders with one `rm -rf` process (it never follows a link), then `shutil.rmtree` what is left.
-
-    Why a process: beside the event loop, which holds the interpreter lock while trials run, a thread's
-    `shutil.rmtree` waits for the lock again after each of its system calls (a job folder is some 30 entries, about
-    a hundred calls): measured, a tree of 2,000 files took 3.5 s beside a busy thread against 0.4 s alone, and the
-    writer fell seconds behind the trials, all of it paid after the last one."""
-    if not folders:
-        return
+def _rm(folders: list[Path]) -> subprocess.Popen[bytes] | None:
+    """An `rm -rf` of `folders` (it never follows a link), started and not waited for; None when it cannot start."""
     try:
-        subprocess.run(
+        return subprocess.Popen(
             ["rm", "-rf", "--", *map(str, folders)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            check=False,
         )
-    except OSError:  # no `rm` to run: the rmtree below does it all
-        pass
+    except OSError:
+        return None
+
+
+def _rmtree_left(folders: list[Path]) -> None:
+    """What an `rm` left (or could not start for), removed here."""
     for folder in folders:
         if os.path.lexists(folder):
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def remove_folders(folders: list[Path]) -> None:
+    """Delete job folders with one `rm -rf` process, waited for, then `shutil.rmtree` what is left."""
+    if folders:
+        process = _rm(folders)
+        if process is not None:
+            process.wait()
+        _rmtree_left(folders)
+
+
+class FolderRemover:
+    """Deletes job folders in `rm -rf` processes nobody waits for: one at a time, each taking every folder handed
+    over while the one before ran, checked (and what it left removed) when the next folder comes or at `finish`.
+
+    Why a process: beside the trials' event loop, which holds the interpreter lock while trials run, a thread's
+    `shutil.rmtree` waits for the lock again after each of its system calls (a job folder is some 30 entries, about
+    a hundred calls): measured, a tree of 2,000 files took 3.5 s beside a busy thread against 0.4 s alone. Why not
+    waited for: the main thread, which hands the folders over, is the one running the trials."""
+
+    def __init__(self) -> None:
+        self._waiting: list[Path] = []
+        self._running: tuple[subprocess.Popen[bytes], list[Path]] | None = None
+
+    def remove(self, folder: Path) -> None:
+        self._waiting.append(folder)
+        if self._running is not None:
+            process, folders = self._running
+            if process.poll() is None:
+                return  # still deleting: this folder goes with the next batch
+            self._running = None
+            _rmtree_left(folders)
+        self._start()
+
+    def _start(self) -> None:
+        folders, self._waiting = self._waiting, []
+        process = _rm(folders)
+        if process is None:
+            _rmtree_left(folders)
+        else:
+            self._running = (process, folders)
+
+    def finish(self) -> None:
+        """Wait until every folder handed over is gone."""
+        if self._running is not None:
+            process, folders = self._running
+            self._running = None
+            process.wait()
+            _rmtree_left(folders)
+        remove_folders(self._waiting)
+        self._waiting = []
+
+
 class EarlyResults:
-    """The session's early writers, one per skill, fed to one writer thread; `failed` after any error, leaving the
-    rest to the session's end (which writes every trial not written here, and reports what goes wrong)."""
+    """The session's early writers, one per skill; `failed` after any error, leaving the rest to the session's end
+    (which writes every trial not written here, and reports what goes wrong)."""
 
     def __init__(
         self,
@@ -111,8 +158,8 @@ class EarlyResults:
         self._keep_jobs = keep_jobs
         self._writers: dict[str, EarlyTrialFiles] = {}
         self._done: dict[str, TrialRecord] = {}  # node id -> record, from its setup report to its teardown report
-        self._queue: queue.SimpleQueue[tuple[EarlyTrialFiles, TrialRecord, bool] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._evidence: dict[str, dict[TrialKey, TrialEvidence]] = {}  # skill folder -> its trials' drill-downs
+        self._remover = FolderRemover()
         self.failed = False
         self.warm_up = False  # set: the report writers are imported in the background when the first item is done
 
@@ -155,40 +202,40 @@ class EarlyResults:
         if record is None or self.failed or record.source_run is not None:
             return
         try:
-            writer = self._writer(record.skill_dir)
+            body = self._writer(record.skill_dir).write(record)
         except Exception:  # noqa: BLE001 - the session's end writes this trial and reports the problem
             self.failed = True
             return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._write_each, name="skilleval-results", daemon=True)
-            self._thread.start()
-        self._queue.put((writer, record, not self._keep_jobs()))
+        self._keep_evidence(record, body)
+        work = job_folder(record) if not self._keep_jobs() else None
+        if work is not None:
+            self._remover.remove(work)
 
-    def _write_each(self) -> None:
-        folders: list[Path] = []  # written trials' job folders, deleted REMOVE_BATCH at a time and at the end
-        while (job := self._queue.get()) is not None:
-            writer, record, remove = job
-            if self.failed:
-                continue
-            try:
-                writer.write(record)
-            except Exception:  # noqa: BLE001 - as in item_done: the session's end writes it
-                self.failed = True
-                continue
-            work = job_folder(record) if remove else None
-            if work is not None:
-                folders.append(work)
-            if len(folders) >= REMOVE_BATCH or self._queue.empty():  # a batch while behind, else at once
-                remove_folders(folders)
-                folders = []
-        remove_folders(folders)
+    def _keep_evidence(self, record: TrialRecord, body: bytes) -> None:
+        """The trial's drill-down for report.html, from the bytes its file holds (as a reader of the file gets
+        them: one over the readers' size cap is left to the report, which shows it as unreadable)."""
+        from pytest_skilleval.results.trial_evidence import trial_evidence
+        from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES
+
+        if len(body) > MAX_TRIAL_BYTES:
+            return
+        try:
+            document = json.loads(body)
+            evidence = trial_evidence(document if isinstance(document, dict) else {})
+        except Exception:  # noqa: BLE001 - the report reads this trial's file back instead
+            return
+        self._evidence.setdefault(record.skill_dir, {})[record.key] = evidence
 
     def finish(self) -> None:
-        """Wait until every trial handed over is written (the session's end reads what was)."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
+        """Wait until every job folder handed over is deleted."""
+        self._remover.finish()
 
     def writer(self, skill_dir: str) -> EarlyTrialFiles | None:
         return self._writers.get(skill_dir)
+
+    def evidence(self, skill_dir: str, run_dir: Path) -> Mapping[TrialKey, TrialEvidence]:
+        """The drill-downs of the trial files written into `run_dir` (none when the skill's run went elsewhere)."""
+        writer = self._writers.get(skill_dir)
+        if writer is None or writer.run_dir is None or os.path.abspath(writer.run_dir) != os.path.abspath(run_dir):
+            return {}
+        return self._evidence.get(skill_dir, {})

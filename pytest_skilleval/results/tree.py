@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.results.models import AggregateResult, ResultDocument
+from pytest_skilleval.results.models import AggregateResult
 from pytest_skilleval.results.records import ALL_ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
 from pytest_skilleval.results.run_paths import (
@@ -260,9 +260,10 @@ def atomic_write_json(path: Path, data: Any, root: Path) -> Path:
     return atomic_write_bytes(path, json_bytes(data), root)
 
 
-def write_sealed_json(run_dir: Path, path: Path, data: Any, root: Path, seal: RunSeal, durable: bool = False) -> None:
+def write_sealed_json(run_dir: Path, path: Path, data: Any, root: Path, seal: RunSeal, durable: bool = False) -> bytes:
     """A run folder's file that --resume or --regrade reads back: written atomically, then sealed with this
-    machine's key (run_seal.py), so a run folder someone else wrote is never taken for one of ours."""
+    machine's key (run_seal.py), so a run folder someone else wrote is never taken for one of ours. Returns the
+    bytes written."""
     body = json_bytes(data)
     batch = _BATCH.get()
     if durable:
@@ -280,6 +281,7 @@ def write_sealed_json(run_dir: Path, path: Path, data: Any, root: Path, seal: Ru
         if log not in batch.seal_logs:
             batch.seal_logs.add(log)
             batch.unsynced.append(log)
+    return body
 
 
 # -------------------------------------------------------------------------------------------- run dir
@@ -410,19 +412,21 @@ class EarlyTrialFiles:
         self._run_dir = None
         return True
 
-    def write(self, record: TrialRecord) -> None:
+    def write(self, record: TrialRecord) -> bytes:
+        """Write one trial's file; returns its bytes (what a reader of the file gets)."""
         run_dir = self.open()
         token = _BATCH.set(self.batch)
         try:
-            _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor, self.seal)
+            body = _write_trial(run_dir, record, self.max_artifact_bytes, self.redactor, self.seal)
         finally:
             _BATCH.reset(token)
         self.written.add(record.key)
+        return body
 
 
 def _write_trial(
     run_dir: Path, record: TrialRecord, max_bytes: int, redactor: Redactor, seal: RunSeal, stored: bool = False
-) -> None:
+) -> bytes:
     """One trial's file; `stored`: the run folder already holds it (resumed, or written early) and only the record
     in it is replaced (the trial's own folder may be gone)."""
     path = trial_file(run_dir, record.key)
@@ -435,7 +439,7 @@ def _write_trial(
         found = read_parts(Path(ours), TRIAL_PARTS, max_bytes) if ours else {}
         document = trial_document(record, found)
         document["trial_dir"] = record.trial_dir
-    write_sealed_json(run_dir, path, redactor.scrub(document), run_dir, seal)
+    return write_sealed_json(run_dir, path, redactor.scrub(document), run_dir, seal)
 
 
 def _json_safe(value: Any) -> Any:
@@ -558,13 +562,15 @@ def _write_tree(
     if aggregate.comparison is not None:
         write_json(run_dir / "comparison.json", aggregate.comparison)
 
-    document = ResultDocument(
-        **aggregate.model_dump(),
-        run_id=run_id,
-        plugin_version=aggregate.evaluator_version,
-        harbor_version=harbor_version(),
-        run_dir=str(run_dir),
-    ).model_dump(mode="json")
+    # ResultDocument as JSON, in its field order: the aggregate's fields, then the writer's (building the model from
+    # the aggregate's dump would validate every trial again; the schema check below holds the document to it).
+    document = {
+        **aggregate.model_dump(mode="json"),
+        "run_id": run_id,
+        "plugin_version": aggregate.evaluator_version,
+        "harbor_version": harbor_version(),
+        "run_dir": str(run_dir),
+    }
     document = redactor.scrub(document)
     validate_result(document, every_trial=False)
     _sync_tree(batch)  # every other file is durable before result.json says the run folder is complete

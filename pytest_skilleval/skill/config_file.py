@@ -18,12 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from pytest_skilleval.skill.bounded_parse import BoundedSafeLoader, ParseLimitError, load_yaml, yaml_error_message
+from pytest_skilleval.skill.bounded_parse import ParseLimitError
 from pytest_skilleval.skill.foreign_formats import EXAM, exam_config
 from pytest_skilleval.skill.setting_catalog import declared_settings
 from pytest_skilleval.skill.setting_specs import Setting
@@ -460,24 +459,6 @@ CLI_ONLY_KEYS = _cli_only_names()
 # Loading
 
 
-class _UniqueKeyLoader(BoundedSafeLoader):
-    """PyYAML keeps the last of two equal keys; a duplicated key in a config is a mistake, so refuse it."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-# The stubs bound the loader to PyYAML's own classes; ours composes LibYAML's parser with SafeConstructor.
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)  # type: ignore[type-var]
-
-
 def find_config(evals_dir: Path) -> Path | None:
     """The config file in `evals_dir`; both names present is ambiguous and an error."""
     present = [evals_dir / name for name in CONFIG_FILE_NAMES if (evals_dir / name).is_file()]
@@ -568,8 +549,12 @@ def load_config(evals_dir: Path) -> EvalsConfigBase | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, "", f"cannot read config: {exc}") from None
+    import yaml  # only a skill with a config file reads YAML
+
+    from pytest_skilleval.skill.bounded_yaml import UniqueKeyLoader, load_yaml, yaml_error_message
+
     try:
-        data = load_yaml(text, _UniqueKeyLoader)
+        data = load_yaml(text, UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(path, "", yaml_error_message(exc)) from None
     except ParseLimitError as exc:

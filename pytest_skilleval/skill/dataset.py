@@ -14,14 +14,13 @@ import hashlib
 import json
 import re
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, load_yaml, yaml_error_message
+from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.check_files import expected_files
 from pytest_skilleval.skill.entry_keys import KeyTypo, near_miss_keys
@@ -308,14 +307,26 @@ def _jsonl_rows(path: Path, text: str) -> list[Any]:
 
 def _parse_text(path: Path, text: str) -> Any:
     suffix = path.suffix.lower()
+    if suffix not in (".json", ".jsonl"):
+        return _parse_yaml(path, text)
     try:
         if suffix == ".json":
             return load_json(text)
-        if suffix == ".jsonl":
-            return _jsonl_rows(path, text)
-        return load_yaml(text)
+        return _jsonl_rows(path, text)
     except json.JSONDecodeError as error:
         raise DatasetError(path, f"invalid JSON at line {error.lineno} column {error.colno}: {error.msg}") from None
+    except ParseLimitError as error:
+        raise DatasetError(path, str(error)) from None
+
+
+def _parse_yaml(path: Path, text: str) -> Any:
+    """A YAML dataset; PyYAML is imported here, so a JSON dataset never loads it."""
+    import yaml
+
+    from pytest_skilleval.skill.bounded_yaml import load_yaml, yaml_error_message
+
+    try:
+        return load_yaml(text)
     except yaml.YAMLError as error:
         raise DatasetError(path, yaml_error_message(error)) from None
     except ParseLimitError as error:
@@ -402,14 +413,18 @@ def _check_fields() -> dict[str, list[str]]:
     }
 
 
+def unknown_field(key: str, fields: Sequence[str], owner: str) -> str:
+    """`unknown field (did you mean 'x'?); <owner> has a, b, c`: the nearest known field, then every one."""
+    close = difflib.get_close_matches(key, list(fields), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown field{hint}; {owner} has {', '.join(fields)}"
+
+
 def _item_message(item: Mapping[str, Any]) -> str:
     """One pydantic problem in words; an unknown field of a check names the nearest field and the type's fields."""
     loc = item.get("loc", ())
     if item.get("type") == "extra_forbidden" and len(loc) >= 4 and loc[0] == "checks" and loc[2] in CHECK_TYPES:
-        fields = _check_fields()[loc[2]]
-        close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown field{hint}; a {loc[2]} check has {', '.join(fields)}"
+        return unknown_field(str(loc[-1]), _check_fields()[loc[2]], f"a {loc[2]} check")
     return str(item.get("msg", "invalid value")).removeprefix("Value error, ")
 
 

@@ -15,7 +15,7 @@ from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.kwarg_values import redacted_kwargs
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.triggers import find_trigger_set
+from pytest_skilleval.skill.triggers import find_trigger_set, unread_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
 SettingsMerger = Callable[[Mapping[str, Any] | None], RunSettings]
@@ -235,10 +235,19 @@ def no_skill_reason(path: Path) -> str:
             foreign = foreign_layout(empty[0] / "evals")
             if foreign:
                 return f"{names}: {foreign}"
-            return f"{names}: no dataset and no native task here, so nothing to run; {_draft_hint(empty[0])}"
+            hint = unread_trigger_set(empty[0] / "evals") or _draft_hint(empty[0])
+            return f"{names}: no dataset and no native task here, so nothing to run; {hint}"
         return f"{path}: its skills produced no test items"
     if (folder / "SKILL.md").is_file():
         return f"{folder}: SKILL.md is here but there is no evals/ folder; {_draft_hint(folder)}"
+    bare = skills_below(path)
+    if bare:
+        names = ", ".join(str(skill) for skill in bare[:5]) + (f" and {len(bare) - 5} more" if len(bare) > 5 else "")
+        return (
+            f"{names}: SKILL.md but no evals/ folder, so nothing to run; draft a dataset for each with `skilleval "
+            f"create-eval-dataset SKILL_DIR` (review it, then run), or run `pytest --skill-eval {path} --autopilot` "
+            "(a starter case for each, drafted into its results folder)"
+        )
     if (folder / "evals").is_dir():
         return missing_skill_md(folder / "evals")
     misspelt = _skill_md_misspelt(folder)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import yaml
 
-from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_yaml
+from pytest_skilleval.skill.bounded_parse import ParseLimitError
+from pytest_skilleval.skill.bounded_yaml import load_yaml
 
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 MAIN_SERVICE = "main"  # Harbor's own service: the agent's container

@@ -48,6 +48,11 @@ class TrialSpec(BaseModel):
         return trial_label(self.agent, self.arm, self.attempt)
 
     @property
+    def agent_slug(self) -> str:
+        """The agent (variant) name as one path component of a trial's folder names (`module:Class`, `a@b/c`)."""
+        return self.agent.replace(":", "_").replace("/", "_")
+
+    @property
     def key(self) -> TrialKey:
         """A trigger query's key never equals a case's (`:` is in no case id): they share no resume, stop-on-pass
         or scheduling state."""
@@ -97,14 +102,21 @@ def baseline_version(skill: SkillFolder) -> BaselineVersion | None:
     return skill.once("baseline_version", lambda: resolve_baseline(given, skill.path))
 
 
-def case_trials(skill: SkillFolder) -> Iterator[tuple[str, Arm, int]]:
+def case_trials(skill: SkillFolder) -> tuple[tuple[str, Arm, int], ...]:
     """(agent, arm, attempt) for each trial of one case, in the fixed order every xdist worker collects; the agent
-    is a variant's name (`codex`, or `codex@gpt-5` when codex runs on several models)."""
-    settings = skill.settings
-    for variant in settings.variants:
-        for arm in settings.arms:
-            for attempt in range(1, settings.n_attempts + 1):
-                yield variant.name, arm, attempt
+    is a variant's name (`codex`, or `codex@gpt-5` when codex runs on several models). The same for every case of
+    the skill, so made once (the settings' variants and arms are computed properties)."""
+
+    def trials() -> tuple[tuple[str, Arm, int], ...]:
+        settings = skill.settings
+        return tuple(
+            (variant.name, arm, attempt)
+            for variant in settings.variants
+            for arm in settings.arms
+            for attempt in range(1, settings.n_attempts + 1)
+        )
+
+    return skill.once("case_trials", trials)
 
 
 class CasePlan(BaseModel):

@@ -138,6 +138,33 @@ def test_exec_cwd_env_and_exit_code(tmp_path: Path, sandbox_mode: str) -> None:
     assert res.return_code != 0 and "/does/not/exist" in (res.stderr or "")
 
 
+def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, kit) -> None:
+    """`bash /tests/grader.sh` (how a grader runs) starts bash once, not `bash -c` and then bash; anything a shell
+    would act on still goes through one, and a PATH holding a sandbox folder finds what the shell inside would."""
+    kit.skip_without_bwrap("bwrap")
+    env = run(started(make_env(tmp_path, "bwrap")))
+    try:
+        # A shell puts `_` (the program's path) in the environment of what it starts; nothing else here does.
+        script = env.host_path("/workspace/show.sh")
+        script.write_text(
+            "echo \"args=$* shell=$(tr '\\0' '\\n' < /proc/$$/environ | grep -c '^_=')\"\nsleep \"${NAP:-0}\"\n"
+        )
+        assert run(env.exec("bash /workspace/show.sh a b=c")).stdout == "args=a b=c shell=0\n"
+        assert run(env.exec("bash /workspace/show.sh $HOME")).stdout == "args=/root shell=1\n"
+        assert run(env.exec("bash /workspace/show.sh > /workspace/out.txt")).stdout == ""
+        assert env.host_path("/workspace/out.txt").read_text() == "args= shell=1\n"
+        planted = env.host_path("/workspace/bin/bash")
+        planted.parent.mkdir()
+        planted.write_text("#!/bin/sh\necho planted\n")
+        planted.chmod(0o755)
+        path = {"PATH": "/workspace/bin:/usr/bin:/bin"}
+        assert run(env.exec("bash /workspace/show.sh", env=path)).stdout == "planted\n"
+        slow = run(env.exec("bash /workspace/show.sh", env={"NAP": "30"}, timeout_sec=1))
+        assert slow.return_code == TIMEOUT_EXIT_CODE and slow.stdout == "args= shell=0\n"
+    finally:
+        run(env.stop(delete=True))
+
+
 def test_exec_writes_land_in_the_sandbox(tmp_path: Path, sandbox_mode: str) -> None:
     env = run(started(make_env(tmp_path, sandbox_mode)))
     res = run(env.exec("echo hello > /workspace/output/a.txt && cat /workspace/output/a.txt"))

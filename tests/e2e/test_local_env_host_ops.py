@@ -261,3 +261,12 @@ def test_a_remote_like_sandbox_snapshots_the_workspace_in_the_sandbox(
         assert found is not None and "out/deep/f.txt" in found.entries
     finally:
         run(environment.stop(delete=True))
+
+
+def test_a_download_from_a_sandbox_never_started_is_nothing_to_download(tmp_path: Path) -> None:
+    """Harbor's clean-up downloads the agent's logs even when the trial failed before its environment started (an
+    agent it refused): no sandbox folder then, so nothing to download, not a FileNotFoundError Harbor logs."""
+    environment = make_env(tmp_path, "none")
+    assert not (tmp_path / "trial" / SANDBOX_DIRNAME).exists()
+    run(environment.download_dir("/logs/agent", tmp_path / "agent-logs"))
+    assert not (tmp_path / "agent-logs").exists() or not any((tmp_path / "agent-logs").iterdir())

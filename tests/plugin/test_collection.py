@@ -183,8 +183,9 @@ def test_collect_only_does_not_import_the_trial_machinery(skill_project: SkillPr
 
 
 # What `--co` must not import: the record and result models, the results tree's writer and the end-of-session
-# reporting, the staging of Harbor tasks, the preflight, the skill checks' engine, Harbor and litellm. Collection
-# reads datasets and settings only; these cost a plain `pytest --co` a third of a second (docs/performance.md).
+# reporting, the staging of Harbor tasks, the preflight, the skill checks' engine, Harbor and litellm, and PyYAML
+# for JSON files. Collection reads datasets and settings only; these cost a plain `pytest --co` a third of a second
+# (docs/performance.md).
 HEAVY_FOR_COLLECTION = (
     "pytest_skilleval.results.records",
     "pytest_skilleval.results.models",
@@ -196,24 +197,29 @@ HEAVY_FOR_COLLECTION = (
     "verifier.checks.skill_execution",
     "harbor",
     "litellm",
+    "yaml",
 )
 
 
 def test_collect_only_imports_neither_the_result_models_nor_harbor(skill_project: SkillProject) -> None:
-    """`pytest --skill-eval --co` on a dataset and a trigger set imports only what reading them needs."""
+    """`pytest --skill-eval --co` on a dataset and a trigger set imports only what reading them needs, and freezes
+    what it made before pytest's two forced garbage collections at exit walk it all."""
     skill = skill_project.make_skill("demo", simple_entries("alpha", "beta"))
     (skill / "evals" / "triggers.json").write_text(
         json.dumps([{"query": "use demo", "should_trigger": True}, {"query": "weather?", "should_trigger": False}])
     )
     skill_project.pytester.makeconftest(
-        "import sys\n\n"
+        "import gc, sys\n\n"
         f"HEAVY = {HEAVY_FOR_COLLECTION!r}\n\n"
         "def pytest_unconfigure():\n"
         "    loaded = sorted(m for m in sys.modules if any(m == h or m.startswith(h + '.') for h in HEAVY))\n"
         "    print('HEAVY=' + ','.join(loaded))\n"
+        "    print(f'FROZEN={gc.get_freeze_count() > 0}')\n"
     )
     result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY)
-    result.stdout.fnmatch_lines(["*demo/evals/evals.json::alpha*", "*demo/evals/triggers.json::*", "HEAVY="])
+    result.stdout.fnmatch_lines(
+        ["*demo/evals/evals.json::alpha*", "*demo/evals/triggers.json::*", "HEAVY=", "FROZEN=True"]
+    )
 
 
 def test_native_tasks_collect_reading_the_dataset_and_claims_once(skill_project: SkillProject) -> None:

@@ -60,9 +60,9 @@ def test_workdir_resources_and_runtime_env_reach_the_trial(
     )
     result.assert_outcomes(passed=1)
     trial_dir = _trial_dir(skill_project, "demo", "c1")
-    table = tomllib.loads((trial_dir.parent.parent / "task" / "task.toml").read_text())["environment"]
-    assert (table["workdir"], table["cpus"], table["memory_mb"]) == ("/srv/work", 1, 1024)
     config = json.loads((trial_dir / "config.json").read_text())
+    table = tomllib.loads((Path(config["task"]["path"]) / "task.toml").read_text())["environment"]
+    assert (table["workdir"], table["cpus"], table["memory_mb"]) == ("/srv/work", 1, 1024)
     assert config["environment"]["env"] == {"SERVICE_URL": "http://db.internal:8080", "MODE": "demo"}
 
 
@@ -101,7 +101,7 @@ def test_group_workspace_installs_included_skills_in_both_arms(skill_project: Sk
             Path(s).name if isinstance(s, str) else Path(s["path"]).name for s in config["agent"].get("skills", [])
         )
         assert names == (["demo", "helper"] if arm == "with_skill" else ["helper"])
-        entry = json.loads((trial_dir.parent.parent / "task" / "tests" / "entry.json").read_text())
+        entry = json.loads((trial_dir.parent.parent / "tests" / "entry.json").read_text())  # the trial's own
         assert entry["skill_workspace_mode"] == "group"
         assert entry["workspace_skill_names"] == names
 

@@ -349,6 +349,17 @@ def test_without_autopilot_nothing_to_run_names_both_commands(skill_project: Ski
     assert f"pytest --skill-eval {skill} --autopilot" in out
 
 
+def test_a_folder_of_bare_skills_names_both_commands_not_no_skill_here(skill_project: SkillProject):
+    skills = skill_project.root / "skills"
+    for name in ("farewell", "greeter"):
+        bare_skill(skills, name)
+    run = skill_project.run(str(skills), *LOCAL_REPLAY)
+    out = " ".join(run.stdout.str().split())
+    assert "no skill here" not in out
+    assert f"{skills / 'farewell'}, {skills / 'greeter'}: SKILL.md but no evals/ folder, so nothing to run" in out
+    assert f"pytest --skill-eval {skills} --autopilot" in out and "skilleval create-eval-dataset SKILL_DIR" in out
+
+
 def test_autopilot_drafts_a_starter_case_for_each_bare_skill_in_a_folder(skill_project: SkillProject, drafter: Any):
     """A folder of skills: each bare one gets its own drafted copy in its results folder (the default, inside the
     skill's evals/results/), a skill with a dataset runs as it is, and the copies are collected once each, under

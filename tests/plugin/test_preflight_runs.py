@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.plugin.test_byot_runs import _native_task
 from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 CREDENTIALS = ("OPENAI_API_KEY", "CODEX_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -144,3 +145,20 @@ def test_an_open_file_limit_below_the_concurrency_stops_the_run_naming_the_limit
     assert not (skill_project.root / "results").exists()
     fits = run(4)
     assert fits.returncode == 0, fits.stdout + fits.stderr
+
+
+def test_an_agent_without_skills_is_refused_for_the_with_skill_arm(skill_project: SkillProject) -> None:
+    """Harbor's `nop` declares no skills: its with-skill trial of a native task would only fail at run time (and
+    Harbor's clean-up then logged a second error); the preflight names the agent, why and the arms it can run."""
+    skill = skill_project.make_skill("native", simple_entries("t1"), grader=False)
+    _native_task(skill, "t1")
+    result = skill_project.run("--agents", "nop", "--env-mode", "local", "--ek", "sandbox=none", "-k", "task.toml")
+    output = _stopped_before_any_trial(skill_project, result)
+    assert (
+        "agent nop: does not support skills (Harbor's capabilities.skills is false), so its with_skill arm cannot "
+        "run; use --arms without_skill, or an agent that takes skills"
+    ) in " ".join(output.split())
+    baseline = skill_project.run(
+        "--agents", "nop", "--env-mode", "local", "--ek", "sandbox=none", "-k", "task.toml", "--arms", "without_skill"
+    )
+    baseline.assert_outcomes(passed=1)

@@ -31,6 +31,7 @@ def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillP
     card = (run_dir / "BENCHMARK.md").read_text()
     assert "| Tier 3: live agent evaluation | INCOMPLETE" in card
 
+    live = (run_dir / "report.html").read_bytes()  # drawn from the trial files' bytes the session held
     (run_dir / "report.html").unlink()
     # As a user runs it, in a process of its own: run in this one, it left later in-process pytest runs of this
     # worker without the plugin's options.
@@ -49,4 +50,4 @@ def test_run_folder_has_report_card_and_trial_explanations(skill_project: SkillP
     assert view.returncode == 0, view.stderr
     out = view.stdout
     assert "skilleval: hello-skill" in out and f"Report: {run_dir / 'report.html'}" in out
-    assert (run_dir / "report.html").is_file()
+    assert (run_dir / "report.html").read_bytes() == live  # the same report, read back from the run folder alone

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.skill.bounded_parse import MAX_DEPTH, MAX_YAML_NODES, ParseLimitError, load_json, load_yaml
+from pytest_skilleval.skill.bounded_parse import MAX_DEPTH, MAX_YAML_NODES, ParseLimitError, load_json
+from pytest_skilleval.skill.bounded_yaml import load_yaml
 from pytest_skilleval.skill.config_file import ConfigError, load_config
 from pytest_skilleval.skill.dataset import MAX_ENTRIES, DatasetError, load_dataset
 

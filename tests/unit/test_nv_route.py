@@ -145,6 +145,29 @@ def test_harbor_gets_the_route_and_no_secret(monkeypatch: pytest.MonkeyPatch) ->
         assert KEY not in dumped and "sk-own-openai-key" not in dumped
 
 
+def test_claude_codes_every_model_alias_points_at_the_routes_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its side requests ask for a tier alias; on the route each one (a host's own setting too) is the route's
+    model, which NVIDIA Build serves, never a Claude model it does not."""
+    for name, value in NV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ANTHROPIC_DEFAULT_FABLE_MODEL", "claude-fable-from-the-host")
+    monkeypatch.setenv("ANTHROPIC_DEFAULT_OPUS_MODEL", "claude-opus-from-the-host")
+    config = agent_config(_spec("claude-code"), RunSettings(agents=["claude-code"], env_mode="local"), None, (), BRIDGE)
+    aliases = {name: value for name, value in config.env.items() if name.endswith("_MODEL")}
+    assert aliases == dict.fromkeys(
+        (
+            "ANTHROPIC_MODEL",
+            "ANTHROPIC_SMALL_FAST_MODEL",
+            "ANTHROPIC_DEFAULT_SONNET_MODEL",
+            "ANTHROPIC_DEFAULT_OPUS_MODEL",
+            "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+            "ANTHROPIC_DEFAULT_FABLE_MODEL",
+            "CLAUDE_CODE_SUBAGENT_MODEL",
+        ),
+        DEFAULT_MODEL,
+    )
+
+
 def test_without_the_route_agents_keep_their_own_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in OWN_VARS:
         monkeypatch.delenv(name, raising=False)

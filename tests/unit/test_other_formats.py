@@ -15,6 +15,7 @@ from pytest_skilleval.skill.config_file import ConfigError, load_config
 from pytest_skilleval.skill.dataset import DatasetError, arm_prompt, load_dataset, parse_dataset
 from pytest_skilleval.skill.folder import no_skill_reason
 from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.triggers import load_trigger_set
 from tests.support import FIXTURES, SkillProject
 
 FORMATS = FIXTURES / "formats"
@@ -113,3 +114,29 @@ def test_entry_json_keeps_force_skill_invocation_only_as_authored() -> None:
     cases = {case.id: case for case in load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases}
     assert cases["explicit"].entry_json()["force_skill_invocation"] is True
     assert "force_skill_invocation" not in cases["implicit"].entry_json()
+
+
+def test_agent_skill_eval_trigger_set_is_named_with_the_copy_that_makes_it_ours(
+    tmp_path: Path, skill_project: SkillProject
+) -> None:
+    """evals/eval_queries.json (agent-skill-eval's trigger set) is not read under that name: validate warns beside the
+    cases that do run, and a skill with nothing else says so where it says nothing would run; the copy the line
+    gives is a trigger set a run reads."""
+    skill = _skill(tmp_path, FORMATS / "agent-skill-eval", "commit-push")
+    queries, ours = skill / "evals" / "eval_queries.json", skill / "evals" / "triggers.json"
+    [warning] = [f for f in validate_skill(skill).findings if f.rule == "trigger-set-not-read"]
+    assert warning.severity == "warning" and f"cp {queries} {ours}" in warning.message
+
+    (skill / "evals" / "evals.json").unlink()  # nothing else to run: the run's one line and validate's error name it
+    target = skill_project.root / "commit-push"
+    shutil.copytree(skill, target)
+    result = skill_project.run("--collect-only", "-q", "commit-push", subprocess=False)
+    said = " ".join(result.stdout.str().split())
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert f"nothing to run; {target / 'evals' / 'eval_queries.json'} is agent-skill-eval's trigger set" in said
+    [error] = [f for f in validate_skill(skill).findings if f.rule == "no-evals"]
+    assert f"cp {queries} {ours}" in error.message
+
+    shutil.copy2(queries, ours)  # as the line says
+    assert len(load_trigger_set(ours).queries) == 3
+    assert not [f for f in validate_skill(skill).findings if f.rule in {"no-evals", "trigger-set-not-read"}]

@@ -22,6 +22,7 @@ from pytest_skilleval.results.redact import redact_text
 from pytest_skilleval.results.run_folder import RunFolderError, find_run, load_run
 from pytest_skilleval.results.trajectory_view import MAX_STEPS, trajectory_steps
 from pytest_skilleval.results.tree import write_results_tree
+from pytest_skilleval.results.trial_evidence import trial_evidence
 
 SECRET = "sk-live0123456789abcdefXYZ"
 HOSTILE = "<script>alert(1)</script><img src=http://evil.example/x.png>"
@@ -178,6 +179,18 @@ def test_report_puts_the_verdict_first_and_has_every_section(run_dir: Path) -> N
 def test_report_renders_the_same_bytes_twice(run_dir: Path) -> None:
     run = load_run(run_dir)
     assert render_report(run) == render_report(run)  # stable chart ids, no timestamps of its own
+
+
+def test_a_report_given_the_drill_downs_of_its_trial_files_reads_none_of_them(run_dir: Path) -> None:
+    """What the session hands over (each trial's drill-down, built from its file's bytes as it wrote them) makes
+    the report a reader of the folder makes; given it, the report opens no trial file."""
+    run = load_run(run_dir)
+    from_files = render_report(run)
+    known = {files.entry.key: trial_evidence(json.loads(files.path.read_bytes())) for files in run.trials()}
+    for files in run.trials():
+        files.path.unlink()
+    assert render_report(run, known) == from_files
+    assert render_report(run) != from_files  # read from the folder now, the trials' files are missing
 
 
 def test_report_without_trial_files_still_renders(tmp_path: Path) -> None:
