@@ -33,7 +33,7 @@ from pytest_skilleval.skill.plan import (
     trigger_trials,
 )
 from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
-from pytest_skilleval.skill.triggers import TRIGGER_NAMES, find_trigger_set
+from pytest_skilleval.skill.triggers import TRIGGER_NAMES, case_id_clashes, find_trigger_set
 
 MARKER = "skilleval"
 TRIGGER_MARKER = "skilleval_trigger"
@@ -387,14 +387,13 @@ class TriggerItem(SkillEvalItem):
         return item
 
 
-def _case_ids(skill: SkillFolder) -> set[str]:
-    """The skill's case ids, case-folded: its dataset's (an unreadable one has its own collection error) and its
-    native tasks'."""
-    ids = {name.casefold() for name in native_case_names(skill.evals_dir)}
+def _case_ids(skill: SkillFolder) -> list[str]:
+    """The skill's case ids: its dataset's (an unreadable one has its own collection error) and its native tasks'."""
+    ids = native_case_names(skill.evals_dir)
     path = find_dataset(skill.evals_dir)
     if path is not None:
         try:
-            ids.update(case.id.casefold() for case in skill.load_dataset(path).cases)
+            ids += [case.id for case in skill.load_dataset(path).cases]
         except DatasetError:
             pass
     return ids
@@ -418,13 +417,10 @@ class TriggerFile(SkillCollector):
             raise SkillEvalCollectError(str(error)) from None
         self._settings_or_error()
         evals_dir = self.skill.evals_dir
-        case_ids = _case_ids(self.skill)
+        clashes = case_id_clashes(triggers.queries, _case_ids(self.skill))
+        if clashes:
+            raise SkillEvalCollectError(f"{self.path}: {clashes[0]}")
         for query in triggers.queries:
-            if query.id.casefold() in case_ids:
-                raise SkillEvalCollectError(
-                    f"{self.path}: query {query.id!r} has a case's id: both would replay "
-                    f"evals/replays/{query.id}.json and share its trials' names; rename the query (give it an `id`)"
-                )
             files = list(query.files or [])
             try:
                 input_sources(evals_dir, files, query.id)

@@ -79,7 +79,11 @@ def check_credentials(state: SkillEvalSession, settings: RunSettings, skills: li
 
 
 def remove_job_folders(state: SkillEvalSession) -> None:
-    """Delete each trial's own and Harbor folders (and images built for this run only), after results."""
+    """Delete each trial's own and Harbor folders (and images built for this run only), after results.
+
+    First waits for the `rm` of the folders handed over as items finished: waited for last, it deletes them while
+    the results are written."""
+    state.early.finish()
     if state.keep_jobs():
         return
     from pytest_skilleval.results.early_results import remove_job_folder

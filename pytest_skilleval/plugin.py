@@ -320,6 +320,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         from pytest_skilleval.dispatch import shutdown
 
         shutdown(session)
+    state.after_trials()
     if "pytest_skilleval.harbor.nv_bridge" in sys.modules:  # the NVIDIA bridge this process started, if any
         from pytest_skilleval.harbor.nv_bridge import stop_bridges
 
@@ -331,7 +332,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from pytest_skilleval.lifecycle import remove_job_folders
 
     try:
-        state.early.finish()  # the trial files handed to the writer thread are on disk before the tree is finished
         if state.has_records() or state.early.opened():
             from pytest_skilleval.reporting import finish_session
 

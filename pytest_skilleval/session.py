@@ -65,6 +65,7 @@ class SkillEvalSession:
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
+        self._parsed_records: dict[str, tuple[str, TrialRecord]] = {}  # node id -> (its text, the record parsed)
         self._skill_dirs: dict[str, str] = {}
         # Trigger items' records (evals/triggers.json), by node id: kept apart, they never join the case records.
         self._triggers: dict[str, TriggerRecord] = {}
@@ -388,6 +389,14 @@ class SkillEvalSession:
         # `--co` those two are most of what follows collection).
         gc.freeze()
 
+    def after_trials(self) -> None:
+        """The trials are over: what is alive now (records, what Harbor left of each trial, its garbage) is left to
+        the process's end, frozen, so the full collections the session's end would set off (the results and the
+        report allocate a lot: each walked every object of the trials, ~0.2 s at 1,000 trials) and pytest's own at
+        its end skip it. Only in a process this run owns, as `_before_trials`."""
+        if hasattr(self.config, "workerinput") or process_ends_with(self.config):
+            gc.freeze()
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         self.signals.mark_interrupted()
@@ -427,12 +436,8 @@ class SkillEvalSession:
 
     @property
     def records(self) -> dict[str, TrialRecord]:
-        """Every trial record seen so far, by node id (parsed on each call: for tests and small runs)."""
-        if not self._records:
-            return {}  # `--co` and a session that ran nothing never import the record model
-        from pytest_skilleval.results.records import TrialRecord
-
-        return {nodeid: TrialRecord.model_validate_json(text) for nodeid, (_, text) in self._records.items()}
+        """Every trial record seen so far, by node id (each parsed once)."""
+        return {nodeid: self._parsed(nodeid, text) for nodeid, (_, text) in self._records.items()}
 
     def has_records(self) -> bool:
         return bool(self._records) or bool(self._triggers)
@@ -466,9 +471,17 @@ class SkillEvalSession:
         return sorted(with_records)
 
     def records_for(self, skill_dir: str) -> list[TrialRecord]:
+        return [self._parsed(nodeid, text) for nodeid, (sd, text) in self._records.items() if sd == skill_dir]
+
+    def _parsed(self, nodeid: str, text: str) -> TrialRecord:
+        """A record parsed once for the session's end, where the results and the clean-up both read every one
+        (`--co` and a session that ran nothing never import the record model)."""
         from pytest_skilleval.results.records import TrialRecord
 
-        return [TrialRecord.model_validate_json(text) for sd, text in self._records.values() if sd == skill_dir]
+        cached = self._parsed_records.get(nodeid)
+        if cached is None or cached[0] is not text:
+            cached = self._parsed_records[nodeid] = (text, TrialRecord.model_validate_json(text))
+        return cached[1]
 
 
 def process_ends_with(config: pytest.Config) -> bool:

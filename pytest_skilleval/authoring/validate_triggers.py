@@ -6,7 +6,8 @@ from __future__ import annotations
 from pytest_skilleval.authoring.findings import ValidationContext
 from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from pytest_skilleval.skill.dataset import DatasetError
-from pytest_skilleval.skill.triggers import TRIGGER_NAMES, find_trigger_set, load_trigger_set
+from pytest_skilleval.skill.plan import native_case_names
+from pytest_skilleval.skill.triggers import TRIGGER_NAMES, case_id_clashes, find_trigger_set, load_trigger_set
 
 
 def check_trigger_set(ctx: ValidationContext) -> list[str] | None:
@@ -22,18 +23,12 @@ def check_trigger_set(ctx: ValidationContext) -> list[str] | None:
     except DatasetError as error:
         ctx.add("trigger-set-invalid", "error", str(error).removeprefix(f"{path}: "), path)
         return None
-    case_ids = {case.id.casefold() for case in ctx.valid_cases}
     for query in triggers.queries:
         try:
             input_sources(ctx.evals_dir, list(query.files or []), query.id)
         except StagingError as error:
             ctx.add("trigger-files", "error", str(error), path)
-        if query.id.casefold() in case_ids:
-            ctx.add(
-                "trigger-id-shared",
-                "error",
-                f"query {query.id!r} has a case's id: both would replay evals/replays/{query.id}.json (a run refuses "
-                "it); rename one",
-                path,
-            )
+    case_ids = [case.id for case in ctx.valid_cases] + native_case_names(ctx.evals_dir)
+    for clash in case_id_clashes(triggers.queries, case_ids):
+        ctx.add("trigger-id-shared", "error", clash, path)
     return [query.id for query in triggers.queries]

@@ -58,7 +58,7 @@ async def create_trial(config: TrialConfig, staged: StagedTasks) -> Trial:
     """Harbor's `Trial.create(config)`, with the task, and the trial lock's task and skill entries, taken from what
     `staged` built once for its registered folders (through Harbor's own builders; any other folder gets them built
     by Harbor as usual)."""
-    _route_lock_builders()
+    _route_builders()
     token = _STAGED.set(staged)
     try:
         return await _staged_trial_class().create(config)
@@ -83,11 +83,12 @@ def _staged_trial_class() -> type[Trial]:
 
 
 @functools.cache
-def _route_lock_builders() -> None:
+def _route_builders() -> None:
     """Harbor's trial lock builder makes a task entry (a content hash of the task folder), the task's verifier
-    mode (task.toml read again) and the skill entries (a digest of each skill) per trial; while a trial is created
-    through `create_trial`, each goes through its `StagedTasks`, which calls Harbor's own builder once per staged
-    folder. Installed once; outside `create_trial` each calls Harbor's own builder directly."""
+    mode (task.toml read again) and the skill entries (a digest of each skill) per trial, and the task's file filter
+    decides for each file, in each of the folder's three walks (validation, lock, checksum), whether it is excluded;
+    while a trial is created through `create_trial`, each goes through its `StagedTasks`, which calls Harbor's own
+    once per staged folder (and file). Installed once; outside `create_trial` each is Harbor's own, called directly."""
     from harbor.models.job import lock
 
     build_task, build_mode, build_skills = (
@@ -113,3 +114,21 @@ def _route_lock_builders() -> None:
     lock._build_lock_trial_task = task_entry
     lock._task_verifier_environment_mode = verifier_mode
     lock._build_agent_skill_locks = skill_entries
+    _route_file_filter()
+
+
+def _route_file_filter() -> None:
+    """Harbor's task file filter (`.harborignore`, Harbor 0.25 on; 0.24 has none and walks without one)."""
+    try:
+        from harbor.models.task.file_filter import TaskFileFilter
+    except ImportError:
+        return
+    is_excluded = TaskFileFilter.is_excluded
+
+    def excluded(self: TaskFileFilter, path: Path) -> bool:
+        staged = _STAGED.get()
+        if staged is None:
+            return is_excluded(self, path)
+        return staged.excluded(self.task_dir, path, lambda: is_excluded(self, path))
+
+    setattr(TaskFileFilter, "is_excluded", excluded)  # noqa: B010 - mypy refuses assigning to a method

@@ -10,14 +10,13 @@ So before a grader starts, `seal_for_grading`:
    process in the container outside the container's own session (PID 1 and its keep-alive command) but itself;
 2. empties /logs/verifier and /tests (links are removed, never followed), so every reward file read afterwards was
    written by the grader, the only thing left running;
-3. uploads the grader's files fresh when given them (the task's tests/, then the trial's own files over them). /tests is read-only inside the `local` sandbox (a read-only
+3. uploads the grader's files fresh when given them. /tests is read-only inside the `local` sandbox (a read-only
    bind mount: the host writes it, nothing inside can); in Docker it is made root's and not writable.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,18 +66,16 @@ async def end_agent_processes(environment: Any) -> None:
         )
 
 
-async def seal_for_grading(environment: Any, paths: EnvironmentPaths, tests_sources: Sequence[Path] = ()) -> None:
-    """End the agent phase's processes, empty /logs/verifier and /tests, and upload `tests_sources` there fresh (in
-    order: a later folder's files replace an earlier one's of the same name)."""
+async def seal_for_grading(environment: Any, paths: EnvironmentPaths, tests_source: Path | None = None) -> None:
+    """End the agent phase's processes, empty /logs/verifier and /tests, and upload `tests_source` there fresh."""
     await end_agent_processes(environment)
     verifier_dir, tests_dir = str(paths.verifier_dir), str(paths.tests_dir)
     result = await environment.empty_dirs([verifier_dir, tests_dir])
     if result is not None and result.return_code != 0:
         raise SealError(f"{verifier_dir} and {tests_dir} could not be emptied before grading: {result.stderr}")
-    if not tests_sources:
+    if tests_source is None:
         return
-    for source in tests_sources:
-        await environment.upload_dir(source, tests_dir)
+    await environment.upload_dir(tests_source, tests_dir)
     if not callable(getattr(environment, "end_agent_processes", None)):
         # Docker and other environments: root's and not writable (the local sandbox mounts /tests read-only).
         quoted = shlex.quote(tests_dir)

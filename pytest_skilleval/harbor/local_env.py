@@ -357,15 +357,20 @@ class LocalEnvironment(BaseEnvironment):
     # ---- lifecycle ------------------------------------------------------------------
 
     async def start(self, force_build: bool) -> None:
-        for path in self.container_dirs():
-            self.host_path(path).mkdir(parents=True, exist_ok=True)
-        os.chmod(self.host_path("/tmp"), 0o1777)
+        # The folders and the sandbox in one worker thread: a dozen folder creations are not the event loop's (the
+        # thread that drives every trial). The sandbox shows rootfs/ itself, so what is copied in next is there.
+        await asyncio.to_thread(self._make_folders_and_start_keeper)
         # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
         seed = Path(self.environment_dir) / "workspace"
         if seed.is_dir():
             await self.upload_dir(seed, WORKSPACE)
-        await asyncio.to_thread(self._start_keeper)
         await self._upload_environment_dir_after_start()
+
+    def _make_folders_and_start_keeper(self) -> None:
+        for path in self.container_dirs():
+            self.host_path(path).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.host_path("/tmp"), 0o1777)
+        self._start_keeper()
 
     def _start_keeper(self) -> None:
         options = None

@@ -32,6 +32,7 @@ from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.custom import SanitizedReward
 from verifier.reward import RICH_REWARD_NAME, RichReward, grade_on_host
+from verifier.trajectory import TRAJECTORY_FILE
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
 CHECKS_KEPT = "the case's checks were not re-run (they need the trial's workspace); their stored results are kept"
@@ -61,6 +62,17 @@ def kept_trial(stored: TrialRecord, spec: TrialSpec) -> Path | None:
     if not own_trial_dir(path, spec) or not path.is_dir() or (path / "artifacts").is_symlink():
         return None
     return path if (path / "result.json").is_file() and (path / "artifacts").is_dir() else None
+
+
+def scratch_trial(work: Path, trajectory: Any) -> Path:
+    """`work` made afresh in the shape of Harbor's trial folder (`agent/`, `verifier/`), holding the stored trajectory
+    (when it is a JSON object) for the graders to read: a regrade's stand-in for the trial folder."""
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "agent").mkdir(parents=True)
+    (work / "verifier").mkdir()
+    if isinstance(trajectory, dict):
+        (work / "agent" / TRAJECTORY_FILE).write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
+    return work
 
 
 class Regrader:
@@ -113,15 +125,9 @@ class Regrader:
             record = self.rerun(spec, kept)
             record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
             return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})
-        work = (
-            self.work_dir / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.arm}-{spec.attempt}"
+        work = scratch_trial(
+            self.work_dir / spec.case_id / f"{spec.agent_slug}-{spec.arm}-{spec.attempt}", content.trajectory()
         )
-        shutil.rmtree(work, ignore_errors=True)
-        (work / "agent").mkdir(parents=True)
-        (work / "verifier").mkdir()
-        trajectory = content.trajectory()
-        if trajectory is not None:
-            (work / "agent" / "trajectory.json").write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
         custom = _stored_custom(content, stored) if uses_grader else None
         entry = entry_document(spec, settings.grading_mode, has_grader)
         reward = asyncio.run(grade_on_host(work / "agent", entry, settings.grading_mode, judge, custom))

@@ -94,17 +94,17 @@ class Editor:
         if not isinstance(path, str) or not path.startswith("/"):
             return f"ERROR: Invalid `path` parameter: {path}. The path should be an absolute path.", 1
         if command == "create":
-            return await self._create(path, _text(arguments.get("file_text")))
+            return await self._create(path, text_argument(arguments.get("file_text")))
         if command == "undo_edit":
             if not self.history.get(path):
                 return f"ERROR: No edit history found for {path}.", 1
-            error = await self._write(path, self.history[path].pop())
+            error = await self.write(path, self.history[path].pop())
             return (error, 1) if error else (f"Last edit to {path} undone successfully.", 0)
-        found, text = await self._read(path)
+        found, text = await self.read(path)
         if not found:
             return f"ERROR: Invalid `path` parameter: {path}. The path {path} does not exist.", 1
         if command == "str_replace":
-            old, new = _text(arguments.get("old_str")), _text(arguments.get("new_str"))
+            old, new = text_argument(arguments.get("old_str")), text_argument(arguments.get("new_str"))
             count = text.count(old) if old else 0
             if count != 1:
                 why = "did not appear verbatim" if count == 0 else f"appears {count} times"
@@ -117,16 +117,8 @@ class Editor:
         lines = text.split("\n")
         if not 0 <= line <= len(lines):
             return f"ERROR: Invalid `insert_line` parameter: {line}. It should be within [0, {len(lines)}].", 1
-        new_lines = _text(arguments.get("new_str")).split("\n")
+        new_lines = text_argument(arguments.get("new_str")).split("\n")
         return await self._edit(path, text, "\n".join(lines[:line] + new_lines + lines[line:]))
-
-    async def read(self, path: str) -> tuple[bool, str]:
-        """(whether `path` is a file, its text) as the sandbox sees it."""
-        return await self._read(path)
-
-    async def write(self, path: str, text: str) -> str:
-        """Write `text` to `path` in the sandbox (its folder made); "" when done, else the error to answer with."""
-        return await self._write(path, text)
 
     async def delete(self, path: str) -> str:
         """Remove the file `path` in the sandbox; "" when done, else the error to answer with."""
@@ -140,25 +132,26 @@ class Editor:
                 f"ERROR: Invalid `path` parameter: {path}. File already exists at: {path}. "
                 "Cannot overwrite files using command `create`."
             ), 1
-        error = await self._write(path, text)
+        error = await self.write(path, text)
         if error:
             return error, 1
         self.history.setdefault(path, []).append("")
         return f"File created successfully at: {path}", 0
 
     async def _edit(self, path: str, before: str, after: str) -> tuple[str, int]:
-        error = await self._write(path, after)
+        error = await self.write(path, after)
         if error:
             return error, 1
         self.history.setdefault(path, []).append(before)
         return f"The file {path} has been edited.", 0
 
-    async def _read(self, path: str) -> tuple[bool, str]:
+    async def read(self, path: str) -> tuple[bool, str]:
+        """(whether `path` is a file, its text) as the sandbox sees it."""
         result = await self.environment.exec(f"test -f {shlex.quote(path)} && cat -- {shlex.quote(path)}")
         return result.return_code == 0, result.stdout or ""
 
-    async def _write(self, path: str, text: str) -> str:
-        """Write `text` to `path`; "" when done, else the error to answer with."""
+    async def write(self, path: str, text: str) -> str:
+        """Write `text` to `path` in the sandbox (its folder made); "" when done, else the error to answer with."""
         quoted = shlex.quote(path)
         encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
         commands = [f"mkdir -p -- {shlex.quote(posixpath.dirname(path) or '/')} && : > {quoted}"]
@@ -173,5 +166,6 @@ class Editor:
         return ""
 
 
-def _text(value: Any) -> str:
+def text_argument(value: Any) -> str:
+    """A tool argument as the tool reads text: None as empty, anything else as its string."""
     return value if isinstance(value, str) else "" if value is None else str(value)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilleval.harbor.replay_actions import Editor
+from pytest_skilleval.harbor.replay_actions import Editor, text_argument
 
 CLAUDE_EDIT_TOOLS = frozenset({"Write", "Edit"})
 PATCH_TOOLS = frozenset({"apply_patch"})
@@ -90,11 +90,11 @@ async def claude_edit(editor: Editor, tool: str, arguments: Mapping[str, Any]) -
         return f"<tool_use_error>File path must be absolute: {path}</tool_use_error>", 1
     if tool == "Write":
         existed, _ = await editor.read(path)
-        error = await editor.write(path, _text(arguments.get("content")))
+        error = await editor.write(path, text_argument(arguments.get("content")))
         if error:
             return error, 1
         return (f"The file {path} has been updated." if existed else f"File created successfully at: {path}"), 0
-    old, new = _text(arguments.get("old_string")), _text(arguments.get("new_string"))
+    old, new = text_argument(arguments.get("old_string")), text_argument(arguments.get("new_string"))
     found, text = await editor.read(path)
     if not found:
         if old:
@@ -261,7 +261,3 @@ def _seek(lines: list[str], pattern: list[str], start: int, end_of_file: bool) -
 
 def _absolute(path: str, workdir: str) -> str:
     return path if path.startswith("/") else f"{workdir.rstrip('/')}/{path}"
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else "" if value is None else str(value)

@@ -44,6 +44,7 @@ from pytest_skilleval.harbor.staging import (
     stage_dataset_task,
     stage_inputs,
     stage_skill,
+    stage_trial_tests,
     workspace_skill_dirs,
 )
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
@@ -145,7 +146,7 @@ def _tokens(agent_result: Any) -> TokenUsage | None:
 
 
 WORKSPACE_ARTIFACT = "/workspace"
-# In a trial's folder: its own /tests files (its entry.json, the checks' runner), laid over the task's tests/.
+# In a trial's folder: its own /tests (the task's tests/ with the trial's own entry.json; the checks' runner).
 TRIAL_TESTS = "tests"
 
 
@@ -345,9 +346,7 @@ class SkillEvalRunner:
         else:
             environment = await self.task_environment_async(skill)  # a docker build, once
             task_dir, inputs = self._case_task(spec, skill, mode, environment, entry, source_trial is not None)
-            trial_tests = work / TRIAL_TESTS
-            trial_tests.mkdir()
-            (trial_tests / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", "utf-8")
+            trial_tests = stage_trial_tests(task_dir / "tests", work / TRIAL_TESTS, entry)
             grader = skill.grader
         staged_skill = self._staged_skill(spec, skill)
         bridge_url = await self._bridge_url(spec, settings)
@@ -489,7 +488,7 @@ def scrub_agent_kwarg_secrets(trial_dir: Path, kwargs: dict[str, Any]) -> None:
 
 
 def _slug(spec: TrialSpec) -> str:
-    return f"{spec.agent.replace(':', '_').replace('/', '_')}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
+    return f"{spec.agent_slug}-{ARM_SLUG[spec.arm]}-{spec.attempt}"
 
 
 def _trial_prefix(spec: TrialSpec) -> str:

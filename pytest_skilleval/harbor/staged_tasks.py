@@ -2,16 +2,18 @@
 
 Creating a trial, Harbor builds the task from its folder (`Task.__init__`: task.toml parsed, the input tree
 validated), hashes the folder for the trial's lock and again for its result (`Task.checksum`), reads task.toml twice
-more for the lock, and hashes every skill the agent is given: several milliseconds of the pytest process's CPU a
-trial, walking the same few files each time. The runner stages one task folder per case and arm, and each skill once
-per run, and changes neither afterwards (what is one trial's own, its entry.json, lives in the trial's folder), so
-each of these is computed once here, by Harbor's own code, and handed back to Harbor for every trial
-(`compat.create_trial`). Only folders registered here are answered from what was built; anything else (a native
-task staged for one trial, a skill given from elsewhere) goes to Harbor as usual.
+more for the lock, and hashes every skill the agent is given; its file filter decides each file's fate anew in each
+walk of the folder. Several milliseconds of the pytest process's CPU a trial, spent on the same few files. The runner
+stages one task folder per case and arm, and each skill once per run, and changes neither afterwards (what is one
+trial's own, its entry.json, lives in the trial's folder), so each of these is computed once here, by Harbor's own
+code, and handed back to Harbor for every trial (`compat.create_trial`). Only folders registered here are answered
+from what was built; anything else (a native task staged for one trial, a skill given from elsewhere) goes to Harbor
+as usual.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,6 +45,7 @@ class _Folder:
     loaded: dict[bool, tuple[StagedTask, Any]] = field(default_factory=dict)  # by disable_verification
     lock_tasks: dict[str, Any] = field(default_factory=dict)  # the lock's task entry, by the trial's task config
     verifier_mode: list[Any] = field(default_factory=list)  # [mode] once known
+    excluded: dict[str, bool] = field(default_factory=dict)  # Harbor's file filter's answer, by path
 
 
 class StagedTasks:
@@ -57,7 +60,8 @@ class StagedTasks:
     def add_folder(self, task_dir: Path) -> None:
         """A task folder staged for many trials; it must not change afterwards (nothing built from it is redone)."""
         with self._lock:
-            self._folders.setdefault(Path(task_dir), _Folder())
+            folder = self._folders.setdefault(Path(task_dir), _Folder())
+            self._folders.setdefault(Path(task_dir).resolve(), folder)  # as Harbor's file filter names it
 
     def add_skill(self, skill_dir: Path) -> None:
         """A skill folder staged once for the run and given to agents as it is."""
@@ -84,7 +88,9 @@ class StagedTasks:
                     task_ids=[task.get_task_id()], overwrite=task.overwrite, output_dir=task.download_dir
                 )
             ).results[0]
-            folder.loaded[disable] = (StagedTask(download.path, disable_verification=disable), download)
+            staged = StagedTask(download.path, disable_verification=disable)
+            staged.checksum  # noqa: B018 - made now, while the file filter's answers for the folder are shared
+            folder.loaded[disable] = (staged, download)
         return folder.loaded[disable]
 
     def lock_task(self, task_config: Any, download: Any, build: Callable[[Any, Any], Any]) -> Any:
@@ -96,6 +102,17 @@ class StagedTasks:
         if key not in folder.lock_tasks:
             folder.lock_tasks[key] = build(task_config, download)
         return folder.lock_tasks[key].model_copy(deep=True)
+
+    def excluded(self, task_dir: Path, path: Path, build: Callable[[], bool]) -> bool:
+        """Whether Harbor's file filter excludes a file of a registered folder: asked once per file, not once per
+        walk of the folder (its validation, its lock's hash, its checksum)."""
+        folder = self._folder(task_dir)
+        if folder is None:
+            return build()
+        key = os.path.abspath(path)
+        if key not in folder.excluded:
+            folder.excluded[key] = build()
+        return folder.excluded[key]
 
     def verifier_mode(self, task_dir: Path, build: Callable[[Path], Any]) -> Any:
         """The trial lock's verifier mode, read from the folder's task.toml once."""

@@ -9,6 +9,7 @@ skills mechanism in the with-skill arm only.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -118,6 +119,25 @@ def entry_document(
 def case_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """A trial's entry.json without the fields that name the trial: what every trial of the case and arm shares."""
     return {key: value for key, value in entry.items() if key not in TRIAL_ENTRY_FIELDS}
+
+
+def stage_trial_tests(task_tests: Path, destination: Path, entry: dict[str, Any]) -> Path:
+    """A trial's own /tests: the shared task's tests/ (hard links to its files: nothing is copied here, and the upload
+    copies their contents into the sandbox) with the trial's own entry.json."""
+    destination.mkdir(parents=True)
+    for item in task_tests.iterdir():
+        target = destination / item.name
+        if item.name == "entry.json":
+            continue
+        if item.is_dir() and not item.is_symlink():
+            shutil.copytree(item, target, symlinks=True)
+            continue
+        try:
+            os.link(item, target, follow_symlinks=False)
+        except OSError:  # a file system without hard links
+            shutil.copy2(item, target, follow_symlinks=False)
+    (destination / "entry.json").write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return destination
 
 
 def _task_toml(spec: TrialSpec, environment: TaskEnvironment, separate_verifier: bool = False) -> str:

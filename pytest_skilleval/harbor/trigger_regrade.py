@@ -9,10 +9,9 @@ file is written from.
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
+from pytest_skilleval.harbor.regrade import scratch_trial
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.trigger_files import read_trigger_document, trigger_file
 from pytest_skilleval.results.triggering import TriggerRecord
@@ -47,12 +46,7 @@ def regrade_trigger(spec: TrialSpec, source_run: Path, work_dir: Path) -> Trigge
             update={"error": f"--regrade: not regraded: the stored trial was an error ({stored.error})"}
         )
     trajectory = document.get("trajectory") if document else None
-    work = work_dir / "_triggers" / spec.case_id / f"{spec.agent.replace(':', '_').replace('/', '_')}-{spec.attempt}"
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "agent").mkdir(parents=True)
-    (work / "verifier").mkdir()
-    if isinstance(trajectory, dict):
-        (work / "agent" / TRAJECTORY_FILE).write_text(json.dumps(trajectory, ensure_ascii=False) + "\n")
+    work = scratch_trial(work_dir / "_triggers" / spec.case_id / f"{spec.agent_slug}-{spec.attempt}", trajectory)
     evidence = evidence_from_atif(trajectory if isinstance(trajectory, dict) else {}, source=TRAJECTORY_FILE)
     verdict = trigger_verdict(evidence, spec.skill_dir.name, stored.distractors)
     (work / "verifier" / TRIGGER_FILE).write_text(verdict.model_dump_json(indent=2) + "\n")

@@ -102,7 +102,7 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
         "should_trigger": bool(spec.entry.get("should_trigger")),
         "split": spec.entry.get("split"),
     }
-    trial_name = f"skilleval-trigger-{spec.case_id[:40]}__{spec.agent.replace(':', '_').replace('/', '_')[:30]}__"
+    trial_name = f"skilleval-trigger-{spec.case_id[:40]}__{spec.agent_slug[:30]}__"
     trial_name += f"{spec.attempt}-{uuid.uuid4().hex[:6]}"
     project = compose_project(trial_name) if settings.env_mode == "docker" else None
     try:

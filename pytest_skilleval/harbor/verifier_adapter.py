@@ -116,8 +116,8 @@ class HostVerifier(BaseVerifier):
         self.grader = grader
         self.judge = judge
         self.workspace_before = Path(workspace_before) if workspace_before else None
-        # The trial's own /tests files (its entry.json; the checks' runner is put there), on the host, laid over the
-        # task's tests/, which every trial of the case and arm shares and nothing changes; None: the task's alone.
+        # The trial's own /tests on the host (the task's tests/, which every trial of the case and arm shares and
+        # nothing changes, with the trial's own entry.json; the checks' runner is put there); None: the task's.
         self.trial_tests = Path(trial_tests) if trial_tests else None
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
@@ -134,8 +134,7 @@ class HostVerifier(BaseVerifier):
     async def _prepare_sandbox(self) -> None:
         """End the agent phase (its processes, its /logs/verifier), put tests/ fresh at /tests, and the host-side
         trajectory where an in-sandbox grader looks for it."""
-        sources = [Path(self.task.paths.tests_dir), *([self.trial_tests] if self.trial_tests else [])]
-        await seal_for_grading(self.environment, self.env_paths, sources)
+        await seal_for_grading(self.environment, self.env_paths, self.trial_tests or Path(self.task.paths.tests_dir))
         trajectory = self._agent_host_dir / "trajectory.json"
         problem = safe_io.link_on_path(self._agent_host_dir, trajectory.name)
         if problem:

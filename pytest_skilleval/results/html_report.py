@@ -12,6 +12,7 @@ trials, reading each trial's files once, so rendering stays linear in the number
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -274,13 +275,20 @@ def _pass_k(agent: AgentResult, chart_id: str) -> Markup | None:
     return Markup(charts.pass_k_chart(f"{chart_id}-passk", ks, series))
 
 
+def _inside(path: Path, run_dir: Path) -> str:
+    """`path` relative to the run folder when it is inside it, else as it is (pathlib's relative_to compares part
+    by part: 0.04 s of a 1,000-trial report's 0.14 s)."""
+    text, prefix = str(path), os.path.join(str(run_dir), "")
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
 def _trial_view(files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialEvidence]) -> TrialView:
     evidence = known.get(files.entry.key)
     if evidence is None:
         evidence = trial_evidence(files.content().document)
     return TrialView(
         entry=files.entry,
-        folder=str(files.path.relative_to(run_dir)) if files.path.is_relative_to(run_dir) else str(files.path),
+        folder=_inside(files.path, run_dir),
         evidence=evidence,
     )
 

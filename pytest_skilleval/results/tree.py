@@ -25,7 +25,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pytest_skilleval.results.models import AggregateResult, ResultDocument
+from pytest_skilleval.results.models import AggregateResult
 from pytest_skilleval.results.records import ALL_ARMS, TrialKey, TrialRecord
 from pytest_skilleval.results.result_schema import render_result_schema, result_schema, validate_result
 from pytest_skilleval.results.run_paths import (
@@ -562,13 +562,15 @@ def _write_tree(
     if aggregate.comparison is not None:
         write_json(run_dir / "comparison.json", aggregate.comparison)
 
-    document = ResultDocument(
-        **aggregate.model_dump(),
-        run_id=run_id,
-        plugin_version=aggregate.evaluator_version,
-        harbor_version=harbor_version(),
-        run_dir=str(run_dir),
-    ).model_dump(mode="json")
+    # ResultDocument as JSON, in its field order: the aggregate's fields, then the writer's (building the model from
+    # the aggregate's dump would validate every trial again; the schema check below holds the document to it).
+    document = {
+        **aggregate.model_dump(mode="json"),
+        "run_id": run_id,
+        "plugin_version": aggregate.evaluator_version,
+        "harbor_version": harbor_version(),
+        "run_dir": str(run_dir),
+    }
     document = redactor.scrub(document)
     validate_result(document, every_trial=False)
     _sync_tree(batch)  # every other file is durable before result.json says the run folder is complete

@@ -14,7 +14,7 @@ import hashlib
 import json
 import re
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -413,14 +413,18 @@ def _check_fields() -> dict[str, list[str]]:
     }
 
 
+def unknown_field(key: str, fields: Sequence[str], owner: str) -> str:
+    """`unknown field (did you mean 'x'?); <owner> has a, b, c`: the nearest known field, then every one."""
+    close = difflib.get_close_matches(key, list(fields), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown field{hint}; {owner} has {', '.join(fields)}"
+
+
 def _item_message(item: Mapping[str, Any]) -> str:
     """One pydantic problem in words; an unknown field of a check names the nearest field and the type's fields."""
     loc = item.get("loc", ())
     if item.get("type") == "extra_forbidden" and len(loc) >= 4 and loc[0] == "checks" and loc[2] in CHECK_TYPES:
-        fields = _check_fields()[loc[2]]
-        close = difflib.get_close_matches(str(loc[-1]), fields, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        return f"unknown field{hint}; a {loc[2]} check has {', '.join(fields)}"
+        return unknown_field(str(loc[-1]), _check_fields()[loc[2]], f"a {loc[2]} check")
     return str(item.get("msg", "invalid value")).removeprefix("Value error, ")
 
 

@@ -48,6 +48,11 @@ class TrialSpec(BaseModel):
         return trial_label(self.agent, self.arm, self.attempt)
 
     @property
+    def agent_slug(self) -> str:
+        """The agent (variant) name as one path component of a trial's folder names (`module:Class`, `a@b/c`)."""
+        return self.agent.replace(":", "_").replace("/", "_")
+
+    @property
     def key(self) -> TrialKey:
         """A trigger query's key never equals a case's (`:` is in no case id): they share no resume, stop-on-pass
         or scheduling state."""

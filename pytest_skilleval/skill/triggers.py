@@ -9,10 +9,9 @@ entry and the field.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,6 +25,7 @@ from pytest_skilleval.skill.dataset import (
     _parse_text,
     _validation_message,
     read_text,
+    unknown_field,
 )
 from pytest_skilleval.skill.foreign_formats import CRUCIBLE, foreign_layout
 
@@ -104,6 +104,19 @@ def find_trigger_set(evals_dir: Path) -> Path | None:
     return None
 
 
+def case_id_clashes(queries: Iterable[TriggerQuery], case_ids: Iterable[str]) -> list[str]:
+    """One line per query whose id is a case's (a dataset entry's or a native task's; compared case-folded, as
+    duplicate ids are): both would replay evals/replays/<id>.json and share its trials' names. A run and validate
+    refuse it with this line."""
+    taken = {case_id.casefold() for case_id in case_ids}
+    return [
+        f"query {query.id!r} has a case's id: both would replay evals/replays/{query.id}.json and share its trials' "
+        "names; rename the query (give it an `id`)"
+        for query in queries
+        if query.id.casefold() in taken
+    ]
+
+
 def unread_trigger_set(evals_dir: Path) -> str | None:
     """The line naming agent-skill-eval's trigger set (`evals/eval_queries.json`, a list of `query` and
     `should_trigger`: skill-creator's shape, which ours reads as is) and the copy that makes it ours; None when there is
@@ -126,11 +139,9 @@ def _entry(path: Path, index: int, raw: Any) -> TriggerQuery:
     data = dict(raw)
     unknown = [str(key) for key in data if key not in TriggerQuery.model_fields]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(TriggerQuery.model_fields), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise DatasetError(
             path,
-            f"unknown field{hint}; a trigger entry has {', '.join(TriggerQuery.model_fields)}",
+            unknown_field(unknown[0], list(TriggerQuery.model_fields), "a trigger entry"),
             entry=label,
             field=unknown[0],
         )

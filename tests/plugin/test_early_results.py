@@ -47,6 +47,10 @@ def pytest_runtest_logreport(report):
             "result_json": bool(list(results.glob("*/2*/result.json"))),
             "job_folder": job.exists(), "frozen": gc.get_freeze_count(),
         }) + "\\n")
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        Path(os.environ["SNAPSHOT_LOG"] + ".end").write_text(str(gc.get_freeze_count()))
 '''
 
 RUN = ("--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--skip-baseline")
@@ -59,6 +63,11 @@ def project(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> Ski
     monkeypatch.setenv("SNAPSHOT_LOG", str(skill_project.root / "snapshots.jsonl"))
     skill_project.make_skill("demo", simple_entries("c1", "c2", "c3", "c4"))
     return skill_project
+
+
+def _end_frozen(project: SkillProject) -> str:
+    """gc.get_freeze_count() at the run's pytest_unconfigure."""
+    return (project.root / "snapshots.jsonl.end").read_text()
 
 
 def _snapshots(project: SkillProject) -> list[dict]:
@@ -129,10 +138,12 @@ print("exit", int(code), "frozen-before", before, "frozen-after", gc.get_freeze_
 
 @pytest.mark.slow
 def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project: SkillProject) -> None:
-    """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items); a run
-    inside another program's process (pytest.main) leaves that process's collector alone."""
+    """gc.freeze() before the trials (pytest's two full collections at its end then skip imports and items) and
+    after them; a run inside another program's process (pytest.main) leaves that process's collector alone."""
     project.run(*RUN).assert_outcomes(passed=4)
     assert all(s["frozen"] > 10_000 for s in _snapshots(project)), _snapshots(project)
+    # and again once the trials are over: what they left is frozen too before the results and report are written
+    assert int(_end_frozen(project)) > max(s["frozen"] for s in _snapshots(project))
     (project.root / "snapshots.jsonl").unlink()
     argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(project.root / "results"), *RUN]
     done = subprocess.run(
@@ -145,6 +156,7 @@ def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project
     )
     assert "exit 0 frozen-before 0 frozen-after 0" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert [s["frozen"] for s in _snapshots(project)] == [0] * 4
+    assert _end_frozen(project) == "0"
 
 
 WARM_UP_SCRIPT = """

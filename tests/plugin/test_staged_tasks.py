@@ -10,7 +10,7 @@ from pathlib import Path
 from harbor.models.task.task import Task
 from harbor.publisher.packager import Packager
 
-from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, bash_replay, simple_entries
 
 # Scores the trial by which attempt it is, as its /tests/entry.json says: attempt 1 -> 0.1, attempt 2 -> 0.2.
 ATTEMPT_GRADER = """
@@ -96,3 +96,23 @@ def test_a_changed_skill_between_runs_is_staged_and_hashed_anew(skill_project: S
     assert second["task"]["digest"] == "sha256:" + Packager.compute_content_hash(task_dir)[0]
     assert second["task"]["digest"] != first["task"]["digest"]
     assert "changed" in (task_dir / "tests" / "entry.json").read_text()
+
+
+def test_a_cases_checks_run_in_each_trial_and_leave_the_shared_task_as_staged(skill_project: SkillProject) -> None:
+    checks = [{"type": "file_contains", "path": "output/result.txt", "text": "right", "name": "says right"}]
+    skill = skill_project.make_skill("demo", simple_entries("c1", checks=checks), grader=False)
+    (skill / "evals" / "replays" / "c1.json").write_text(
+        json.dumps(bash_replay("mkdir -p output && echo right > output/result.txt"))
+    )
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--n-attempts", "2", "--harbor-keep-jobs")
+    result.assert_outcomes(passed=2)
+    trials = _trial_files(skill_project)
+    assert [[check["status"] for check in trials[n]["checks"]] for n in (1, 2)] == [["passed"], ["passed"]]
+    (task_dir,) = {
+        json.loads((Path(t["trial_dir"]) / "config.json").read_text())["task"]["path"] for t in trials.values()
+    }
+    # The checks' runner went to each trial's own tests folder; the shared task is what Harbor hashed for both.
+    assert sorted(path.name for path in (Path(task_dir) / "tests").iterdir()) == ["entry.json", "test.sh"]
+    for trial in trials.values():
+        lock = json.loads((Path(trial["trial_dir"]) / "lock.json").read_text())
+        assert lock["task"]["digest"] == "sha256:" + Packager.compute_content_hash(Path(task_dir))[0]

@@ -273,3 +273,17 @@ def test_a_query_with_a_cases_id_is_refused_at_collection_and_in_validate(
     assert "rename the query" in lines[0] and "Traceback" not in result.stdout.str()
     assert skilleval(["validate", str(skill)]) != 0
     assert "query 'greet-ada' has a case's id" in capsys.readouterr().out
+
+
+def test_a_query_with_a_native_tasks_id_is_refused_in_validate_as_in_a_run(skill_project: SkillProject) -> None:
+    """A native task's folder name is a case id too: validate refuses the clash with the run's own line."""
+    from pytest_skilleval.authoring.validate import validate_skill
+
+    skill = trigger_skill(skill_project)
+    task = skill / "evals" / "harbor" / "Greet-Bob"
+    task.mkdir(parents=True)
+    (task / "task.toml").write_text('schema_version = "1.4"\n[task]\nname = "demo/greet-bob"\n')
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY, subprocess=False)
+    [run_line] = [line for line in result.outlines if "has a case's id" in line and "ERROR" not in line]
+    [finding] = [f for f in validate_skill(skill).findings if f.rule == "trigger-id-shared"]
+    assert finding.severity == "error" and run_line.endswith(finding.message), (run_line, finding.message)

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_skilleval.results import tree as results
 from pytest_skilleval.results.aggregate import aggregate
-from pytest_skilleval.results.models import AggregateResult, RunPlan
+from pytest_skilleval.results.models import AggregateResult, ResultDocument, RunPlan
 from pytest_skilleval.results.records import TokenUsage, TrialKey, TrialRecord
 from pytest_skilleval.results.tree import (
     MARKER_FILE,
@@ -165,6 +165,16 @@ def test_result_json_minimum_shape_and_schema(tmp_path: Path) -> None:
     assert set(lift) >= {"overall", "outcome", "dimensions", "metrics", "mcnemar_p"}
     assert set(lift["overall"]) >= {"delta", "ci95", "n_pairs", "insufficient", "band"}
     assert "cc" in agent["custom_lift"]
+
+
+def test_result_json_is_its_model_field_for_field_in_order(tmp_path: Path) -> None:
+    """result.json is written from the aggregate's dump plus the writer's fields: exactly what ResultDocument
+    makes of it (no field of the model missing, none extra, in the model's order)."""
+    result, records = build()
+    run_dir = write_results_tree(result, records, tmp_path, "20260101_000000_1_abcdef012345")
+    document = json.loads((run_dir / "result.json").read_text())
+    as_model = ResultDocument.model_validate(document).model_dump(mode="json")
+    assert document == as_model and list(document) == list(as_model)
 
 
 def test_schema_file_is_in_sync_with_models() -> None:

@@ -117,3 +117,18 @@ def test_the_verifiers_redactor_is_made_once_and_again_when_the_environment_chan
     monkeypatch.setenv("SKILLEVAL_TEST_API_KEY", second_secret)
     changed = host_redactor()
     assert changed is not redactor and second_secret not in changed.text(f"key={second_secret}")
+
+
+def test_a_registered_folders_ignored_files_stay_ignored_in_each_walk(tmp_path: Path) -> None:
+    file_filter = pytest.importorskip("harbor.models.task.file_filter", reason="Harbor 0.24 has no .harborignore")
+    task = _task(tmp_path, "Do c1.")
+    (task / "tests" / ".harborignore").write_text("notes.txt\n")
+    (task / "tests" / "notes.txt").write_text("not part of the task\n")
+    staged = StagedTasks()
+    staged.add_folder(task)
+    trial, lock = _created(_config(task, tmp_path / "trials", "t1"), staged)
+    assert lock["task"]["digest"] == _harbor_digest(task)
+    assert trial.task.checksum == _harbor_checksum(task)
+    (task / "tests" / "notes.txt").write_text("changed, and still ignored\n")
+    assert _harbor_digest(task) == lock["task"]["digest"]  # Harbor's own filter leaves the file out too
+    assert file_filter.TaskFileFilter(task).is_excluded(task / "tests" / "notes.txt")  # outside: Harbor's own

@@ -141,16 +141,20 @@ def judge_model_from(explicit: str | None, env: Mapping[str, str]) -> tuple[str,
     return DEFAULT_JUDGE_MODELS[provider], PROVIDER_DEFAULT
 
 
-def _provider(model: str, env: Mapping[str, str]) -> str:
+def env_provider(env: Mapping[str, str], model: str = "") -> str | None:
+    """The evaluator provider the environment names: SKILL_EVAL_LLM_PROVIDER, else a `provider/` prefix on `model`,
+    else the one provider key that is set; None when none says."""
     explicit = env.get(PROVIDER_VAR, "").strip().lower()
     if explicit:
         return explicit
     if "/" in model:
         return model.split("/", 1)[0].lower()
     present = [provider for var, provider in PROVIDER_KEY_VARS.items() if env.get(var)]
-    if len(present) == 1:
-        return present[0]
-    return "openai"
+    return present[0] if len(present) == 1 else None
+
+
+def _provider(model: str, env: Mapping[str, str]) -> str:
+    return env_provider(env, model) or "openai"
 
 
 def litellm_model(model: str, provider: str) -> str:
