@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from pytest_skilleval.harbor.credentials import credential_names, needs_credential
-from pytest_skilleval.harbor.nv_route import NVIDIA_KEY_VAR, nv_route, nvidia_base_url, route_kind
+from pytest_skilleval.harbor.nv_route import NVIDIA_KEY_VAR, catalog_model, nvidia_base_url, route_kind
 from pytest_skilleval.skill.settings import RunSettings
 from verifier.judges.config import JudgeConfigError, load_config
 from verifier.redact import Redactor
@@ -150,9 +150,7 @@ def single_key_route(agent: str, model: str | None, env_mode: str, env: Mapping[
     kind = route_kind(agent, env_mode, env)
     if kind is None:
         return None
-    route = nv_route(agent, model, env_mode, env, bridge_url="http://bridge")
-    assert route is not None
-    catalog_id = route.model if kind == "bridge" else route.model.partition("/")[2]
+    catalog_id = catalog_model(agent, model, kind)
     return Route(f"agent {agent}", "nv_build", nvidia_base_url(env), NVIDIA_KEY_VAR, catalog_id)
 
 

@@ -73,6 +73,19 @@ def route_kind(agent: str, env_mode: str, environ: Mapping[str, str]) -> str | N
     return None
 
 
+def _opencode_model(model: str | None) -> tuple[str, str]:
+    """(provider, catalog id) of opencode's `<provider>/<model>` selector: ours is `nvidia`, the rest is NVIDIA's
+    catalog id (a model given without it is all catalog id)."""
+    chosen = model or f"{OPENCODE_PROVIDER}/{DEFAULT_MODEL}"
+    provider, _, catalog_id = chosen.partition("/")
+    return (provider, catalog_id) if provider == OPENCODE_PROVIDER and catalog_id else (OPENCODE_PROVIDER, chosen)
+
+
+def catalog_model(agent: str, model: str | None, kind: str) -> str:
+    """The NVIDIA Build catalog id an agent's requests carry on its route (`kind`: direct or bridge)."""
+    return _opencode_model(model)[1] if kind == "direct" else model or DEFAULT_MODEL
+
+
 def nv_route(
     agent: str, model: str | None, env_mode: str, environ: Mapping[str, str], bridge_url: str | None = None
 ) -> NvRoute | None:
@@ -82,11 +95,7 @@ def nv_route(
     if kind is None:
         return None
     if kind == "direct":
-        chosen = model or f"{OPENCODE_PROVIDER}/{DEFAULT_MODEL}"
-        provider, _, catalog_id = chosen.partition("/")
-        if provider != OPENCODE_PROVIDER or not catalog_id:
-            # opencode's selector is `<provider>/<model>`; ours is `nvidia`, the rest is NVIDIA's catalog id.
-            provider, catalog_id = OPENCODE_PROVIDER, chosen
+        provider, catalog_id = _opencode_model(model)
         config = {
             "provider": {
                 OPENCODE_PROVIDER: {
@@ -107,7 +116,7 @@ def nv_route(
         )
     if bridge_url is None:
         raise ValueError(f"agent {agent} on {NV_PROVIDER} needs the bridge's URL")
-    chosen = model or DEFAULT_MODEL
+    chosen = catalog_model(agent, model, kind)
     wire, key_var, url_var, suffix = BRIDGED[agent]
     env = {key_var: f"${{{BRIDGE_TOKEN_VAR}}}", url_var: bridge_url.rstrip("/") + suffix}
     if agent == "claude-code":  # its side requests (titles, subagents) ask for a tier alias: the same model

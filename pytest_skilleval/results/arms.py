@@ -21,7 +21,15 @@ from pytest_skilleval.results.models import (
 )
 from pytest_skilleval.results.passk import checks_pass_at_k, condition_pass_at_k
 from pytest_skilleval.results.records import Arm
-from pytest_skilleval.results.trials import CUSTOM_ONLY, Condition, ScoredTrial, dimension_band, mean_of, r4
+from pytest_skilleval.results.trials import (
+    CUSTOM_ONLY,
+    Condition,
+    ScoredTrial,
+    dimension_band,
+    mean_of,
+    r4,
+    total_of,
+)
 from verifier.evidence import REPORTED_METRICS
 from verifier.scoring import clean_score, dimension_scores
 
@@ -30,10 +38,6 @@ from verifier.scoring import clean_score, dimension_scores
 
 def arm_resources(trials: Sequence[ScoredTrial]) -> ArmResources:
     recs = [t.record for t in trials]
-
-    def total_of(values: list[int | float | None]) -> int | float | None:
-        return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
-
     prompt = total_of([r.tokens.prompt if r.tokens else None for r in recs])
     completion = total_of([r.tokens.completion if r.tokens else None for r in recs])
     seconds = total_of([r.agent_seconds for r in recs])

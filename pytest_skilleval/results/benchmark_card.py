@@ -24,6 +24,7 @@ from pytest_skilleval.results.models import (
     ResultDocument,
 )
 from pytest_skilleval.results.run_folder import REPORT_FILE, RunFolder
+from pytest_skilleval.results.trials import total_of
 from verifier.evidence import CHECKS_METRIC
 
 __all__ = ["render_card"]
@@ -181,8 +182,7 @@ def _cost_lines(doc: ResultDocument, agents: list[AgentResult]) -> list[str]:
         arms = [res.with_skill, res.without_skill, *([res.baseline_skill] if res.baseline_skill else [])]
         judged = [r.judge_cost_usd for r in arms if r.n_trials]
         if any(v is not None for v in judged):
-            total = None if None in judged else sum(judged)  # type: ignore[arg-type]
-            lines.append(f"- {md(a.name)}: judges' cost USD {score(total)} (apart from the agents')")
+            lines.append(f"- {md(a.name)}: judges' cost USD {score(total_of(judged))} (apart from the agents')")
     return lines
 
 

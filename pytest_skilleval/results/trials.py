@@ -163,6 +163,11 @@ def mean_of(values: Iterable[float | None]) -> float | None:
     return stats.mean([v for v in values if v is not None])
 
 
+def total_of(values: Sequence[int | float | None]) -> int | float | None:
+    """The sum, or None when there is nothing to add or any part is unknown (missing is never zero)."""
+    return None if not values or any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
+
 def trials_by_case(trials: Iterable[ScoredTrial]) -> dict[str, list[ScoredTrial]]:
     out: dict[str, list[ScoredTrial]] = defaultdict(list)
     for t in trials:

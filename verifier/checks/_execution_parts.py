@@ -13,7 +13,6 @@ from verifier.checks._harness_skills import HarnessLoad, load_evidence
 from verifier.checks._shell_words import shell_text
 from verifier.checks._skill_dirs import (
     DEFAULT_CWD,
-    DEFAULT_SKILLS_DIRS,
     installed_skill,
     read_failed,
     skill_tool_failed,
@@ -26,6 +25,7 @@ from verifier.checks._skill_reads import (
 )
 from verifier.checks.skill_entry import ACCEPTABLE_ALTERNATE_SCORE, match_accepted, match_type
 from verifier.evidence import ToolCallRecord
+from verifier.skill_folders import DEFAULT_SKILLS_DIRS
 from verifier.tools import is_exec_tool, is_skill_tool, path_argument, skill_tool_name, workdir_argument
 
 SHELL_READ_CAP = 0.75

@@ -11,7 +11,6 @@ from typing import Any
 from verifier.checks._harness_skills import HarnessLoad, harness_loads, installed_loads
 from verifier.checks._skill_dirs import (
     DEFAULT_CWD,
-    DEFAULT_SKILLS_DIRS,
     installed_skill,
     read_failed,
     skill_tool_failed,
@@ -29,6 +28,7 @@ from verifier.checks.skill_entry import (
     workspace_skill_names,
 )
 from verifier.evidence import NO_TRAJECTORY, MetricResult, ToolCallRecord, TrajectoryEvidence
+from verifier.skill_folders import DEFAULT_SKILLS_DIRS
 from verifier.tools import is_exec_tool, is_write_tool, workdir_argument
 
 # The harness's own "the task is done" calls: terminus-2 `mark_task_complete`, openhands `finish`, cline
