@@ -7,6 +7,12 @@ import os
 
 import pytest
 
+# Loaded for the whole session: the plugin imports PyYAML only when it reads a YAML file, and pytester restores
+# sys.modules after each test, so a YAML run would import yaml.events afresh while PyYAML's C parser (an extension
+# module, never loaded twice) still makes events of the first import's classes, which the new composer then fails
+# to recognise.
+import yaml  # noqa: F401
+
 os.environ.setdefault("HARBOR_TELEMETRY", "0")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -93,14 +93,8 @@ def stop_on_pass(session: pytest.Session) -> StopOnPass:
 def fate_of(spec: TrialSpec, state: SkillEvalSession, session: pytest.Session) -> Fate:
     """The trial's fate, decided once: from the resumed or regraded run and the attempts that passed so far. A
     passing record reused from the resumed run counts for --stop-on-pass as it did in the run that stored it."""
-    if spec.source == "trigger":
-        # Every attempt of a query runs (its rate is the measure: no --stop-on-pass); --resume keeps a finished one,
-        # --regrade reads the verdict again from its stored trajectory.
-        stored = state.stored_trigger(spec)
-        if stored is not None:
-            return Reuse(stored)
-        source = state.regrade_source(spec.skill_dir)
-        return Regrade(source) if source is not None else Run()
+    if spec.source == "trigger":  # no --stop-on-pass; --regrade reads the verdict again from the stored trajectory
+        return decide(spec, state.stored_trigger(spec), state.regrade_source(spec.skill_dir), None)
     tracker = stop_on_pass(session)
     passed_at = tracker.passed_at(spec) if state.skill(spec.skill_dir).settings.stop_on_pass else None
     fate = decide(spec, state.stored_record(spec), state.regrade_source(spec.skill_dir), passed_at)

@@ -47,9 +47,12 @@ class Skip:
 Fate = Run | Reuse | Regrade | Skip
 
 
-def decide(spec: TrialSpec, stored: TrialRecord | None, regrade_from: Path | None, passed_at: int | None) -> Fate:
-    """The trial's fate. `stored`: the resumed run's finished record of this trial; `regrade_from`: the run
-    --regrade grades again; `passed_at`: under --stop-on-pass, the first attempt of this case that passed."""
+def decide(
+    spec: TrialSpec, stored: TrialRecord | TriggerRecord | None, regrade_from: Path | None, passed_at: int | None
+) -> Fate:
+    """The trial's fate. `stored`: the resumed run's finished record of this trial (a case's or a trigger item's);
+    `regrade_from`: the run --regrade grades again; `passed_at`: under --stop-on-pass, the first attempt of this case
+    that passed (never for a trigger item: every attempt of a query runs, its rate is the measure)."""
     if stored is not None:
         return Reuse(stored)
     if regrade_from is not None:

@@ -193,30 +193,6 @@ def _with_path_prefix(env: dict[str, str], prefix: list[str]) -> dict[str, str]:
     return {**env, "PATH": ":".join([*prefix, *rest])}
 
 
-def _make_writable_and_retry(func: Any, path: str, _exc: BaseException) -> None:
-    """rmtree helper: agents may leave read-only folders behind. Only a real folder or file is made writable; a
-    link is never followed (its target may be any host file) and never changed."""
-    for target in (os.path.dirname(path), path):
-        try:
-            _add_owner_rights(target)
-        except OSError:
-            pass
-    func(path)
-
-
-def _add_owner_rights(target: str) -> None:
-    """chmod u+rwx on what is at `target` itself: opened with O_PATH|O_NOFOLLOW (a link is then the link, and is
-    left alone) and changed through /proc/self/fd, so an entry swapped for a link meanwhile is not followed."""
-    fd = os.open(target, getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        found = os.fstat(fd)
-        if stat.S_ISLNK(found.st_mode):
-            return
-        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(found.st_mode) | stat.S_IRWXU)
-    finally:
-        os.close(fd)
-
-
 class LocalEnvironment(BaseEnvironment):
     """Per-trial host folder sandbox, isolated with bubblewrap unless ``sandbox=none`` is asked for."""
 
@@ -385,10 +361,10 @@ class LocalEnvironment(BaseEnvironment):
         self._keeper = ProcessKeeper(options, self.sandbox_dir / "keeper.log")
         self._keeper.start()
 
-    def _stop_keeper(self) -> None:
+    def _stop_keeper(self, remove: Path | None = None) -> None:
         keeper, self._keeper = self._keeper, None
         if keeper is not None:
-            left = keeper.stop()
+            left = keeper.stop(remove)
             if left:
                 _log.warning("local environment: %d process(es) of the trial could not be killed: %s", len(left), left)
         if self._tmux_dir and not self._tmux_dir.startswith(str(self.rootfs)):
@@ -404,9 +380,12 @@ class LocalEnvironment(BaseEnvironment):
             raise RuntimeError(f"local environment: {len(left)} process(es) of the agent phase could not be ended")
 
     async def stop(self, delete: bool) -> None:
-        await asyncio.to_thread(self._stop_keeper)
+        # The keeper deletes the sandbox folder once the trial's processes are gone; here only what it could not.
+        await asyncio.to_thread(self._stop_keeper, self.sandbox_dir if delete else None)
         if delete and self.sandbox_dir.exists():
-            await asyncio.to_thread(shutil.rmtree, self.sandbox_dir, onexc=_make_writable_and_retry)
+            from pytest_skilleval.harbor.sandbox.keeper import make_writable_and_retry  # ctypes: not at collection
+
+            await asyncio.to_thread(shutil.rmtree, self.sandbox_dir, onexc=make_writable_and_retry)
 
     # ---- exec -----------------------------------------------------------------------
 

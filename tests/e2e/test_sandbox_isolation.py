@@ -339,6 +339,7 @@ keeper = ProcessKeeper(bwrap.sandbox_options(exe, root / "rootfs", None), root /
 keeper.start()
 with tempfile.TemporaryFile() as out:
     command = "id -u; grep CapEff /proc/self/status; mount -o remount,rw /usr 2>/dev/null || echo no-remount; "
+    command += "mkdir -p /workspace/ro/sub && touch /workspace/ro/sub/f && chmod 555 /workspace/ro/sub /workspace/ro; "
     command += "setsid -f bash -c 'exec -a MARKER sleep 300'"
     spawned = keeper.spawn(["/bin/bash", "-c", command], "/workspace", {"PATH": "/usr/bin:/bin"}, out.fileno(),
                            out.fileno(), join_net=True)
@@ -346,7 +347,8 @@ with tempfile.TemporaryFile() as out:
     out.seek(0)
     print(out.read().decode())
 time.sleep(0.3)
-print("left", keeper.stop())
+print("left", keeper.stop(remove=root / "rootfs"))
+print("removed" if not (root / "rootfs").exists() else "kept")
 import shutil
 shutil.rmtree(root)
 """
@@ -379,6 +381,7 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
     assert "exit 0" in done.stdout and "no-remount" in done.stdout, done.stdout
     assert "CapEff:\t0000000000000000" in done.stdout, done.stdout
     assert "left []" in done.stdout
+    assert "removed" in done.stdout, done.stdout  # by the keeper, read-only folders left in the sandbox included
     assert wait_until_none(marker, seconds=1.0) == []
 
 

@@ -71,7 +71,7 @@ def test_trial_folders_are_deleted_unless_kept(skill_project: SkillProject) -> N
     skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline").assert_outcomes(passed=1)
     trial_dir = _trial_dir(skill_project, "demo", "c1")  # the results tree kept its own copies
     assert trial_dir.name.startswith("skilleval-c1__") and not trial_dir.exists()
-    assert not trial_dir.parent.parent.exists()  # the staged task and inputs went with it
+    assert not trial_dir.parent.parent.exists()  # the trial's own folder went with it
 
 
 def test_pre_agent_setup_runs_before_the_agent_when_not_paired(skill_project: SkillProject) -> None:

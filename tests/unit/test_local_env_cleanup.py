@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from pytest_skilleval.harbor.local_env import _make_writable_and_retry
+from pytest_skilleval.harbor.sandbox.keeper import make_writable_and_retry
 
 
 def test_a_failed_remove_changes_no_file_behind_a_link(tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_a_failed_remove_changes_no_file_behind_a_link(tmp_path: Path) -> None:
     (sandbox / "ro").chmod(0o500)
     removed: list[str] = []
     # What shutil.rmtree's onexc gets when unlinking the link failed (as it does for an unprivileged user).
-    _make_writable_and_retry(removed.append, str(sandbox / "ro" / "link"), PermissionError())
+    make_writable_and_retry(removed.append, str(sandbox / "ro" / "link"), PermissionError())
     assert stat.S_IMODE(host.stat().st_mode) == 0o400
     assert stat.S_IMODE((sandbox / "ro").stat().st_mode) == 0o700  # the sandbox's own folder is made writable
     assert removed == [str(sandbox / "ro" / "link")]

@@ -31,6 +31,7 @@ import select
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -342,6 +343,42 @@ def _serve(
         on_child_exit()
 
 
+def _add_owner_rights(target: str) -> None:
+    """chmod u+rwx on what is at `target` itself: opened with O_PATH|O_NOFOLLOW (a link is then the link, and is
+    left alone) and changed through /proc/self/fd, so an entry swapped for a link meanwhile is not followed."""
+    fd = os.open(target, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        found = os.fstat(fd)
+        if stat.S_ISLNK(found.st_mode):
+            return
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(found.st_mode) | stat.S_IRWXU)
+    finally:
+        os.close(fd)
+
+
+def make_writable_and_retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+    """shutil.rmtree's `onexc`: agents may leave read-only folders behind. Only a real folder or file is made
+    writable; a link is never followed (its target may be any host file) and never changed."""
+    for target in (os.path.dirname(path), path):
+        try:
+            _add_owner_rights(target)
+        except OSError:
+            pass
+    func(path)
+
+
+def remove_tree(path: str) -> None:
+    """Delete a trial's sandbox folder (shutil.rmtree follows no link); what is left, the host removes."""
+    import shutil
+
+    # `onerror` before Python 3.12 (the keeper runs under the Python that runs pytest); the handler takes either.
+    handler = {"onexc" if sys.version_info >= (3, 12) else "onerror": make_writable_and_retry}
+    try:
+        shutil.rmtree(path, **handler)  # type: ignore[call-overload]
+    except Exception as error:  # noqa: BLE001 - the keeper still reports its stop; the host removes what is left
+        os.write(2, f"skilleval keeper: the sandbox folder was not removed: {error}\n".encode())
+
+
 class SandboxEnded(RuntimeError):
     """A command of the trial killed the sandbox's holder (`kill -9 -1` does): the sandbox is gone."""
 
@@ -352,6 +389,7 @@ class Keeper:
         self.options = options
         self.sandbox: Sandbox | None = None
         self.running: dict[int, int] = {}  # pid -> request id
+        self.remove: str | None = None  # the sandbox folder to delete once everything is stopped (the host's ask)
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
 
@@ -421,7 +459,10 @@ class Keeper:
         """Kill everything the trial started and wait until it is gone (or report what is left)."""
         if self.sandbox is not None:
             self.sandbox.kill()
-        self.send({"stopped": True, "left": self._kill_descendants(set())})
+        left = self._kill_descendants(set())
+        if self.remove:
+            remove_tree(self.remove)  # here, not in the host process: no thread there waits on its interpreter lock
+        self.send({"stopped": True, "left": left})
 
     def end_commands(self) -> None:
         """Kill every process the trial's commands started (detached ones, tmux servers, orphans re-parented to the
@@ -456,6 +497,8 @@ class Keeper:
 
     def on_message(self, message: dict, fds: list[int]) -> bool:
         if message.get("op") == "stop":
+            remove = message.get("remove")
+            self.remove = remove if isinstance(remove, str) and os.path.isabs(remove) else None
             return False
         if message.get("op") == "end":
             self.end_commands()
@@ -492,6 +535,7 @@ class Launcher:
     """
 
     def __init__(self, sock: socket.socket) -> None:
+        import shutil  # noqa: F401 - imported once here (~10 ms), not by every keeper that deletes its sandbox
         import subprocess  # noqa: F401 - imported once here, so a forked bwrap keeper does not import it per trial
 
         _libc.prctl  # noqa: B018 - looked up once here (a dlsym), not in every keeper

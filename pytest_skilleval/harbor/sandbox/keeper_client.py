@@ -330,14 +330,16 @@ class ProcessKeeper:
         except TimeoutError:
             raise KeeperError(f"the trial's processes were not ended within {STOP_TIMEOUT:.0f} s") from None
 
-    def stop(self) -> list[int]:
-        """Blocking: kill everything the trial started; returns pids the keeper could not kill (normally none)."""
+    def stop(self, remove: Path | None = None) -> list[int]:
+        """Blocking: kill everything the trial started, then delete `remove` (the sandbox folder) there; returns pids
+        the keeper could not kill (normally none). The folder may still be there when the keeper could not do it."""
         left: list[int] = []
         running, self._stopping = self.running, True  # from here on, the keeper ending is expected
         if self._sock is not None and running:
+            ask = {"op": "stop", "remove": str(remove)} if remove is not None else {"op": "stop"}
             try:
                 with self._lock:
-                    self._sock.send(json.dumps({"op": "stop"}).encode())
+                    self._sock.send(json.dumps(ask).encode())
                 left = list(self._stopped.result(timeout=STOP_TIMEOUT).get("left", []))
             except (OSError, TimeoutError, KeeperError):
                 pass
