@@ -2,7 +2,8 @@
 
 Why: a command may leave processes behind on purpose (terminus-2 keeps a tmux server for the whole trial) or
 to escape (`setsid -f`, a double fork). The keeper starts every command of one trial and, when the trial
-stops, kills everything the trial started and waits until it is gone.
+stops, kills everything the trial started, waits until it is gone and (when the host asks) deletes the trial's
+sandbox folder, so that work is not a thread of the host process's.
 
 * `none` mode: the keeper is a child subreaper (PR_SET_CHILD_SUBREAPER), so every orphan of the trial is
   re-parented to it rather than to init; at stop it kills its descendants until none are left.
