@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from harbor.models.task.config import EnvironmentConfig as TaskEnvironmentConfig
@@ -25,11 +26,10 @@ CAP = 16 * 1024 * 1024  # the documented per-command cap, stdout and stderr toge
 MiB = 1024 * 1024
 
 
-async def _execs(tmp_path: Path, *commands: str) -> list[object]:
-    """Harbor ExecResults, or the exception an exec raised, one per command, in one trial's environment."""
+def _environment(tmp_path: Path) -> LocalEnvironment:
     paths = TrialPaths(trial_dir=tmp_path / "trial")
     paths.mkdir()
-    env = LocalEnvironment(
+    return LocalEnvironment(
         environment_dir=tmp_path / "environment",
         environment_name="t",
         session_id="t__env",
@@ -37,6 +37,11 @@ async def _execs(tmp_path: Path, *commands: str) -> list[object]:
         task_env_config=TaskEnvironmentConfig(),
         sandbox="none",
     )
+
+
+async def _execs(tmp_path: Path, *commands: str) -> list[object]:
+    """Harbor ExecResults, or the exception an exec raised, one per command, in one trial's environment."""
+    env = _environment(tmp_path)
     await env.start(force_build=False)
     results: list[object] = []
     try:
@@ -124,3 +129,51 @@ def test_in_docker_a_replay_printing_20_mb_fails_naming_the_cap(
     [trial] = skill_project.result_json("demo")["trials"]
     assert trial["status"] == "error"
     assert "(16 MiB) cap on one command's stdout and stderr together" in json.dumps(trial)
+
+
+def test_a_running_command_does_not_wake_the_event_loop(tmp_path: Path) -> None:
+    """The cap is watched off the event loop: a command running 1 s wakes the loop no more than one that ends at
+    once (polling every 50 ms made it 20 more)."""
+    wakes = 0
+
+    def counting(select: Any) -> Any:
+        def counted(timeout: float | None = None) -> Any:
+            nonlocal wakes
+            wakes += 1
+            return select(timeout)
+
+        return counted
+
+    async def timed() -> list[int]:
+        env = _environment(tmp_path)
+        await env.start(force_build=False)
+        try:
+            selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+            selector.select = counting(selector.select)
+            counts = []
+            for command in ("echo done", "sleep 1; echo done"):
+                before = wakes
+                result = await env.exec(command, timeout_sec=120)
+                assert result.stdout == "done\n"
+                counts.append(wakes - before)
+            return counts
+        finally:
+            await env.stop(delete=True)
+
+    at_once, after_a_second = asyncio.run(timed())
+    assert after_a_second <= at_once + 5, (at_once, after_a_second)
+
+
+def test_commands_at_once_are_capped_each_on_their_own(tmp_path: Path) -> None:
+    """Of two trials' commands running at once, only the one past the cap is ended."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+
+    async def both() -> list[list[object]]:
+        return await asyncio.gather(
+            _execs(tmp_path / "a", "yes"), _execs(tmp_path / "b", f"sleep 1; head -c {CAP - 10} /dev/zero | wc -c")
+        )
+
+    [[over], [within]] = asyncio.run(both())
+    assert isinstance(over, OutputCapExceeded)
+    assert within.stdout.strip() == str(CAP - 10)  # type: ignore[attr-defined]

@@ -7,7 +7,9 @@ The command's own process group dies when it ends (its `&` children with it, as 
 Output is capped while the command runs (docs/security.md, "Output caps"): past 16 MiB of stdout and stderr
 together the command's process group is killed and the exec raises OutputCapExceeded, which fails the trial
 rather than hand back part of the output; all commands of a trial together may hand the pytest process at most
-64 MiB, so no trial grows its memory without bound.
+64 MiB, so no trial grows its memory without bound. One watcher thread per process checks the output of every
+running command every 50 ms, so the event loop wakes only when a command ends or times out, not 20 times a second
+for each command in flight.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import asyncio
 import os
 import signal
 import tempfile
+import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +50,59 @@ class OutputBudget:
 
 def _written(*handles: Any) -> int:
     return sum(os.fstat(handle.fileno()).st_size for handle in handles)
+
+
+@dataclass(eq=False)
+class _Watched:
+    """A running command's process group and output files, and whether the watcher ended it for its output."""
+
+    pid: int
+    fds: tuple[int, int]
+    over_cap: bool = False
+
+
+class _OutputWatch:
+    """Every POLL_SECONDS, kills the process group of each watched command past MAX_COMMAND_OUTPUT_BYTES.
+
+    The check runs under the lock that `forget` takes, so once `forget` returns the thread never touches that
+    command's descriptors (which the caller then closes and the process may reuse).
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._watched: set[_Watched] = set()
+        self._owner = 0  # the pid that started the thread: a forked copy of this process starts its own
+
+    def watch(self, pid: int, out: Any, err: Any) -> _Watched:
+        watched = _Watched(pid, (out.fileno(), err.fileno()))
+        with self._changed:
+            if self._owner != os.getpid():
+                self._owner, self._watched = os.getpid(), set()
+                threading.Thread(target=self._run, name="skilleval-output-cap", daemon=True).start()
+            self._watched.add(watched)
+            self._changed.notify()
+        return watched
+
+    def forget(self, watched: _Watched) -> None:
+        with self._changed:
+            self._watched.discard(watched)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._watched:
+                    self._changed.wait()
+                for watched in self._watched:
+                    if (
+                        not watched.over_cap
+                        and sum(os.fstat(fd).st_size for fd in watched.fds) > MAX_COMMAND_OUTPUT_BYTES
+                    ):
+                        watched.over_cap = True
+                        kill_group(watched.pid)
+            time.sleep(POLL_SECONDS)
+
+
+_WATCH = _OutputWatch()
 
 
 def _command_shown(argv: list[str]) -> str:
@@ -111,23 +168,13 @@ async def run_command(
         spawned = keeper.spawn(argv, cwd, env, out.fileno(), err.fileno(), join_net=join_net)
         pid = await _started(spawned)
         exited = asyncio.wrap_future(spawned.exited)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_sec if timeout_sec else None
-        timed_out = over_cap = False
+        watched = _WATCH.watch(pid, out, err)
+        timed_out = False
         try:
-            while not exited.done():
-                wait = POLL_SECONDS if deadline is None else max(0.0, min(POLL_SECONDS, deadline - loop.time()))
-                await asyncio.wait({exited}, timeout=wait)
-                if exited.done():
-                    break
-                if _written(out, err) > MAX_COMMAND_OUTPUT_BYTES:
-                    over_cap = True
-                elif deadline is not None and loop.time() >= deadline:
-                    timed_out = True
-                else:
-                    continue
+            await asyncio.wait({exited}, timeout=timeout_sec or None)
+            if not exited.done():
+                timed_out = True
                 kill_group(pid)
-                break
             code = await exited
         except BaseException:
             kill_group(pid)
@@ -136,6 +183,9 @@ async def run_command(
             except BaseException:  # noqa: BLE001 - the error that stopped the command is raised below
                 pass
             raise
+        finally:
+            _WATCH.forget(watched)
+        over_cap = watched.over_cap
         kill_group(pid)  # its `&` children, still in its process group
         written = _written(out, err)
         if over_cap or written > MAX_COMMAND_OUTPUT_BYTES:
