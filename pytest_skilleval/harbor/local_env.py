@@ -49,7 +49,6 @@ import logging
 import os
 import posixpath
 import re
-import shlex
 import shutil
 import stat
 import tempfile
@@ -71,6 +70,7 @@ from pytest_skilleval.harbor.sandbox.bwrap import (
     sandbox_options,
     usable_bwrap,
 )
+from pytest_skilleval.harbor.sandbox.command_forms import direct_argv, executable_target, readable_targets
 from pytest_skilleval.harbor.sandbox.commands import TIMEOUT_EXIT_CODE, OutputBudget, run_command
 from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper, SandboxEnded
 from pytest_skilleval.harbor.sandbox.options import local_env_options, resolve_mode
@@ -115,53 +115,6 @@ def harbor_variables(
         "HARBOR_GRADER_SH": f"{tests_dir}/grader.sh",
         "HARBOR_WORKSPACE_DIR": workspace_dir,
     }
-
-
-# Exactly the command Harbor runs after installing skills (trial.py, _upload_injected_skills), and nothing more.
-_READABLE_COMMAND = re.compile(r"chmod -R a\+rX((?: (?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+))+)")
-
-
-# Exactly the command Harbor's verifier runs before a test script (`chmod +x '/tests/test.sh'`): /tests is read-only
-# inside the sandbox, so the host sets the mode.
-_EXECUTABLE_COMMAND = re.compile(r"chmod \+x ('[^']*'|[A-Za-z0-9_@%+=:,./-]+)")
-
-
-def _executable_target(command: str) -> str | None:
-    """The file of a `chmod +x FILE` command (plain or single-quoted absolute path), else None."""
-    found = _EXECUTABLE_COMMAND.fullmatch(command)
-    if found is None:
-        return None
-    target = shlex.split(found.group(1))[0]
-    return target if target.startswith("/") else None
-
-
-def _readable_targets(command: str) -> list[str] | None:
-    """The folders of a `chmod -R a+rX DIR...` command (plain or single-quoted absolute paths), else None."""
-    found = _READABLE_COMMAND.fullmatch(command)
-    if found is None:
-        return None
-    targets = shlex.split(found.group(1))
-    return targets if targets and all(target.startswith("/") for target in targets) else None
-
-
-# Programs a command may name to be started without `bash -c` (`bash /tests/grader.sh`, as the host verifier runs
-# a grader), when every other word is plain: nothing a shell would expand, split, redirect or treat as syntax.
-_DIRECT_PROGRAMS = frozenset({"bash", "sh", "python3"})
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
-
-
-def _direct_argv(command: str, path: str) -> list[str] | None:
-    """The argv `bash -c command` would end up running, when the shell has nothing else to do: a program of
-    _DIRECT_PROGRAMS and plain words, found on a PATH of host system folders only (shown as they are in the sandbox,
-    so the host finds what the shell inside would). None: the command goes through `bash -c`."""
-    words = command.split(" ")
-    if words[0] not in _DIRECT_PROGRAMS or not all(_PLAIN_WORD.fullmatch(word) for word in words):
-        return None
-    folders = path.split(":")
-    if not all(folder.startswith("/") and "/" + folder.strip("/").split("/")[0] in SYSTEM_DIRS for folder in folders):
-        return None
-    program = shutil.which(words[0], path=path)
-    return [program, *words[1:]] if program else None
 
 
 def bwrap_available() -> bool:
@@ -428,15 +381,15 @@ class LocalEnvironment(BaseEnvironment):
             raise RuntimeError("the local environment is not started (or already stopped)")
         # Harbor's own mode changes on folders that are read-only inside this sandbox (/tests, the skills) are made
         # on the host; a cloud sandbox's folders are writable, so there the same command succeeds in the sandbox.
-        targets = _readable_targets(command)
+        targets = readable_targets(command)
         if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
             return ExecResult(stdout="", stderr="", return_code=0)
-        executable = _executable_target(command)
+        executable = executable_target(command)
         if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
             return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             exec_env, run_cwd = self._exec_env(env), container_cwd
-            argv = _direct_argv(command, exec_env.get("PATH", "")) or ["/bin/bash", "-c", command]
+            argv = direct_argv(command, exec_env.get("PATH", "")) or ["/bin/bash", "-c", command]
         else:
             rewrite = self._path_rewriter()
             exec_env, argv, run_cwd = self._exec_env(env, rewrite), ["/bin/bash", "-c", rewrite(command)], host_cwd

@@ -1,0 +1,58 @@
+"""Command strings the `local` environment recognises exactly, so it can answer them on the host or start them
+without a shell: Harbor's `chmod` of installed skills and of a test script (the sandbox's folders are read-only
+there, so the host sets the modes), and `bash|sh|python3` with plain words (one process start less than `bash -c`).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+
+from pytest_skilleval.harbor.sandbox.bwrap import SYSTEM_DIRS
+
+# Exactly the command Harbor runs after installing skills (trial.py, _upload_injected_skills), and nothing more.
+_READABLE_COMMAND = re.compile(r"chmod -R a\+rX((?: (?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+))+)")
+
+
+# Exactly the command Harbor's verifier runs before a test script (`chmod +x '/tests/test.sh'`): /tests is read-only
+# inside the sandbox, so the host sets the mode.
+_EXECUTABLE_COMMAND = re.compile(r"chmod \+x ('[^']*'|[A-Za-z0-9_@%+=:,./-]+)")
+
+
+def executable_target(command: str) -> str | None:
+    """The file of a `chmod +x FILE` command (plain or single-quoted absolute path), else None."""
+    found = _EXECUTABLE_COMMAND.fullmatch(command)
+    if found is None:
+        return None
+    target = shlex.split(found.group(1))[0]
+    return target if target.startswith("/") else None
+
+
+def readable_targets(command: str) -> list[str] | None:
+    """The folders of a `chmod -R a+rX DIR...` command (plain or single-quoted absolute paths), else None."""
+    found = _READABLE_COMMAND.fullmatch(command)
+    if found is None:
+        return None
+    targets = shlex.split(found.group(1))
+    return targets if targets and all(target.startswith("/") for target in targets) else None
+
+
+# Programs a command may name to be started without `bash -c` (`bash /tests/grader.sh`, as the host verifier runs
+# a grader), when every other word is plain: nothing a shell would expand, split, redirect or treat as syntax.
+_DIRECT_PROGRAMS = frozenset({"bash", "sh", "python3"})
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+
+
+def direct_argv(command: str, path: str) -> list[str] | None:
+    """The argv `bash -c command` would end up running, when the shell has nothing else to do: a program of
+    _DIRECT_PROGRAMS and plain words, found on a PATH of host system folders only (shown as they are in the sandbox,
+    so the host finds what the shell inside would). None: the command goes through `bash -c`."""
+    words = command.split(" ")
+    if words[0] not in _DIRECT_PROGRAMS or not all(_PLAIN_WORD.fullmatch(word) for word in words):
+        return None
+    folders = path.split(":")
+    if not all(folder.startswith("/") and "/" + folder.strip("/").split("/")[0] in SYSTEM_DIRS for folder in folders):
+        return None
+    program = shutil.which(words[0], path=path)
+    return [program, *words[1:]] if program else None
