@@ -241,13 +241,7 @@ class LocalEnvironment(BaseEnvironment):
 
     def host_path(self, container_path: str | PurePosixPath) -> Path:
         """Host location of a sandbox path; system folders are refused (read-only)."""
-        norm = self._normalize(container_path)
-        top = norm.strip("/").split("/", 1)[0]
-        if not top:
-            raise ValueError("the sandbox root '/' itself cannot be mapped")
-        if top in self._reserved_tops():
-            raise PermissionError(f"{norm} is a read-only host system path in the local environment")
-        return self.rootfs / norm.lstrip("/")
+        return self.rootfs / self._rootfs_rel(container_path)
 
     def _cwd_on_host(self, cwd: str) -> str:
         norm = self._normalize(cwd)
@@ -420,8 +414,14 @@ class LocalEnvironment(BaseEnvironment):
     # Everything under rootfs/ is the sandbox's: verifier.safe_io walks it without following links, so a link the
     # agent planted is reported, never read or written through (docs/security.md, "Artifacts from the sandbox").
 
-    def _rootfs_rel(self, container_path: str) -> str:
-        return self.host_path(container_path).relative_to(self.rootfs).as_posix()
+    def _rootfs_rel(self, container_path: str | PurePosixPath) -> str:
+        norm = self._normalize(container_path)
+        top = norm.strip("/").split("/", 1)[0]
+        if not top:
+            raise ValueError("the sandbox root '/' itself cannot be mapped")
+        if top in self._reserved_tops():
+            raise PermissionError(f"{norm} is a read-only host system path in the local environment")
+        return norm.lstrip("/")
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self._remote_call()
