@@ -13,7 +13,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Literal
 
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -39,10 +39,9 @@ class FileTooLargeError(ValueError):
 def split_rel(rel: str | os.PathLike[str]) -> list[str]:
     """The components of a relative path; absolute paths and `..` are refused (the result must stay inside)."""
     text = os.fspath(rel)
-    path = PurePosixPath(text)
-    if path.is_absolute():
+    if text.startswith("/"):
         raise UnsafePathError(f"{text} must be relative to its trusted directory")
-    parts = [part for part in path.parts if part != "."]
+    parts = [part for part in text.split("/") if part not in ("", ".")]  # PurePosixPath(text).parts, no object made
     if ".." in parts:
         raise UnsafePathError(f"{text} must not contain '..'")
     return parts
@@ -78,16 +77,17 @@ def open_error(error: OSError, dir_fd: int, name: str, shown: str) -> OSError:
 
 def open_root(root: Path, create: bool) -> int:
     """The trusted directory itself; its own last component must not be a link either."""
-    root = Path(os.path.abspath(root))
+    text = os.path.abspath(root)  # strings, not a Path: this runs for every file operation on a sandbox
+    parent_dir, name = os.path.split(text)
     if create:
-        root.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(parent_dir, exist_ok=True)
         try:
-            os.mkdir(root)
+            os.mkdir(text)
         except FileExistsError:
             pass
-    parent = os.open(root.parent, DIR_FLAGS & ~NOFOLLOW)
+    parent = os.open(parent_dir, DIR_FLAGS & ~NOFOLLOW)
     try:
-        return open_child_dir(parent, root.name, str(root), create=False)
+        return open_child_dir(parent, name, text, create=False)
     finally:
         os.close(parent)
 
