@@ -246,7 +246,7 @@ class LocalEnvironment(BaseEnvironment):
     def _cwd_on_host(self, cwd: str) -> str:
         norm = self._normalize(cwd)
         top = norm.strip("/").split("/", 1)[0]
-        return norm if top in self._reserved_tops() else str(self.rootfs / norm.lstrip("/"))
+        return norm if top in self._reserved_tops() else os.path.join(self.rootfs, norm.lstrip("/"))
 
     def _top_level_dirs(self) -> tuple[str, ...]:
         """The container paths that exist as folders of rootfs/ (one listing)."""
