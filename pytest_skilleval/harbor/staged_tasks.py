@@ -18,7 +18,7 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from harbor.models.task.task import Task
@@ -48,11 +48,17 @@ class _Folder:
     excluded: dict[str, bool] = field(default_factory=dict)  # Harbor's file filter's answer, by path
 
 
+def _key(task_dir: str | os.PathLike[str]) -> str:
+    """A folder's path as `Path` spells it; a `Path` keeps that string, so asking for it again costs nothing (this
+    runs for each file Harbor's file filter asks about)."""
+    return str(task_dir if isinstance(task_dir, PurePath) else Path(task_dir))
+
+
 class StagedTasks:
     """The staged task folders and skills of one runner, and what Harbor built from each of them."""
 
     def __init__(self) -> None:
-        self._folders: dict[Path, _Folder] = {}
+        self._folders: dict[str, _Folder] = {}  # by the folder's path as a string
         self._skills: set[str] = set()
         self._skill_locks: dict[tuple[str, ...], list[Any]] = {}
         self._lock = threading.Lock()
@@ -60,8 +66,8 @@ class StagedTasks:
     def add_folder(self, task_dir: Path) -> None:
         """A task folder staged for many trials; it must not change afterwards (nothing built from it is redone)."""
         with self._lock:
-            folder = self._folders.setdefault(Path(task_dir), _Folder())
-            self._folders.setdefault(Path(task_dir).resolve(), folder)  # as Harbor's file filter names it
+            folder = self._folders.setdefault(_key(task_dir), _Folder())
+            self._folders.setdefault(str(Path(task_dir).resolve()), folder)  # as Harbor's file filter names it
 
     def add_skill(self, skill_dir: Path) -> None:
         """A skill folder staged once for the run and given to agents as it is."""
@@ -69,7 +75,7 @@ class StagedTasks:
             self._skills.add(str(skill_dir))
 
     def _folder(self, task_dir: Path) -> _Folder | None:
-        return self._folders.get(Path(task_dir))
+        return self._folders.get(_key(task_dir))
 
     async def load_task(self, config: Any) -> tuple[StagedTask, Any] | None:
         """Harbor's task and download result for a trial of a registered folder (built on its first trial, the way
