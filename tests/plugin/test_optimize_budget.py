@@ -81,3 +81,23 @@ def test_an_unpriced_proposer_is_said_unknown_not_free(skill_project: SkillProje
     text = proposal.read_text()
     assert "Proposer (openai/unpriced-model): n/a for 1 request(s)" in text
     assert "The proposer's cost is unknown for candidate(s) 1" in text
+
+
+def test_iterations_zero_measures_the_current_description_without_a_proposer(skill_project: SkillProject) -> None:
+    """`--iterations 0` asks the proposer nothing, so it needs no proposer model: it measures the current description
+    and writes the proposal file saying no proposer was asked."""
+    skill = _skill(skill_project.root)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("LLM_JUDGE", "SKILL_EVAL_LLM"))}
+    argv = [sys.executable, "-m", "pytest_skilleval.authoring.cli", "optimize-description", str(skill)]
+    argv += ["--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--iterations", "0"]
+    done = subprocess.run(argv, cwd=skill_project.root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # No replay loads the skill: the train query (should trigger) is missed, two of the four held out are right.
+    assert (
+        "candidate 0 (current): train accuracy 0.00\nwinner: candidate 0: train accuracy 0.00, held-out test "
+        "accuracy 0.50\n" in done.stdout
+    )
+    (proposal,) = sorted((skill / "evals" / "results").glob("optimize-*/description-proposal.md"))
+    text = proposal.read_text()
+    assert "Proposer: none asked (--iterations 0)" in text
+    assert "| 0 | $0.000000 | n/a |" in text
