@@ -5,6 +5,7 @@ there, so the host sets the modes), and `bash|sh|python3` with plain words (one 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -42,6 +43,7 @@ def readable_targets(command: str) -> list[str] | None:
 # a grader), when every other word is plain: nothing a shell would expand, split, redirect or treat as syntax.
 _DIRECT_PROGRAMS = frozenset({"bash", "sh", "python3"})
 _PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_MAX_LINKS = 40  # as the kernel follows at most
 
 
 def direct_argv(command: str, path: str) -> list[str] | None:
@@ -51,8 +53,27 @@ def direct_argv(command: str, path: str) -> list[str] | None:
     words = command.split(" ")
     if words[0] not in _DIRECT_PROGRAMS or not all(_PLAIN_WORD.fullmatch(word) for word in words):
         return None
-    folders = path.split(":")
-    if not all(folder.startswith("/") and "/" + folder.strip("/").split("/")[0] in SYSTEM_DIRS for folder in folders):
+    if not all(_in_system_dir(folder) for folder in path.split(":")):
         return None
     program = shutil.which(words[0], path=path)
-    return [program, *words[1:]] if program else None
+    return [program, *words[1:]] if program and _reached_alike(program) else None
+
+
+def _in_system_dir(path: str) -> bool:
+    return path.startswith("/") and "/" + path.strip("/").split("/")[0] in SYSTEM_DIRS
+
+
+def _reached_alike(program: str) -> bool:
+    """Whether the sandbox reaches `program` where the host does: each folder on the way and each link's target
+    inside the system folders it shows. A link out of them (`/usr/local/bin/python3` to a user's home) dangles
+    inside, where the shell passes it over for the next one on PATH; started directly it would not start."""
+    path = program
+    for _ in range(_MAX_LINKS):
+        folder = os.path.realpath(os.path.dirname(path))
+        if not _in_system_dir(folder):
+            return False
+        path = os.path.join(folder, os.path.basename(path))
+        if not os.path.islink(path):
+            return True
+        path = os.path.join(folder, os.readlink(path))
+    return False
