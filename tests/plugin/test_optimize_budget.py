@@ -37,6 +37,17 @@ def _skill(root: Path) -> Path:
     return skill
 
 
+def _price(model: str) -> float:
+    """One proposal's price, from litellm's installed price map, read in a process of its own: litellm imports the
+    importlib_metadata backport, which takes over finding installed packages from the standard library's finder
+    (it deletes `PathFinder.find_distributions`), and pytester's restore of sys.meta_path after this test would then
+    leave this process finding none (the next test to import Harbor afresh fails on its version lookup)."""
+    script = f"import litellm; print(sum(litellm.cost_per_token(model={model!r}, prompt_tokens=1000, completion_tokens=100)))"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
 def _optimize(
     root: Path, skill: Path, env: dict[str, str], model: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
@@ -46,10 +57,7 @@ def _optimize(
 
 
 def test_the_proposers_cost_counts_against_max_cost(skill_project: SkillProject, scripted_model: Any) -> None:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    price = sum(litellm.cost_per_token(model=PROPOSER, prompt_tokens=1000, completion_tokens=100))
+    price = _price(PROPOSER)
     skill = _skill(skill_project.root)
     replies = [{"text": json.dumps({"description": f"Greets people, take {n}"}), **TOKENS} for n in (1, 2)]
     proposer = scripted_model({"models": {PROPOSER: replies}})
