@@ -8,6 +8,8 @@ trial over the whole process tree (user + system, every descendant reaped by thi
 pytest (or harbor) process's own CPU ms per trial, processes at the peak, peak PSS of the tree, whether every trial
 scored, processes left behind after the run, and the session's end: from the last trial's end (the plugin: its item's
 last report, recorded by a probe plugin; Harbor: its newest trial result.json) to the process's exit.
+Beside each line, the CPU seconds of a fixed pure-Python loop measured just after (`_harness.cpu_speed`): the
+machine's speed drifts under load, so figures compare only at a similar speed.
 Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest process's own CPU <= 15 ms a trial, tree
 CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
 
@@ -27,7 +29,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from _harness import make_project, pytest_argv, run_sampled
+from _harness import cpu_speed, make_project, pytest_argv, run_sampled
 from bench_vs_harbor import harbor_argv, make_tasks
 
 SLEEP = 2.0
@@ -223,7 +225,8 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         f"tree CPU {measured.tree_cpu_s / trials * 1000:6.1f} ms/trial  own CPU {measured.own_cpu_s / trials * 1000:5.1f}"
         f" ms/trial  peak procs {measured.peak_processes:4}  peak PSS {measured.peak_pss_mb:6.0f} MB  "
         f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}  "
-        f"end {measured.session_end_s if measured.session_end_s is not None else float('nan'):.2f} s"
+        f"end {measured.session_end_s if measured.session_end_s is not None else float('nan'):.2f} s  "
+        f"(CPU speed loop {cpu_speed():.2f} s)"
     )
     if measured.returncode != 0 or not scored:
         print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)
@@ -236,7 +239,7 @@ def main() -> None:
     with_harbor = os.environ.get("BENCH_HARBOR", "1") != "0"
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
-        f"load {os.getloadavg()[0]:.1f}; {trials} trials x {SLEEP:.0f} s"
+        f"load {os.getloadavg()[0]:.1f}, CPU speed loop {cpu_speed():.2f} s; {trials} trials x {SLEEP:.0f} s"
     )
     startup_plugin = plugin_run(1, 1, 0.0)[0].seconds
     startup_harbor = harbor_run(1, 1, 0.0)[0].seconds if with_harbor else 0.0

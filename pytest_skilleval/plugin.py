@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -244,7 +243,9 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
 
         return trigger_outcome(item, trial_record(item, skilleval_runner, state), state)
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
-    item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
+    text = record_property_value(record)
+    item.user_properties.append((USER_PROPERTY_KEY, text))
+    state.made_here(item.nodeid, text, record)
     if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them; else kept for nothing
         item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -295,11 +296,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """Show each trial's score beside its outcome in verbose runs."""
-    if report.when != "call" or not report.passed or get_state(config) is None:
+    state = get_state(config) if report.when == "call" and report.passed else None
+    if state is None:
         return None
     for key, value in report.user_properties:
         if key == USER_PROPERTY_KEY and isinstance(value, str):
-            overall = json.loads(value).get("overall")
+            overall = state.reported_overall(report.nodeid, value)
             if overall is not None:
                 return "passed", ".", (f"PASSED ({overall:.2f})", {"green": True})
     return None

@@ -66,6 +66,10 @@ class SkillEvalSession:
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
         self._parsed_records: dict[str, tuple[str, TrialRecord]] = {}  # node id -> (its text, the record parsed)
+        # node id -> (the text put in its user_properties, the record it was made from), in the process that ran the
+        # item, from its setup to its teardown report: that process's reports carry this very string, and the
+        # record is not parsed back from it.
+        self._made_here: dict[str, tuple[str, TrialRecord]] = {}
         self._skill_dirs: dict[str, str] = {}
         # Trigger items' records (evals/triggers.json), by node id: kept apart, they never join the case records.
         self._triggers: dict[str, TriggerRecord] = {}
@@ -417,7 +421,8 @@ class SkillEvalSession:
                 # the same trial's setup, call and teardown reports: one string for all three (xdist sends copies)
                 report.user_properties[index] = (key, stored[1])
                 continue
-            record = TrialRecord.model_validate_json(text)
+            made = self._made_here.get(report.nodeid)
+            record = made[1] if made is not None and made[0] is value else TrialRecord.model_validate_json(text)
             self._records.pop(report.nodeid, None)
             # Strings kept once per run, not once per trial: the report's node id (the item's own string) unless
             # the record names another, and one copy of each skill folder.
@@ -425,8 +430,19 @@ class SkillEvalSession:
             self._records[nodeid] = (self._skill_dirs.setdefault(record.skill_dir, record.skill_dir), text)
             if self._writes_results:
                 self.early.seen(report.nodeid, record)
-        if report.when == "teardown" and self._writes_results:
-            self.early.item_done(report.nodeid)
+        if report.when == "teardown":
+            self._made_here.pop(report.nodeid, None)
+            if self._writes_results:
+                self.early.item_done(report.nodeid)
+
+    def made_here(self, nodeid: str, text: str, record: TrialRecord) -> None:
+        """The item's record, and the JSON text its reports carry, in the process that ran it."""
+        self._made_here[nodeid] = (text, record)
+
+    def reported_overall(self, nodeid: str, text: str) -> Any:
+        """The overall of the record whose JSON a report carries (the record itself when made here)."""
+        made = self._made_here.get(nodeid)
+        return made[1].overall if made is not None and made[0] is text else json.loads(text).get("overall")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Where collection failed: a path with an error is not also "a path that yielded nothing"."""
@@ -504,8 +520,13 @@ def redact_record(record: TrialRecord, redactor: Redactor) -> TrialRecord:
     from pytest_skilleval.results.records import TrialRecord
 
     data = record.model_dump(mode="json")
-    redacted = redactor.value({k: v for k, v in data.items() if k not in _IDENTITY_FIELDS})
-    return TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
+    rest = {k: v for k, v in data.items() if k not in _IDENTITY_FIELDS}
+    redacted = redactor.scrub(rest)
+    if redacted is rest:
+        return record  # nothing to redact: the record itself, not a copy validated again
+    copy = TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
+    copy.keep_written(record.written)
+    return copy
 
 
 def record_property_value(record: TrialRecord) -> str:

@@ -14,18 +14,25 @@ Modes: `python3 check_runner.py snapshot` and `python3 check_runner.py checks SP
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import re
-import signal
 import stat
-import subprocess
 import sys
-import tempfile
-import time
-from typing import IO, Any
 
-Result = dict[str, Any]
+# `python3 -I -S -c RUNNER snapshot` (the workspace before and after the agent, on a sandbox the host cannot read)
+# imports only the four modules above: the rest costs more than the interpreter's own start, twice a trial.
+SNAPSHOT_ONLY = __name__ == "__main__" and sys.argv[1:2] == ["snapshot"]
+if not SNAPSHOT_ONLY:
+    import json
+    import re
+    import signal
+    import subprocess
+    import tempfile
+    import time
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    Result = dict[str, Any]
 
 MARKER = "SKILLEVAL-CHECKS-OUTPUT:"
 ROOT = "/workspace"
@@ -447,8 +454,45 @@ def file_hash(dir_fd: int, name: str) -> str:
 
 
 def emit(document: dict[str, Any]) -> None:
-    sys.stdout.write("\n" + MARKER + json.dumps(document, ensure_ascii=True, default=str) + "\n")
+    text = to_json(document) if SNAPSHOT_ONLY else json.dumps(document, ensure_ascii=True, default=str)
+    sys.stdout.write("\n" + MARKER + text + "\n")
     sys.stdout.flush()
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _json_string(text: str) -> str:
+    """`json.dumps(text, ensure_ascii=True)`: ASCII as it is, the rest as UTF-16 code units (lone surrogates kept)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
+    out = ['"']
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            units = char.encode("utf-16-be", "surrogatepass")
+            out.extend("\\u" + units[i : i + 2].hex() for i in range(0, len(units), 2))
+    out.append('"')
+    return "".join(out)
+
+
+def to_json(value: Any) -> str:
+    """What `json.dumps(value, ensure_ascii=True)` prints for a snapshot's document (dicts, lists, text, integers,
+    booleans), without importing json."""
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(_json_string(key) + ": " + to_json(item) for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(to_json(item) for item in value) + "]"
+    raise TypeError("not part of a snapshot: " + type(value).__name__)
 
 
 def main(argv: list[str]) -> int:

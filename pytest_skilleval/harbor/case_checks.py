@@ -10,6 +10,7 @@ never a failure of the agent.
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from collections.abc import Sequence
@@ -73,6 +74,13 @@ def runner_source() -> str:
     return Path(check_runner.__file__).read_text(encoding="utf-8")
 
 
+@functools.cache
+def snapshot_command() -> str:
+    """The runner's snapshot as one command: `-I -S` and the runner's snapshot-only imports make it a bare interpreter
+    start, and the `local` environment starts it without a shell (plain and single-quoted words)."""
+    return f"python3 -I -S -c {shlex.quote(runner_source())} snapshot"
+
+
 def sandbox_specs(checks: Sequence[CheckSpec]) -> list[dict[str, Any]]:
     """The checks the sandbox runs, as the runner reads them (by index in the case's list)."""
     specs: list[dict[str, Any]] = []
@@ -124,7 +132,8 @@ async def take_snapshot(environment: Any) -> Snapshot | None:
     """/workspace's paths, sizes and hashes (no contents), or None when the sandbox cannot say (no python3).
 
     An environment whose sandbox folders the host sees (the `local` one) reads them itself (`workspace_snapshot`,
-    the runner's own walk, links never followed): a python3 start in the sandbox saved twice a trial."""
+    the runner's own walk, links never followed): a python3 start in the sandbox saved twice a trial. Elsewhere the
+    runner runs in the sandbox with its snapshot-only imports (`snapshot_command`)."""
     on_host = getattr(environment, "workspace_snapshot", None)
     if callable(on_host):
         try:
@@ -134,9 +143,8 @@ async def take_snapshot(environment: Any) -> Snapshot | None:
                 return read if read.error is None else None
         except Exception:  # noqa: BLE001 - as in the sandbox: a snapshot that fails leaves the diff unknown
             return None
-    command = f"python3 -c {shlex.quote(runner_source())} snapshot"
     try:
-        result = await environment.exec(command, timeout_sec=SNAPSHOT_TIMEOUT_SEC)
+        result = await environment.exec(snapshot_command(), timeout_sec=SNAPSHOT_TIMEOUT_SEC)
         if result.return_code != 0:
             return None
         found = parse_output(result.stdout).snapshot

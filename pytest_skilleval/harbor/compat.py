@@ -2,7 +2,7 @@
 classes and models. Harbor exposes no public equivalent of these, and each must match what Harbor itself does, so
 we call its own rather than copy it; a Harbor release that renames one breaks only this module. The one place we
 also route Harbor's own per-trial builders (the task loader of `Trial.create` and three entries of the trial lock)
-through what was built once per staged folder: `create_trial`.
+through what was built once per staged folder, and its task.toml parse through one made per text: `create_trial`.
 """
 
 from __future__ import annotations
@@ -115,6 +115,24 @@ def _route_builders() -> None:
     lock._task_verifier_environment_mode = verifier_mode
     lock._build_agent_skill_locks = skill_entries
     _route_file_filter()
+    _route_task_toml()
+
+
+def _route_task_toml() -> None:
+    """Harbor's task.toml parse (`TaskConfig.model_validate_toml`), which creating a trial runs three times on the
+    same text (the task, the lock's task version, its verifier mode): parsed once per text while a trial is created
+    through `create_trial`, each caller given its own copy of Harbor's result; anywhere else Harbor's own."""
+    from harbor.models.task.config import TaskConfig
+
+    parse = TaskConfig.model_validate_toml
+
+    def validate_toml(cls: type[TaskConfig], toml_data: str) -> TaskConfig:
+        staged = _STAGED.get()
+        if staged is None or cls is not TaskConfig:
+            return parse.__func__(cls, toml_data)  # type: ignore[attr-defined]
+        return staged.task_config(toml_data, parse)
+
+    setattr(TaskConfig, "model_validate_toml", classmethod(validate_toml))  # noqa: B010 - as the file filter's
 
 
 def _route_file_filter() -> None:

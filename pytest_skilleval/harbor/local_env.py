@@ -382,7 +382,8 @@ class LocalEnvironment(BaseEnvironment):
         if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
             return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
-            exec_env, run_cwd = self._exec_env(env), container_cwd
+            # PWD: what `bash -c` tells the program it starts (a program started without it is told the same).
+            exec_env, run_cwd = {"PWD": container_cwd, **self._exec_env(env)}, container_cwd
             argv = direct_argv(command, exec_env.get("PATH", "")) or ["/bin/bash", "-c", command]
         else:
             rewrite = self._path_rewriter()

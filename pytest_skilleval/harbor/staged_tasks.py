@@ -23,6 +23,13 @@ from typing import Any
 
 from harbor.models.task.task import Task
 
+try:
+    from harbor.models.task.file_filter import TaskFileFilter
+
+    IGNORE_FILE = TaskFileFilter.IGNORE_FILENAME
+except ImportError:  # Harbor 0.24: no file filter (nothing is excluded)
+    IGNORE_FILE = ".harborignore"
+
 
 class StagedTask(Task):
     """Harbor's Task for a folder that no longer changes: its checksum (a walk and hash of the folder) made once."""
@@ -38,6 +45,10 @@ class StagedTask(Task):
         return self._checksum
 
 
+# Task.toml parses kept for the trials being created: a trial's three parses of its text follow one another.
+TASK_CONFIGS_KEPT = 64
+
+
 @dataclass
 class _Folder:
     """What Harbor builds from one staged task folder, kept for every trial that uses it."""
@@ -46,12 +57,34 @@ class _Folder:
     lock_tasks: dict[str, Any] = field(default_factory=dict)  # the lock's task entry, by the trial's task config
     verifier_mode: list[Any] = field(default_factory=list)  # [mode] once known
     excluded: dict[str, bool] = field(default_factory=dict)  # Harbor's file filter's answer, by path
+    plain: dict[str, bool] | None = None  # a plain folder's entries (is a folder, by relative path); else None
 
 
 def _key(task_dir: str | os.PathLike[str]) -> str:
     """A folder's path as `Path` spells it; a `Path` keeps that string, so asking for it again costs nothing (this
     runs for each file Harbor's file filter asks about)."""
     return str(task_dir if isinstance(task_dir, PurePath) else Path(task_dir))
+
+
+def _plain_entries(task_dir: str) -> dict[str, bool] | None:
+    """A folder's entries (relative path -> is a folder) when none is a link or an ignore file (Harbor's file filter
+    then answers from the relative path and kind alone); None otherwise, or when it cannot be read."""
+    entries: dict[str, bool] = {}
+    pending = [""]
+    try:
+        while pending:
+            rel = pending.pop()
+            with os.scandir(os.path.join(task_dir, rel) if rel else task_dir) as found:
+                for entry in found:
+                    if entry.is_symlink() or entry.name == IGNORE_FILE:
+                        return None
+                    name = os.path.join(rel, entry.name)
+                    entries[name] = entry.is_dir(follow_symlinks=False)
+                    if entries[name]:
+                        pending.append(name)
+    except OSError:
+        return None
+    return entries
 
 
 class StagedTasks:
@@ -61,12 +94,15 @@ class StagedTasks:
         self._folders: dict[str, _Folder] = {}  # by the folder's path as a string
         self._skills: set[str] = set()
         self._skill_locks: dict[tuple[str, ...], list[Any]] = {}
+        self._plain_excluded: dict[tuple[str, bool], bool] = {}  # the filter's answer in plain folders, by entry
+        self._task_configs: dict[str, Any] = {}  # Harbor's parse of a task.toml, by its text (the latest few)
         self._lock = threading.Lock()
 
     def add_folder(self, task_dir: Path) -> None:
         """A task folder staged for many trials; it must not change afterwards (nothing built from it is redone)."""
+        plain = _plain_entries(str(task_dir))
         with self._lock:
-            folder = self._folders.setdefault(_key(task_dir), _Folder())
+            folder = self._folders.setdefault(_key(task_dir), _Folder(plain=plain))
             self._folders.setdefault(str(Path(task_dir).resolve()), folder)  # as Harbor's file filter names it
 
     def add_skill(self, skill_dir: Path) -> None:
@@ -111,14 +147,36 @@ class StagedTasks:
 
     def excluded(self, task_dir: Path, path: Path, build: Callable[[], bool]) -> bool:
         """Whether Harbor's file filter excludes a file of a registered folder: asked once per file, not once per
-        walk of the folder (its validation, its lock's hash, its checksum)."""
-        folder = self._folder(task_dir)
+        walk of the folder (its validation, its lock's hash, its checksum); in a plain folder (no link, no ignore
+        file: what the runner stages), once per relative path and kind for every plain folder, since Harbor's
+        answer there depends on nothing else."""
+        prefix = _key(task_dir)
+        folder = self._folders.get(prefix)
         if folder is None:
             return build()
         key = os.path.abspath(path)
+        if folder.plain is not None and key.startswith(prefix + os.sep):
+            rel = key[len(prefix) + 1 :]
+            is_dir = folder.plain.get(rel)
+            if is_dir is not None:
+                entry = (rel, is_dir)
+                found = self._plain_excluded.get(entry)
+                if found is None:
+                    found = self._plain_excluded[entry] = build()
+                return found
         if key not in folder.excluded:
             folder.excluded[key] = build()
         return folder.excluded[key]
+
+    def task_config(self, text: str, parse: Callable[[str], Any]) -> Any:
+        """Harbor's parse of a task.toml's text (`parse`), made once per text for the trials being created; each
+        caller gets its own copy, so what one keeps or changes is never what another is given."""
+        found = self._task_configs.get(text)
+        if found is None:
+            if len(self._task_configs) >= TASK_CONFIGS_KEPT:
+                self._task_configs.clear()
+            found = self._task_configs[text] = parse(text)
+        return found.model_copy(deep=True)
 
     def verifier_mode(self, task_dir: Path, build: Callable[[Path], Any]) -> Any:
         """The trial lock's verifier mode, read from the folder's task.toml once."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -74,17 +73,56 @@ def remove_job_folder(record: TrialRecord | TriggerRecord) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _rm(folders: list[Path]) -> subprocess.Popen[bytes] | None:
-    """An `rm -rf` of `folders` (it never follows a link), started and not waited for; None when it cannot start."""
-    try:
-        return subprocess.Popen(
-            ["rm", "-rf", "--", *map(str, folders)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    except OSError:
-        return None
+class _Rm:
+    """An `rm -rf` of some folders (it never follows a link), started with `posix_spawn` and reaped by its pid.
+
+    Why not `subprocess.Popen`: this runs once per trial on the thread that drives every trial, and Popen's Python
+    side (its error pipe, its bookkeeping) cost about 0.45 ms of the process's CPU a call against 0.17 ms."""
+
+    _path: str | None = None
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.ended = False
+
+    @classmethod
+    def start(cls, folders: list[Path]) -> _Rm | None:
+        """Started and not waited for; None when it cannot start (no `rm` on PATH, no process left)."""
+        if cls._path is None:
+            cls._path = shutil.which("rm") or ""
+        if not cls._path:
+            return None
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+        except OSError:
+            return None
+        try:
+            redirect = [(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)]
+            argv = ["rm", "-rf", "--", *map(os.fspath, folders)]
+            return cls(os.posix_spawn(cls._path, argv, {"PATH": os.defpath}, file_actions=redirect))
+        except OSError:
+            return None
+        finally:
+            os.close(devnull)
+
+    def poll(self) -> bool:
+        """Whether it has ended (reaped here)."""
+        if not self.ended:
+            try:
+                self.ended = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:  # reaped by someone else
+                self.ended = True
+        return self.ended
+
+    def wait(self) -> None:
+        while not self.ended:
+            try:
+                os.waitpid(self.pid, 0)
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                pass
+            self.ended = True
 
 
 def _rmtree_left(folders: list[Path]) -> None:
@@ -97,7 +135,7 @@ def _rmtree_left(folders: list[Path]) -> None:
 def remove_folders(folders: list[Path]) -> None:
     """Delete job folders with one `rm -rf` process, waited for, then `shutil.rmtree` what is left."""
     if folders:
-        process = _rm(folders)
+        process = _Rm.start(folders)
         if process is not None:
             process.wait()
         _rmtree_left(folders)
@@ -114,14 +152,14 @@ class FolderRemover:
 
     def __init__(self) -> None:
         self._waiting: list[Path] = []
-        self._running: tuple[subprocess.Popen[bytes], list[Path]] | None = None
-        self._hurried: list[tuple[subprocess.Popen[bytes], list[Path]]] = []
+        self._running: tuple[_Rm, list[Path]] | None = None
+        self._hurried: list[tuple[_Rm, list[Path]]] = []
 
     def remove(self, folder: Path) -> None:
         self._waiting.append(folder)
         if self._running is not None:
             process, folders = self._running
-            if process.poll() is None:
+            if not process.poll():
                 return  # still deleting: this folder goes with the next batch
             self._running = None
             _rmtree_left(folders)
@@ -129,7 +167,7 @@ class FolderRemover:
 
     def _start(self) -> None:
         folders, self._waiting = self._waiting, []
-        process = _rm(folders)
+        process = _Rm.start(folders)
         if process is None:
             _rmtree_left(folders)
         else:
@@ -140,7 +178,7 @@ class FolderRemover:
         it), so the folders of the last trials go while the results are written instead of after them."""
         if self._waiting:
             folders, self._waiting = self._waiting, []
-            process = _rm(folders)
+            process = _Rm.start(folders)
             if process is None:
                 _rmtree_left(folders)
             else:

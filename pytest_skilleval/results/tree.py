@@ -447,7 +447,7 @@ def _write_trial(
     if document is None:
         # A record read back from a run folder (source_run) names a folder this session did not make: never read.
         ours = record.trial_dir if record.source_run is None else None
-        found = read_parts(Path(ours), TRIAL_PARTS, max_bytes) if ours else {}
+        found = read_parts(Path(ours), TRIAL_PARTS, max_bytes, record.written) if ours else {}
         document = trial_document(record, found)
         document["trial_dir"] = record.trial_dir
     return write_sealed_json(run_dir, path, redactor.scrub(document), run_dir, seal)

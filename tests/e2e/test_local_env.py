@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 
 from pytest_skilleval.harbor import local_env
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, TIMEOUT_EXIT_CODE, LocalEnvironment
+from pytest_skilleval.harbor.sandbox import command_forms
 from tests.e2e.conftest import make_env
 
 pytestmark = pytest.mark.e2e
@@ -139,8 +142,8 @@ def test_exec_cwd_env_and_exit_code(tmp_path: Path, sandbox_mode: str) -> None:
 
 
 def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, kit) -> None:
-    """`bash /tests/grader.sh` (how a grader runs) starts bash once, not `bash -c` and then bash; anything a shell
-    would act on still goes through one, and a PATH holding a sandbox folder finds what the shell inside would."""
+    """`bash /tests/grader.sh` (how a grader runs) starts bash once, not `bash -c` and then bash, and so does a
+    command of plain and single-quoted words; anything a shell would act on still goes through one, and a PATH holding a sandbox folder finds what the shell inside would."""
     kit.skip_without_bwrap("bwrap")
     env = run(started(make_env(tmp_path, "bwrap")))
     try:
@@ -151,6 +154,10 @@ def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, 
         )
         assert run(env.exec("bash /workspace/show.sh a b=c")).stdout == "args=a b=c shell=0\n"
         assert run(env.exec("bash /workspace/show.sh $HOME")).stdout == "args=/root shell=1\n"
+        # Single-quoted words (as shlex.quote writes them) are taken as the shell would take them, without one.
+        quoted = "bash /workspace/show.sh 'a  b' '$HOME' 'it'\"'\"'s' ''"
+        assert run(env.exec(quoted)).stdout == "args=a  b $HOME it's  shell=0\n"
+        assert run(env.exec("bash /workspace/show.sh 'a'b")).stdout == "args=ab shell=1\n"
         assert run(env.exec("bash /workspace/show.sh > /workspace/out.txt")).stdout == ""
         assert env.host_path("/workspace/out.txt").read_text() == "args= shell=1\n"
         planted = env.host_path("/workspace/bin/bash")
@@ -161,6 +168,48 @@ def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, 
         assert run(env.exec("bash /workspace/show.sh", env=path)).stdout == "planted\n"
         slow = run(env.exec("bash /workspace/show.sh", env={"NAP": "30"}, timeout_sec=1))
         assert slow.return_code == TIMEOUT_EXIT_CODE and slow.stdout == "args= shell=0\n"
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_a_program_linked_out_of_the_system_folders_runs_as_the_shell_would_find_it(
+    tmp_path: Path, kit, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PATH folder the sandbox shows from the host whose `python3` is a link to a host folder it does not show
+    (a user's home, /dev/shm) dangles inside: the shell there passes it over and runs the next one on PATH, and so
+    does a command started without a shell, instead of failing to start a program the host found."""
+    kit.skip_without_bwrap("bwrap")
+    shown = tmp_path / "shown"  # stands for a system folder (/opt/x/bin): shown in the sandbox as on the host
+    monkeypatch.setattr(command_forms, "SYSTEM_DIRS", (*command_forms.SYSTEM_DIRS, "/" + shown.parts[1]))
+    elsewhere = Path(tempfile.mkdtemp(dir="/dev/shm"))  # a host folder the sandbox never shows (it has its own /dev)
+    env = run(started(make_env(tmp_path, "bwrap")))
+    try:
+        target = elsewhere / "python3"
+        target.write_text("#!/bin/sh\necho host-only\n")
+        target.chmod(0o755)
+        (shown / "bin").mkdir(parents=True)
+        (shown / "bin" / "python3").symlink_to(target)
+        env.host_path("/workspace/show.py").write_text("print('system python')\n")
+        # What a shell inside does with the same PATH; the folder is there only as a stand-in, so the shell inside
+        # does not see it at all, which leads it to the same program as a dangling link would.
+        path = {"PATH": f"{shown / 'bin'}:/usr/bin:/bin"}
+        assert command_forms.direct_argv("python3 /workspace/show.py", path["PATH"]) is None
+        result = run(env.exec("python3 /workspace/show.py", env=path))
+        assert (result.return_code, result.stdout) == (0, "system python\n")
+    finally:
+        run(env.stop(delete=True))
+        shutil.rmtree(elsewhere, ignore_errors=True)
+
+
+def test_a_python_started_without_a_shell_is_told_its_working_folder(tmp_path: Path, kit) -> None:
+    """`bash -c` puts PWD (the working folder) in the environment of what it starts; a program started without the
+    shell is given the same."""
+    kit.skip_without_bwrap("bwrap")
+    env = run(started(make_env(tmp_path, "bwrap")))
+    try:
+        env.host_path("/workspace/pwd.py").write_text("import os\nprint(os.environ.get('PWD'))\n")
+        assert command_forms.direct_argv("python3 /workspace/pwd.py", "/usr/bin:/bin") is not None
+        assert run(env.exec("python3 /workspace/pwd.py", cwd="/workspace/output")).stdout == "/workspace/output\n"
     finally:
         run(env.stop(delete=True))
 

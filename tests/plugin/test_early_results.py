@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -180,6 +181,33 @@ def test_the_report_writers_are_warmed_up_in_the_background() -> None:
     assert done.stdout.split() == ["publish", "1", "drill_down", "1"]
 
 
+PRINTING_GRADER = """
+import json, os
+from pathlib import Path
+print("grading", json.loads(Path(os.environ["HARBOR_ENTRY_JSON"]).read_text())["id"])
+Path(os.environ["HARBOR_REWARD_JSON"]).write_text(json.dumps({"overall": 1.0, "style": 0.5}))
+"""
+
+
+def test_what_the_verifier_wrote_reaches_the_trial_file_as_the_trial_folder_holds_it(
+    project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verifier's files go to the trial file from memory in the process that ran the trial: the same parts as
+    read back from the kept trial folder."""
+    from pytest_skilleval.results.trial_file import TRIAL_PARTS, read_parts
+
+    monkeypatch.setenv("SNAPSHOT_KEEPS_JOBS", "1")
+    (project.root / "skills" / "demo" / "evals" / "grader.py").write_text(PRINTING_GRADER)
+    project.run(*RUN, "--harbor-keep-jobs", "--grading-mode", "default_plus_custom").assert_outcomes(passed=4)
+    for snapshot in _snapshots(project):
+        document = json.loads(Path(snapshot["own_file"][0]).read_text())
+        on_disk = read_parts(Path(document["trial_dir"]), TRIAL_PARTS, 5 * 1024 * 1024)
+        assert document["grader_output"] == on_disk["grader_output"][0] == f"grading {snapshot['case']}\n"
+        assert document["reward"] == on_disk["reward"][0] and document["reward"]["style"] == 0.5
+        assert document["rich_reward"] == on_disk["rich_reward"][0]
+        assert document["rich_reward"]["custom_metrics"] == {"style": 0.5}
+
+
 def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_over(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,16 +219,18 @@ def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_o
     first, second = tmp_path / "first", tmp_path / "second"
     for folder in (first, second):
         (folder / "trials").mkdir(parents=True)
-    real_rm = early_results._rm
+    real_start = early_results._Rm.start
     started: list[list[Path]] = []
 
-    def rm(folders: list[Path]) -> subprocess.Popen[bytes] | None:
+    def start(folders: list[Path]) -> early_results._Rm | None:
         started.append(folders)
         if len(started) == 1:  # the first: an `rm` that takes a while (and deletes nothing itself)
-            return subprocess.Popen(["sleep", "3"])
-        return real_rm(folders)
+            sleep = shutil.which("sleep")
+            assert sleep is not None
+            return early_results._Rm(os.posix_spawn(sleep, ["sleep", "3"], dict(os.environ)))
+        return real_start(folders)
 
-    monkeypatch.setattr(early_results, "_rm", rm)
+    monkeypatch.setattr(early_results._Rm, "start", start)
     remover = early_results.FolderRemover()
     remover.remove(first)
     remover.remove(second)

@@ -132,3 +132,89 @@ def test_a_registered_folders_ignored_files_stay_ignored_in_each_walk(tmp_path: 
     (task / "tests" / "notes.txt").write_text("changed, and still ignored\n")
     assert _harbor_digest(task) == lock["task"]["digest"]  # Harbor's own filter leaves the file out too
     assert file_filter.TaskFileFilter(task).is_excluded(task / "tests" / "notes.txt")  # outside: Harbor's own
+
+
+def _case_folder(root: Path, case: str, grader: str = "grader.sh") -> Path:
+    task = _task(root / case, f"Do {case}.")
+    (task / "environment").mkdir()
+    (task / "environment" / "Dockerfile").write_text("FROM python:3.12-slim\n")
+    (task / "tests" / "entry.json").write_text(json.dumps({"id": case}) + "\n")
+    (task / "tests" / grader).write_text("#!/bin/bash\necho 1\n")
+    return task
+
+
+def _files(task: Path) -> list[Path]:
+    return sorted(task.resolve().rglob("*"))
+
+
+def test_plain_folders_share_the_filters_answers_and_each_answer_is_harbors(tmp_path: Path) -> None:
+    file_filter = pytest.importorskip("harbor.models.task.file_filter", reason="Harbor 0.24 has no .harborignore")
+    folders = [_case_folder(tmp_path, "c1"), _case_folder(tmp_path, "c2"), _case_folder(tmp_path, "c3", "grader.py")]
+    staged = StagedTasks()
+    for task in folders:
+        staged.add_folder(task)
+    asked: list[Path] = []
+    for task in folders:
+        harbor = file_filter.TaskFileFilter(task)
+        for path in _files(task):
+
+            def build(path: Path = path, harbor: Any = harbor) -> bool:
+                asked.append(path)
+                return bool(harbor.is_excluded(path))
+
+            assert staged.excluded(harbor.task_dir, path, build) is bool(harbor.is_excluded(path))
+    # Harbor was asked once per relative path: the third folder's grader.py is the only entry new to it.
+    relative = {str(path.relative_to(task.resolve())) for task in folders for path in _files(task)}
+    assert len(asked) == len(relative) == len(_files(folders[0])) + 1
+
+
+def test_a_folder_with_an_ignore_file_or_a_link_keeps_answers_of_its_own(tmp_path: Path) -> None:
+    file_filter = pytest.importorskip("harbor.models.task.file_filter", reason="Harbor 0.24 has no .harborignore")
+    plain = _case_folder(tmp_path, "c1")
+    ignoring = _case_folder(tmp_path, "c2")
+    (ignoring / "tests" / ".harborignore").write_text("grader.sh\n")
+    linked = _case_folder(tmp_path, "c3")
+    (linked / "tests" / "extra.sh").symlink_to(linked / "tests" / "grader.sh")
+    staged = StagedTasks()
+    for task in (plain, ignoring, linked):
+        staged.add_folder(task)
+    for task in (plain, ignoring, linked):
+        harbor = file_filter.TaskFileFilter(task)
+        for path in _files(task):
+            answer = bool(harbor.is_excluded(path))
+            assert staged.excluded(harbor.task_dir, path, lambda answer=answer: answer) is answer
+    assert file_filter.TaskFileFilter(ignoring).is_excluded(ignoring / "tests" / "grader.sh")  # the case checked
+
+
+def test_trials_of_many_plain_folders_record_what_harbor_computes_for_each(tmp_path: Path) -> None:
+    folders = [_case_folder(tmp_path, f"c{n}") for n in range(3)]
+    staged = StagedTasks()
+    for task in folders:
+        staged.add_folder(task)
+    for n, task in enumerate(folders):
+        trial, lock = _created(_config(task, tmp_path / "trials", f"t{n}"), staged)
+        _, plain = _created(_config(task, tmp_path / "plain", f"t{n}"), None)  # Harbor's own, for the same folder
+        assert lock["task"] == plain["task"] and lock["verifier"] == plain["verifier"]
+        assert lock["task"]["digest"] == _harbor_digest(task)
+        assert trial.task.checksum == _harbor_checksum(task)
+        assert trial.task.instruction == f"Do c{n}.\n"
+
+
+def test_a_task_toml_is_parsed_once_per_text_and_each_caller_gets_its_own_copy(tmp_path: Path) -> None:
+    from harbor.models.task.config import TaskConfig as TaskDefinition
+
+    text = (_case_folder(tmp_path, "c1") / "task.toml").read_text()
+    parsed: list[str] = []
+
+    def parse(toml: str) -> TaskDefinition:
+        parsed.append(toml)
+        return TaskDefinition.model_validate_toml(toml)  # outside create_trial: Harbor's own
+
+    staged = StagedTasks()
+    first, second = staged.task_config(text, parse), staged.task_config(text, parse)
+    assert parsed == [text]
+    assert first == second == TaskDefinition.model_validate_toml(text) and first is not second
+    first.agent.timeout_sec = 1.0  # what one caller changes, the next is not given
+    assert staged.task_config(text, parse).agent.timeout_sec == second.agent.timeout_sec != 1.0
+    other = text.replace("c1", "c2")
+    assert staged.task_config(other, parse) == TaskDefinition.model_validate_toml(other) and parsed == [text, other]

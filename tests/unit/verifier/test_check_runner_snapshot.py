@@ -1,0 +1,59 @@
+"""The check runner's snapshot-only start (`python3 -I -S -c RUNNER snapshot`, the workspace before and after the
+agent on a sandbox the host cannot read): it imports no more than the walk needs and prints what `json.dumps` would."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_skilleval.harbor import case_checks
+from pytest_skilleval.harbor.sandbox.command_forms import direct_argv
+from verifier import check_runner
+
+# Modules a checks run needs and a snapshot does not: each would cost a sandbox's python3 start more.
+SYSTEM_PATH = "/usr/bin:/bin"
+CHECKS_ONLY = {"json", "re", "subprocess", "tempfile", "signal", "typing", "enum"}
+
+
+def _imported(source: str, *args: str) -> set[str]:
+    argv = [sys.executable, "-I", "-S", "-X", "importtime", "-c", source, *args]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd="/")
+    assert done.returncode == 0 and check_runner.MARKER in done.stdout, done.stderr[-300:]
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_a_snapshot_start_imports_only_what_the_walk_needs(tmp_path: Path) -> None:
+    source = case_checks.runner_source()
+    snapshot_only = _imported(source, "snapshot")
+    assert {"os", "stat", "hashlib"} <= snapshot_only and not snapshot_only & CHECKS_ONLY
+    # The checks mode (and the host, which imports the module) still has what its checks use.
+    (tmp_path / "checks.json").write_text("[]")
+    assert CHECKS_ONLY - {"typing", "enum"} <= _imported(source, "checks", str(tmp_path / "checks.json"))
+
+
+def test_the_snapshot_command_starts_python_without_a_shell() -> None:
+    if shutil.which("python3", path=SYSTEM_PATH) is None:
+        pytest.skip("no python3 in the system folders")
+    argv = direct_argv(case_checks.snapshot_command(), SYSTEM_PATH)
+    assert argv is not None and argv[1:] == ["-I", "-S", "-c", case_checks.runner_source(), "snapshot"]
+
+
+def test_the_snapshot_json_is_what_json_dumps_prints(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    ranges = [(0, 128), (128, 0x800), (0xD800, 0xE000), (0x10000, 0x110000)]
+    names = ["", 'qu"o\\te', "\n\r\t\b\f\x00\x1f\x7f\x80", "café 😀", "\udcff"]
+    for _ in range(500):
+        names.append("".join(chr(rng.randrange(*rng.choice(ranges))) for _ in range(rng.randrange(12))))
+    document = {"snapshot": {"entries": {name: ["file", len(name), name[::-1]] for name in names}, "truncated": False}}
+    assert check_runner.to_json(document) == json.dumps(document, ensure_ascii=True)
+    for name in ("plain.txt", 'qu"o\\te', "tab\tnew\nline", "café 😀"):
+        (tmp_path / name).write_bytes(name.encode())
+    (tmp_path / "link").symlink_to("/etc/passwd")
+    walked = {"snapshot": check_runner.snapshot(str(tmp_path))}
+    assert json.loads(check_runner.to_json(walked)) == json.loads(json.dumps(walked))
