@@ -329,6 +329,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         stop_bridges()
     if _is_worker(session.config):
         return
+    state.early.trials_over()  # the last job folders' deletion and the trial files' sync start now
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
         session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders

@@ -14,25 +14,18 @@ Modes: `python3 check_runner.py snapshot` and `python3 check_runner.py checks SP
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
+import signal
 import stat
+import subprocess
 import sys
+import tempfile
+import time
+from typing import IO, Any
 
-# `python3 -I -S -c RUNNER snapshot` (the workspace before and after the agent, on a sandbox the host cannot read)
-# imports only the four modules above: the rest costs more than the interpreter's own start, twice a trial.
-SNAPSHOT_ONLY = __name__ == "__main__" and sys.argv[1:2] == ["snapshot"]
-if not SNAPSHOT_ONLY:
-    import json
-    import re
-    import signal
-    import subprocess
-    import tempfile
-    import time
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import IO, Any
-
-    Result = dict[str, Any]
+Result = dict[str, Any]
 
 MARKER = "SKILLEVAL-CHECKS-OUTPUT:"
 ROOT = "/workspace"
@@ -454,8 +447,7 @@ def file_hash(dir_fd: int, name: str) -> str:
 
 
 def emit(document: dict[str, Any]) -> None:
-    text = to_json(document) if SNAPSHOT_ONLY else json.dumps(document, ensure_ascii=True, default=str)
-    sys.stdout.write("\n" + MARKER + text + "\n")
+    sys.stdout.write("\n" + MARKER + json.dumps(document, ensure_ascii=True, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -493,6 +485,16 @@ def to_json(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(to_json(item) for item in value) + "]"
     raise TypeError("not part of a snapshot: " + type(value).__name__)
+
+
+# The snapshot alone, as the host sends it to a sandbox it cannot read (`case_checks.snapshot_command`): these
+# definitions and nothing else of this file, importing only hashlib, os, stat and sys (json and the checks' modules
+# would cost more than the interpreter's own start), its document written by `to_json`.
+SNAPSHOT_PARTS = frozenset(
+    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "file_hash"}
+    | {"_ESCAPES", "_json_string", "to_json"}
+)
+SNAPSHOT_IMPORTS = "import hashlib, os, stat, sys"
 
 
 def main(argv: list[str]) -> int:

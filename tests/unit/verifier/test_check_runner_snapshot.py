@@ -1,4 +1,4 @@
-"""The check runner's snapshot-only start (`python3 -I -S -c RUNNER snapshot`, the workspace before and after the
+"""The snapshot program cut from the check runner (`python3 -I -S -c PROGRAM`, the workspace before and after the
 agent on a sandbox the host cannot read): it imports no more than the walk needs and prints what `json.dumps` would."""
 
 from __future__ import annotations
@@ -29,19 +29,21 @@ def _imported(source: str, *args: str) -> set[str]:
 
 
 def test_a_snapshot_start_imports_only_what_the_walk_needs(tmp_path: Path) -> None:
-    source = case_checks.runner_source()
-    snapshot_only = _imported(source, "snapshot")
+    program = case_checks.snapshot_program()
+    snapshot_only = _imported(program)
     assert {"os", "stat", "hashlib"} <= snapshot_only and not snapshot_only & CHECKS_ONLY
-    # The checks mode (and the host, which imports the module) still has what its checks use.
+    assert len(program) < len(case_checks.runner_source()) / 3  # what the sandbox's python3 compiles, twice a trial
+    # The whole runner (its checks mode) still has what its checks use.
     (tmp_path / "checks.json").write_text("[]")
-    assert CHECKS_ONLY - {"typing", "enum"} <= _imported(source, "checks", str(tmp_path / "checks.json"))
+    checks = _imported(case_checks.runner_source(), "checks", str(tmp_path / "checks.json"))
+    assert CHECKS_ONLY - {"typing", "enum"} <= checks
 
 
 def test_the_snapshot_command_starts_python_without_a_shell() -> None:
     if shutil.which("python3", path=SYSTEM_PATH) is None:
         pytest.skip("no python3 in the system folders")
     argv = direct_argv(case_checks.snapshot_command(), SYSTEM_PATH)
-    assert argv is not None and argv[1:] == ["-I", "-S", "-c", case_checks.runner_source(), "snapshot"]
+    assert argv is not None and argv[1:] == ["-I", "-S", "-c", case_checks.snapshot_program()]
 
 
 def test_the_snapshot_json_is_what_json_dumps_prints(tmp_path: Path) -> None:
