@@ -61,10 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs, raise_open_file_limit
+    from pytest_skilleval.harbor.process_env import (
+        default_env,
+        quiet_harbor_logs,
+        raise_open_file_limit,
+        raise_process_limit,
+    )
 
     default_env()
     raise_open_file_limit()
+    raise_process_limit()
     # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported
     if not (
         config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
