@@ -61,10 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs, raise_open_file_limit
+    from pytest_skilleval.harbor.process_env import (
+        default_env,
+        quiet_harbor_logs,
+        raise_open_file_limit,
+        raise_process_limit,
+    )
 
     default_env()
     raise_open_file_limit()
+    raise_process_limit()
     # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported
     if not (
         config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
@@ -329,6 +335,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         stop_bridges()
     if _is_worker(session.config):
         return
+    state.early.trials_over()  # the last job folders' deletion and the trial files' sync start now
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
         session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders

@@ -18,6 +18,7 @@ import os
 import secrets
 import stat
 import sys
+import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -395,6 +396,16 @@ class EarlyTrialFiles:
                 _BATCH.reset(token)
             self._run_dir = run_dir
         return self._run_dir
+
+    def presync(self) -> threading.Thread | None:
+        """Start flushing the file system of the trial files written so far, in a thread (syncfs(2) holds no
+        interpreter lock), while the session's end aggregates; its own sync pass before result.json then waits only
+        for what was written since. None when there is nothing to flush."""
+        if not self.batch.unsynced:
+            return None
+        thread = threading.Thread(target=_syncfs, args=(self.results_root,), name="skilleval-presync", daemon=True)
+        thread.start()
+        return thread
 
     def discard_unused(self) -> bool:
         """Remove the run folder again when this session made it and wrote nothing else into it (its skill's items
