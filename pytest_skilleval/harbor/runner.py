@@ -101,6 +101,8 @@ def agent_config(
     if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
         from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
 
+        # Its start fetches models.dev's catalog (seconds, offline); the catalog it ships names the models.
+        env.setdefault("OPENCODE_DISABLE_MODELS_FETCH", "1")
         return AgentConfig(import_path=IMPORT_PATH_OPENCODE, model_name=model, kwargs=kwargs, skills=skills, env=env)
     return AgentConfig(name=agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
