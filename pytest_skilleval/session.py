@@ -96,9 +96,18 @@ class SkillEvalSession:
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
         self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start)
         self._writes_results = not hasattr(config, "workerinput")
+        self._resolved: dict[Path, Path] = {}
+
+    def _real(self, path: Path) -> Path:
+        """`path.resolve()`, walked once per path: every item asks for its skill folder (its settings, budget and
+        plan) several times, and a realpath is a system call per component."""
+        real = self._resolved.get(path)
+        if real is None:
+            real = self._resolved[path] = path.resolve()
+        return real
 
     def skill(self, path: Path) -> SkillFolder:
-        path = path.resolve()
+        path = self._real(path)
         if path not in self.skills:
             self.skills[path] = SkillFolder(path, partial(self._merged, path))
         return self.skills[path]
@@ -175,7 +184,7 @@ class SkillEvalSession:
     def _requested_run(self, skill_dir: Path, option: Literal["resume", "regrade"]) -> Path | None:
         """The run folder `--resume`/`--regrade` names, resolved once per skill (the results root is not searched
         again for every trial, and `latest` never becomes this session's own run folder)."""
-        key = (skill_dir.resolve(), option)
+        key = (self._real(skill_dir), option)
         if key not in self._requested_runs:
             self._requested_runs[key] = self._find_requested_run(key[0], option)
         return self._requested_runs[key]
@@ -203,7 +212,7 @@ class SkillEvalSession:
         """--max-cost for this skill's run (one per skill and process), or None without a limit."""
         from pytest_skilleval.harbor.budget import Budget
 
-        skill_dir = skill_dir.resolve()
+        skill_dir = self._real(skill_dir)
         if skill_dir not in self._budgets:
             limit = self.skill(skill_dir).settings.max_cost
             name = self.skill(skill_dir).name
@@ -251,7 +260,7 @@ class SkillEvalSession:
         record = self._stored_in(spec.skill_dir).get(spec.key)
         if record is None:
             return None
-        source_run = self.run_id_for(spec.skill_dir.resolve())
+        source_run = self.run_id_for(self._real(spec.skill_dir))
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
     def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
@@ -364,7 +373,7 @@ class SkillEvalSession:
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
         """The plan read at start; a skill first seen later (none should be) is read when first asked for."""
-        skill_dir = skill_dir.resolve()
+        skill_dir = self._real(skill_dir)
         if skill_dir not in self.case_plans:
             self.case_plans[skill_dir] = case_plan(self.skill(skill_dir))
         return self.case_plans[skill_dir]

@@ -409,9 +409,11 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
                     target = os.readlink(name, dir_fd=fd)
                 except OSError:
                     target = ""
-                entries[rel] = ["link", st.st_size, hashlib.sha256(os.fsencode(target)).hexdigest()]
+                digest = new_sha256(0)
+                digest.update(os.fsencode(target))
+                entries[rel] = ["link", st.st_size, digest.hexdigest()]
             elif stat.S_ISREG(st.st_mode):
-                entries[rel] = ["file", st.st_size, file_hash(fd, name)]
+                entries[rel] = ["file", st.st_size, file_hash(fd, name, st.st_size)]
             else:
                 entries[rel] = ["other", st.st_size, ""]
 
@@ -426,13 +428,13 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
     return {"entries": entries, "truncated": truncated}
 
 
-def file_hash(dir_fd: int, name: str) -> str:
+def file_hash(dir_fd: int, name: str, size: int) -> str:
     """sha256 of the first MAX_HASH_BYTES (the size tells the rest apart); empty when unreadable."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return ""
-    digest = hashlib.sha256()
+    digest = new_sha256(size)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the walk looked
             return ""
@@ -444,6 +446,27 @@ def file_hash(dir_fd: int, name: str) -> str:
             digest.update(chunk)
             left -= len(chunk)
     return digest.hexdigest()
+
+
+BIG_FILE = 1024 * 1024
+_builtin_sha256: list[Any] = []
+
+
+def new_sha256(size: int) -> Any:
+    """A sha256 for `size` bytes: hashlib's (OpenSSL: the fastest per byte) for a big file, else the interpreter's
+    built-in one, so a snapshot of small files never loads OpenSSL (a quarter of a bare snapshot's start)."""
+    if size >= BIG_FILE:
+        import hashlib
+
+        return hashlib.sha256()
+    if not _builtin_sha256:
+        for name in ("_sha2", "_sha256", "hashlib"):  # Python 3.12 and later; before; neither built in
+            try:
+                _builtin_sha256.append(__import__(name).sha256)
+                break
+            except (ImportError, AttributeError):
+                continue
+    return _builtin_sha256[0]()
 
 
 def emit(document: dict[str, Any]) -> None:
@@ -488,13 +511,13 @@ def to_json(value: Any) -> str:
 
 
 # The snapshot alone, as the host sends it to a sandbox it cannot read (`case_checks.snapshot_command`): these
-# definitions and nothing else of this file, importing only hashlib, os, stat and sys (json and the checks' modules
-# would cost more than the interpreter's own start), its document written by `to_json`.
+# definitions and nothing else of this file, importing only os, stat and sys (hashlib only for a big file; json and the
+# checks' modules would cost more than the interpreter's own start), its document written by `to_json`.
 SNAPSHOT_PARTS = frozenset(
     {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "file_hash"}
-    | {"_ESCAPES", "_json_string", "to_json"}
+    | {"BIG_FILE", "_builtin_sha256", "new_sha256", "_ESCAPES", "_json_string", "to_json"}
 )
-SNAPSHOT_IMPORTS = "import hashlib, os, stat, sys"
+SNAPSHOT_IMPORTS = "import os, stat, sys"
 
 
 def main(argv: list[str]) -> int:

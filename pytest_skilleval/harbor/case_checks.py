@@ -80,6 +80,8 @@ def _defined(node: ast.stmt) -> str | None:
         return node.name
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
         return node.targets[0].id
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
     return None
 
 
