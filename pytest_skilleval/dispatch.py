@@ -27,18 +27,36 @@ SCHEDULER_KEY = pytest.StashKey[TrialScheduler]()
 STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
 POSITIONS_KEY = pytest.StashKey[dict[str, int]]()
 FATES_KEY = pytest.StashKey[dict[str, Fate]]()
+QUEUE_HOLDER_KEY = pytest.StashKey[Any]()
+_UNSEEN = object()
+
+
+def _queue_holder(config: pytest.Config) -> Any:
+    """pytest-xdist's worker plugin, which holds the worker's queue of items, or None outside a worker: looked for
+    among every plugin once per run, not once per item."""
+    holder = config.stash.get(QUEUE_HOLDER_KEY, _UNSEEN)
+    if holder is _UNSEEN:
+        holder = next(
+            (
+                plugin
+                for plugin in config.pluginmanager.get_plugins()
+                if hasattr(getattr(plugin, "torun", None), "lock") and hasattr(plugin, "nextitem_index")
+            ),
+            None,
+        )
+        config.stash[QUEUE_HOLDER_KEY] = holder
+    return holder
 
 
 def _worker_queue(config: pytest.Config) -> list[int] | None:
     """Under xdist: the indices into session.items this worker has been given and not started, in order."""
-    for plugin in config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and hasattr(plugin, "nextitem_index") and hasattr(queue, "lock"):
-            upcoming = [plugin.nextitem_index]
-            with queue.lock() as items:
-                upcoming.extend(items)
-            return [index for index in upcoming if isinstance(index, int)]
-    return None
+    plugin = _queue_holder(config)
+    if plugin is None:
+        return None
+    upcoming = [plugin.nextitem_index]
+    with plugin.torun.lock() as items:
+        upcoming.extend(items)
+    return [index for index in upcoming if isinstance(index, int)]
 
 
 def upcoming_items(item: pytest.Item, count: int) -> list[SkillEvalItem]:

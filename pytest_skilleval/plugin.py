@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Generator
 from pathlib import Path
@@ -62,10 +61,16 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.process_env import default_env, quiet_harbor_logs, raise_open_file_limit
+    from pytest_skilleval.harbor.process_env import (
+        default_env,
+        quiet_harbor_logs,
+        raise_open_file_limit,
+        raise_process_limit,
+    )
 
     default_env()
     raise_open_file_limit()
+    raise_process_limit()
     # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported
     if not (
         config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
@@ -244,7 +249,9 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
 
         return trigger_outcome(item, trial_record(item, skilleval_runner, state), state)
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
-    item.user_properties.append((USER_PROPERTY_KEY, record_property_value(record)))
+    text = record_property_value(record)
+    item.user_properties.append((USER_PROPERTY_KEY, text))
+    state.made_here(item.nodeid, text, record)
     if getattr(item.config.option, "xmlpath", None):  # only a JUnit report reads them; else kept for nothing
         item.user_properties.extend(junit_item_properties(record))
     if record.status == "skipped":
@@ -295,11 +302,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """Show each trial's score beside its outcome in verbose runs."""
-    if report.when != "call" or not report.passed or get_state(config) is None:
+    state = get_state(config) if report.when == "call" and report.passed else None
+    if state is None:
         return None
     for key, value in report.user_properties:
         if key == USER_PROPERTY_KEY and isinstance(value, str):
-            overall = json.loads(value).get("overall")
+            overall = state.reported_overall(report.nodeid, value)
             if overall is not None:
                 return "passed", ".", (f"PASSED ({overall:.2f})", {"green": True})
     return None
@@ -327,6 +335,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         stop_bridges()
     if _is_worker(session.config):
         return
+    state.early.trials_over()  # the last job folders' deletion and the trial files' sync start now
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
         session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders

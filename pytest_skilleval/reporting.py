@@ -33,7 +33,7 @@ from pytest_skilleval.skill.plan import CasePlan, baseline_version, case_trials
 from verifier.custom import check_condition_metric_names
 
 if TYPE_CHECKING:
-    from pytest_skilleval.results.trial_evidence import TrialEvidence
+    from pytest_skilleval.results.html_report import TrialDrillDown
 
 
 def build_plan(
@@ -149,7 +149,7 @@ def junit_properties(config: pytest.Config, skill: str, result: AggregateResult)
         xml.add_global_property(key, value)
 
 
-def _write_reports(run_dir: Path, known: Mapping[TrialKey, TrialEvidence]) -> dict[str, str]:
+def _write_reports(run_dir: Path, known: Mapping[TrialKey, TrialDrillDown]) -> dict[str, str]:
     """report.html and BENCHMARK.md from the run folder (with the drill-downs of the trial files this session wrote
     into it); a rendering bug costs the report, never the run."""
     from pytest_skilleval.results.publish import write_run_reports

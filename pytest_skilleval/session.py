@@ -66,6 +66,10 @@ class SkillEvalSession:
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
         self._parsed_records: dict[str, tuple[str, TrialRecord]] = {}  # node id -> (its text, the record parsed)
+        # node id -> (the text put in its user_properties, the record it was made from), in the process that ran the
+        # item, from its setup to its teardown report: that process's reports carry this very string, and the
+        # record is not parsed back from it.
+        self._made_here: dict[str, tuple[str, TrialRecord]] = {}
         self._skill_dirs: dict[str, str] = {}
         # Trigger items' records (evals/triggers.json), by node id: kept apart, they never join the case records.
         self._triggers: dict[str, TriggerRecord] = {}
@@ -92,9 +96,18 @@ class SkillEvalSession:
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
         self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start)
         self._writes_results = not hasattr(config, "workerinput")
+        self._resolved: dict[Path, Path] = {}
+
+    def _real(self, path: Path) -> Path:
+        """`path.resolve()`, walked once per path: every item asks for its skill folder (its settings, budget and
+        plan) several times, and a realpath is a system call per component."""
+        real = self._resolved.get(path)
+        if real is None:
+            real = self._resolved[path] = path.resolve()
+        return real
 
     def skill(self, path: Path) -> SkillFolder:
-        path = path.resolve()
+        path = self._real(path)
         if path not in self.skills:
             self.skills[path] = SkillFolder(path, partial(self._merged, path))
         return self.skills[path]
@@ -171,7 +184,7 @@ class SkillEvalSession:
     def _requested_run(self, skill_dir: Path, option: Literal["resume", "regrade"]) -> Path | None:
         """The run folder `--resume`/`--regrade` names, resolved once per skill (the results root is not searched
         again for every trial, and `latest` never becomes this session's own run folder)."""
-        key = (skill_dir.resolve(), option)
+        key = (self._real(skill_dir), option)
         if key not in self._requested_runs:
             self._requested_runs[key] = self._find_requested_run(key[0], option)
         return self._requested_runs[key]
@@ -199,7 +212,7 @@ class SkillEvalSession:
         """--max-cost for this skill's run (one per skill and process), or None without a limit."""
         from pytest_skilleval.harbor.budget import Budget
 
-        skill_dir = skill_dir.resolve()
+        skill_dir = self._real(skill_dir)
         if skill_dir not in self._budgets:
             limit = self.skill(skill_dir).settings.max_cost
             name = self.skill(skill_dir).name
@@ -247,7 +260,7 @@ class SkillEvalSession:
         record = self._stored_in(spec.skill_dir).get(spec.key)
         if record is None:
             return None
-        source_run = self.run_id_for(spec.skill_dir.resolve())
+        source_run = self.run_id_for(self._real(spec.skill_dir))
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
     def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
@@ -360,7 +373,7 @@ class SkillEvalSession:
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
         """The plan read at start; a skill first seen later (none should be) is read when first asked for."""
-        skill_dir = skill_dir.resolve()
+        skill_dir = self._real(skill_dir)
         if skill_dir not in self.case_plans:
             self.case_plans[skill_dir] = case_plan(self.skill(skill_dir))
         return self.case_plans[skill_dir]
@@ -417,7 +430,8 @@ class SkillEvalSession:
                 # the same trial's setup, call and teardown reports: one string for all three (xdist sends copies)
                 report.user_properties[index] = (key, stored[1])
                 continue
-            record = TrialRecord.model_validate_json(text)
+            made = self._made_here.get(report.nodeid)
+            record = made[1] if made is not None and made[0] is value else TrialRecord.model_validate_json(text)
             self._records.pop(report.nodeid, None)
             # Strings kept once per run, not once per trial: the report's node id (the item's own string) unless
             # the record names another, and one copy of each skill folder.
@@ -425,8 +439,19 @@ class SkillEvalSession:
             self._records[nodeid] = (self._skill_dirs.setdefault(record.skill_dir, record.skill_dir), text)
             if self._writes_results:
                 self.early.seen(report.nodeid, record)
-        if report.when == "teardown" and self._writes_results:
-            self.early.item_done(report.nodeid)
+        if report.when == "teardown":
+            self._made_here.pop(report.nodeid, None)
+            if self._writes_results:
+                self.early.item_done(report.nodeid)
+
+    def made_here(self, nodeid: str, text: str, record: TrialRecord) -> None:
+        """The item's record, and the JSON text its reports carry, in the process that ran it."""
+        self._made_here[nodeid] = (text, record)
+
+    def reported_overall(self, nodeid: str, text: str) -> Any:
+        """The overall of the record whose JSON a report carries (the record itself when made here)."""
+        made = self._made_here.get(nodeid)
+        return made[1].overall if made is not None and made[0] is text else json.loads(text).get("overall")
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Where collection failed: a path with an error is not also "a path that yielded nothing"."""
@@ -504,8 +529,13 @@ def redact_record(record: TrialRecord, redactor: Redactor) -> TrialRecord:
     from pytest_skilleval.results.records import TrialRecord
 
     data = record.model_dump(mode="json")
-    redacted = redactor.value({k: v for k, v in data.items() if k not in _IDENTITY_FIELDS})
-    return TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
+    rest = {k: v for k, v in data.items() if k not in _IDENTITY_FIELDS}
+    redacted = redactor.scrub(rest)
+    if redacted is rest:
+        return record  # nothing to redact: the record itself, not a copy validated again
+    copy = TrialRecord.model_validate({**redacted, **{k: data[k] for k in _IDENTITY_FIELDS}})
+    copy.keep_written(record.written)
+    return copy
 
 
 def record_property_value(record: TrialRecord) -> str:

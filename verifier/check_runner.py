@@ -409,9 +409,11 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
                     target = os.readlink(name, dir_fd=fd)
                 except OSError:
                     target = ""
-                entries[rel] = ["link", st.st_size, hashlib.sha256(os.fsencode(target)).hexdigest()]
+                digest = new_sha256(0)
+                digest.update(os.fsencode(target))
+                entries[rel] = ["link", st.st_size, digest.hexdigest()]
             elif stat.S_ISREG(st.st_mode):
-                entries[rel] = ["file", st.st_size, file_hash(fd, name)]
+                entries[rel] = ["file", st.st_size, file_hash(fd, name, st.st_size)]
             else:
                 entries[rel] = ["other", st.st_size, ""]
 
@@ -426,13 +428,13 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
     return {"entries": entries, "truncated": truncated}
 
 
-def file_hash(dir_fd: int, name: str) -> str:
+def file_hash(dir_fd: int, name: str, size: int) -> str:
     """sha256 of the first MAX_HASH_BYTES (the size tells the rest apart); empty when unreadable."""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
         return ""
-    digest = hashlib.sha256()
+    digest = new_sha256(size)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO or device since the walk looked
             return ""
@@ -446,9 +448,76 @@ def file_hash(dir_fd: int, name: str) -> str:
     return digest.hexdigest()
 
 
+BIG_FILE = 1024 * 1024
+_builtin_sha256: list[Any] = []
+
+
+def new_sha256(size: int) -> Any:
+    """A sha256 for `size` bytes: hashlib's (OpenSSL: the fastest per byte) for a big file, else the interpreter's
+    built-in one, so a snapshot of small files never loads OpenSSL (a quarter of a bare snapshot's start)."""
+    if size >= BIG_FILE:
+        import hashlib
+
+        return hashlib.sha256()
+    if not _builtin_sha256:
+        for name in ("_sha2", "_sha256", "hashlib"):  # Python 3.12 and later; before; neither built in
+            try:
+                _builtin_sha256.append(__import__(name).sha256)
+                break
+            except (ImportError, AttributeError):
+                continue
+    return _builtin_sha256[0]()
+
+
 def emit(document: dict[str, Any]) -> None:
     sys.stdout.write("\n" + MARKER + json.dumps(document, ensure_ascii=True, default=str) + "\n")
     sys.stdout.flush()
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
+
+
+def _json_string(text: str) -> str:
+    """`json.dumps(text, ensure_ascii=True)`: ASCII as it is, the rest as UTF-16 code units (lone surrogates kept)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'
+    out = ['"']
+    for char in text:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif " " <= char <= "~":
+            out.append(char)
+        else:
+            units = char.encode("utf-16-be", "surrogatepass")
+            out.extend("\\u" + units[i : i + 2].hex() for i in range(0, len(units), 2))
+    out.append('"')
+    return "".join(out)
+
+
+def to_json(value: Any) -> str:
+    """What `json.dumps(value, ensure_ascii=True)` prints for a snapshot's document (dicts, lists, text, integers,
+    booleans), without importing json."""
+    if isinstance(value, str):
+        return _json_string(value)
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(_json_string(key) + ": " + to_json(item) for key, item in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(to_json(item) for item in value) + "]"
+    raise TypeError("not part of a snapshot: " + type(value).__name__)
+
+
+# The snapshot alone, as the host sends it to a sandbox it cannot read (`case_checks.snapshot_command`): these
+# definitions and nothing else of this file, importing only os, stat and sys (hashlib only for a big file; json and the
+# checks' modules would cost more than the interpreter's own start), its document written by `to_json`.
+SNAPSHOT_PARTS = frozenset(
+    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "file_hash"}
+    | {"BIG_FILE", "_builtin_sha256", "new_sha256", "_ESCAPES", "_json_string", "to_json"}
+)
+SNAPSHOT_IMPORTS = "import os, stat, sys"
 
 
 def main(argv: list[str]) -> int:

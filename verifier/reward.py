@@ -11,7 +11,9 @@ standard checks ran, `evaluation_status` only when a judge failed), as readers o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from verifier.scoring import overall_basis, trial_overall
 
 RICH_REWARD_NAME = "skilleval_reward.json"
 MAX_RICH_REWARD_BYTES = 64 * 1024 * 1024
+MAX_HANDED_OVER = 4096  # trials whose written reward nobody took (one that failed after grading) are dropped past this
 
 
 class RichReward(BaseModel):
@@ -112,6 +115,32 @@ class RichReward(BaseModel):
         return "judge failed: " + "; ".join(f"{metric}: {why}" for metric, why in failures.items())
 
 
+@dataclass(frozen=True)
+class WrittenFile:
+    """One file the host verifier wrote into a trial's verifier folder: its value (the JSON value, or the text)
+    and its size in bytes."""
+
+    value: Any
+    size: int
+
+
+_written: dict[str, dict[str, WrittenFile]] = {}
+
+
+def hand_over(verifier_dir: Path, files: dict[str, WrittenFile]) -> None:
+    """Keep what the host verifier has just written (file name -> value) for the trial's record and file, in this
+    process: read back from disk they were the same bytes, parsed again (and on a Docker sandbox, whose
+    /logs/verifier is the host folder itself, the disk is also what a process left in the sandbox could change)."""
+    _written[os.fspath(verifier_dir)] = files
+    while len(_written) > MAX_HANDED_OVER:
+        del _written[next(iter(_written))]
+
+
+def take_written(verifier_dir: Path) -> dict[str, WrittenFile] | None:
+    """What `hand_over` kept for this verifier folder, once; None when nothing was (read the files then)."""
+    return _written.pop(os.fspath(verifier_dir), None)
+
+
 def rich_reward_of(value: object) -> RichReward | None:
     """A rich reward from a parsed JSON value (a trial file's `rich_reward`); None when absent, empty or malformed."""
     if not isinstance(value, Mapping) or not value:
@@ -122,8 +151,12 @@ def rich_reward_of(value: object) -> RichReward | None:
         return None
 
 
-def read_rich_reward(verifier_dir: Path) -> RichReward | None:
-    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those)."""
+def read_rich_reward(verifier_dir: Path, written: Mapping[str, WrittenFile] | None = None) -> RichReward | None:
+    """What the host verifier wrote (never a link, never a file the sandbox left: the adapter removes those); from
+    `written` (`take_written`) when the verifier handed it over in this process."""
+    kept = written.get(RICH_REWARD_NAME) if written is not None else None
+    if kept is not None:
+        return rich_reward_of(kept.value) if kept.size <= MAX_RICH_REWARD_BYTES else None
     try:
         data = json.loads(safe_io.read_text(verifier_dir, RICH_REWARD_NAME, max_bytes=MAX_RICH_REWARD_BYTES))
     except (OSError, ValueError):

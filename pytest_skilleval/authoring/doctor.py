@@ -15,6 +15,7 @@ from pytest_skilleval.harbor.preflight import (
     environment_checks,
     local_cli_checks,
     open_file_checks,
+    process_checks,
 )
 from pytest_skilleval.skill.setting_specs import pairs
 from pytest_skilleval.skill.settings import RunSettings
@@ -66,7 +67,7 @@ def run_doctor(argv: list[str]) -> int:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1
     checks = environment_checks(settings) + agent_checks(settings, os.environ) + local_cli_checks(settings)
-    checks += open_file_checks(settings)
+    checks += open_file_checks(settings) + process_checks(settings)
     if all(check.ok for check in checks if check.name.startswith("docker")):
         checks += default_base_checks(settings, None)
     if not args.no_credential_check:

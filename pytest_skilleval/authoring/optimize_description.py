@@ -73,7 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--env-mode", default="docker")
     parser.add_argument("--ek", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--distractor-skills", metavar="DIR")
-    parser.add_argument("--iterations", type=int, default=3, help="proposals to ask for (default 3)")
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        default=3,
+        help="proposals to ask for (default 3; 0: measure the current description only, no --model needed)",
+    )
     parser.add_argument("--n-attempts", type=int, default=1, help="attempts per query and candidate (default 1)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="stop once the reported cost reaches this")
     parser.add_argument("--results-dir", metavar="DIR", help="default: <skill>/evals/results/")
@@ -156,18 +161,23 @@ def _total(values: list[float | None]) -> float | None:
     return None if any(value is None for value in values) else sum(value or 0.0 for value in values)
 
 
-def _cost_lines(candidates: list[Candidate], model: str, max_cost: float | None) -> list[str]:
-    """What the proposer and the trials cost, per candidate and in all, against --max-cost."""
+def _cost_lines(candidates: list[Candidate], model: str | None, max_cost: float | None) -> list[str]:
+    """What the proposer (`model`; None: none was needed, --iterations 0) and the trials cost, per candidate and in
+    all, against --max-cost."""
     asked = candidates[1:]
     proposer = _total([c.proposer_cost_usd for c in asked])
     trials = _total([c.cost_usd for c in candidates if not c.error])
     unknown = [c.index for c in asked if c.proposer_cost_usd is None]
     cached = sum(1 for c in asked if c.cached)
+    asking = (
+        f"Proposer ({model}): {_usd(proposer)} for {len(asked) - cached} request(s), {cached} answered from the cache"
+        if model is not None
+        else "Proposer: none asked (--iterations 0)"
+    )
     lines = [
         "## Cost",
         "",
-        f"Proposer ({model}): {_usd(proposer)} for {len(asked) - cached} request(s), {cached} answered from the cache; "
-        f"trials (the agents' reported cost): {_usd(trials)}; --max-cost: "
+        f"{asking}; trials (the agents' reported cost): {_usd(trials)}; --max-cost: "
         f"{'none' if max_cost is None else _usd(max_cost)}.",
     ]
     if unknown:
@@ -254,7 +264,7 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         raise OptimizeError(f"{manifest}: {error}") from None
     root = resolve_results_root(skill_dir, args.results_dir, os.environ)
     config = load_config(model=args.model, cache_mode=args.judge_cache, cache_dir=str(root / ".judge-cache"))
-    if config is None:
+    if config is None and args.iterations > 0:  # --iterations 0 only measures the current description
         raise OptimizeError("no proposer model: pass --model MODEL (a litellm name) or set LLM_JUDGE_MODEL")
     cache = JudgeCache(root / ".judge-cache", args.judge_cache)
     run = root / f"optimize-{datetime.now(UTC).strftime('%Y%m%d_%H%M%S')}-{os.getpid()}"
@@ -284,6 +294,7 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
             best.failures,
             [(c.description, c.train.get("accuracy")) for c in candidates],
         )
+        assert config is not None  # checked above: iterations ask for one
         try:
             proposal = propose(prompt, config, cache)
         except ProposerError as error:
@@ -305,7 +316,7 @@ def optimize(args: argparse.Namespace, out: Any = sys.stdout) -> int:
         manifest.write_text(with_description(original, best.description), encoding="utf-8")
         written = True
     report = run / "description-proposal.md"
-    costs = _cost_lines(candidates, config.model, args.max_cost)
+    costs = _cost_lines(candidates, config.model if config is not None else None, args.max_cost)
     report.write_text(_report(skill_dir, candidates, best, original, written, costs), encoding="utf-8")
     print(
         f"winner: candidate {best.index}: train accuracy {_cell(best.train.get('accuracy'))}, held-out test "

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import atexit
 import collections
+import fcntl
 import os
 import secrets
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -189,21 +191,40 @@ class NvBridge:
 def bridge_host(env_mode: str) -> str:
     """The host address the bridge listens on: loopback for `local` trials (they share the host's network), the
     Docker bridge's gateway for `docker` trials (reachable from the trial's containers, not from other hosts)."""
-    if env_mode != "docker":
-        return "127.0.0.1"
+    return "127.0.0.1" if env_mode != "docker" else docker_bridge_gateway()
+
+
+def docker_bridge_gateway() -> str:
+    """The host's address on Docker's default `bridge` network: its IPAM gateway, or, where Docker leaves that out
+    of the network's config (seen with Debian's dockerd 20.10), the IPv4 address of the bridge's host interface."""
+    query = '{{range .IPAM.Config}}{{.Gateway}} {{end}}|{{index .Options "com.docker.network.bridge.name"}}'
     try:
         done = subprocess.run(
-            ["docker", "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}} {{end}}"],
-            capture_output=True,
-            text=True,
-            timeout=30,
+            ["docker", "network", "inspect", "bridge", "--format", query], capture_output=True, text=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired) as error:
         raise BridgeError(f"the NVIDIA bridge needs Docker's bridge network address: {error}") from None
-    gateway = next((part for part in done.stdout.split() if part.count(".") == 3), None)
+    gateways, _, interface = done.stdout.strip().rpartition("|")
+    gateway = next((part for part in gateways.split() if part.count(".") == 3), None)
+    if gateway is None and done.returncode == 0 and interface:
+        gateway = interface_ipv4(interface)
     if done.returncode != 0 or gateway is None:
         raise BridgeError("the NVIDIA bridge needs Docker's `bridge` network (docker network inspect bridge)")
     return gateway
+
+
+def interface_ipv4(name: str) -> str | None:
+    """The IPv4 address of the host's network interface `name` (SIOCGIFADDR), or None when it has none."""
+    request = struct.pack("256s", name.encode()[:15])
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, request)
+        except OSError:
+            return None
+    return socket.inet_ntoa(answer[20:24])
+
+
+SIOCGIFADDR = 0x8915
 
 
 _bridges: dict[str, NvBridge] = {}

@@ -401,6 +401,40 @@ def open_file_checks(settings: RunSettings, limit: int | None = None) -> list[Ch
     ]
 
 
+# Processes (threads included, as RLIMIT_NPROC counts them) per trial in flight: about 4 measured at 100 and 200 in
+# flight (bench_scale.py: 402 and 802 at the peak), with a margin; plus the pytest process's own threads at rest.
+PROCESSES_PER_TRIAL = 5
+PROCESSES_AT_REST = 64
+
+
+def process_checks(settings: RunSettings, limit: int | None = None, exempt: bool | None = None) -> list[Check]:
+    """`--n-concurrent` trials in flight fit under this user's process limit (its soft value, already raised to the
+    hard one at start; root is not held to it: `exempt`); else one line saying which limit and how to raise it,
+    before a sandbox fails to start mid-run. The limit counts every process of the user, this run's and others'."""
+    import resource
+
+    if settings.env_mode != "local":  # the sandboxes run elsewhere: under dockerd, or on a provider's machines
+        return []
+    if limit is None:
+        limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    if exempt is None:
+        exempt = os.geteuid() == 0
+    needed = PROCESSES_AT_REST + PROCESSES_PER_TRIAL * settings.n_concurrent
+    if exempt or limit == resource.RLIM_INFINITY or limit >= needed:
+        allowed = "not limited" if exempt or limit == resource.RLIM_INFINITY else f"{limit} allowed"
+        return [Check("processes", detail=f"{allowed}, about {needed} needed")]
+    most = max(1, (limit - PROCESSES_AT_REST) // PROCESSES_PER_TRIAL)
+    return [
+        Check(
+            "processes",
+            f"--n-concurrent {settings.n_concurrent} needs about {needed} processes and this user may run {limit} "
+            f"(RLIMIT_NPROC, hard limit; every process of the user counts): raise it (`ulimit -u {needed}` in the "
+            f"shell that runs pytest, as root or within /etc/security/limits.conf; LimitNPROC= for a systemd "
+            f"service) or use --n-concurrent {most} or less",
+        )
+    ]
+
+
 def problems(checks: Iterable[Check]) -> list[str]:
     """`<check>: <problem>` for each failed check (a problem that already names its file stands alone)."""
     return [
@@ -420,6 +454,7 @@ def session_problems(
     environ = os.environ if environ is None else environ
     found = problems(environment_checks(settings)) + problems(agent_checks(settings, environ))
     found += problems(local_cli_checks(settings)) + problems(open_file_checks(settings))
+    found += problems(process_checks(settings))
     if not found:  # the base image is asked about only once the daemon answers
         found += problems(default_base_checks(settings, list(skills)))
     for skill_dir, skill_settings in skills.items():

@@ -69,11 +69,26 @@ def raise_open_file_limit() -> tuple[int, int]:
     hundred trials in flight. Returns the (soft, hard) limits now in force."""
     import resource
 
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return _raise_soft_limit(resource.RLIMIT_NOFILE)
+
+
+def raise_process_limit() -> tuple[int, int]:
+    """Raise the soft limit on this user's processes (RLIMIT_NPROC, threads included) to its hard limit, once at
+    start: each trial in flight runs a few processes (its sandbox's keeper and bwrap, the command it runs).
+    Returns the (soft, hard) limits now in force."""
+    import resource
+
+    return _raise_soft_limit(resource.RLIMIT_NPROC)
+
+
+def _raise_soft_limit(which: int) -> tuple[int, int]:
+    import resource
+
+    soft, hard = resource.getrlimit(which)
     wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
     if soft != resource.RLIM_INFINITY and soft < wanted:
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            resource.setrlimit(which, (wanted, hard))
             soft = wanted
         except (ValueError, OSError):
             pass  # a platform that refuses keeps its limit; the preflight says when it is too low

@@ -58,7 +58,7 @@ from pytest_skilleval.skill.plan import TrialSpec, baseline_version
 from pytest_skilleval.skill.settings import RunSettings
 from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
-from verifier.reward import own_test_reward, read_rich_reward
+from verifier.reward import own_test_reward, read_rich_reward, take_written
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
 INPUT_DIR = "/workspace/input"
@@ -101,6 +101,8 @@ def agent_config(
     if agent == "opencode":  # Harbor's own would `npm i -g opencode-ai@latest` even when the CLI is there
         from pytest_skilleval.harbor.preinstalled import IMPORT_PATH_OPENCODE
 
+        # Its start fetches models.dev's catalog (seconds, offline); the catalog it ships names the models.
+        env.setdefault("OPENCODE_DISABLE_MODELS_FETCH", "1")
         return AgentConfig(import_path=IMPORT_PATH_OPENCODE, model_name=model, kwargs=kwargs, skills=skills, env=env)
     return AgentConfig(name=agent, model_name=model, kwargs=kwargs, skills=skills, env=env)
 
@@ -416,7 +418,9 @@ class SkillEvalRunner:
     def _record(
         self, base: dict[str, Any], spec: TrialSpec, settings: RunSettings, trial_dir: Path, result: Any
     ) -> TrialRecord:
-        reward = read_rich_reward(trial_dir / "verifier")
+        # What the host verifier wrote, as it handed it over in this process (else read from the trial folder).
+        written = take_written(trial_dir / "verifier")
+        reward = read_rich_reward(trial_dir / "verifier", written)
         exception = result.exception_info
         if reward is None and result.verifier_result is not None:
             reward = own_test_reward(trial_dir / "verifier")
@@ -429,7 +433,10 @@ class SkillEvalRunner:
             what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
             return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
         error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
-        return record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
+        record = record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
+        if written is not None:
+            record.keep_written({f"verifier/{name}": file for name, file in written.items()})
+        return record
 
 
 async def run_trial(

@@ -32,7 +32,7 @@ from verifier.check_host import Snapshot, WorkspaceDiff, assemble, diff_snapshot
 from verifier.check_spec import CheckResult, CheckSpec
 from verifier.custom import MAX_REWARD_FILE_BYTES, SanitizedReward, read_grader_reward
 from verifier.redact import Redactor
-from verifier.reward import RICH_REWARD_NAME, grade_on_host
+from verifier.reward import RICH_REWARD_NAME, WrittenFile, grade_on_host, hand_over
 
 CUSTOM_REWARD_NAME = "custom_reward.json"
 GRADER_OUTPUT_NAME = "grader-output.txt"
@@ -122,6 +122,7 @@ class HostVerifier(BaseVerifier):
         self.env_paths = EnvironmentPaths()
         # The grader's output may echo the host environment (sandbox=none): nothing of it is written unredacted.
         self.redactor = host_redactor()
+        self._grader_output: str | None = None  # as written to grader-output.txt
 
     @property
     def _verifier_host_dir(self) -> Path:
@@ -210,6 +211,7 @@ class HostVerifier(BaseVerifier):
         self._check_reward_sizes()
         await self._download_verifier_dir(host_dir)
         safe_io.write_text(host_dir, GRADER_OUTPUT_NAME, output)
+        self._grader_output = output
         if result.return_code != 0:
             tail = " | ".join(output.strip().splitlines()[-5:])
             raise GraderCrashed(f"{self.grader} exited with code {result.return_code}: {tail or 'no output'}")
@@ -274,14 +276,25 @@ class HostVerifier(BaseVerifier):
         reward.set_checks(self._check_results(checks, found, diff) if checks else None)
         reward.workspace_diff = diff
         host_dir = self._verifier_host_dir
-        document = self.redactor.value(json.loads(json.dumps(reward.document(), default=str)))
-        safe_io.write_text(host_dir, RICH_REWARD_NAME, json.dumps(document, indent=2) + "\n")
+        # `scrub`: the same redacted copy as `value`, and the document itself when nothing in it needs redaction.
+        document = self.redactor.scrub(json.loads(json.dumps(reward.document(), default=str)))
+        rich_text = json.dumps(document, indent=2) + "\n"  # ASCII (ensure_ascii): its length is its size in bytes
+        safe_io.write_text(host_dir, RICH_REWARD_NAME, rich_text)
         flat = reward.flat()
-        safe_io.write_text(host_dir, "reward.json", json.dumps(flat, indent=2) + "\n")
+        flat_text = json.dumps(flat, indent=2) + "\n"
+        safe_io.write_text(host_dir, "reward.json", flat_text)
         if reward.overall is not None:
             safe_io.write_text(host_dir, "reward.txt", f"{reward.overall}\n")
         else:
             safe_io.remove_file(host_dir, "reward.txt")
+        written = {
+            RICH_REWARD_NAME: WrittenFile(document, len(rich_text)),
+            "reward.json": WrittenFile(flat, len(flat_text)),
+        }
+        if self._grader_output is not None:
+            size = len(self._grader_output.encode("utf-8"))
+            written[GRADER_OUTPUT_NAME] = WrittenFile(self._grader_output, size)
+        hand_over(host_dir, written)
         return VerifierResult(rewards=flat)
 
 

@@ -35,7 +35,7 @@ from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidenc
 from pytest_skilleval.results.triggering import trigger_file_name
 from verifier.evidence import CHECKS_METRIC, REPORTED_METRICS
 
-__all__ = ["render_report", "write_report"]
+__all__ = ["TrialDrillDown", "drill_down", "render_report", "write_report"]
 
 NO_SCORE, NA, SKIPPED = "NO SCORE", "N/A", "SKIPPED"
 
@@ -97,11 +97,22 @@ class CaseRow:
         return self.with_mean - self.without_mean
 
 
+@dataclass(frozen=True)
+class TrialDrillDown:
+    """The parts of one trial's drill-down that come from its trial file, rendered (`drill_down`): the number of
+    security findings its summary line counts, the judged assertions, and the rest (workspace changes, findings,
+    trajectory, grader details)."""
+
+    findings: int
+    assertions: Markup
+    evidence: Markup
+
+
 @dataclass
 class TrialView:
     entry: Any
     folder: str
-    evidence: TrialEvidence
+    drill: TrialDrillDown
 
 
 @dataclass
@@ -282,18 +293,25 @@ def _inside(path: Path, run_dir: Path) -> str:
     return text[len(prefix) :] if text.startswith(prefix) else text
 
 
-def _trial_view(files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialEvidence]) -> TrialView:
-    evidence = known.get(files.entry.key)
-    if evidence is None:
-        evidence = trial_evidence(files.content().document)
-    return TrialView(
-        entry=files.entry,
-        folder=_inside(files.path, run_dir),
-        evidence=evidence,
+def drill_down(evidence: TrialEvidence) -> TrialDrillDown:
+    """One trial's drill-down parts rendered (the same macros whoever renders them: the session as the trial ends,
+    or the report from the run folder)."""
+    macros = _drill_down_macros()
+    return TrialDrillDown(
+        len(evidence.findings),
+        macros.assertions(evidence),
+        macros.evidence(evidence),
     )
 
 
-def _agent_views(run: RunFolder, known: Mapping[TrialKey, TrialEvidence]) -> list[AgentView]:
+def _trial_view(files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialDrillDown]) -> TrialView:
+    drill = known.get(files.entry.key)
+    if drill is None:
+        drill = drill_down(trial_evidence(files.content().document))
+    return TrialView(entry=files.entry, folder=_inside(files.path, run_dir), drill=drill)
+
+
+def _agent_views(run: RunFolder, known: Mapping[TrialKey, TrialDrillDown]) -> list[AgentView]:
     doc = run.document
     trials_by_agent: dict[str, dict[str, list[TrialView]]] = defaultdict(lambda: defaultdict(list))
     for files in run.trials():
@@ -358,9 +376,16 @@ def _environment() -> jinja2.Environment:
     return env
 
 
+@lru_cache(maxsize=1)
+def _drill_down_macros() -> Any:
+    """The drill-down template's macros, loaded once (Jinja would check the file's age on every lookup)."""
+    return _environment().get_template("trial_drill_down.html.j2").module
+
+
 def load_template() -> None:
-    """Load the report's template now (its environment and compiled form are cached for the rendering)."""
+    """Load the report's templates now (their environment and compiled forms are cached for the rendering)."""
     _environment().get_template("report.html.j2")
+    _drill_down_macros()
 
 
 def verdict_headline(doc: ResultDocument) -> str:
@@ -401,9 +426,9 @@ def _trigger_views(run: RunFolder) -> list[dict[str, Any]]:
     ]
 
 
-def render_report(run: RunFolder, known: Mapping[TrialKey, TrialEvidence] | None = None) -> str:
-    """report.html of the run; `known`: trials' drill-downs already built from their files' bytes (by the session
-    that wrote them), the rest is read from the run folder."""
+def render_report(run: RunFolder, known: Mapping[TrialKey, TrialDrillDown] | None = None) -> str:
+    """report.html of the run; `known`: trials' drill-downs already rendered from their files' bytes (by the
+    session that wrote them, `drill_down`), the rest is read from the run folder."""
     doc = run.document
     return (
         _environment()

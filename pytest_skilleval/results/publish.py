@@ -11,18 +11,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_skilleval.results.benchmark_card import render_card
-from pytest_skilleval.results.html_report import render_report
+from pytest_skilleval.results.html_report import TrialDrillDown, render_report
 from pytest_skilleval.results.records import TrialKey
 from pytest_skilleval.results.run_folder import load_run
 from pytest_skilleval.results.tree import atomic_write_bytes
-from pytest_skilleval.results.trial_evidence import TrialEvidence
 
 __all__ = ["write_run_reports"]
 
 
-def write_run_reports(run_dir: Path, known: Mapping[TrialKey, TrialEvidence] | None = None) -> list[Path]:
+def write_run_reports(run_dir: Path, known: Mapping[TrialKey, TrialDrillDown] | None = None) -> list[Path]:
     """Render report.html and BENCHMARK.md into `run_dir`; returns their paths (report first). `known`: drill-downs
-    built from the bytes of trial files in this folder (`render_report`)."""
+    rendered from the bytes of trial files in this folder (`render_report`)."""
     run = load_run(run_dir)
     root = run.path.parent
     atomic_write_bytes(run.report_path, render_report(run, known).encode("utf-8"), root)

@@ -6,10 +6,11 @@ under `-n N` aggregates exactly what a plain run does.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from pytest_skilleval.results.keys import ALL_ARMS as ALL_ARMS
 from pytest_skilleval.results.keys import ARMS as ARMS
@@ -17,7 +18,7 @@ from pytest_skilleval.results.keys import USER_PROPERTY_KEY as USER_PROPERTY_KEY
 from pytest_skilleval.results.keys import Arm, TrialKey, TrialStatus
 from verifier.check_host import WorkspaceDiff
 from verifier.check_spec import CheckResult
-from verifier.reward import RichReward
+from verifier.reward import RichReward, WrittenFile
 from verifier.scoring import clean_score, correctness_gates, item_passes
 
 
@@ -75,9 +76,27 @@ class TrialRecord(BaseModel):
     source_run: str | None = Field(default=None, description="The run whose stored trial this record reuses.")
     stopped_on_pass: bool = Field(default=False, description="Not run: an earlier attempt passed (--stop-on-pass).")
 
+    # What the host verifier wrote in the trial folder (path in it -> value), handed over in the process that ran
+    # the trial, so its trial file is written without reading those files back; never serialized (under xdist the
+    # controller reads the files).
+    _written: Mapping[str, WrittenFile] | None = PrivateAttr(default=None)
+
     @property
     def key(self) -> TrialKey:
         return TrialKey(self.case, self.agent, self.arm, self.attempt)
+
+    @property
+    def written(self) -> Mapping[str, WrittenFile] | None:
+        return self._written
+
+    def keep_written(self, files: Mapping[str, WrittenFile] | None) -> None:
+        self._written = files
+
+    def __eq__(self, other: object) -> bool:
+        """The fields alone: what was kept in memory (`written`) is not part of the record."""
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
 
 def record_from_reward(

@@ -18,6 +18,7 @@ import os
 import secrets
 import stat
 import sys
+import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -396,6 +397,16 @@ class EarlyTrialFiles:
             self._run_dir = run_dir
         return self._run_dir
 
+    def presync(self) -> threading.Thread | None:
+        """Start flushing the file system of the trial files written so far, in a thread (syncfs(2) holds no
+        interpreter lock), while the session's end aggregates; its own sync pass before result.json then waits only
+        for what was written since. None when there is nothing to flush."""
+        if not self.batch.unsynced:
+            return None
+        thread = threading.Thread(target=_syncfs, args=(self.results_root,), name="skilleval-presync", daemon=True)
+        thread.start()
+        return thread
+
     def discard_unused(self) -> bool:
         """Remove the run folder again when this session made it and wrote nothing else into it (its skill's items
         were all deselected); True when removed. A folder with anything more in it is kept."""
@@ -436,7 +447,7 @@ def _write_trial(
     if document is None:
         # A record read back from a run folder (source_run) names a folder this session did not make: never read.
         ours = record.trial_dir if record.source_run is None else None
-        found = read_parts(Path(ours), TRIAL_PARTS, max_bytes) if ours else {}
+        found = read_parts(Path(ours), TRIAL_PARTS, max_bytes, record.written) if ours else {}
         document = trial_document(record, found)
         document["trial_dir"] = record.trial_dir
     return write_sealed_json(run_dir, path, redactor.scrub(document), run_dir, seal)

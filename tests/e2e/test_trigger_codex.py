@@ -53,13 +53,12 @@ def script(queries: list[TriggerQuery]) -> dict[str, Any]:
     return {"models": {CODEX.queue: replies, "*": [{"text": "ok", "repeat": "forever"}]}}
 
 
-def _docker_gateway(docker: str) -> str:
+def _docker_gateway(request: pytest.FixtureRequest) -> str:
     """The host's address on Docker's default bridge: what a container reaches the host's scripted server at."""
-    inspect = [docker, "network", "inspect", "bridge", "--format", "{{(index .IPAM.Config 0).Gateway}}"]
-    found = subprocess.run(inspect, capture_output=True, text=True, timeout=60)
-    if found.returncode != 0 or not found.stdout.strip():
-        pytest.fail(f"docker network inspect bridge: {found.stderr.strip()[-300:]}", pytrace=False)
-    return found.stdout.strip()
+    from pytest_skilleval.harbor.nv_bridge import docker_bridge_gateway
+
+    request.getfixturevalue("docker_available")
+    return docker_bridge_gateway()
 
 
 @pytest.fixture(scope="session")
@@ -95,7 +94,7 @@ def test_codex_trigger_set_scores_what_the_script_implies(
 ) -> None:
     if where == "docker":
         image = request.getfixturevalue("codex_image")
-        server = scripted_model(script(QUERIES), host=_docker_gateway(request.getfixturevalue("docker_available")))
+        server = scripted_model(script(QUERIES), host=_docker_gateway(request))
         run_args: tuple[str, ...] = (
             *("--agents", CODEX.name, "--agent-model", f"{CODEX.name}={CODEX.model}"),
             *("--env-mode", "docker", "--base-image", image),

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,9 +166,11 @@ WARM_UP_SCRIPT = """
 import sys
 from pytest_skilleval.results.early_results import warm_up_reports
 assert "pytest_skilleval.results.publish" not in sys.modules and "jinja2" not in sys.modules
-warm_up_reports().join(timeout=60)
+ready = []
+warm_up_reports(ready.append).join(timeout=60)
 from pytest_skilleval.results import html_report
 print("publish" if "pytest_skilleval.results.publish" in sys.modules else "-", html_report._environment.cache_info().currsize)
+print(*[render.__name__ for render in ready], html_report._drill_down_macros.cache_info().currsize)
 """
 
 
@@ -173,4 +178,139 @@ def test_the_report_writers_are_warmed_up_in_the_background() -> None:
     # In a process of its own: importing the report modules here would change what this process's pytester runs see.
     done = subprocess.run([sys.executable, "-c", WARM_UP_SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["publish", "1"]
+    # and once loaded, the renderer of a trial's drill-down is handed over, its template loaded too
+    assert done.stdout.split() == ["publish", "1", "drill_down", "1"]
+
+
+PRINTING_GRADER = """
+import json, os
+from pathlib import Path
+print("grading", json.loads(Path(os.environ["HARBOR_ENTRY_JSON"]).read_text())["id"])
+Path(os.environ["HARBOR_REWARD_JSON"]).write_text(json.dumps({"overall": 1.0, "style": 0.5}))
+"""
+
+
+def test_what_the_verifier_wrote_reaches_the_trial_file_as_the_trial_folder_holds_it(
+    project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The verifier's files go to the trial file from memory in the process that ran the trial: the same parts as
+    read back from the kept trial folder."""
+    from pytest_skilleval.results.trial_file import TRIAL_PARTS, read_parts
+
+    monkeypatch.setenv("SNAPSHOT_KEEPS_JOBS", "1")
+    (project.root / "skills" / "demo" / "evals" / "grader.py").write_text(PRINTING_GRADER)
+    project.run(*RUN, "--harbor-keep-jobs", "--grading-mode", "default_plus_custom").assert_outcomes(passed=4)
+    for snapshot in _snapshots(project):
+        document = json.loads(Path(snapshot["own_file"][0]).read_text())
+        on_disk = read_parts(Path(document["trial_dir"]), TRIAL_PARTS, 5 * 1024 * 1024)
+        assert document["grader_output"] == on_disk["grader_output"][0] == f"grading {snapshot['case']}\n"
+        assert document["reward"] == on_disk["reward"][0] and document["reward"]["style"] == 0.5
+        assert document["rich_reward"] == on_disk["rich_reward"][0]
+        assert document["rich_reward"]["custom_metrics"] == {"style": 0.5}
+
+
+def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While trials run, one `rm` at a time deletes the job folders (the ones handed over meanwhile wait for it);
+    once the trials are over (`hurry`) those waiting are deleted at once, without waiting for the `rm` still
+    running, and `finish` waits for both."""
+    from pytest_skilleval.results import early_results
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in (first, second):
+        (folder / "trials").mkdir(parents=True)
+    real_start = early_results._Rm.start
+    started: list[list[Path]] = []
+
+    def start(folders: list[Path]) -> early_results._Rm | None:
+        started.append(folders)
+        if len(started) == 1:  # the first: an `rm` that takes a while (and deletes nothing itself)
+            sleep = shutil.which("sleep")
+            assert sleep is not None
+            return early_results._Rm(os.posix_spawn(sleep, ["sleep", "3"], dict(os.environ)))
+        return real_start(folders)
+
+    monkeypatch.setattr(early_results._Rm, "start", start)
+    remover = early_results.FolderRemover()
+    remover.remove(first)
+    remover.remove(second)
+    assert started == [[first]]  # the second waits for the first `rm`
+    remover.hurry()
+    assert started == [[first], [second]]
+    deadline = time.monotonic() + 2
+    while second.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not second.exists() and first.exists()  # gone while the slow one still runs
+    remover.finish()
+    assert not first.exists()  # what the slow `rm` left is removed once it is done
+
+
+def _early(tmp_path: Path) -> Any:
+    from pytest_skilleval.results.early_results import EarlyResults
+    from pytest_skilleval.results.tree import RunStart
+    from verifier.redact import Redactor
+
+    return EarlyResults(
+        lambda path: tmp_path / "results",
+        lambda path: "20260102_030405_1_0123456789ab",
+        Redactor(),
+        lambda: True,
+        lambda path: RunStart({}, None),
+    )
+
+
+def _record(case: str) -> Any:
+    from pytest_skilleval.results.records import TrialRecord
+
+    return TrialRecord(
+        skill="s", skill_dir="skills/s", case=case, agent="a", arm="with_skill", attempt=1, status="scored",
+        overall=1.0, details={"security": {"findings": [{"type": "t", "message": "m"}], "reason": "why"}},
+    )  # fmt: skip
+
+
+def test_a_trial_that_ends_once_the_templates_are_loaded_has_its_drill_down_rendered_then(tmp_path: Path) -> None:
+    """Before the report's templates are loaded (the warm-up), a trial's drill-down is kept as evidence and
+    rendered at the end; after, it is rendered as the trial ends. Both are what the report renders from the file."""
+    from pytest_skilleval.results.html_report import TrialDrillDown, drill_down
+    from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidence
+    from pytest_skilleval.results.trial_file import trial_file
+
+    early = _early(tmp_path)
+    records = [_record("c1"), _record("c2")]
+    for index, record in enumerate(records):
+        if index == 1:
+            early._renderer_ready(drill_down)
+        early.seen(f"n{index}", record)
+        early.item_done(f"n{index}")
+    kept = early._evidence["skills/s"]
+    assert isinstance(kept[records[0].key], TrialEvidence) and isinstance(kept[records[1].key], TrialDrillDown)
+    writer = early.writer("skills/s")
+    run_dir = writer.run_dir if writer is not None else None
+    assert run_dir is not None
+    handed = early.evidence("skills/s", run_dir)
+    for record in records:
+        from_file = drill_down(trial_evidence(json.loads(trial_file(run_dir, record.key).read_bytes())))
+        assert handed[record.key] == from_file and from_file.findings == 1
+
+
+def test_the_head_start_at_the_trials_end_is_only_a_head_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No thread left to start (a process at its limit) costs the sync's head start, never the results: the
+    folders are still deleted at `finish`."""
+    import threading
+
+    from pytest_skilleval.results.early_results import FolderRemover
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    early = _early(tmp_path)
+    folder = tmp_path / "job"
+    (folder / "trials").mkdir(parents=True)
+    early._writer("skills/s").write(_record("c1"))
+    early._remover = FolderRemover()
+    early._remover._waiting.append(folder)
+    early.trials_over()
+    early.finish()
+    assert not folder.exists()

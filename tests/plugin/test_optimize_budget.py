@@ -37,6 +37,17 @@ def _skill(root: Path) -> Path:
     return skill
 
 
+def _price(model: str) -> float:
+    """One proposal's price, from litellm's installed price map, read in a process of its own: litellm imports the
+    importlib_metadata backport, which takes over finding installed packages from the standard library's finder
+    (it deletes `PathFinder.find_distributions`), and pytester's restore of sys.meta_path after this test would then
+    leave this process finding none (the next test to import Harbor afresh fails on its version lookup)."""
+    script = f"import litellm; print(sum(litellm.cost_per_token(model={model!r}, prompt_tokens=1000, completion_tokens=100)))"
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
+
+
 def _optimize(
     root: Path, skill: Path, env: dict[str, str], model: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
@@ -46,10 +57,7 @@ def _optimize(
 
 
 def test_the_proposers_cost_counts_against_max_cost(skill_project: SkillProject, scripted_model: Any) -> None:
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    import litellm
-
-    price = sum(litellm.cost_per_token(model=PROPOSER, prompt_tokens=1000, completion_tokens=100))
+    price = _price(PROPOSER)
     skill = _skill(skill_project.root)
     replies = [{"text": json.dumps({"description": f"Greets people, take {n}"}), **TOKENS} for n in (1, 2)]
     proposer = scripted_model({"models": {PROPOSER: replies}})
@@ -81,3 +89,23 @@ def test_an_unpriced_proposer_is_said_unknown_not_free(skill_project: SkillProje
     text = proposal.read_text()
     assert "Proposer (openai/unpriced-model): n/a for 1 request(s)" in text
     assert "The proposer's cost is unknown for candidate(s) 1" in text
+
+
+def test_iterations_zero_measures_the_current_description_without_a_proposer(skill_project: SkillProject) -> None:
+    """`--iterations 0` asks the proposer nothing, so it needs no proposer model: it measures the current description
+    and writes the proposal file saying no proposer was asked."""
+    skill = _skill(skill_project.root)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("LLM_JUDGE", "SKILL_EVAL_LLM"))}
+    argv = [sys.executable, "-m", "pytest_skilleval.authoring.cli", "optimize-description", str(skill)]
+    argv += ["--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--iterations", "0"]
+    done = subprocess.run(argv, cwd=skill_project.root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # No replay loads the skill: the train query (should trigger) is missed, two of the four held out are right.
+    assert (
+        "candidate 0 (current): train accuracy 0.00\nwinner: candidate 0: train accuracy 0.00, held-out test "
+        "accuracy 0.50\n" in done.stdout
+    )
+    (proposal,) = sorted((skill / "evals" / "results").glob("optimize-*/description-proposal.md"))
+    text = proposal.read_text()
+    assert "Proposer: none asked (--iterations 0)" in text
+    assert "| 0 | $0.000000 | n/a |" in text

@@ -147,6 +147,32 @@ def test_an_open_file_limit_below_the_concurrency_stops_the_run_naming_the_limit
     assert fits.returncode == 0, fits.stdout + fits.stderr
 
 
+def test_a_low_soft_open_file_limit_is_raised_at_start_so_many_trials_in_flight_run(
+    skill_project: SkillProject,
+) -> None:
+    """A soft limit of 256 open files (the hard one left as it is) would stop --n-concurrent 100 in the preflight
+    and then with EMFILE mid-run; the start raises it to the hard limit, and the run goes through."""
+    import resource
+    import subprocess
+    import sys
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1024:
+        pytest.skip(f"the hard open-file limit here ({hard}) is below what 100 trials in flight need")
+    skill_project.make_skill("demo", simple_entries("c1", "c2"))
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    argv = [sys.executable, "-m", "pytest", "--skill-eval", "-p", "no:cacheprovider", "skills/demo", *LOCAL_REPLAY]
+    argv += ["--results-dir", "results", "--n-concurrent", "100"]
+    done = subprocess.run(
+        argv, cwd=skill_project.root, capture_output=True, text=True, preexec_fn=low_soft_limit, timeout=300
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "open files" not in done.stdout + done.stderr
+
+
 def test_an_agent_without_skills_is_refused_for_the_with_skill_arm(skill_project: SkillProject) -> None:
     """Harbor's `nop` declares no skills: its with-skill trial of a native task would only fail at run time (and
     Harbor's clean-up then logged a second error); the preflight names the agent, why and the arms it can run."""

@@ -10,8 +10,8 @@ from pytest_skilleval.authoring.cli import main
 def test_all_pass_for_local_and_replay(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--env-mode", "local", "--agents", "replay", "--ek", "sandbox=none"]) == 0
     out = capsys.readouterr().out
-    assert "PASS  agent replay (needs no credential)" in out and out.rstrip().endswith("3 passed, 0 failed")
-    assert "PASS  open files (" in out
+    assert "PASS  agent replay (needs no credential)" in out and out.rstrip().endswith("4 passed, 0 failed")
+    assert "PASS  open files (" in out and "PASS  processes (" in out
 
 
 def test_missing_key_unknown_kwarg_and_unreachable_daemon_fail(

@@ -182,6 +182,42 @@ def test_open_file_limit_too_low_for_the_concurrency_says_which_limit_and_how() 
     assert enough.ok and f"about {needed} needed" in enough.line()
 
 
+def test_process_limit_too_low_for_the_concurrency_says_which_limit_and_how() -> None:
+    from pytest_skilleval.harbor.preflight import PROCESSES_AT_REST, PROCESSES_PER_TRIAL, process_checks
+
+    settings = RunSettings(n_concurrent=200, env_mode="local")
+    needed = PROCESSES_AT_REST + PROCESSES_PER_TRIAL * 200
+    [check] = process_checks(settings, limit=512, exempt=False)
+    assert check.problem is not None
+    assert f"--n-concurrent 200 needs about {needed} processes and this user may run 512" in check.problem
+    assert "RLIMIT_NPROC" in check.problem and f"ulimit -u {needed}" in check.problem
+    assert f"--n-concurrent {(512 - PROCESSES_AT_REST) // PROCESSES_PER_TRIAL} or less" in check.problem
+    [enough] = process_checks(settings, limit=needed, exempt=False)
+    assert enough.ok and f"{needed} allowed, about {needed} needed" in enough.line()
+    [root] = process_checks(settings, limit=512, exempt=True)  # the kernel does not hold root to it
+    assert root.ok and "not limited" in root.line()
+    assert process_checks(RunSettings(n_concurrent=200, env_mode="docker"), limit=512, exempt=False) == []
+
+
+def test_start_raises_the_soft_process_limit_to_the_hard_one() -> None:
+    import resource
+    import subprocess
+    import sys
+
+    script = (
+        "import resource\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)\n"
+        "resource.setrlimit(resource.RLIMIT_NPROC, (200, hard))\n"
+        "from pytest_skilleval.harbor.process_env import raise_process_limit\n"
+        "print(raise_process_limit() == (hard, hard), resource.getrlimit(resource.RLIMIT_NPROC)[0] == hard)\n"
+    )
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 200:
+        pytest.skip(f"the hard process limit here ({hard}) leaves nothing to raise")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True"]
+
+
 def test_start_raises_the_soft_open_file_limit_to_the_hard_one() -> None:
     import resource
     import subprocess

@@ -14,7 +14,7 @@ from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.benchmark_card import render_card
 from pytest_skilleval.results.charts import score_bins
 from pytest_skilleval.results.compare import compare_sides, load_side
-from pytest_skilleval.results.html_report import render_report
+from pytest_skilleval.results.html_report import drill_down, render_report
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.publish import write_run_reports
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
@@ -182,11 +182,12 @@ def test_report_renders_the_same_bytes_twice(run_dir: Path) -> None:
 
 
 def test_a_report_given_the_drill_downs_of_its_trial_files_reads_none_of_them(run_dir: Path) -> None:
-    """What the session hands over (each trial's drill-down, built from its file's bytes as it wrote them) makes
-    the report a reader of the folder makes; given it, the report opens no trial file."""
+    """What the session hands over (each trial's drill-down, rendered from its file's bytes as it wrote them)
+    makes the report a reader of the folder makes; given it, the report opens no trial file."""
     run = load_run(run_dir)
     from_files = render_report(run)
-    known = {files.entry.key: trial_evidence(json.loads(files.path.read_bytes())) for files in run.trials()}
+    known = {files.entry.key: drill_down(trial_evidence(json.loads(files.path.read_bytes()))) for files in run.trials()}
+    assert any(drill.findings for drill in known.values())  # the drill-downs have something to show
     for files in run.trials():
         files.path.unlink()
     assert render_report(run, known) == from_files

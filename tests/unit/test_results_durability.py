@@ -7,6 +7,7 @@ and every reader treats the second as not a finished run.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,27 @@ def test_early_trial_files_are_fsynced_by_path_when_syncfs_is_missing(
     assert set(waiting) <= set(opened)  # each early file opened again for its fsync
     assert "replace c0.1.json" not in events  # not written twice
     assert events.count("fsync") >= len(waiting) + 1  # theirs, then result.json's own
+
+
+def test_the_early_files_start_on_their_way_to_disk_when_the_trials_end_and_the_end_still_syncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`presync` flushes the results root's file system in a thread of its own (while the session's end
+    aggregates); the tree's own sync pass still runs before result.json, on the session's thread."""
+    agg, records = _records()
+    early = results.EarlyTrialFiles(tmp_path, RUN_ID, Redactor())
+    assert early.presync() is None  # nothing written: nothing to flush
+    for record in records:
+        early.write(record)
+    synced: list[tuple[str, Path]] = []
+    monkeypatch.setattr(results, "_syncfs", lambda path: synced.append((threading.current_thread().name, path)))
+    thread = early.presync()
+    assert thread is not None and thread.daemon
+    thread.join(10)
+    assert synced == [("skilleval-presync", Path(tmp_path))]
+    events = _trace(monkeypatch, syncfs_works=True)
+    write_results_tree(agg, records, tmp_path, RUN_ID, early=early)
+    assert events.count("syncfs") == 1 and events.index("syncfs") < events.index("replace result.json")
 
 
 def test_the_early_writer_makes_what_resume_compares_durable_before_the_first_trial_file(

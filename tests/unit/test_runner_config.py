@@ -183,3 +183,12 @@ def test_claude_code_behind_a_custom_endpoint_asks_for_the_model_without_its_pro
     env = agent_config(_spec("claude-code"), settings, STAGED).env
     assert env["ANTHROPIC_MODEL"] == "m" and env["ANTHROPIC_DEFAULT_SONNET_MODEL"] == "m"
     assert env["CLAUDE_CODE_SUBAGENT_MODEL"] == "m" and env["ANTHROPIC_DEFAULT_HAIKU_MODEL"] == "small"
+
+
+@pytest.mark.parametrize("agent", ["codex", "claude-code", "opencode"])
+def test_opencode_is_told_not_to_fetch_the_models_catalog(agent: str) -> None:
+    """opencode fetches models.dev's catalog at every start (seconds offline, and a sandbox is often offline); it
+    knows the models from the catalog it ships, so its trials run with the fetch off. No other agent gets the
+    variable."""
+    env = agent_config(_spec(agent), RunSettings(agents=[agent]), STAGED).env
+    assert (env.get("OPENCODE_DISABLE_MODELS_FETCH") == "1") is (agent == "opencode")

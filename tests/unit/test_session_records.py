@@ -7,7 +7,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
-from pytest_skilleval.session import SkillEvalSession, record_property_value
+from pytest_skilleval.session import SkillEvalSession, record_property_value, redact_record
+from verifier.redact import Redactor
+from verifier.reward import WrittenFile
 
 
 def _report(nodeid: str, when: str, text: str) -> Any:
@@ -84,3 +86,37 @@ def test_a_record_naming_another_node_is_kept_under_that_name() -> None:
     record = _record("a", "/skills/one", 0.5)
     state.pytest_runtest_logreport(_report("worker::other", "setup", record_property_value(record)))  # type: ignore[arg-type]
     assert list(state.records) == [record.nodeid]
+
+
+def test_a_record_made_in_this_process_reaches_the_writer_as_it_is() -> None:
+    """The process that ran the item hands its record object (with what the verifier wrote, kept in memory) to
+    the trial file writer; a report from elsewhere (xdist) carries a copy of the text and is parsed."""
+    state = SkillEvalSession(SimpleNamespace(), SimpleNamespace(cli={}, ini={}), "run")  # type: ignore[arg-type]
+    seen: list[TrialRecord] = []
+    state.early.seen = lambda nodeid, record: seen.append(record)  # type: ignore[method-assign]
+    state.early.item_done = lambda nodeid: None  # type: ignore[method-assign]
+    here, there = _record("a", "/skills/one", 0.9), _record("b", "/skills/one", 0.4)
+    here.keep_written({"verifier/reward.json": WrittenFile({"overall": 0.9}, 20)})
+    text = record_property_value(here)
+    state.made_here(here.nodeid, text, here)
+    for when in ("setup", "call", "teardown"):
+        state.pytest_runtest_logreport(_report(here.nodeid, when, text))  # type: ignore[arg-type]
+    state.pytest_runtest_logreport(_report(there.nodeid, "setup", record_property_value(there)))  # type: ignore[arg-type]
+    assert seen[0] is here and seen[0].written is not None
+    assert seen[1] == there and seen[1] is not there and seen[1].written is None
+    assert state.records_for("/skills/one") == [here, there]
+    assert state.reported_overall(there.nodeid, record_property_value(there)) == 0.4
+    assert not state._made_here  # let go at the item's teardown
+
+
+def test_redaction_copies_a_record_only_when_something_in_it_is_a_secret() -> None:
+    redactor = Redactor(["hunter2-very-secret-value"])
+    clean = _record("a", "/skills/one", 0.9)
+    clean.keep_written({"verifier/reward.json": WrittenFile({"overall": 0.9}, 20)})
+    assert redact_record(clean, redactor) is clean
+    leaky = _record("b", "/skills/one", 0.9)
+    leaky.details = {"custom": {"said": "the key is hunter2-very-secret-value"}}
+    leaky.keep_written(clean.written)
+    redacted = redact_record(leaky, redactor)
+    assert redacted is not leaky and redacted.details == {"custom": {"said": "the key is [REDACTED]"}}
+    assert redacted.nodeid == leaky.nodeid and redacted.written is clean.written

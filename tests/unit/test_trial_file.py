@@ -6,13 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.models import RunPlan
 from pytest_skilleval.results.records import TrialKey, TrialRecord
 from pytest_skilleval.results.resume import stored_records
 from pytest_skilleval.results.run_folder import load_run
 from pytest_skilleval.results.tree import write_results_tree
-from pytest_skilleval.results.trial_file import trial_file, trial_folder
+from pytest_skilleval.results.trial_file import (
+    MAX_ARTIFACT_BYTES,
+    TRIAL_PARTS,
+    read_parts,
+    trial_file,
+    trial_folder,
+)
+from verifier.reward import WrittenFile
 
 KEY = TrialKey("a", "codex", "with_skill", 1)
 
@@ -98,3 +107,36 @@ def test_a_harbor_file_that_is_not_json_is_kept_as_redacted_text(tmp_path: Path)
     assert trial["trajectory"] == "{truncated, token=[REDACTED]"
     assert trial["harbor_result"] == {"reward": None}
     assert trial["artifacts"] == {"trajectory": "agent/trajectory.json", "harbor_result": "result.json"}
+
+
+def _written_trial(folder: Path, grader_output: str, rich: dict[str, object]) -> dict[str, WrittenFile]:
+    """A trial folder holding what the host verifier writes, and the same files as it hands them over."""
+    texts = {
+        "verifier/skilleval_reward.json": json.dumps(rich, indent=2) + "\n",
+        "verifier/reward.json": json.dumps({"overall": 0.7}, indent=2) + "\n",
+        "verifier/grader-output.txt": grader_output,
+    }
+    values: dict[str, object] = {**{rel: json.loads(text) for rel, text in texts.items() if rel.endswith(".json")}}
+    values["verifier/grader-output.txt"] = grader_output
+    for rel, text in texts.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text, encoding="utf-8")
+    (folder / "result.json").write_text(json.dumps({"trial_name": "t"}))
+    return {rel: WrittenFile(values[rel], len(text.encode("utf-8"))) for rel, text in texts.items()}
+
+
+@pytest.mark.parametrize(
+    ("grader_output", "rich_size"),
+    [("graded: ok\n", 100), ("é" * 200_000 + "tail ☃\n", 100), ("x\n", 10 * 1024 * 1024)],
+    ids=["short", "multibyte-over-the-tail", "reward-over-the-cap"],
+)
+def test_files_handed_over_are_the_parts_the_folder_gives(tmp_path: Path, grader_output: str, rich_size: int) -> None:
+    """The trial file takes what this process's verifier wrote from memory exactly as it would read it back: the
+    grader output's byte tail (a character cut in two included), a reward over the cap left out, the rest read."""
+    folder = tmp_path / "trial"
+    written = _written_trial(folder, grader_output, {"overall": 0.7, "details": {"pad": "p" * rich_size}})
+    from_disk = read_parts(folder, TRIAL_PARTS, MAX_ARTIFACT_BYTES)
+    (folder / "verifier").rename(tmp_path / "moved")  # what is handed over is never read from the folder
+    from_memory = read_parts(folder, TRIAL_PARTS, MAX_ARTIFACT_BYTES, written)
+    assert from_memory == from_disk
+    assert "harbor_result" in from_memory and ("rich_reward" in from_memory) == (rich_size < MAX_ARTIFACT_BYTES)

@@ -1,6 +1,7 @@
 """Command strings the `local` environment recognises exactly, so it can answer them on the host or start them
 without a shell: Harbor's `chmod` of installed skills and of a test script (the sandbox's folders are read-only
-there, so the host sets the modes), and `bash|sh|python3` with plain words (one process start less than `bash -c`).
+there, so the host sets the modes), and `bash|sh|python3` with plain or single-quoted words (one process start less
+than `bash -c`).
 """
 
 from __future__ import annotations
@@ -40,18 +41,32 @@ def readable_targets(command: str) -> list[str] | None:
 
 
 # Programs a command may name to be started without `bash -c` (`bash /tests/grader.sh`, as the host verifier runs
-# a grader), when every other word is plain: nothing a shell would expand, split, redirect or treat as syntax.
+# a grader; `python3 -I -S -c '<runner>' snapshot`, the workspace snapshot of a remote-like sandbox), when every other
+# word is plain or single-quoted as `shlex.quote` writes it: nothing a shell would expand, split, redirect or treat as
+# syntax, so the argv is exactly what the shell would have started.
 _DIRECT_PROGRAMS = frozenset({"bash", "sh", "python3"})
-_PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+_WORD = r"""[A-Za-z0-9_@%+=:,./-]+|'[^']*'(?:"'"'[^']*')*"""
+_WORDS = re.compile(_WORD)
+_COMMAND = re.compile(rf"(?:{_WORD})(?: (?:{_WORD}))*")
 _MAX_LINKS = 40  # as the kernel follows at most
+
+
+def _words(command: str) -> list[str] | None:
+    """The words of a command made only of plain and `shlex.quote`d words, one space apart; else None."""
+    if _COMMAND.fullmatch(command) is None:
+        return None
+    return [word[1:-1].replace("'\"'\"'", "'") if word[0] == "'" else word for word in _WORDS.findall(command)]
 
 
 def direct_argv(command: str, path: str) -> list[str] | None:
     """The argv `bash -c command` would end up running, when the shell has nothing else to do: a program of
-    _DIRECT_PROGRAMS and plain words, found on a PATH of host system folders only (shown as they are in the sandbox,
-    so the host finds what the shell inside would). None: the command goes through `bash -c`."""
-    words = command.split(" ")
-    if words[0] not in _DIRECT_PROGRAMS or not all(_PLAIN_WORD.fullmatch(word) for word in words):
+    _DIRECT_PROGRAMS (an unquoted first word) and plain or single-quoted words, found on a PATH of host system folders
+    only (shown as they are in the sandbox, so the host finds what the shell inside would). None: the command goes
+    through `bash -c`."""
+    if command.split(" ", 1)[0] not in _DIRECT_PROGRAMS:
+        return None
+    words = _words(command)
+    if words is None:
         return None
     if not all(_in_system_dir(folder) for folder in path.split(":")):
         return None
