@@ -156,7 +156,7 @@ async def take_snapshot(environment: Any) -> Snapshot | None:
 
     An environment whose sandbox folders the host sees (the `local` one) reads them itself (`workspace_snapshot`,
     the runner's own walk, links never followed): a python3 start in the sandbox saved twice a trial. Elsewhere the
-    runner runs in the sandbox with its snapshot-only imports (`snapshot_command`)."""
+    runner's walk alone runs in the sandbox (`snapshot_command`)."""
     on_host = getattr(environment, "workspace_snapshot", None)
     if callable(on_host):
         try:

@@ -38,8 +38,9 @@ copied to ``/workspace`` at start (what ``COPY workspace/ /workspace/`` does in 
 Exec semantics: ``cwd`` defaults to the task's ``workdir`` or ``/workspace``; ``user`` is
 ignored (commands run as the invoking host user, root inside the sandbox but without
 capabilities); a timeout returns exit code 124 with the output so far. A command runs with
-``bash -c``, except one that is only ``bash``, ``sh`` or ``python3`` and plain words on a PATH of
-system folders (``bash /tests/grader.sh``): that program is started directly, one process start less.
+``bash -c``, except one that is only ``bash``, ``sh`` or ``python3`` and plain or single-quoted words on a PATH
+of system folders (``bash /tests/grader.sh``, the remote-like workspace snapshot ``python3 -I -S -c '...'``): that
+program is started directly, one process start less.
 """
 
 from __future__ import annotations

@@ -294,9 +294,12 @@ class EarlyResults:
         """The last trial has ended: the deletion of the job folders handed over since the last `rm` started is
         started now, and each run folder's trial files begin their way to the disk (`EarlyTrialFiles.presync`),
         both while the session's end computes and writes the results."""
-        self._remover.hurry()
-        for writer in self._writers.values():
-            writer.presync()
+        try:
+            self._remover.hurry()
+            for writer in self._writers.values():
+                writer.presync()
+        except Exception:  # noqa: BLE001 - only a head start (no thread or process left to start): `finish` does it
+            pass
 
     def finish(self) -> None:
         """Wait until every job folder handed over is deleted."""

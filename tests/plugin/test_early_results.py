@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -245,38 +246,38 @@ def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_o
     assert not first.exists()  # what the slow `rm` left is removed once it is done
 
 
-def test_a_trial_that_ends_once_the_templates_are_loaded_has_its_drill_down_rendered_then(tmp_path: Path) -> None:
-    """Before the report's templates are loaded (the warm-up), a trial's drill-down is kept as evidence and
-    rendered at the end; after, it is rendered as the trial ends. Both are what the report renders from the file."""
+def _early(tmp_path: Path) -> Any:
     from pytest_skilleval.results.early_results import EarlyResults
-    from pytest_skilleval.results.html_report import TrialDrillDown, drill_down
-    from pytest_skilleval.results.records import TrialRecord
     from pytest_skilleval.results.tree import RunStart
-    from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidence
-    from pytest_skilleval.results.trial_file import trial_file
     from verifier.redact import Redactor
 
-    early = EarlyResults(
+    return EarlyResults(
         lambda path: tmp_path / "results",
         lambda path: "20260102_030405_1_0123456789ab",
         Redactor(),
         lambda: True,
         lambda path: RunStart({}, None),
     )
-    records = [
-        TrialRecord(
-            skill="s",
-            skill_dir="skills/s",
-            case=case,
-            agent="a",
-            arm="with_skill",
-            attempt=1,
-            status="scored",
-            overall=1.0,
-            details={"security": {"findings": [{"type": "t", "message": "m"}], "reason": "why"}},
-        )  # fmt: skip
-        for case in ("c1", "c2")
-    ]
+
+
+def _record(case: str) -> Any:
+    from pytest_skilleval.results.records import TrialRecord
+
+    return TrialRecord(
+        skill="s", skill_dir="skills/s", case=case, agent="a", arm="with_skill", attempt=1, status="scored",
+        overall=1.0, details={"security": {"findings": [{"type": "t", "message": "m"}], "reason": "why"}},
+    )  # fmt: skip
+
+
+def test_a_trial_that_ends_once_the_templates_are_loaded_has_its_drill_down_rendered_then(tmp_path: Path) -> None:
+    """Before the report's templates are loaded (the warm-up), a trial's drill-down is kept as evidence and
+    rendered at the end; after, it is rendered as the trial ends. Both are what the report renders from the file."""
+    from pytest_skilleval.results.html_report import TrialDrillDown, drill_down
+    from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidence
+    from pytest_skilleval.results.trial_file import trial_file
+
+    early = _early(tmp_path)
+    records = [_record("c1"), _record("c2")]
     for index, record in enumerate(records):
         if index == 1:
             early._renderer_ready(drill_down)
@@ -291,3 +292,25 @@ def test_a_trial_that_ends_once_the_templates_are_loaded_has_its_drill_down_rend
     for record in records:
         from_file = drill_down(trial_evidence(json.loads(trial_file(run_dir, record.key).read_bytes())))
         assert handed[record.key] == from_file and from_file.findings == 1
+
+
+def test_the_head_start_at_the_trials_end_is_only_a_head_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No thread left to start (a process at its limit) costs the sync's head start, never the results: the
+    folders are still deleted at `finish`."""
+    import threading
+
+    from pytest_skilleval.results.early_results import FolderRemover
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    early = _early(tmp_path)
+    folder = tmp_path / "job"
+    (folder / "trials").mkdir(parents=True)
+    early._writer("skills/s").write(_record("c1"))
+    early._remover = FolderRemover()
+    early._remover._waiting.append(folder)
+    early.trials_over()
+    early.finish()
+    assert not folder.exists()
