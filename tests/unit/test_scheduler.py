@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -49,11 +50,16 @@ def _record(spec: TrialSpec) -> TrialRecord:
     )
 
 
-NEEDS_CTRL_C = pytest.mark.skipif(
-    threading.current_thread() is not threading.main_thread()
-    or signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
-    reason="needs the main thread with Python's own Ctrl+C handler",
-)
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl+C handler, as in a terminal's foreground job: a test run started in the background by a
+    script (`make test &`) inherits SIGINT ignored, and these tests would then wait for an interrupt that never
+    comes. Tests run on the main thread (xdist's workers too), where the handler can be set."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _until_cancelled(started: threading.Event) -> None:
@@ -109,7 +115,7 @@ def test_a_trials_own_error_reaches_its_item_and_the_others_still_run() -> None:
     scheduler.shutdown()
 
 
-@NEEDS_CTRL_C
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly() -> None:
     """The interrupt reaches the waiting item without being raised inside a trial's coroutine; shutdown() then ends
     every trial through a CancelledError at an await, and each clean-up (itself awaiting, as Harbor's environment stop
@@ -147,7 +153,7 @@ def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly()
     assert scheduler.pending == 0
 
 
-@NEEDS_CTRL_C
+@pytest.mark.usefixtures("ctrl_c")
 def test_a_signal_caught_by_another_thread_still_stops_the_wait_at_once() -> None:
     """With SIGINT blocked in this thread the kernel hands it to another one; the wakeup fd still wakes the loop,
     so the handler runs now rather than when the loop next wakes for something else (here: in 60 s)."""
