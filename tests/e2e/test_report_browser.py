@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cdp_pipe import Browser
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, require_system
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
@@ -23,10 +23,7 @@ def _chromium() -> str:
         exe = shutil.which(name)
         if exe:
             return exe
-    # Local skip until tests/support.py's require_system (branch infra) lands; it fails under CI instead.
-    if os.environ.get("SKILLEVAL_REQUIRE_SYSTEM", "").strip() not in ("", "0"):
-        pytest.fail(f"Chromium is not available here: {INSTALL_CHROMIUM}", pytrace=False)
-    pytest.skip(f"Chromium is not available here: {INSTALL_CHROMIUM}")
+    require_system("Chromium", INSTALL_CHROMIUM)
 
 
 @pytest.fixture

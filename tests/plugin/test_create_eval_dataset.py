@@ -388,3 +388,27 @@ def test_autopilot_drafts_a_starter_case_for_each_bare_skill_in_a_folder(skill_p
         outside_results = sorted(p.relative_to(skill) for p in skill.rglob("*") if "results" not in p.parts)
         assert outside_results == sources[skill]  # the skill's own files are untouched
     assert len([r for r in server.requests if ASKED in json.dumps(r.body)]) == 2
+
+
+def test_the_offline_full_example_in_the_docs_drafts_both_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scripted_model: Any
+):
+    """docs/datasets.md's `--full` example, as written: its script, served by the scripted model server, drafts a
+    covering set and a trigger set that the run's readers accept."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "datasets.md").read_text()
+    block = text[text.index("cat > draft-full.json <<'JSON'\n") :]
+    script = json.loads(block.split("\n", 1)[1].split("\nJSON\n", 1)[0])
+    assert "create-eval-dataset ./my-skill --full --model openai/drafter" in block
+    server = scripted_model(script)
+    for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "SKILL_EVAL_LLM_PROVIDER", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SKILL_EVAL_LLM_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("SKILL_EVAL_LLM_API_KEY", "x")
+    skill = bare_skill(tmp_path, "my-skill")
+    done = skilleval("create-eval-dataset", "./my-skill", "--full", "--model", "openai/drafter", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 case(s), 1 negative control(s)" in done.stdout
+    queries = load_trigger_set(skill / "evals" / "triggers.json").queries
+    held_out = [(q.should_trigger, q.split == "test") for q in queries]  # skilleval's split: 2 of 4 of each kind
+    assert sorted(held_out) == sorted((kind, test) for kind in (True, False) for test in (True, True, False, False))
+    assert skilleval("validate", skill).returncode == 0
