@@ -71,7 +71,9 @@ def case_checks(entry: dict[str, Any]) -> list[CheckSpec] | None:
     return CHECK_LIST.validate_python(raw)
 
 
+@functools.cache
 def runner_source() -> str:
+    """The check runner's source, read once per process: every trial with checks stages it in its /tests."""
     return Path(check_runner.__file__).read_text(encoding="utf-8")
 
 
