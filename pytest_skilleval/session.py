@@ -124,6 +124,7 @@ class SkillEvalSession:
 
     def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
         """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
+        refuse_same_named_skills([root for root in self.reachable_skills() if root not in self.left_out()])
         for root in self.reachable_skills():
             if root not in self.left_out():
                 self.case_plan(root)
@@ -560,3 +561,17 @@ def junit_item_properties(record: TrialRecord) -> list[tuple[str, str]]:
     for name, score in {**record.metrics, **{f"custom.{k}": v for k, v in record.custom_metrics.items()}}.items():
         values[f"skilleval.metric.{name}"] = score
     return [(key, "null" if value is None else str(value)) for key, value in values.items()]
+
+
+def refuse_same_named_skills(roots: list[Path]) -> None:
+    """Two skill folders of one name in one run would share their staged copy and their trials' folders (both are
+    named after the skill), so one skill's agents could be given the other's files: refused before anything runs."""
+    by_name: dict[str, list[Path]] = {}
+    for root in roots:
+        by_name.setdefault(root.name, []).append(root)
+    for name, paths in by_name.items():
+        if len(paths) > 1:
+            raise pytest.UsageError(
+                f"skilleval: {len(paths)} skills named {name!r} in one run ({', '.join(map(str, paths))}): "
+                "run each in its own pytest run (or give its folder another name)"
+            )

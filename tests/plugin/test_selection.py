@@ -72,3 +72,22 @@ def test_last_failed_reruns_exactly_the_failed_items(skill_project: SkillProject
     output = rerun.stdout.str()
     assert "evals.json::beta[replay-with_skill-1] FAILED" in output
     assert "alpha[replay-with_skill-1]" not in output
+
+
+def test_two_skills_of_one_name_in_one_run_are_refused_before_anything_runs(skill_project: SkillProject) -> None:
+    """Their staged copies and trial folders are named after the skill: one's agents could get the other's files."""
+    import shutil
+
+    first = skill_project.make_skill("demo", simple_entries("alpha"))
+    second = skill_project.root / "other" / "demo"
+    shutil.copytree(first, second)
+    (second / "SKILL.md").write_text((first / "SKILL.md").read_text() + "\nAnother version.\n")
+    result = skill_project.run(str(first), str(second), "--agents", "replay", "--env-mode", "local")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    message = result.stderr.str()
+    assert "2 skills named 'demo' in one run" in message and str(second) in message
+    assert not (skill_project.root / "results").exists()
+    # Each alone still runs.
+    skill_project.run(str(second), "--agents", "replay", "--env-mode", "local", "--skip-baseline").assert_outcomes(
+        passed=1
+    )
