@@ -55,7 +55,9 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
         target = copy / "evals" / "evals.json"
         with warnings.catch_warnings():  # pytest shows pytest_configure's warnings: litellm's import-time
             warnings.simplefilter("ignore")  # deprecations are not the author's concern
-            draft = draft_dataset(skill_dir, full=False, model=settings.judge_model, target=target)
+            draft = draft_dataset(
+                skill_dir, full=False, model=settings.judge_model, target=target, model_flag="--judge-model"
+            )
         write_new(target, draft.text)
     except (DraftError, OSError) as error:
         raise pytest.UsageError(f"skilleval --autopilot: {skill_dir}: {error}") from None

@@ -24,7 +24,7 @@ from verifier.redact import Redactor
 SKILL_MD_CAP = 64 * 1024  # SKILL.md beyond this is cut before it reaches the prompt
 FULL_MAX_CASES = 30
 NO_MODEL = (
-    "no drafting model: pass --model, or set SKILL_EVAL_LLM_MODEL (or LLM_JUDGE_MODEL, SKILL_EVAL_JUDGE_MODEL), "
+    "no drafting model: pass {flag}, or set SKILL_EVAL_LLM_MODEL (or LLM_JUDGE_MODEL, SKILL_EVAL_JUDGE_MODEL), "
     "or SKILL_EVAL_LLM_PROVIDER for its default model"
 )
 
@@ -43,14 +43,17 @@ class Draft:
     model_source: str
 
 
-def drafting_config(model: str | None, env: Mapping[str, str] | None = None) -> JudgeConfig:
-    """The model, endpoint and key to draft with: `--model`, else the judge/LLM model settings."""
+def drafting_config(
+    model: str | None, env: Mapping[str, str] | None = None, model_flag: str = "--model"
+) -> JudgeConfig:
+    """The model, endpoint and key to draft with: `model` (given by `model_flag`: `skilleval`'s `--model`, pytest's
+    `--judge-model`), else the judge/LLM model settings."""
     try:
         config = load_config(os.environ if env is None else env, model=model, cache_mode="off")
     except JudgeConfigError as error:
         raise DraftError(str(error)) from None
     if config is None:
-        raise DraftError(NO_MODEL)
+        raise DraftError(NO_MODEL.format(flag=model_flag))
     return config
 
 
@@ -175,9 +178,11 @@ def error_place(error: DatasetError) -> str:
     return ", ".join(part for part in (error.entry, f"field '{error.field}'" if error.field else None) if part)
 
 
-def draft_dataset(skill_dir: Path, *, full: bool, model: str | None, target: Path) -> Draft:
+def draft_dataset(
+    skill_dir: Path, *, full: bool, model: str | None, target: Path, model_flag: str = "--model"
+) -> Draft:
     """Ask the model for a dataset for `skill_dir` and check it as `target` would be read. Nothing is written."""
-    config = drafting_config(model)
+    config = drafting_config(model, model_flag=model_flag)
     name = skill_name_of(skill_dir)
     reply = request_draft(config, draft_prompt(name, read_skill_md(skill_dir), full=full))
     text, dataset = parse_draft(reply, name, full=full, path=target)

@@ -341,6 +341,16 @@ def test_a_failed_autopilot_draft_stops_the_run_in_one_line(skill_project: Skill
     assert f"skilleval --autopilot: {skill}: the drafting model's reply is not one JSON document" in run.stderr.str()
 
 
+def test_autopilot_without_a_model_names_pytests_flag(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch):
+    """Under pytest the drafting model is `--judge-model` (pytest has no `--model`, which is `skilleval`'s)."""
+    for name in ("LLM_JUDGE_MODEL", "SKILL_EVAL_JUDGE_MODEL", "SKILL_EVAL_LLM_MODEL", "SKILL_EVAL_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    skill = _bare_project_skill(skill_project)
+    run = skill_project.run(str(skill), "--autopilot", *LOCAL_REPLAY)
+    assert run.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"skilleval --autopilot: {skill}: no drafting model: pass --judge-model, or set" in run.stderr.str()
+
+
 def test_without_autopilot_nothing_to_run_names_both_commands(skill_project: SkillProject):
     skill = bare_skill(skill_project.root / "skills")
     run = skill_project.run(str(skill), *LOCAL_REPLAY)
