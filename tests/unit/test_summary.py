@@ -272,7 +272,7 @@ def test_baseline_rows_use_pytests_outcome_words() -> None:
     ]
     lines = render_summary(aggregate(records, RunPlan(skill="s", cases=["a", "b"], agents=["codex"])), RESULT)
     header = line_with(lines, "case")
-    assert header.split() == ["case", "arm", "mean", ">=0.50", "pytest"]
+    assert header.split() == ["case", "arm", "mean", "passed", "pytest"]
     rows = {tuple(line.split()[:3]): line for line in lines if line.strip().startswith(("a ", "b "))}
     assert rows[("a", "with", "skill")].endswith("0/1     1 failed")
     assert rows[("a", "without", "skill")].endswith("0/1     1 passed")  # below threshold, yet PASSED in pytest
