@@ -420,7 +420,7 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
-        return {"error": ROOT + ": " + (error.strerror or str(error))}
+        return {"error": root + ": " + (error.strerror or str(error))}
     try:
         walk(top, "")
     finally:

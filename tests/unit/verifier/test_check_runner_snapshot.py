@@ -106,3 +106,12 @@ def test_a_name_that_is_not_utf8_is_kept_alike_on_the_host_and_in_the_sandbox(tm
     assert Snapshot.model_validate_json(on_host.model_dump_json()) == on_host
     diff = diff_snapshots(Snapshot(), on_host)
     assert "bad\\xff.txt" in json.loads(diff.model_dump_json())["created"]
+
+
+def test_a_snapshot_that_cannot_open_its_folder_names_that_folder(tmp_path: Path) -> None:
+    """The host reads a sandbox's /workspace from its own path: the error names the path it tried, not /workspace."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "workspace").symlink_to(tmp_path / "elsewhere")  # a workspace swapped for a link: never followed
+    assert check_runner.snapshot(str(tmp_path / "gone")) == {"error": f"{tmp_path}/gone: No such file or directory"}
+    linked = check_runner.snapshot(str(tmp_path / "workspace"))
+    assert linked["error"].startswith(f"{tmp_path}/workspace: ") and "entries" not in linked
