@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -258,29 +258,42 @@ class SkillEvalSession:
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
-        record = self._stored_in(spec.skill_dir).get(spec.key)
+        return self._reused(self._stored_in(spec.skill_dir).get(spec.key), spec)
+
+    def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
+        """A finished trigger trial of the resumed run, handed back instead of running it again."""
+        return self._reused(
+            self._stored_triggers_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.attempt)), spec
+        )
+
+    def _reused[R: (TrialRecord, TriggerRecord)](self, record: R | None, spec: TrialSpec) -> R | None:
+        """A stored record as this session's item reports it: under its node id, naming the run it came from."""
         if record is None:
             return None
         source_run = self.run_id_for(self._real(spec.skill_dir))
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
-    def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
-        """A finished trigger trial of the resumed run, handed back instead of running it again."""
-        record = self._stored_triggers_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.attempt))
-        if record is None:
-            return None
-        source_run = self.run_id_for(spec.skill_dir.resolve())
-        return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
+    def _stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
+        """The resumed run's finished trials, read once per skill."""
+        from pytest_skilleval.results.resume import stored_records
+
+        return self._read_once(self._stored, skill_dir, stored_records)
 
     def _stored_triggers_in(self, skill_dir: Path) -> dict[TriggerKey, TriggerRecord]:
         """The resumed run's finished trigger trials, read once per skill."""
-        stored = self._stored_triggers.get(skill_dir)
-        if stored is None:
-            from pytest_skilleval.results.trigger_files import stored_trigger_records
+        from pytest_skilleval.results.trigger_files import stored_trigger_records
 
-            run_dir = self.resumed_run_dir(skill_dir.resolve())
-            stored = stored_trigger_records(run_dir) if run_dir is not None else {}
-            self._stored_triggers[skill_dir] = stored
+        return self._read_once(self._stored_triggers, skill_dir, stored_trigger_records)
+
+    def _read_once[K, V](
+        self, cache: dict[Path, dict[K, V]], skill_dir: Path, read: Callable[[Path], dict[K, V]]
+    ) -> dict[K, V]:
+        """What `read` finds in the resumed run's folder (nothing without --resume), once per skill: kept under the
+        item's own path, so an item costs no realpath walk."""
+        stored = cache.get(skill_dir)
+        if stored is None:
+            run_dir = self.resumed_run_dir(self._real(skill_dir))
+            stored = cache[skill_dir] = read(run_dir) if run_dir is not None else {}
         return stored
 
     def _resume_trigger_line(self, skill_dir: Path, queries: list[str]) -> str | None:
@@ -297,17 +310,6 @@ class SkillEvalSession:
             f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {kept} of {len(planned)} planned trigger "
             f"trials, runs {len(planned) - kept}"
         )
-
-    def _stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
-        """The resumed run's finished trials, read once per skill (keyed by the item's own path: no realpath walk
-        per item)."""
-        stored = self._stored.get(skill_dir)
-        if stored is None:
-            from pytest_skilleval.results.resume import stored_records
-
-            run_dir = self.resumed_run_dir(skill_dir.resolve())
-            stored = self._stored[skill_dir] = stored_records(run_dir) if run_dir is not None else {}
-        return stored
 
     def _resume_line(self, skill_dir: Path, cases: list[str]) -> str | None:
         """Under --resume: how many planned trials the run folder already holds and which ones this session runs."""

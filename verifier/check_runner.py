@@ -374,9 +374,9 @@ def run_one(spec: dict[str, Any]) -> Result:
 
 
 def snapshot(root: str = ROOT) -> dict[str, Any]:
-    """Every file and link under /workspace (links not followed): path -> [kind, size, sha256]; capped. `root`: where
-    /workspace is seen from (the `local` environment reads its sandbox's folder from the host: the same walk, never
-    through a link, `root` itself included)."""
+    """Every file and link under /workspace (links not followed): path -> [kind, size, sha256]; capped; a name that is
+    not UTF-8 with its bytes as `\\xNN` (`text_name`). `root`: where /workspace is seen from (the `local` environment
+    reads its sandbox's folder from the host: the same walk, never through a link, `root` itself included)."""
     entries: dict[str, list[Any]] = {}
     truncated = False
 
@@ -390,7 +390,7 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
             if len(entries) >= MAX_SNAPSHOT_ENTRIES:
                 truncated = True
                 return
-            rel = prefix + name
+            rel = prefix + (name if name.isascii() else text_name(name))
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except OSError:
@@ -420,12 +420,23 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
     try:
         top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as error:
-        return {"error": ROOT + ": " + (error.strerror or str(error))}
+        return {"error": root + ": " + (error.strerror or str(error))}
     try:
         walk(top, "")
     finally:
         os.close(top)
     return {"entries": entries, "truncated": truncated}
+
+
+def text_name(name: str) -> str:
+    """A file name as text UTF-8 and JSON carry: a name that is not UTF-8 (os.listdir keeps its undecodable bytes as
+    lone surrogates, which neither the host's JSON reader nor its record writer accepts) has those bytes as `\\xNN`,
+    alike on the host and in the sandbox."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    return name
 
 
 def file_hash(dir_fd: int, name: str, size: int) -> str:
@@ -514,7 +525,7 @@ def to_json(value: Any) -> str:
 # definitions and nothing else of this file, importing only os, stat and sys (hashlib only for a big file; json and the
 # checks' modules would cost more than the interpreter's own start), its document written by `to_json`.
 SNAPSHOT_PARTS = frozenset(
-    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "file_hash"}
+    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "text_name", "file_hash"}
     | {"BIG_FILE", "_builtin_sha256", "new_sha256", "_ESCAPES", "_json_string", "to_json"}
 )
 SNAPSHOT_IMPORTS = "import os, stat, sys"

@@ -176,10 +176,11 @@ def ensure_image(
     tag = f"{plan.tag}-{run_id}" if run_only else plan.tag
     lock_dir = Path(tempfile.gettempdir()) / "skilleval-image-locks"
     lock_dir.mkdir(exist_ok=True)
-    with open(lock_dir / (tag.replace("/", "_").replace(":", "_") + ".lock"), "w") as lock:
+    stem = tag.replace("/", "_").replace(":", "_")  # the tag as one file name
+    with open(lock_dir / f"{stem}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # rebuild: once per run; this run's first builder leaves a marker the others (xdist workers) see.
-        marker = lock_dir / (tag.replace("/", "_").replace(":", "_") + f".{run_id}.rebuilt")
+        marker = lock_dir / f"{stem}.{run_id}.rebuilt"
         if image_exists(tag, docker) and (not rebuild or marker.exists()):
             return tag
         with tempfile.TemporaryDirectory(prefix="skilleval-image-") as tmp:

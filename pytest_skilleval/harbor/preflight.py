@@ -372,67 +372,79 @@ def skill_checks(
     return checks
 
 
+@dataclass(frozen=True)
+class _Limit:
+    """A per-process resource limit that trials in flight use up: what a failure line names and says to raise."""
+
+    name: str  # what is counted, e.g. "open files"
+    rlimit: str  # the `resource` constant, e.g. "RLIMIT_NOFILE"
+    at_rest: int  # held by the pytest process before any trial
+    per_trial: int  # more per trial in flight
+    holder: str  # "this process may open"
+    ulimit: str  # the shell's `ulimit` flag
+    unlimited: str  # the detail when there is no limit to meet
+    scope: str = ""  # what else the limit counts
+
+    def check(self, n_concurrent: int, limit: int | None, exempt: bool = False) -> Check:
+        """`n_concurrent` trials in flight fit under the limit (its soft value unless `limit` is given; `exempt`: the
+        kernel does not hold this process to it); else one line saying which limit, how to raise it and the
+        concurrency that fits, before a trial fails mid-run."""
+        import resource
+
+        if limit is None:
+            limit = resource.getrlimit(getattr(resource, self.rlimit))[0]
+        needed = self.at_rest + self.per_trial * n_concurrent
+        if exempt or limit == resource.RLIM_INFINITY or limit >= needed:
+            allowed = self.unlimited if exempt or limit == resource.RLIM_INFINITY else f"{limit} allowed"
+            return Check(self.name, detail=f"{allowed}, about {needed} needed")
+        most = max(1, (limit - self.at_rest) // self.per_trial)
+        return Check(
+            self.name,
+            f"--n-concurrent {n_concurrent} needs about {needed} {self.name} and {self.holder} {limit} "
+            f"({self.rlimit}, hard limit{self.scope}): raise it (`ulimit {self.ulimit} {needed}` in the shell that "
+            f"runs pytest, as root or within /etc/security/limits.conf; Limit{self.rlimit.removeprefix('RLIMIT_')}= "
+            f"for a systemd service) or use --n-concurrent {most} or less",
+        )
+
+
 # Open files of the pytest process per trial in flight (its sandbox's socket and pipes, an exec's pipes, Harbor's log
 # files): about 4 measured at 40 and 120 in flight (docs/performance.md), with a margin; plus what it holds at rest.
 FILES_PER_TRIAL = 6
 FILES_AT_REST = 64
+_OPEN_FILES = _Limit(
+    "open files", "RLIMIT_NOFILE", FILES_AT_REST, FILES_PER_TRIAL, "this process may open", "-n", "no limit"
+)
 
 
 def open_file_checks(settings: RunSettings, limit: int | None = None) -> list[Check]:
     """`--n-concurrent` trials in flight fit under the open-file limit (its soft value, already raised to the hard
     one at start); else one line saying which limit and how to raise it, before a trial fails mid-run with EMFILE."""
-    import resource
-
-    if limit is None:
-        limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    needed = FILES_AT_REST + FILES_PER_TRIAL * settings.n_concurrent
-    if limit == resource.RLIM_INFINITY or limit >= needed:
-        allowed = "no limit" if limit == resource.RLIM_INFINITY else f"{limit} allowed"
-        return [Check("open files", detail=f"{allowed}, about {needed} needed")]
-    most = max(1, (limit - FILES_AT_REST) // FILES_PER_TRIAL)
-    return [
-        Check(
-            "open files",
-            f"--n-concurrent {settings.n_concurrent} needs about {needed} open files and this process may open "
-            f"{limit} (RLIMIT_NOFILE, hard limit): raise it (`ulimit -n {needed}` in the shell that runs pytest, "
-            f"as root or within /etc/security/limits.conf; LimitNOFILE= for a systemd service) or use "
-            f"--n-concurrent {most} or less",
-        )
-    ]
+    return [_OPEN_FILES.check(settings.n_concurrent, limit)]
 
 
 # Processes (threads included, as RLIMIT_NPROC counts them) per trial in flight: about 4 measured at 100 and 200 in
 # flight (bench_scale.py: 402 and 802 at the peak), with a margin; plus the pytest process's own threads at rest.
 PROCESSES_PER_TRIAL = 5
 PROCESSES_AT_REST = 64
+_PROCESSES = _Limit(
+    "processes",
+    "RLIMIT_NPROC",
+    PROCESSES_AT_REST,
+    PROCESSES_PER_TRIAL,
+    "this user may run",
+    "-u",
+    "not limited",
+    "; every process of the user counts",
+)
 
 
 def process_checks(settings: RunSettings, limit: int | None = None, exempt: bool | None = None) -> list[Check]:
     """`--n-concurrent` trials in flight fit under this user's process limit (its soft value, already raised to the
     hard one at start; root is not held to it: `exempt`); else one line saying which limit and how to raise it,
     before a sandbox fails to start mid-run. The limit counts every process of the user, this run's and others'."""
-    import resource
-
     if settings.env_mode != "local":  # the sandboxes run elsewhere: under dockerd, or on a provider's machines
         return []
-    if limit is None:
-        limit = resource.getrlimit(resource.RLIMIT_NPROC)[0]
-    if exempt is None:
-        exempt = os.geteuid() == 0
-    needed = PROCESSES_AT_REST + PROCESSES_PER_TRIAL * settings.n_concurrent
-    if exempt or limit == resource.RLIM_INFINITY or limit >= needed:
-        allowed = "not limited" if exempt or limit == resource.RLIM_INFINITY else f"{limit} allowed"
-        return [Check("processes", detail=f"{allowed}, about {needed} needed")]
-    most = max(1, (limit - PROCESSES_AT_REST) // PROCESSES_PER_TRIAL)
-    return [
-        Check(
-            "processes",
-            f"--n-concurrent {settings.n_concurrent} needs about {needed} processes and this user may run {limit} "
-            f"(RLIMIT_NPROC, hard limit; every process of the user counts): raise it (`ulimit -u {needed}` in the "
-            f"shell that runs pytest, as root or within /etc/security/limits.conf; LimitNPROC= for a systemd "
-            f"service) or use --n-concurrent {most} or less",
-        )
-    ]
+    return [_PROCESSES.check(settings.n_concurrent, limit, os.geteuid() == 0 if exempt is None else exempt)]
 
 
 def problems(checks: Iterable[Check]) -> list[str]:

@@ -218,17 +218,14 @@ def agent_metrics(records: Sequence[TriggerRecord], planned: Sequence[dict[str, 
     )
 
 
+# What a trigger trial's entry in result.json repeats of its record: every field but its file.
+TRIAL_FIELDS = set(TriggerTrial.model_fields) - {"file"}
+
+
 def _trial(record: TriggerRecord) -> TriggerTrial:
-    return TriggerTrial(
-        query=record.query,
-        attempt=record.attempt,
-        status=record.status,
-        triggered=record.triggered,
-        distractors_loaded=record.distractors_loaded,
-        reason=record.reason,
-        error=record.error,
-        file=trigger_file_name(record.agent, record.query, record.attempt),
-    )
+    """The record's entry in result.json: its own fields, named alike, and the file it was written to."""
+    file = trigger_file_name(record.agent, record.query, record.attempt)
+    return TriggerTrial(**record.model_dump(include=TRIAL_FIELDS), file=file)
 
 
 def _cost(records: Sequence[TriggerRecord]) -> float | None:

@@ -10,7 +10,6 @@ layer can apply CLI > config > ini > default.
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import re
 import typing
@@ -23,6 +22,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.skill.bounded_parse import ParseLimitError
+from pytest_skilleval.skill.entry_keys import did_you_mean
 from pytest_skilleval.skill.foreign_formats import EXAM, exam_config
 from pytest_skilleval.skill.setting_catalog import declared_settings
 from pytest_skilleval.skill.setting_specs import Setting
@@ -513,9 +513,9 @@ def _message(error: Mapping[str, Any]) -> str:
         if loc[:2] == ["harbor", "agents"] and len(loc) == 4:
             return "unknown key" + AGENT_SETTINGS_NOTE
         known = _keys_at(loc[:-1])
-        close = difflib.get_close_matches(loc[-1], known, n=1) if loc else []
-        if close:
-            return f"unknown key (did you mean '{close[0]}'?)"
+        hint = did_you_mean(loc[-1], known) if loc else ""
+        if hint:
+            return "unknown key" + hint
         return "unknown key" + (f"; the keys here are {', '.join(known)}" if known else "")
     if error.get("type") == "missing":
         return "is required"

@@ -8,7 +8,6 @@ one clear collection error and never a traceback.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
@@ -23,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.check_files import expected_files
-from pytest_skilleval.skill.entry_keys import KeyTypo, near_miss_keys
+from pytest_skilleval.skill.entry_keys import KeyTypo, did_you_mean, near_miss_keys
 from pytest_skilleval.skill.foreign_formats import CRUCIBLE, crucible_suite
 from verifier.check_spec import CHECK_TYPES, MAX_CHECKS, CheckSpec
 
@@ -415,9 +414,7 @@ def _check_fields() -> dict[str, list[str]]:
 
 def unknown_field(key: str, fields: Sequence[str], owner: str) -> str:
     """`unknown field (did you mean 'x'?); <owner> has a, b, c`: the nearest known field, then every one."""
-    close = difflib.get_close_matches(key, list(fields), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown field{hint}; {owner} has {', '.join(fields)}"
+    return f"unknown field{did_you_mean(key, fields)}; {owner} has {', '.join(fields)}"
 
 
 def _item_message(item: Mapping[str, Any]) -> str:

@@ -3,11 +3,13 @@
 Extra keys are legal (they travel to the grader in entry.json), so a typo in an optional field silently changes a
 case: a negative control without its `expected_skill: null` becomes a positive one. A key within one or two edits
 of a known field is therefore reported (a pytest warning at collection, an error under `validate --strict`).
+Also the one `(did you mean 'x'?)` hint that an unknown key of config.yml, a check or a trigger entry gets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -47,6 +49,12 @@ class KeyTypo(BaseModel):
             f"key '{self.key}' ({shown}) is not a known field but resembles '{self.resembles}'; "
             "a typo would silently change the case (rename it, or ignore this if it is your own grader's key)"
         )
+
+
+def did_you_mean(key: str, known: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` naming the known name nearest `key`, or "" when none is near: the fix for a typo."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def edit_distance(a: str, b: str, limit: int = 2) -> int:

@@ -260,9 +260,10 @@ def test_a_remote_like_sandbox_snapshots_the_workspace_in_the_sandbox(
         workspace = environment.host_path("/workspace")
         for name in ('qu"o\\te', "caf\u00e9 \U0001f600", "tab\tnew\nline"):  # what the runner's own JSON escapes
             (workspace / name).write_text(name)
+        (workspace / os.fsdecode(b"not-utf8-\xff")).write_text("bytes")  # a name the host's JSON reader refused
         assert run(environment.workspace_snapshot()) is None  # not answered on the host
         found = run(case_checks.take_snapshot(environment))
-        assert found is not None and "out/deep/f.txt" in found.entries
+        assert found is not None and "out/deep/f.txt" in found.entries and "not-utf8-\\xff" in found.entries
         # The same document as the host's own walk of that folder: the runner's snapshot-only start changes nothing.
         assert found == Snapshot.model_validate(check_runner.snapshot(str(workspace)))
         assert_untouched(outside)

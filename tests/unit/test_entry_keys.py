@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilleval.skill.dataset import load_dataset
-from pytest_skilleval.skill.entry_keys import edit_distance, near_miss_keys, resembled_field
+from pytest_skilleval.skill.config_file import ConfigError, parse_config
+from pytest_skilleval.skill.dataset import load_dataset, unknown_field
+from pytest_skilleval.skill.entry_keys import did_you_mean, edit_distance, near_miss_keys, resembled_field
 
 
 @pytest.mark.parametrize(
@@ -83,3 +84,16 @@ def test_dataset_keeps_the_key_and_reports_it(tmp_path: Path) -> None:
     entry = case.entry_json()
     assert entry["expected_skil"] is None and entry["greeting_name"] == "Ada"
     assert [(t.key, t.resembles) for t in dataset.key_typos] == [("expected_skil", "expected_skill")]
+
+
+def test_config_keys_and_entry_fields_get_one_did_you_mean_hint(tmp_path: Path) -> None:
+    """config.yml's unknown keys and a check's or trigger entry's unknown fields name the nearest name alike."""
+    assert did_you_mean("n_atempts", ["n_attempts", "timeout"]) == " (did you mean 'n_attempts'?)"
+    assert did_you_mean("zzz", ["n_attempts", "timeout"]) == ""
+    with pytest.raises(ConfigError) as raised:
+        parse_config(tmp_path / "config.yml", {"schema_version": 1, "harbor": {"n_atempts": 2}})
+    assert raised.value.message == "unknown key" + did_you_mean("n_atempts", ["n_attempts"])
+    assert (
+        unknown_field("txet", ["type", "text"], "a check")
+        == "unknown field (did you mean 'text'?); a check has type, text"
+    )

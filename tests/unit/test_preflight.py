@@ -199,39 +199,24 @@ def test_process_limit_too_low_for_the_concurrency_says_which_limit_and_how() ->
     assert process_checks(RunSettings(n_concurrent=200, env_mode="docker"), limit=512, exempt=False) == []
 
 
-def test_start_raises_the_soft_process_limit_to_the_hard_one() -> None:
+@pytest.mark.parametrize(
+    ("rlimit", "raiser", "soft"),
+    [("RLIMIT_NPROC", "raise_process_limit", 200), ("RLIMIT_NOFILE", "raise_open_file_limit", 256)],
+)
+def test_start_raises_the_soft_limit_to_the_hard_one(rlimit: str, raiser: str, soft: int) -> None:
     import resource
     import subprocess
     import sys
 
     script = (
         "import resource\n"
-        "soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)\n"
-        "resource.setrlimit(resource.RLIMIT_NPROC, (200, hard))\n"
-        "from pytest_skilleval.harbor.process_env import raise_process_limit\n"
-        "print(raise_process_limit() == (hard, hard), resource.getrlimit(resource.RLIMIT_NPROC)[0] == hard)\n"
+        f"soft, hard = resource.getrlimit(resource.{rlimit})\n"
+        f"resource.setrlimit(resource.{rlimit}, ({soft}, hard))\n"
+        f"from pytest_skilleval.harbor.process_env import {raiser}\n"
+        f"print({raiser}() == (hard, hard), resource.getrlimit(resource.{rlimit})[0] == hard)\n"
     )
-    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
-    if hard != resource.RLIM_INFINITY and hard <= 200:
-        pytest.skip(f"the hard process limit here ({hard}) leaves nothing to raise")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["True", "True"]
-
-
-def test_start_raises_the_soft_open_file_limit_to_the_hard_one() -> None:
-    import resource
-    import subprocess
-    import sys
-
-    script = (
-        "import resource\n"
-        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
-        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
-        "from pytest_skilleval.harbor.process_env import raise_open_file_limit\n"
-        "print(raise_open_file_limit() == (hard, hard), resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard)\n"
-    )
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    if hard != resource.RLIM_INFINITY and hard <= 256:
-        pytest.skip(f"the hard open-file limit here ({hard}) leaves nothing to raise")
+    hard = resource.getrlimit(getattr(resource, rlimit))[1]
+    if hard != resource.RLIM_INFINITY and hard <= soft:
+        pytest.skip(f"the hard {rlimit} here ({hard}) leaves nothing to raise")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]

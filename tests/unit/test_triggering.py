@@ -9,7 +9,14 @@ import pytest
 
 from pytest_skilleval.authoring.description_proposer import Failure, description_of, prompt_for, with_description
 from pytest_skilleval.authoring.validate import validate_skill
-from pytest_skilleval.results.triggering import TriggerRecord, agent_metrics, subset_scores
+from pytest_skilleval.results.triggering import (
+    TRIAL_FIELDS,
+    TriggerRecord,
+    TriggerTrial,
+    agent_metrics,
+    subset_scores,
+    trigger_file_name,
+)
 
 HELLO = Path(__file__).parents[2] / "examples" / "hello-skill"
 
@@ -47,6 +54,23 @@ def test_a_query_triggers_when_at_least_half_its_attempts_loaded_the_skill() -> 
     assert 0.0 < low < 0.6667 < high < 1.0
     assert (metrics.precision, metrics.recall, metrics.accuracy) == (1.0, 1.0, 1.0)
     assert metrics.missed == [] and metrics.false_triggers == []
+
+
+def test_each_trial_listed_carries_its_records_fields_and_its_file() -> None:
+    planned = [{"id": "p", "should_trigger": True}]
+    loaded = record("p", True, False, 2, distractors_loaded=["other"], reason="picked other", cost_usd=0.5)
+    failed = record("p", True, None, 1, error="agent crashed")
+    listed = {trial.attempt: trial for trial in agent_metrics([loaded, failed], planned).trials}
+    for attempt, source in ((2, loaded), (1, failed)):
+        trial = listed[attempt]
+        assert {name: getattr(trial, name) for name in TRIAL_FIELDS} == {
+            name: getattr(source, name) for name in TRIAL_FIELDS
+        }
+        assert trial.file == trigger_file_name("a", "p", attempt)
+    assert listed[2].distractors_loaded == ["other"] and listed[2].reason == "picked other"
+    assert listed[1].error == "agent crashed" and listed[1].status == "unscored"
+    # Every field the listing repeats is one the record has (a field added to the listing alone would be left unset).
+    assert set(TriggerTrial.model_fields) - {"file"} <= set(TriggerRecord.model_fields)
 
 
 def test_nothing_to_stand_on_is_none_never_zero_and_unscored_queries_are_left_out() -> None:

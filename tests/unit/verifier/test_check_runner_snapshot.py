@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from pytest_skilleval.harbor import case_checks
 from pytest_skilleval.harbor.sandbox.command_forms import direct_argv
 from verifier import check_runner
-from verifier.check_host import Snapshot
+from verifier.check_host import Snapshot, diff_snapshots
 
 # Modules a checks run needs and a snapshot does not: each would cost a sandbox's python3 start more.
 SYSTEM_PATH = "/usr/bin:/bin"
@@ -85,3 +86,32 @@ def test_the_snapshot_json_is_what_json_dumps_prints(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to("/etc/passwd")
     walked = {"snapshot": check_runner.snapshot(str(tmp_path))}
     assert json.loads(check_runner.to_json(walked)) == json.loads(json.dumps(walked))
+
+
+def test_a_name_that_is_not_utf8_is_kept_alike_on_the_host_and_in_the_sandbox(tmp_path: Path) -> None:
+    """os.listdir keeps undecodable bytes as lone surrogates, which the host's JSON reader refused (the sandbox's
+    whole snapshot was lost) and its record writer could not write: the walk names them `\\xNN` on both sides."""
+    program = _workspace(tmp_path, big=False)
+    root = bytes(tmp_path)
+    Path(os.fsdecode(root + b"/bad\xff.txt")).write_bytes(b"x")
+    os.mkdir(root + b"/dir\xfe")
+    Path(os.fsdecode(root + b"/dir\xfe/inner.txt")).write_bytes(b"y")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", program], capture_output=True, text=True, check=True)
+    in_sandbox = case_checks.parse_output(done.stdout).snapshot
+    on_host = Snapshot.model_validate(check_runner.snapshot(str(tmp_path)))
+    assert in_sandbox is not None and in_sandbox == on_host
+    assert on_host.entries["bad\\xff.txt"] == ("file", 1, hashlib.sha256(b"x").hexdigest())
+    assert on_host.entries["dir\\xfe/inner.txt"] == ("file", 1, hashlib.sha256(b"y").hexdigest())
+    # What the trial keeps of it reads back the same (the before-snapshot file) and its diff can be recorded.
+    assert Snapshot.model_validate_json(on_host.model_dump_json()) == on_host
+    diff = diff_snapshots(Snapshot(), on_host)
+    assert "bad\\xff.txt" in json.loads(diff.model_dump_json())["created"]
+
+
+def test_a_snapshot_that_cannot_open_its_folder_names_that_folder(tmp_path: Path) -> None:
+    """The host reads a sandbox's /workspace from its own path: the error names the path it tried, not /workspace."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "workspace").symlink_to(tmp_path / "elsewhere")  # a workspace swapped for a link: never followed
+    assert check_runner.snapshot(str(tmp_path / "gone")) == {"error": f"{tmp_path}/gone: No such file or directory"}
+    linked = check_runner.snapshot(str(tmp_path / "workspace"))
+    assert linked["error"].startswith(f"{tmp_path}/workspace: ") and "entries" not in linked
