@@ -147,17 +147,21 @@ def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
 
 
 def _power(agent: AgentResult, width: int) -> list[str]:
-    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread."""
+    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread; when
+    no number of attempts can, how many cases would (the line then starts "Cases for", not "Attempts for")."""
     p = agent.power
     if p is None or p.target_lift is None:
         return []
-    head = f"Attempts for 80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
+    target = f"80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
     if p.suggested_attempts is not None:
-        text = f"{head} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm (now {p.attempts_now})"
-    elif p.cases_needed is not None:
-        text = f"{head}: about {p.cases_needed} cases (now {p.n_cases})"
+        text = (
+            f"Attempts for {target} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm "
+            f"(now {p.attempts_now})"
+        )
+    elif p.cases_needed is not None:  # attempts cannot get there (or their spread is unknown): a count of cases
+        text = f"Cases for {target}: about {p.cases_needed} cases (now {p.n_cases})"
     else:
-        text = head + ": not estimable"
+        text = f"Attempts for {target}: not estimable"
     return wrap(text + (f"; {p.note}" if p.note else ""), width, "  ")
 
 
