@@ -71,6 +71,9 @@ def test_a_wrong_output_fails_its_with_skill_items_with_the_failed_checks_eviden
     assert "(not passed: checks 0.0000 below threshold 0.50)" in report
     assert "(below threshold)" not in report
     assert "whose overall reaches the pass threshold" not in report
+    assert "its overall, and the case's checks when it has them, reach the threshold (0.50)" in report
+    card = (Path(str(doc["run_dir"])) / "BENCHMARK.md").read_text()
+    assert "a case passes when one of its attempts passes: its overall, and the case's checks when it has them" in card
 
 
 def test_the_right_output_passes(pytester: pytest.Pytester) -> None:
