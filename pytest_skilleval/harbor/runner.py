@@ -50,7 +50,7 @@ from pytest_skilleval.harbor.staging import (
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIVE_VERIFIER_IMPORT_PATH
-from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_from_reward
+from pytest_skilleval.results.records import TokenUsage, TrialRecord, record_from_reward, trial_logs
 from pytest_skilleval.skill.baseline import BaselineError, export_baseline
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
@@ -431,9 +431,12 @@ class SkillEvalRunner:
         )
         if reward is None:
             what = f"{exception.exception_type}: {exception.exception_message}" if exception else "no reward written"
-            return TrialRecord(**base, status="error", error=f"{what} (trial logs: {trial_dir})")
+            logs = trial_logs(trial_dir, settings.harbor_keep_jobs)
+            return TrialRecord(**base, status="error", error=f"{what} ({logs})")
         error = f"{exception.exception_type}: {exception.exception_message}" if exception else None
-        record = record_from_reward(base, reward, settings.pass_threshold, error, trial_dir)
+        record = record_from_reward(
+            base, reward, settings.pass_threshold, error, trial_dir, logs_kept=settings.harbor_keep_jobs
+        )
         if written is not None:
             record.keep_written({f"verifier/{name}": file for name, file in written.items()})
         return record

@@ -28,6 +28,7 @@ from pytest_skilleval.harbor.runner import (
 )
 from pytest_skilleval.harbor.staging import StagingError, entry_document, stage_dataset_task, stage_inputs, stage_skill
 from pytest_skilleval.harbor.trigger_verifier import IMPORT_PATH as TRIGGER_VERIFIER_IMPORT_PATH
+from pytest_skilleval.results.records import trial_logs
 from pytest_skilleval.results.triggering import TriggerRecord
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
@@ -124,7 +125,9 @@ async def run_trigger_trial(runner: SkillEvalRunner, spec: TrialSpec) -> Trigger
         )
     except (OSError, ValueError, safe_io.UnsafePathError, safe_io.FileTooLargeError):
         return TriggerRecord(
-            **base, status="error", error=f"{error or 'no trigger verdict written'} (trial: {trial_dir})"
+            **base,
+            status="error",
+            error=f"{error or 'no trigger verdict written'} ({trial_logs(trial_dir, settings.harbor_keep_jobs)})",
         )
     return TriggerRecord(
         **base,

@@ -64,7 +64,10 @@ def next_step(result: AggregateResult, report_path: str | None) -> str:
     if result.execution_status == "interrupted":
         return "finish this run: the same command with --resume latest runs only the missing trials"
     if result.execution_status != "succeeded":
-        return "read the errors above (each ERROR item names its trial logs), fix them and run again"
+        return (
+            "read the errors above (each ERROR item says what failed; the trial's file in the run folder keeps "
+            "Harbor's result, and --harbor-keep-jobs keeps its logs), fix them and run again"
+        )
     if result.dataset_summary.get("skill_name_mismatch"):  # no other advice helps while the names disagree
         return str(result.dataset_summary["skill_name_mismatch"])
     if result.dataset_summary.get("unnamed_skill_cases"):  # Discoverability and Efficiency measured nothing

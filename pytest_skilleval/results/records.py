@@ -99,10 +99,25 @@ class TrialRecord(BaseModel):
         return type(self) is type(other) and self.__dict__ == other.__dict__
 
 
+def trial_logs(trial_dir: Path, kept: bool = True) -> str:
+    """Where a trial's logs are, for an error or unscored reason: its folder, and when the run deletes it once the
+    trial's results are written (no --harbor-keep-jobs), that it does and how to keep it, so the path an author
+    reads after the run is not a folder that is already gone."""
+    if kept:
+        return f"trial logs: {trial_dir}"
+    return f"trial logs: {trial_dir}; removed once its results are written: rerun with --harbor-keep-jobs to read them"
+
+
 def record_from_reward(
-    base: dict[str, Any], reward: RichReward, pass_threshold: float, error: str | None, trial_dir: Path
+    base: dict[str, Any],
+    reward: RichReward,
+    pass_threshold: float,
+    error: str | None,
+    trial_dir: Path,
+    logs_kept: bool = True,
 ) -> TrialRecord:
-    """A trial's record from its rich reward (the verifier's, or a regrade's)."""
+    """A trial's record from its rich reward (the verifier's, or a regrade's); `logs_kept` says whether the trial's
+    folder outlives the run (see `trial_logs`)."""
     overall = clean_score(reward.overall)
     record = TrialRecord(
         **base,
@@ -126,5 +141,5 @@ def record_from_reward(
     )
     if overall is None:
         why = reward.judge_failure_reason() or reward.custom_unscored_reason or "the trial produced no score"
-        record.reason = f"{why} (grading mode {base['grading_mode']}; trial logs: {trial_dir})"
+        record.reason = f"{why} (grading mode {base['grading_mode']}; {trial_logs(trial_dir, logs_kept)})"
     return record

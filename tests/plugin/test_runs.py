@@ -84,6 +84,16 @@ def test_grader_problems_are_item_errors_naming_the_logs(
     assert message in output
     assert "trial logs:" in output
     assert "Traceback" not in output
+    # The folder it names is gone once the run ends (no --harbor-keep-jobs), and the error says so and how to keep
+    # it, rather than pointing an author at a path that no longer exists.
+    named = Path(re.search(r"trial logs: (\S+?);", output)[1])  # type: ignore[index]
+    assert not named.exists()
+    assert "removed once its results are written: rerun with --harbor-keep-jobs to read them" in output
+    assert "Harbor's result, and --harbor-keep-jobs keeps its logs" in " ".join(output.split())
+    kept = skill_project.run(*LOCAL_REPLAY, *CUSTOM, "--skip-baseline", "--harbor-keep-jobs")
+    kept.assert_outcomes(errors=1)
+    assert Path(re.search(r"trial logs: (\S+?)\)", kept.stdout.str())[1]).is_dir()  # type: ignore[index]
+    assert "rerun with --harbor-keep-jobs" not in kept.stdout.str()
 
 
 def test_missing_replay_is_an_error_naming_the_paths(skill_project: SkillProject) -> None:
