@@ -15,7 +15,10 @@ CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing l
 
 Run: .venv/bin/python benchmarks/bench_scale.py [TRIALS] [CONCURRENCY ...]   (default 1000 at 25 50 100 200;
 BENCH_HARBOR=0 skips Harbor's side; BENCH_ENV_KWARG=remote_latency_ms=20 runs both through a remote-like sandbox;
-BENCH_ATTEMPTS=N runs the plugin's trials as TRIALS/N cases x N attempts, as real evals run, instead of one a case)
+BENCH_ATTEMPTS=N runs the plugin's trials as TRIALS/N cases x N attempts, as real evals run, instead of one a case;
+BENCH_XDIST=W runs the plugin's side with `-n W`, each worker keeping CONCURRENCY/W in flight, and prints the busiest
+pytest process's own CPU; BENCH_CODE=DIR runs the plugin's side on the package in checkout DIR, e.g. a
+`git worktree` of the commit to compare with)
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Scaled:
     tail: str
     left_behind: int
     exited_at: float = 0.0  # wall clock (time.time()) when the process was seen to exit
+    busiest_cpu_s: float = 0.0  # under BENCH_XDIST: the busiest pytest process's own CPU (controller or worker)
     session_end_s: float | None = None  # the last trial's end to the process's exit
 
 
@@ -109,12 +113,16 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     before = os.times()
     peak_processes, peak_pss, own = 0, 0, 0.0
 
+    pytest_cpu: dict[int, float] = {}
+
     def sample(root: int) -> None:
         nonlocal peak_processes, peak_pss, own
         pids = _tree(root)
         peak_processes = max(peak_processes, len(pids))
         peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
         own = _own_cpu_s(root) or own
+        for pid in (root, *_xdist_workers(root)):
+            pytest_cpu[pid] = _own_cpu_s(pid) or pytest_cpu.get(pid, 0.0)
 
     elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
@@ -140,8 +148,31 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     exited_at = started_at + elapsed
     return Scaled(
-        elapsed, tree_cpu, own, peak_processes, peak_pss / 1024, returncode, out[-1500:], left_behind, exited_at
+        elapsed,
+        tree_cpu,
+        own,
+        peak_processes,
+        peak_pss / 1024,
+        returncode,
+        out[-1500:],
+        left_behind,
+        exited_at,
+        busiest_cpu_s=max(pytest_cpu.values(), default=own),
     )
+
+
+def _xdist_workers(root: int) -> list[int]:
+    """The pytest-xdist workers among `root`'s children (started by execnet as `python -c ...`)."""
+    workers = []
+    for pid in _tree(root)[1:]:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 2 and argv[1] == b"-c" and argv[2].startswith(b"import sys;exec(eval(sys.stdin"):
+            workers.append(pid)
+    return workers
 
 
 def env_args() -> list[str]:
@@ -169,6 +200,10 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
     project = make_project(max(1, trials // attempts))
     (project / "bench_probe.py").write_text(PROBE)
     extra = [*env_args(), *(["--n-attempts", str(attempts)] if attempts > 1 and trials > 1 else [])]
+    workers = int(os.environ.get("BENCH_XDIST", "0")) if trials > 1 else 0
+    if workers > 1:  # the concurrency is the whole run's: each worker keeps its share in flight
+        extra += ["-n", str(workers)]
+        concurrency = max(1, concurrency // workers)
     argv = pytest_argv(
         project,
         "-p",
@@ -185,7 +220,9 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         str(concurrency),
     )
     try:
-        measured = measure_tree(argv, project, {"PYTHONPATH": str(project), "BENCH_AGENT_SLEEP": str(sleep)})
+        # BENCH_CODE: another checkout's package (a commit to compare with), ahead of the installed one
+        path = os.pathsep.join(filter(None, [os.environ.get("BENCH_CODE"), str(project)]))
+        measured = measure_tree(argv, project, {"PYTHONPATH": path, "BENCH_AGENT_SLEEP": str(sleep)})
         results = list((project / "results").glob("bench/2*/result.json"))
         scored = False
         if results:
@@ -226,7 +263,12 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         f" ms/trial  peak procs {measured.peak_processes:4}  peak PSS {measured.peak_pss_mb:6.0f} MB  "
         f"scored {'all' if scored else 'NOT ALL'}  left {measured.left_behind}  "
         f"end {measured.session_end_s if measured.session_end_s is not None else float('nan'):.2f} s  "
-        f"(CPU speed loop {cpu_speed():.2f} s)"
+        + (
+            f"busiest pytest process {measured.busiest_cpu_s / trials * 1000:5.1f} ms/trial  "
+            if os.environ.get("BENCH_XDIST")
+            else ""
+        )
+        + f"(CPU speed loop {cpu_speed():.2f} s)"
     )
     if measured.returncode != 0 or not scored:
         print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)

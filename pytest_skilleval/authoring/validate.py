@@ -232,7 +232,8 @@ def _skill_file_names(skill_dir: Path) -> set[str]:
 
 
 def _check_expected_scripts(ctx: ValidationContext) -> None:
-    """Script execution is only scored when a positive case names its script."""
+    """Script execution is only scored when a positive case names its script; a positive case that leaves the key
+    out, in a skill with scripts, is warned about (an explicit null says it needs none)."""
     scripts = _skill_scripts(ctx.skill_dir)
     known = _skill_file_names(ctx.skill_dir) if any(case.expected_script for case in ctx.valid_cases) else set()
     for case in ctx.valid_cases:
@@ -245,13 +246,15 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
                     f"case {case.id!r}: expected_script {case.expected_script!r} matches no file in the skill",
                     ctx.dataset_path,
                 )
-        elif scripts and not case.is_negative:
+        elif scripts and not case.is_negative and "expected_script" not in case.model_fields_set:
+            # An explicit `"expected_script": null` says the case needs no script: nothing to warn about.
             listed = ", ".join(p.name for p in scripts[:3])
             ctx.add(
                 "expected-script-missing",
                 "warning",
                 f"case {case.id!r} has no expected_script while the skill has scripts/*.py ({listed}); "
-                "script execution is not checked for it",
+                f'script execution is not checked for it: name the script it should run ("expected_script": '
+                f'"{scripts[0].name}"), or write "expected_script": null if the case needs none',
                 ctx.dataset_path,
             )
 

@@ -376,11 +376,12 @@ class LocalEnvironment(BaseEnvironment):
             raise RuntimeError("the local environment is not started (or already stopped)")
         # Harbor's own mode changes on folders that are read-only inside this sandbox (/tests, the skills) are made
         # on the host; a cloud sandbox's folders are writable, so there the same command succeeds in the sandbox.
+        # On the loop, not in a worker thread: see `upload_file`.
         targets = readable_targets(command)
-        if targets is not None and await asyncio.to_thread(self._make_readable_on_host, targets):
+        if targets is not None and self._make_readable_on_host(targets):
             return ExecResult(stdout="", stderr="", return_code=0)
         executable = executable_target(command)
-        if executable is not None and await asyncio.to_thread(self._make_executable_on_host, executable):
+        if executable is not None and self._make_executable_on_host(executable):
             return ExecResult(stdout="", stderr="", return_code=0)
         if self.sandbox_mode == "bwrap":
             # PWD: what `bash -c` tells the program it starts (a program started without it is told the same).
@@ -425,17 +426,23 @@ class LocalEnvironment(BaseEnvironment):
             raise PermissionError(f"{norm} is a read-only host system path in the local environment")
         return norm.lstrip("/")
 
+    # Uploads, folder resets and mode changes run on the event loop, not in a worker thread: what they copy is what
+    # the runner staged (size-capped at staging), a few files each, or in a regrade's separate verifier sandbox the
+    # artifacts already capped when downloaded. Beside the loop, which holds the interpreter lock
+    # while trials run, a worker thread waits for that lock again after each of its system calls: at 100 trials in
+    # flight these hand-overs were half the pytest process's context switches and about a fifth of its CPU
+    # (docs/performance.md). Downloads and the workspace snapshot read what the agent left, of any size: those stay
+    # in a worker thread, so a large one never stalls the other trials.
+
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self._remote_call()
         source, rel = Path(source_path), self._rootfs_rel(target_path)
-        await asyncio.to_thread(safe_io.copy_file, source.parent, source.name, self.rootfs, rel, dst_label="/")
+        safe_io.copy_file(source.parent, source.name, self.rootfs, rel, dst_label="/")
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         await self._remote_call()
         rel = self._rootfs_rel(target_dir)
-        refused = await asyncio.to_thread(
-            safe_io.copy_tree, Path(source_dir), "", self.rootfs, rel, links="copy", dst_label="/"
-        )
+        refused = safe_io.copy_tree(Path(source_dir), "", self.rootfs, rel, links="copy", dst_label="/")
         if refused:
             raise safe_io.UnsafePathError(f"upload to {target_dir} refused: " + "; ".join(refused))
 
@@ -501,7 +508,7 @@ class LocalEnvironment(BaseEnvironment):
             if result is not None and result.return_code != 0 or not read_only:
                 return result
             dirs = read_only
-        problem = await asyncio.to_thread(self._empty_dirs_on_host, dirs, 0o777 if chmod else None)
+        problem = self._empty_dirs_on_host(dirs, 0o777 if chmod else None)  # on the loop: see `upload_file`
         if problem:
             _log.warning("local environment: %s", problem)
             return ExecResult(stdout="", stderr=problem, return_code=1)

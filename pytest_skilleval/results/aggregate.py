@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, edit_resources, resource_delta
 from pytest_skilleval.results.assertion_rates import case_assertion_rates
-from pytest_skilleval.results.correctness import unmeasured_cases
+from pytest_skilleval.results.correctness import planned_cases_with_checks, unmeasured_cases
 from pytest_skilleval.results.lift import agent_lift, edit_lift
 from pytest_skilleval.results.models import (
     AgentResources,
@@ -315,7 +315,8 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
             unmeasured_cases(
                 [(t.record.case, t.record.grading_mode, t.metrics, t.custom, t.scored) for t in ran],
                 judge_enabled=_judge_enabled(plan),
-                cases_with_checks={t.record.case for t in ran if t.record.checks is not None},
+                cases_with_checks={t.record.case for t in ran if t.record.checks is not None}
+                | planned_cases_with_checks(plan.dataset_snapshot),
             ),
             key=natural_key,
         ),

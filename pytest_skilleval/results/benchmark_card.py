@@ -251,7 +251,8 @@ def render_card(run: RunFolder) -> str:
         "passes; lift is diagnostic and never overrides the dimension gate.",
         "- Uplift: mean over paired cases of (with-skill case mean - baseline case mean); 95% interval by an expanded "
         "percentile paired bootstrap over cases (2000 resamples, fixed seed).",
-        f"- pass@k: a case passes when one of its attempts reaches {doc.attempt_policy.pass_threshold:.2f}; pass@k "
+        f"- pass@k: a case passes when one of its attempts passes: its overall, and the case's checks when it has "
+        f"them, reach {doc.attempt_policy.pass_threshold:.2f}; a case with no scored attempt has not passed; pass@k "
         "uplift is the difference of the two arms' rates.",
         f"- Dataset {code(str(doc.dataset_summary.get('dataset') or 'none'))}"
         + (f", {md(doc.dataset_digest_algorithm or '')} {code(doc.dataset_digest)}." if doc.dataset_digest else "."),

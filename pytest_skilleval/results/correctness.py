@@ -61,3 +61,17 @@ def unmeasured_cases(
         measured = correctness_measured(checks=case in cases_with_checks, grader=grader, judge=judge or judge_enabled)
         seen[case] = seen.get(case, False) or measured
     return [case for case, measured in seen.items() if not measured]
+
+
+def planned_cases_with_checks(snapshot: Mapping[str, Any] | None) -> set[str]:
+    """The case ids whose dataset entry (in the run's dataset snapshot) has checks. A trial that errored never ran
+    its checks, so its record has none: without the dataset, a case with checks whose every trial errored would be
+    named "not measured" and told to add the checks it has."""
+    entries = snapshot.get("entries") if isinstance(snapshot, Mapping) else None
+    if not isinstance(entries, list):
+        return set()
+    return {
+        str(entry["id"])
+        for entry in entries
+        if isinstance(entry, Mapping) and isinstance(entry.get("id"), (str, int)) and entry.get("checks")
+    }

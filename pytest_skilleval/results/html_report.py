@@ -25,8 +25,16 @@ from markupsafe import Markup
 
 from pytest_skilleval.results import charts
 from pytest_skilleval.results.correctness import unmeasured_line
-from pytest_skilleval.results.models import DIMENSIONS, AgentResult, ArmSummary, LiftStat, ResultDocument
+from pytest_skilleval.results.models import (
+    DIMENSIONS,
+    AgentResult,
+    ArmSummary,
+    LiftStat,
+    ResultDocument,
+    TrialEntry,
+)
 from pytest_skilleval.results.natural_order import natural_key
+from pytest_skilleval.results.passk import estimators_text
 from pytest_skilleval.results.records import TrialKey
 from pytest_skilleval.results.redact import redact_text
 from pytest_skilleval.results.run_folder import RunFolder, TrialContent, TrialFiles, read_trial
@@ -34,6 +42,7 @@ from pytest_skilleval.results.trajectory_view import trajectory_steps
 from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidence
 from pytest_skilleval.results.triggering import trigger_file_name
 from verifier.evidence import CHECKS_METRIC, REPORTED_METRICS
+from verifier.scoring import passes
 
 __all__ = ["TrialDrillDown", "drill_down", "render_report", "write_report"]
 
@@ -64,6 +73,17 @@ def count(value: int | float | None, sign: bool = False) -> str:
 
 def usd(value: float | None) -> str:
     return NA if value is None else f"${value:,.4f}"
+
+
+def not_passed(entry: TrialEntry, threshold: float) -> str:
+    """Why a scored attempt did not pass: its overall below the threshold, or a correctness gate beside it (the
+    case's checks, the custom grader's overall) below it while the overall reached it."""
+    if passes(entry.overall, threshold) is False:
+        return "below threshold"
+    checks = entry.metrics.get(CHECKS_METRIC)
+    if checks is not None and passes(checks, threshold) is False:
+        return f"not passed: checks {checks:.4f} below threshold {threshold:.2f}"
+    return f"not passed: a correctness gate below threshold {threshold:.2f}"
 
 
 # ------------------------------------------------------------------------------------------- view models
@@ -372,7 +392,15 @@ def _environment() -> jinja2.Environment:
         # Compiling the template is most of loading it; Jinja's own cache keeps the result in a per-user 0700 folder.
         bytecode_cache=jinja2.FileSystemBytecodeCache(),
     )
-    env.filters.update(score=score, signed=signed, interval=interval, count=count, usd=usd)
+    env.filters.update(
+        score=score,
+        signed=signed,
+        interval=interval,
+        count=count,
+        usd=usd,
+        estimators=estimators_text,
+        not_passed=not_passed,
+    )
     return env
 
 

@@ -102,3 +102,29 @@ def checks_pass_at_k(cond: Condition, plan: RunPlan) -> ChecksPassAtK | None:
         rate=r4(passed / len(outcomes)),
         wilson95=interval_pair(stats.wilson_interval(passed, len(outcomes))),
     )
+
+
+def estimators_text(p: PassAtK) -> str | None:
+    """What an arm's unbiased pass@k / pass^k say, in one line that stands under its pass@k rate: their values, how
+    many cases each k averages when some have fewer than k scored attempts, and, when no case has a scored attempt,
+    that the rate counts every case as not passed (passed cases / expected cases) while the estimators are N/A.
+    Without this, `0.0000 (0/1)` beside "cases ... are left out" reads as if the errored case had been scored 0."""
+    if p.stop_on_pass or p.total_cases == 0:
+        return p.estimator_note
+    if all(value is None for value in p.unbiased.values()):
+        if p.total_cases == 1:
+            what = "the case has no scored attempt (its trials errored or went unscored), so the rate counts it"
+        else:
+            what = f"none of the {p.total_cases} cases has a scored attempt, so the rate counts each"
+        return f"{what} as not passed; unbiased pass@k / pass^k: N/A (they need k scored attempts per case)"
+
+    def fmt(value: float | None) -> str:
+        return "N/A" if value is None else f"{value:.4f}"
+
+    values = "  ".join(f"@{k} {fmt(v)}/{fmt(p.pass_hat_k.get(k))}" for k, v in p.unbiased.items())
+    text = f"unbiased pass@k / pass^k: {values}"
+    short = {k: n for k, n in p.estimator_cases.items() if n < p.total_cases}
+    if short:
+        over = ", ".join(f"@{k} {n} of {p.total_cases}" for k, n in short.items())
+        text += f" (cases with k scored attempts: {over}; the others are left out)"
+    return text

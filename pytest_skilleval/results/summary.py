@@ -26,6 +26,7 @@ from pytest_skilleval.results.models import (
     TrialEntry,
 )
 from pytest_skilleval.results.natural_order import natural_key
+from pytest_skilleval.results.passk import estimators_text
 from pytest_skilleval.results.summary_text import NA, SKIPPED, Columns, na, score, signed, wrap
 from pytest_skilleval.results.trials import CUSTOM_ONLY
 from pytest_skilleval.results.verdict import incomplete_why
@@ -146,17 +147,21 @@ def _lift(res: AggregateResult, agent: AgentResult, width: int) -> list[str]:
 
 
 def _power(agent: AgentResult, width: int) -> list[str]:
-    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread."""
+    """How many attempts would detect the lift (observed, or --min-lift) at 80% power, from this run's spread; when
+    no number of attempts can, how many cases would (the line then starts "Cases for", not "Attempts for")."""
     p = agent.power
     if p is None or p.target_lift is None:
         return []
-    head = f"Attempts for 80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
+    target = f"80% power to detect a lift of {p.target_lift:.4f} ({p.target_source.replace('_', '-')})"
     if p.suggested_attempts is not None:
-        text = f"{head} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm (now {p.attempts_now})"
-    elif p.cases_needed is not None:
-        text = f"{head}: about {p.cases_needed} cases (now {p.n_cases})"
+        text = (
+            f"Attempts for {target} over {p.n_cases} cases: {p.suggested_attempts} attempts per case and arm "
+            f"(now {p.attempts_now})"
+        )
+    elif p.cases_needed is not None:  # attempts cannot get there (or their spread is unknown): a count of cases
+        text = f"Cases for {target}: about {p.cases_needed} cases (now {p.n_cases})"
     else:
-        text = head + ": not estimable"
+        text = f"Attempts for {target}: not estimable"
     return wrap(text + (f"; {p.note}" if p.note else ""), width, "  ")
 
 
@@ -227,11 +232,9 @@ def condition_pass_at_k(agent: AgentResult, width: int) -> list[str]:
         ci = f"95% [{p.wilson95[0]:.4f}, {p.wilson95[1]:.4f}]" if p.wilson95 else ""
         rate = score(p.rate) if p.rate is not None else NA
         lines += cols.row(label, f"{rate} ({p.passed_cases}/{p.total_cases})", ci)
-        if p.unbiased and any(v is not None for v in p.unbiased.values()):
-            est = "  ".join(f"@{k} {na(v)}/{na(p.pass_hat_k.get(k))}" for k, v in p.unbiased.items())
-            lines += wrap(f"unbiased pass@k / pass^k: {est}", width, "    ")
-        elif p.estimator_note:
-            lines += wrap(p.estimator_note, width, "    ")
+        estimators = estimators_text(p)
+        if estimators:
+            lines += wrap(estimators, width, "    ")
     for label, arm in (("checks, with", ws), ("checks, without", wos)):
         c = arm.checks_pass_at_k
         if c is not None:
@@ -350,20 +353,21 @@ def _outcomes(trials: Sequence[TrialEntry]) -> str:
 
 
 def _case_rows(res: AggregateResult, width: int) -> list[str]:
-    """Per case x agent x arm: mean overall, attempts at the threshold, and the outcome words pytest printed."""
+    """Per case x agent x arm: mean overall, attempts that met the pass rule (a mean at the threshold can still
+    count 0 when the case's checks failed), and the outcome words pytest printed."""
     groups: dict[tuple[str, str, str], list[TrialEntry]] = {}
     for trial in res.trials:
         if trial.counted and trial.status != "skipped":
             groups.setdefault(trial.key.condition, []).append(trial)
     if not groups:
         return []
-    threshold = f">={res.attempt_policy.pass_threshold:.2f}"
+    threshold = f"{res.attempt_policy.pass_threshold:.2f}"
     agents = sorted({agent for _, agent, _ in groups})
     agent_col = (max(len(a) for a in agents) + 2,) if len(agents) > 1 else ()
     outcome_col = max(len(_outcomes(trials)) for trials in groups.values())  # the words are never cut either
     cols = Columns(width, (*agent_col, 15, 9, 8, max(outcome_col, 8)), [case for case, _, _ in groups], minimum=14)
     lines = ["", "Results by Case"]
-    lines += cols.row("case", *(("agent",) if agent_col else ()), "arm", "mean", threshold, "pytest")
+    lines += cols.row("case", *(("agent",) if agent_col else ()), "arm", "mean", "passed", "pytest")
     baseline_below = False
     for (case, agent, arm), trials in sorted(groups.items(), key=lambda kv: (natural_key(kv[0][0]), kv[0][1:])):
         scored = [t.overall for t in trials if t.overall is not None]
@@ -379,8 +383,8 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
             _outcomes(trials),
         )
     legend = (
-        f"mean: mean overall; {threshold}: attempts at or above the pass threshold; pytest: the outcome "
-        "pytest printed for those items"
+        f"mean: mean overall; passed: attempts that met the pass rule (overall and every correctness gate, "
+        f"such as the case's checks, at or above {threshold}); pytest: the outcome pytest printed for those items"
     )
     if len(agents) == 1:
         legend += f"; agent: {agents[0]}"

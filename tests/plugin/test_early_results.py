@@ -1,4 +1,4 @@
-"""Trial files are written (and job folders deleted) as items finish, not all at the session's end (issue 13: the
+"""Trial files are written (and job folders deleted, in batches) as items finish, not all at the session's end (issue 13: the
 session's end did ~2 ms a trial that nothing overlapped). The run folder stays incomplete until result.json."""
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ def pytest_runtest_logreport(report):
     deadline = time.monotonic() + 10
     while True:
         own = list(results.glob(f"*/2*/*/*/trials/{record['case']}.{record['attempt']}.json"))
-        settled = own and (not job.exists() or os.environ.get("SNAPSHOT_KEEPS_JOBS"))
-        if settled or time.monotonic() > deadline:
+        if own or time.monotonic() > deadline:
             break
         time.sleep(0.01)
     with open(os.environ["SNAPSHOT_LOG"], "a") as log:
@@ -86,8 +85,10 @@ def test_each_trial_file_is_written_when_its_item_is_done(project: SkillProject,
     for snapshot in snapshots:
         assert len(snapshot["own_file"]) == 1, snapshot  # in the run folder during the run, before the session's end
         assert snapshot["result_json"] is False, snapshot  # which still marks the folder incomplete
-        assert snapshot["job_folder"] is False, snapshot  # Harbor's folders of the trial are gone
     final = project.result_json("demo")
+    # Harbor's folders of the trials are deleted in batches during the run, and none is left after it
+    jobs = [Path(json.loads(Path(s["own_file"][0]).read_text())["trial_dir"]).parent.parent for s in snapshots]
+    assert len(set(jobs)) == 8 and not any(job.exists() for job in jobs)
     assert len(final["trials"]) == 8
     for snapshot in snapshots:
         document = json.loads(Path(snapshot["own_file"][0]).read_text())
@@ -119,7 +120,7 @@ def test_a_record_changed_at_the_end_replaces_the_one_written_early(project: Ski
     becomes an error. The trial files written early are rewritten with that record, keeping Harbor's parts."""
     (project.root / "skills" / "demo" / "evals" / "grader.py").write_text(MANY_METRICS_GRADER)
     result = project.run(*RUN, "--grading-mode", "custom_only")
-    assert all(s["own_file"] and not s["job_folder"] for s in _snapshots(project))
+    assert all(s["own_file"] for s in _snapshots(project))
     final = project.result_json("demo")
     assert {t["status"] for t in final["trials"]} == {"error"}, result.stdout.str()
     for snapshot in _snapshots(project):
@@ -232,7 +233,7 @@ def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_o
         return real_start(folders)
 
     monkeypatch.setattr(early_results._Rm, "start", start)
-    remover = early_results.FolderRemover()
+    remover = early_results.FolderRemover(batch=1)
     remover.remove(first)
     remover.remove(second)
     assert started == [[first]]  # the second waits for the first `rm`
@@ -244,6 +245,39 @@ def test_the_last_job_folders_are_deleted_beside_a_slow_rm_once_the_trials_are_o
     assert not second.exists() and first.exists()  # gone while the slow one still runs
     remover.finish()
     assert not first.exists()  # what the slow `rm` left is removed once it is done
+
+
+def test_job_folders_are_deleted_in_batches_and_none_waits_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One `rm` for `batch` folders (a start holds the interpreter lock); a folder that waited `linger` seconds goes
+    with the next one handed over, and `finish` deletes whatever still waits."""
+    from pytest_skilleval.results import early_results
+
+    folders = [tmp_path / f"job{index}" for index in range(6)]
+    for folder in folders:
+        (folder / "trials").mkdir(parents=True)
+    real_start = early_results._Rm.start
+    started: list[list[Path]] = []
+
+    def start(batch: list[Path]) -> early_results._Rm | None:
+        started.append(list(batch))
+        return real_start(batch)
+
+    monkeypatch.setattr(early_results._Rm, "start", start)
+    remover = early_results.FolderRemover(batch=3, linger=0.5)
+    for folder in folders[:2]:
+        remover.remove(folder)
+    assert started == [] and all(folder.exists() for folder in folders[:2])
+    remover.remove(folders[2])
+    assert started == [folders[:3]]
+    remover.remove(folders[3])
+    time.sleep(0.6)
+    remover.remove(folders[4])  # the one before has waited longer than `linger`: both go now
+    assert started == [folders[:3], folders[3:5]]
+    remover.remove(folders[5])
+    remover.finish()
+    assert not any(folder.exists() for folder in folders)
 
 
 def _early(tmp_path: Path) -> Any:

@@ -3,6 +3,7 @@ gate a with-skill item beside its overall. Real trials in the local sandbox, rep
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -59,6 +60,20 @@ def test_a_wrong_output_fails_its_with_skill_items_with_the_failed_checks_eviden
     assert (lift["delta"], lift["ci95"], lift["n_pairs"]) == (0.0, [0.0, 0.0], 2)
     assert agent["with_skill"]["overall"] >= 0.5  # the overall alone would have passed
     assert all(t["passed"] is False for t in doc["trials"] if t["arm"] == "with_skill")  # type: ignore[union-attr]
+    # The summary's and the report's counts of passing attempts say they follow the pass rule, checks included: a
+    # mean at the threshold beside 0/1 must not read "attempts at or above the pass threshold".
+    out = result.stdout.str()
+    assert re.search(r"^  case\s+arm\s+mean\s+passed\s+pytest$", out, re.M), out
+    assert re.search(r"^  c1\s+with skill\s+\d\.\d{4}\s+0/1\s+1 failed$", out, re.M), out
+    assert "at or above the pass threshold" not in out
+    assert "correctness gate, such as the case's checks, at or above 0.50" in " ".join(out.split())
+    report = (Path(str(doc["run_dir"])) / "report.html").read_text()
+    assert "(not passed: checks 0.0000 below threshold 0.50)" in report
+    assert "(below threshold)" not in report
+    assert "whose overall reaches the pass threshold" not in report
+    assert "its overall, and the case's checks when it has them, reach the threshold (0.50)" in report
+    card = (Path(str(doc["run_dir"])) / "BENCHMARK.md").read_text()
+    assert "a case passes when one of its attempts passes: its overall, and the case's checks when it has them" in card
 
 
 def test_the_right_output_passes(pytester: pytest.Pytester) -> None:

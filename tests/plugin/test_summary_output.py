@@ -126,3 +126,42 @@ def test_a_flat_list_that_names_no_skill_says_its_skill_scores_measured_nothing(
     report = validate_skill(skill)
     warning = next(f for f in report.findings if f.rule == "unnamed-skill-cases")
     assert warning.severity == "warning" and "1 of 2 case(s) name no skill to look for (plain):" in warning.message
+
+
+def test_a_case_whose_trials_all_errored_is_not_scored_zero_nor_told_to_add_checks(
+    skill_project: SkillProject,
+) -> None:
+    """c1 has checks but no replay, so its trial errors; c2 has no checks and scores. pass@k counts c1 as not
+    passed (passed cases / expected cases) and the line under the rate says so, and why the estimators leave it
+    out; the correctness line names c2 alone, never c1, whose checks exist but never ran."""
+    checks = [{"type": "file_exists", "path": "output/x.txt"}]
+    dataset = simple_entries("c1", "c2")
+    dataset["evals"][0]["checks"] = checks
+    skill = skill_project.make_skill("demo", dataset)
+    (skill / "evals" / "replays" / "c1.json").unlink()
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
+    result.assert_outcomes(errors=1, passed=1)
+    text = flat(summary_of(result.stdout.str()))
+    assert "with skill 0.5000 (1/2)" in " ".join(text.split())
+    assert (
+        "unbiased pass@k / pass^k: @1 1.0000/1.0000 (cases with k scored attempts: @1 1 of 2; the others are "
+        "left out)" in " ".join(text.split())
+    )
+    assert "Correctness not measured for 1 case (c2)" in text
+    doc = skill_project.result_json("demo")
+    assert doc["correctness_unmeasured"] == ["c2"]
+
+    # c1 alone: nothing scored. The rate is still 0/1 (SPEC: an unscored case has not passed), and the line says so.
+    alone = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "-k", "c1")
+    alone.assert_outcomes(errors=1, deselected=1)
+    text = " ".join(flat(summary_of(alone.stdout.str())).split())
+    assert "with skill 0.0000 (0/1)" in text
+    assert (
+        "with skill 0.0000 (0/1) 95% [0.0000, 0.7935] the case has no scored attempt (its trials errored or went "
+        "unscored), so the rate counts it as not passed; unbiased pass@k / pass^k: N/A (they need k scored "
+        "attempts per case)" in text
+    )
+    assert "left out of that k's estimators" not in text
+    assert "Correctness not measured" not in text
+    report = sorted((skill_project.root / "results" / "demo").glob("2*/report.html"))[-1].read_text()
+    assert "with skill: the case has no scored attempt (its trials errored or went unscored)" in report

@@ -272,7 +272,7 @@ def test_baseline_rows_use_pytests_outcome_words() -> None:
     ]
     lines = render_summary(aggregate(records, RunPlan(skill="s", cases=["a", "b"], agents=["codex"])), RESULT)
     header = line_with(lines, "case")
-    assert header.split() == ["case", "arm", "mean", ">=0.50", "pytest"]
+    assert header.split() == ["case", "arm", "mean", "passed", "pytest"]
     rows = {tuple(line.split()[:3]): line for line in lines if line.strip().startswith(("a ", "b "))}
     assert rows[("a", "with", "skill")].endswith("0/1     1 failed")
     assert rows[("a", "without", "skill")].endswith("0/1     1 passed")  # below threshold, yet PASSED in pytest
@@ -383,3 +383,11 @@ def test_mixed_outcomes_are_spelled_out_and_still_fit() -> None:
     assert any(line.endswith("1/3     1 failed, 1 passed, 1 error") for line in lines)
     assert not too_wide(lines, 80)
     assert "PUBLICATION-INCOMPLETE: 2 planned trial(s) missing" in text(lines)
+
+
+def test_a_power_line_that_gives_cases_is_headed_cases_not_attempts() -> None:
+    """One attempt per case: the spread of attempts is unknown, so the suggestion is a number of cases; a line that
+    began "Attempts for 80% power" and then said "about 2 cases" read as if it counted attempts."""
+    out = flat(render_summary(full(), RESULT))
+    assert "Cases for 80% power to detect a lift of 0.4000 (observed): about 2 cases (now 5)" in out
+    assert "Attempts for 80% power" not in out

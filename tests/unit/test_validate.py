@@ -311,6 +311,19 @@ def test_expected_script_missing_and_unknown(tmp_path: Path) -> None:
     assert "'typo'" in by_rule["expected-script-unknown"].message
     assert all(f.severity == "warning" for f in others(report))
     assert len(others(report)) == 2  # the negative case needs no script
+    assert 'write "expected_script": null if the case needs none' in by_rule["expected-script-missing"].message
+
+
+def test_an_explicit_null_expected_script_says_the_case_needs_none(tmp_path: Path) -> None:
+    """A skill with a script where one case reads a static file and runs nothing: `"expected_script": null` keeps
+    `validate --strict` passing; leaving the key out still warns."""
+    data = entries("reads-only", "forgot")
+    data["evals"][0]["expected_script"] = None
+    skill = make_skill(tmp_path, data)
+    (skill / "scripts").mkdir()
+    (skill / "scripts" / "with_server.py").write_text("print('serving')\n")
+    findings = [f for f in others(validate_skill(skill)) if f.rule == "expected-script-missing"]
+    assert [f.message.split(" has no")[0] for f in findings] == ["case 'forgot'"]
 
 
 def test_missing_replays_are_info_and_never_fail(tmp_path: Path) -> None:
