@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +180,47 @@ def test_commands_at_once_are_capped_each_on_their_own(tmp_path: Path) -> None:
     [[over], [within]] = asyncio.run(both())
     assert isinstance(over, OutputCapExceeded)
     assert within.stdout.strip() == str(CAP - 10)  # type: ignore[attr-defined]
+
+
+def test_a_check_that_fails_ends_its_command_and_the_watcher_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An error in the watcher's check of one command used to end the watcher thread silently: that command and every
+    later one ran uncapped. Now the command is ended, its exec says why, the log says so, and the next one is capped."""
+    from pytest_skilleval.harbor.sandbox import commands
+
+    size = commands._size
+    broken = [True]
+
+    def failing_once(fds: Iterable[int]) -> int:
+        if broken[0] and threading.current_thread().name == "skilleval-output-cap":
+            broken[0] = False
+            raise OSError("planted failure")
+        return size(fds)
+
+    monkeypatch.setattr(commands, "_size", failing_once)
+
+    async def both() -> list[tuple[object, float]]:
+        env = _environment(tmp_path)
+        await env.start(force_build=False)
+        ended: list[tuple[object, float]] = []
+        try:
+            for command in ("sleep 20", f"head -c {CAP + MiB} /dev/zero; sleep 20"):  # ended at once, or not
+                started = time.monotonic()
+                try:
+                    ended.append((await env.exec(command, timeout_sec=30), time.monotonic() - started))
+                except OutputCapExceeded as error:
+                    ended.append((error, time.monotonic() - started))
+            return ended
+        finally:
+            await env.stop(delete=True)
+
+    with caplog.at_level(logging.ERROR, logger=commands.__name__):
+        [(unchecked, first), (over, second)] = asyncio.run(both())
+    assert isinstance(unchecked, OutputCapExceeded) and first < 10
+    assert "could not be checked against the 16777216-byte (16 MiB) cap while it ran (OSError: planted failure)" in str(
+        unchecked
+    )
+    assert "command: sleep 20" in str(unchecked)
+    assert any("could not be checked (OSError: planted failure)" in record.getMessage() for record in caplog.records)
+    assert isinstance(over, OutputCapExceeded) and "cap on one command's stdout" in str(over) and second < 10

@@ -9,17 +9,21 @@ together the command's process group is killed and the exec raises OutputCapExce
 rather than hand back part of the output; all commands of a trial together may hand the pytest process at most
 64 MiB, so no trial grows its memory without bound. One watcher thread per process checks the output of every
 running command every 50 ms, so the event loop wakes only when a command ends or times out, not 20 times a second
-for each command in flight.
+for each command in flight. A command whose output the watcher cannot check is ended, logged and its exec fails
+(the cap is never silently off), and the watcher goes on with the others.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -34,10 +38,12 @@ MAX_COMMAND_OUTPUT_BYTES = 16 * 1024 * 1024  # one command: stdout and stderr to
 MAX_TRIAL_OUTPUT_BYTES = 64 * 1024 * 1024  # every command of one trial: what reaches the pytest process
 MAX_STREAM_BYTES = MAX_COMMAND_OUTPUT_BYTES  # never read more of one stream than one command may write
 POLL_SECONDS = 0.05
+_log = logging.getLogger(__name__)
 
 
 class OutputCapExceeded(RuntimeError):
-    """A command wrote more than a cap allows; it was ended, and its trial fails."""
+    """A command wrote more than a cap allows (or its output could not be checked against it); it was ended, and its
+    trial fails."""
 
 
 @dataclass
@@ -49,16 +55,23 @@ class OutputBudget:
 
 
 def _written(*handles: Any) -> int:
-    return sum(os.fstat(handle.fileno()).st_size for handle in handles)
+    return _size(handle.fileno() for handle in handles)
+
+
+def _size(fds: Iterable[int]) -> int:
+    """What a command has written so far to its output files (by descriptor)."""
+    return sum(os.fstat(fd).st_size for fd in fds)
 
 
 @dataclass(eq=False)
 class _Watched:
-    """A running command's process group and output files, and whether the watcher ended it for its output."""
+    """A running command's process group and output files, and whether the watcher ended it for its output (past
+    the cap, or `unchecked`: why its output could not be checked)."""
 
     pid: int
     fds: tuple[int, int]
     over_cap: bool = False
+    unchecked: str | None = None
 
 
 class _OutputWatch:
@@ -93,13 +106,32 @@ class _OutputWatch:
                 while not self._watched:
                     self._changed.wait()
                 for watched in self._watched:
-                    if (
-                        not watched.over_cap
-                        and sum(os.fstat(fd).st_size for fd in watched.fds) > MAX_COMMAND_OUTPUT_BYTES
-                    ):
-                        watched.over_cap = True
-                        kill_group(watched.pid)
+                    if watched.unchecked is not None:
+                        _end(watched)  # every round: the command's pid is known before its setsid makes the group
+                    elif not watched.over_cap:
+                        _check(watched)
             time.sleep(POLL_SECONDS)
+
+
+def _check(watched: _Watched) -> None:
+    """End the command past the cap. An error in the check (a bug: its files stay open while it is watched) ends that
+    command and is logged, where it used to end the watcher thread: every command after it ran uncapped, unsaid."""
+    try:
+        if _size(watched.fds) > MAX_COMMAND_OUTPUT_BYTES:
+            watched.over_cap = True
+            kill_group(watched.pid)
+    except Exception as error:  # noqa: BLE001 - reported by the command's exec; the watcher goes on with the others
+        watched.unchecked = f"{type(error).__name__}: {error}"
+        _log.error(
+            "the output cap of command %d could not be checked (%s): it is ended", watched.pid, watched.unchecked
+        )
+        _end(watched)
+
+
+def _end(watched: _Watched) -> None:
+    """Kill the command's process group; never raises (the watcher thread must go on)."""
+    with contextlib.suppress(OSError):
+        kill_group(watched.pid)
 
 
 _WATCH = _OutputWatch()
@@ -116,6 +148,15 @@ def over_command_cap(written: int, argv: list[str]) -> str:
         f"a command wrote more than the {MAX_COMMAND_OUTPUT_BYTES}-byte (16 MiB) cap on one command's stdout and "
         f"stderr together ({written} bytes before it was ended): its processes were killed and the trial fails "
         f"rather than keep part of its output; command: {_command_shown(argv)}"
+    )
+
+
+def unchecked_cap(why: str, argv: list[str]) -> str:
+    """The error of a command whose output the watcher could not check against the per-command cap."""
+    return (
+        f"a command's output could not be checked against the {MAX_COMMAND_OUTPUT_BYTES}-byte (16 MiB) cap while it "
+        f"ran ({why}): its processes were killed and the trial fails rather than run a command uncapped; command: "
+        f"{_command_shown(argv)}"
     )
 
 
@@ -185,11 +226,13 @@ async def run_command(
             raise
         finally:
             _WATCH.forget(watched)
-        over_cap = watched.over_cap
+        over_cap, unchecked = watched.over_cap, watched.unchecked
         kill_group(pid)  # its `&` children, still in its process group
         written = _written(out, err)
         if over_cap or written > MAX_COMMAND_OUTPUT_BYTES:
             raise OutputCapExceeded(over_command_cap(written, argv))
+        if unchecked is not None:
+            raise OutputCapExceeded(unchecked_cap(unchecked, argv))
         if budget is not None:
             if budget.used + written > budget.limit:
                 raise OutputCapExceeded(over_trial_cap(budget, written, argv))
