@@ -14,6 +14,7 @@ from pytest_skilleval.harbor.preflight import (
     default_base_checks,
     environment_checks,
     local_cli_checks,
+    model_checks,
     open_file_checks,
     process_checks,
 )
@@ -66,7 +67,8 @@ def run_doctor(argv: list[str]) -> int:
     except ValidationError as error:
         print(f"FAIL  settings: {error.errors()[0]['msg']}")
         return 1
-    checks = environment_checks(settings) + agent_checks(settings, os.environ) + local_cli_checks(settings)
+    checks = environment_checks(settings) + agent_checks(settings, os.environ) + model_checks(settings)
+    checks += local_cli_checks(settings)
     checks += open_file_checks(settings) + process_checks(settings)
     if all(check.ok for check in checks if check.name.startswith("docker")):
         checks += default_base_checks(settings, None)

@@ -279,6 +279,26 @@ def agent_checks(settings: RunSettings, environ: Mapping[str, str]) -> list[Chec
     return checks
 
 
+# Harbor's host-side agents whose constructor raises ValueError without a model (Harbor 0.24 and 0.25): without this
+# check every trial of the run is an ERROR with a long traceback ending "model_name is required for Terminus 2".
+MODEL_REQUIRED = frozenset({"terminus-2", "computer-1"})
+
+
+def model_checks(settings: RunSettings, config: Path | None = None) -> list[Check]:
+    """An agent that cannot start without a model has one (from --agent-model, or `config`, the skill's
+    evals/config.yml, whose harbor.agents.<agent>.model the skill's settings already hold)."""
+    where = f" or set harbor.agents.{{agent}}.model in {config}" if config is not None else ""
+    return [
+        Check(
+            f"agent {variant.name}",
+            f"{variant.agent} needs a model and none is set: pass --agent-model {variant.agent}=PROVIDER/NAME "
+            f"(any litellm model name, e.g. {variant.agent}=openai/gpt-5){where.format(agent=variant.agent)}",
+        )
+        for variant in settings.variants
+        if variant.model is None and variant.agent in MODEL_REQUIRED
+    ]
+
+
 def skills_refused(agent: str, arms: Iterable[str]) -> str | None:
     """Why `agent` cannot run the arms that install a skill, or None: Harbor refuses skills to an agent class whose
     `capabilities.skills` is false (its `nop` and `oracle`) at the trial's start, after the run has begun."""
@@ -310,7 +330,7 @@ def skill_checks(
 ) -> list[Check]:
     """What a skill's evals/config.yml and evals/environment/ ask for, checked before anything runs."""
     name = skill_dir.name
-    checks: list[Check] = []
+    checks = model_checks(settings, skill_dir / "evals" / "config.yml")
     for agent in dict.fromkeys(variant.agent for variant in settings.variants):
         refused = skills_refused(agent, settings.arms)
         if refused:

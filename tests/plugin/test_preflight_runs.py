@@ -188,3 +188,25 @@ def test_an_agent_without_skills_is_refused_for_the_with_skill_arm(skill_project
         "--agents", "nop", "--env-mode", "local", "--ek", "sandbox=none", "-k", "task.toml", "--arms", "without_skill"
     )
     baseline.assert_outcomes(passed=1)
+
+
+def test_terminus2_without_a_model_is_one_line_and_a_config_model_is_enough(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """terminus-2 cannot start without a model: every trial was an ERROR with Harbor's traceback ("model_name is
+    required for Terminus 2"). Now the run stops at once naming both ways to give one; the skill's config.yml
+    model satisfies the check (the run then stops on its one other problem, no credential)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    result = skill_project.run("--agents", "terminus-2", "--env-mode", "local")
+    output = " ".join(_stopped_before_any_trial(skill_project, result).split())
+    assert (
+        "agent terminus-2: terminus-2 needs a model and none is set: pass --agent-model terminus-2=PROVIDER/NAME "
+        "(any litellm model name, e.g. terminus-2=openai/gpt-5) or set harbor.agents.terminus-2.model in "
+        f"{skill / 'evals' / 'config.yml'}"
+    ) in output
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  agents:\n    terminus-2: {model: x/y}\n")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    again = skill_project.run("--agents", "terminus-2", "--env-mode", "local")
+    output = _stopped_before_any_trial(skill_project, again)  # every problem is listed: the model is not one
+    assert "agent terminus-2: no credential: set OPENAI_API_KEY" in output and "needs a model" not in output

@@ -31,3 +31,15 @@ def test_missing_key_unknown_kwarg_and_unreachable_daemon_fail(
 def test_unknown_mode_is_a_fail_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["doctor", "--env-mode", "dokcer", "--agents", "replay"]) == 1
     assert "FAIL  environment: --env-mode dokcer: unknown" in capsys.readouterr().out
+
+
+def test_terminus2_without_a_model_fails_and_with_one_passes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """doctor said PASS for `--agents terminus-2` with no model, and then every trial of the run errored."""
+    monkeypatch.setenv("OPENAI_API_KEY", "unused")
+    base = ["doctor", "--env-mode", "local", "--ek", "sandbox=none", "--agents", "terminus-2", "--no-credential-check"]
+    assert main(base) == 1
+    assert "FAIL  agent terminus-2: terminus-2 needs a model and none is set" in capsys.readouterr().out
+    assert main([*base, "--agent-model", "terminus-2=openai/scripted"]) == 0
+    assert "needs a model" not in capsys.readouterr().out
