@@ -63,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from pytest_skilleval.harbor.process_env import (
         default_env,
+        hold_trial_logs,
         quiet_harbor_logs,
         raise_open_file_limit,
         raise_process_limit,
@@ -76,6 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
     ):
         quiet_harbor_logs()
+        hold_trial_logs()  # each trial's warnings go under its own item, not whichever item is in setup
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)
@@ -126,13 +128,28 @@ class XdistHooks:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fix the run plan before anything is collected or run (on the controller, or the only process)."""
     state = get_state(session.config)
-    if state is None or _is_worker(session.config):
+    if state is None:
+        return
+    _keep_trial_records_out_of_capture(session.config)
+    if _is_worker(session.config):
         return
     state.fix_plans(list(session.config.args), session.config.invocation_params.dir)
     state.check_resumable()
     from pytest_skilleval.lifecycle import run_preflight
 
     run_preflight(state)
+
+
+def _keep_trial_records_out_of_capture(config: pytest.Config) -> None:
+    """pytest's log capture (registered after our configure) drops the records of held trials: each is shown
+    under its own item (`_report_trial_log`), not under whichever item was in setup when it was logged."""
+    from pytest_skilleval.harbor.process_env import not_a_trial_record
+
+    capture = config.pluginmanager.get_plugin("logging-plugin")
+    for name in ("report_handler", "caplog_handler"):
+        handler = getattr(capture, name, None)
+        if handler is not None:
+            handler.addFilter(not_a_trial_record)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -247,8 +264,11 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
     if isinstance(item, TriggerItem):
         from pytest_skilleval.pass_rule import trigger_outcome
 
-        return trigger_outcome(item, trial_record(item, skilleval_runner, state), state)
+        trigger = trial_record(item, skilleval_runner, state)
+        _report_trial_log(item, trigger.trial_dir, state.redactor)
+        return trigger_outcome(item, trigger, state)
     record = redact_record(trial_record(item, skilleval_runner, state), state.redactor)
+    _report_trial_log(item, record.trial_dir, state.redactor)
     text = record_property_value(record)
     item.user_properties.append((USER_PROPERTY_KEY, text))
     state.made_here(item.nodeid, text, record)
@@ -264,6 +284,16 @@ def skilleval_trial(request: pytest.FixtureRequest, skilleval_runner: Any) -> An
         record=record,
         pass_threshold=item.session.config.stash[STATE_KEY].skill(item.spec.skill_dir).settings.pass_threshold,
     )
+
+
+def _report_trial_log(item: pytest.Item, trial_dir: str | None, redactor: Any) -> None:
+    """The Harbor warnings and errors of the item's own trial, as its "Captured log setup" (pytest shows it for a
+    failed or errored item): held by trial name while the trial ran, whichever item was in setup then."""
+    from pytest_skilleval.harbor.process_env import trial_log_lines
+
+    lines = trial_log_lines(Path(trial_dir).name) if trial_dir else []
+    if lines:
+        item.add_report_section("setup", "log", redactor.text("\n".join(lines)))
 
 
 @pytest.hookimpl(wrapper=True)

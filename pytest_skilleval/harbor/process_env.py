@@ -1,5 +1,6 @@
 """What the process needs before Harbor is imported: its environment defaults, its log level and its deprecation
-warnings quieted; and, after each trial, the loggers Harbor made for it let go.
+warnings quieted; each trial's warnings and errors held for the item that ran it (`TrialLogs`); and, after each
+trial, the loggers Harbor made for it let go.
 
 Kept apart from runner.py (which imports Harbor's trial machinery, slow to import) so `pytest_configure` can apply them
 without paying for that import in a run that never starts a trial (`--co`, a selection that deselects everything).
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import warnings
 
 
@@ -31,6 +33,72 @@ def quiet_harbor_logs(level: int = logging.WARNING) -> None:
         logger = logging.getLogger(name)
         if logger.level < level:
             logger.setLevel(level)
+
+
+# Harbor's per-trial loggers: `harbor.utils.logger` + `.harbor.trial.trial.<trial name>`, its agent's and others below.
+TRIAL_LOGGERS = "harbor.utils.logger.harbor.trial.trial"
+# pytest's own log format, so a trial's lines read as they did when pytest captured them.
+_LINE_FORMAT = "%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"
+
+
+class TrialLogs(logging.Handler):
+    """Each trial's Harbor warnings and errors, held by trial name until the item that ran the trial reports them.
+
+    Harbor's per-trial loggers propagate to the root logger, where pytest's capture files every record under the item
+    that is in setup when it arrives: with several trials in flight, an ERROR item listed other trials' lines as its
+    own. Held here, each line is shown under its own trial's item (`take`), and only there."""
+
+    MAX_LINES = 50  # per trial: a trial that logs in a loop does not fill memory
+    MAX_TRIALS = 1000  # lines no item claimed (an interrupted run) are dropped, oldest first
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(logging.Formatter(_LINE_FORMAT))
+        self._lines: dict[str, list[str]] = {}
+        self._guard = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        trial = record.name[len(TRIAL_LOGGERS) + 1 :].split(".", 1)[0]
+        try:
+            line = self.format(record)
+        except Exception:  # noqa: BLE001 - logging's own contract: a bad record never raises into the caller
+            self.handleError(record)
+            return
+        with self._guard:
+            lines = self._lines.setdefault(trial, [])
+            if len(lines) < self.MAX_LINES:
+                lines.append(line)
+            while len(self._lines) > self.MAX_TRIALS:
+                self._lines.pop(next(iter(self._lines)))
+
+    def take(self, trial: str) -> list[str]:
+        """The lines the trial named `trial` logged, handed over once."""
+        with self._guard:
+            return self._lines.pop(trial, [])
+
+
+_trial_logs: TrialLogs | None = None
+
+
+def hold_trial_logs() -> None:
+    """Hand Harbor's per-trial loggers' records to one `TrialLogs` as well (once per process); `not_a_trial_record`
+    then keeps them out of pytest's capture. Only when the plugin sets Harbor's log level: a level the user asked
+    for keeps pytest's own capture of everything."""
+    global _trial_logs
+    if _trial_logs is None:
+        _trial_logs = TrialLogs()
+        logging.getLogger(TRIAL_LOGGERS).addHandler(_trial_logs)
+
+
+def not_a_trial_record(record: logging.LogRecord) -> bool:
+    """A filter for pytest's capture handlers (they also attach to non-propagating loggers, so propagation cannot
+    keep a record from them): a held trial's record is reported under its own item instead."""
+    return _trial_logs is None or not record.name.startswith(TRIAL_LOGGERS + ".")
+
+
+def trial_log_lines(trial: str) -> list[str]:
+    """What the trial named `trial` logged at WARNING or above (empty when the logs are not held)."""
+    return _trial_logs.take(trial) if _trial_logs is not None else []
 
 
 def forget_logger(name: str) -> None:

@@ -155,3 +155,53 @@ def test_xdist_gives_the_same_results(skill_project: SkillProject) -> None:
     second = skill_project.result_json("hello-skill")
     assert _comparable(first) == _comparable(second)
     assert len({Path(p).name for p in (skill_project.root / "results" / "hello-skill").glob("2*")}) == 1
+
+
+# An agent that logs one WARNING naming its case through its own logger (a child of Harbor's per-trial logger, as
+# terminus-2's errors are) and then fails; c1's agent is the slowest, so the others log while c1's item waits.
+FAILING_AGENT = '''
+import asyncio, re
+from harbor.agents.base import BaseAgent
+from harbor.agents.capabilities import AgentCapabilities
+
+class Failing(BaseAgent):
+    capabilities = AgentCapabilities(skills=True)
+
+    @staticmethod
+    def name():
+        return "failing"
+
+    def version(self):
+        return "1"
+
+    async def setup(self, environment):
+        return None
+
+    async def run(self, instruction, environment, context):
+        case = re.search(r"do (c[0-9])", instruction)[1]
+        await asyncio.sleep(1.5 if case == "c1" else 0.1)
+        self.logger.warning("MARK-%s the agent gave up", case)
+        raise RuntimeError("gave up")
+'''
+
+
+def test_each_error_item_shows_only_its_own_trials_harbor_log(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trials run in flight together: pytest's capture filed each Harbor record under whichever item was in setup,
+    so c1's ERROR listed c2's and c3's lines. Each item's "Captured log setup" now holds its own trial's lines."""
+    skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
+    skill_project.pytester.makepyfile(failing_agent=FAILING_AGENT)
+    monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
+    result = skill_project.run(
+        "--agents", "failing_agent:Failing", "--env-mode", "local", "--ek", "sandbox=none", *CUSTOM,
+        "--skip-baseline", "--n-concurrent", "3",
+    )  # fmt: skip
+    result.assert_outcomes(errors=3)
+    out = result.stdout.str()
+    sections = re.split(r"_+ ERROR at setup of ", out)[1:]
+    assert len(sections) == 3, out
+    for section in sections:
+        case = section.split(" ", 1)[0]
+        assert "Captured log setup" in section, section
+        assert re.findall(r"MARK-(c\d)", section) == [case], section

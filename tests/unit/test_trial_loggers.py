@@ -58,3 +58,25 @@ def test_a_name_that_only_shares_a_prefix_is_not_forgotten() -> None:
     forget_logger(kept.name[:-1])  # ".../t1": not an ancestor of ".../t10"
     assert logging.Logger.manager.loggerDict[kept.name] is kept
     forget_logger(kept.name)
+
+
+def test_trial_logs_hold_each_trials_lines_apart_capped_and_hand_them_over_once() -> None:
+    from pytest_skilleval.harbor.process_env import TRIAL_LOGGERS, TrialLogs
+
+    logs = TrialLogs()
+
+    def log(trial: str, message: str) -> None:
+        name = f"{TRIAL_LOGGERS}.{trial}.harbor.agents.base"
+        logs.handle(logging.LogRecord(name, logging.WARNING, "terminus_2.py", 7, message, None, None))
+
+    for n in range(TrialLogs.MAX_LINES + 10):
+        log("t1", f"line {n}")
+    log("t2", "other trial")
+    first = logs.take("t1")
+    assert len(first) == TrialLogs.MAX_LINES and first[0].startswith("WARNING  ") and first[0].endswith("line 0")
+    assert "terminus_2.py:7 line 0" in first[0]
+    assert logs.take("t1") == []  # handed over once
+    assert [line.rsplit(" ", 2)[-2:] for line in logs.take("t2")] == [["other", "trial"]]
+    for n in range(TrialLogs.MAX_TRIALS + 5):
+        log(f"unclaimed-{n}", "x")
+    assert logs.take("unclaimed-0") == [] and logs.take(f"unclaimed-{TrialLogs.MAX_TRIALS + 4}") != []
