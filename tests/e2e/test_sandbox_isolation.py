@@ -422,6 +422,34 @@ def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path, on_loop: bool) -> 
         keeper.spawn(["/bin/true"], "/", {}, 1, 2)
 
 
+@pytest.mark.parametrize("sandbox_mode", ["bwrap", "none"])
+def test_a_command_killed_the_moment_its_pid_is_known_dies(tmp_path: Path, kit, sandbox_mode: str) -> None:
+    """The host ends a command by killing its process group: the keeper reports the pid only once the command has
+    made that group, so a kill at once never misses it (a cancelled exec, an output cap hit at the start)."""
+    if sandbox_mode == "bwrap":
+        kit.skip_without_bwrap("bwrap")
+    from pytest_skilleval.harbor.sandbox.commands import kill_group
+    from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+
+    env = started(tmp_path, sandbox_mode)
+    keeper = env._keeper
+    assert isinstance(keeper, ProcessKeeper)
+    marker = f"skilleval-{uuid.uuid4().hex[:12]}"
+    cwd = "/workspace" if sandbox_mode == "bwrap" else str(env.host_path("/workspace"))
+    try:
+        with tempfile.TemporaryFile() as out:
+            for _ in range(40):
+                spawned = keeper.spawn(
+                    ["/bin/bash", "-c", f"exec -a {marker} sleep 300"], cwd, {"PATH": "/usr/bin:/bin"},
+                    out.fileno(), out.fileno(),
+                )  # fmt: skip
+                kill_group(spawned.started.result(10))
+                assert spawned.exited.result(10) != 0
+        assert wait_until_none(marker, seconds=2.0) == []
+    finally:
+        run(env.stop(delete=True))
+
+
 def test_a_keeper_answer_awaited_past_its_timeout_is_still_the_reader_threads_to_give() -> None:
     """Awaiting a keeper's answer on a loop gives up at the timeout (or when the task is cancelled) without
     cancelling the future itself: the reader thread sets it later, as it would for a blocking wait."""
