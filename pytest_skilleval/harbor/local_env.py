@@ -281,22 +281,28 @@ class LocalEnvironment(BaseEnvironment):
     # ---- lifecycle ------------------------------------------------------------------
 
     async def start(self, force_build: bool) -> None:
-        # The folders and the sandbox in one worker thread: a dozen folder creations are not the event loop's (the
-        # thread that drives every trial). The sandbox shows rootfs/ itself, so what is copied in next is there.
-        await asyncio.to_thread(self._make_folders_and_start_keeper)
+        # On the loop, the sandbox's readiness awaited (keeper_client's docstring says why not in a worker thread).
+        # The sandbox shows rootfs/ itself, so what is copied in next is there.
+        self._make_folders()
+        self._keeper = self._new_keeper()
+        await self._keeper.start_async()
         # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
         seed = Path(self.environment_dir) / "workspace"
         if seed.is_dir():
             await self.upload_dir(seed, WORKSPACE)
         await self._upload_environment_dir_after_start()
 
-    def _make_folders_and_start_keeper(self) -> None:
+    def _make_folders(self) -> None:
         for path in self.container_dirs():
             self.host_path(path).mkdir(parents=True, exist_ok=True)
         os.chmod(self.host_path("/tmp"), 0o1777)
-        self._start_keeper()
 
     def _start_keeper(self) -> None:
+        self._keeper = self._new_keeper()
+        self._keeper.start()
+
+    def _new_keeper(self) -> ProcessKeeper:
+        """The trial's keeper, not started: in the sandbox (bwrap mode) or on the host."""
         options = None
         if self.sandbox_mode == "bwrap":
             exe, problem = usable_bwrap()
@@ -306,15 +312,15 @@ class LocalEnvironment(BaseEnvironment):
         else:
             tmux = str(self.host_path("/tmp"))
             self._tmux_dir = tmux if len(tmux) <= _MAX_TMUX_DIR else tempfile.mkdtemp(prefix="skilleval-tmux-")
-        self._keeper = ProcessKeeper(options, self.sandbox_dir / "keeper.log")
-        self._keeper.start()
+        return ProcessKeeper(options, self.sandbox_dir / "keeper.log")
 
     def _stop_keeper(self, remove: Path | None = None) -> None:
         keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            left = keeper.stop(remove)
-            if left:
-                _log.warning("local environment: %d process(es) of the trial could not be killed: %s", len(left), left)
+        self._keeper_stopped(keeper.stop(remove) if keeper is not None else [])
+
+    def _keeper_stopped(self, left: list[int]) -> None:
+        if left:
+            _log.warning("local environment: %d process(es) of the trial could not be killed: %s", len(left), left)
         if self._tmux_dir and not self._tmux_dir.startswith(str(self.rootfs)):
             shutil.rmtree(self._tmux_dir, ignore_errors=True)
 
@@ -323,13 +329,14 @@ class LocalEnvironment(BaseEnvironment):
         sandbox: before grading, so nothing of the agent phase runs beside the grader (docs/security.md)."""
         if self._keeper is None:
             raise RuntimeError("the local environment is not started (or already stopped)")
-        left = await asyncio.to_thread(self._keeper.end_commands)
+        left = await self._keeper.end_commands_async()
         if left:
             raise RuntimeError(f"local environment: {len(left)} process(es) of the agent phase could not be ended")
 
     async def stop(self, delete: bool) -> None:
         # The keeper deletes the sandbox folder once the trial's processes are gone; here only what it could not.
-        await asyncio.to_thread(self._stop_keeper, self.sandbox_dir if delete else None)
+        keeper, self._keeper = self._keeper, None
+        self._keeper_stopped(await keeper.stop_async(self.sandbox_dir if delete else None) if keeper else [])
         if delete and self.sandbox_dir.exists():
             from pytest_skilleval.harbor.sandbox.keeper import make_writable_and_retry  # ctypes: not at collection
 

@@ -409,16 +409,69 @@ def test_unprivileged_user_gets_the_same_sandbox() -> None:
 # ---- failures say what happened ------------------------------------------------------------
 
 
-def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path) -> None:
+@pytest.mark.parametrize("on_loop", [False, True], ids=["blocking", "on-the-event-loop"])
+def test_a_sandbox_that_cannot_start_says_why(tmp_path: Path, on_loop: bool) -> None:
     from pytest_skilleval.harbor.sandbox.keeper_client import KeeperError, ProcessKeeper
 
     fake_bwrap = ["/bin/sh", "-c", "echo 'bwrap: Creating new namespace failed: nope' >&2; exit 1"]
     keeper = ProcessKeeper(fake_bwrap, tmp_path / "keeper.log")
     with pytest.raises(KeeperError, match="could not start: bwrap could not start the sandbox: bwrap: Creating new"):
-        keeper.start()
+        run(keeper.start_async()) if on_loop else keeper.start()
     # Depending on when its reader noticed, the keeper reads as not started or as ended: never as usable.
     with pytest.raises(KeeperError, match="not started|ended unexpectedly"):
         keeper.spawn(["/bin/true"], "/", {}, 1, 2)
+
+
+@pytest.mark.parametrize("sandbox_mode", ["bwrap", "none"])
+def test_a_command_killed_the_moment_its_pid_is_known_dies(tmp_path: Path, kit, sandbox_mode: str) -> None:
+    """The host ends a command by killing its process group: the keeper reports the pid only once the command has
+    made that group, so a kill at once never misses it (a cancelled exec, an output cap hit at the start)."""
+    if sandbox_mode == "bwrap":
+        kit.skip_without_bwrap("bwrap")
+    from pytest_skilleval.harbor.sandbox.commands import kill_group
+    from pytest_skilleval.harbor.sandbox.keeper_client import ProcessKeeper
+
+    env = started(tmp_path, sandbox_mode)
+    keeper = env._keeper
+    assert isinstance(keeper, ProcessKeeper)
+    marker = f"skilleval-{uuid.uuid4().hex[:12]}"
+    cwd = "/workspace" if sandbox_mode == "bwrap" else str(env.host_path("/workspace"))
+    try:
+        with tempfile.TemporaryFile() as out:
+            for _ in range(40):
+                spawned = keeper.spawn(
+                    ["/bin/bash", "-c", f"exec -a {marker} sleep 300"], cwd, {"PATH": "/usr/bin:/bin"},
+                    out.fileno(), out.fileno(),
+                )  # fmt: skip
+                kill_group(spawned.started.result(10))
+                assert spawned.exited.result(10) != 0
+        assert wait_until_none(marker, seconds=2.0) == []
+    finally:
+        run(env.stop(delete=True))
+
+
+def test_a_keeper_answer_awaited_past_its_timeout_is_still_the_reader_threads_to_give() -> None:
+    """Awaiting a keeper's answer on a loop gives up at the timeout (or when the task is cancelled) without
+    cancelling the future itself: the reader thread sets it later, as it would for a blocking wait."""
+    from concurrent.futures import Future
+
+    from pytest_skilleval.harbor.sandbox.keeper_client import _answer
+
+    answer: Future[dict] = Future()
+    with pytest.raises(TimeoutError):
+        run(_answer(answer, 0.05))
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(_answer(answer, 30))
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(cancelled())
+    assert not answer.cancelled()
+    answer.set_result({"ready": True})  # what the reader thread does once the keeper answers
+    assert run(_answer(answer, 1)) == {"ready": True}
 
 
 @pytest.mark.parametrize("kill", ["kill -9 2", "kill -9 -1"])

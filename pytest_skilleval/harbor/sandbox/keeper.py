@@ -413,7 +413,13 @@ class Keeper:
                 request = json.loads(body.read())
             if self.sandbox is not None and not self.sandbox.alive():
                 raise SandboxEnded("the trial's sandbox has ended (its holder process was killed)")
-            pid = os.fork()
+            grouped_r, grouped_w = os.pipe2(os.O_CLOEXEC)
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(grouped_r)
+                os.close(grouped_w)
+                raise
         except Exception as error:  # noqa: BLE001 - reported to the host, which raises it in exec
             for fd in (out_fd, err_fd):
                 os.close(fd)
@@ -421,13 +427,21 @@ class Keeper:
             self.send({"id": request_id, "error": f"{type(error).__name__}: {error}", "sandbox_ended": ended})
             return
         if pid == 0:
-            self._child(request, out_fd, err_fd)
+            os.close(grouped_r)
+            self._child(request, out_fd, err_fd, grouped_w)
         os.close(out_fd)
         os.close(err_fd)
+        os.close(grouped_w)
+        # The host kills a command by its process group: the pid is sent once the child has made that group (it
+        # closes its end of the pipe then, or dies trying), so a kill right after the start never misses.
+        try:
+            os.read(grouped_r, 1)
+        finally:
+            os.close(grouped_r)
         self.running[pid] = request_id
         self.send({"id": request_id, "pid": pid})
 
-    def _child(self, request: dict, out_fd: int, err_fd: int) -> None:
+    def _child(self, request: dict, out_fd: int, err_fd: int, grouped_w: int) -> None:
         try:
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
@@ -440,6 +454,7 @@ class Keeper:
             if self.sandbox is not None:
                 self.sandbox.enter(bool(request.get("join_net")))
             os.setsid()
+            os.close(grouped_w)  # its own process group now: the keeper may report the pid
             os.chdir(request["cwd"])
             os.execve(request["argv"][0], request["argv"], request["env"])
         except BaseException as error:  # noqa: BLE001 - the child must never return into the keeper's loop

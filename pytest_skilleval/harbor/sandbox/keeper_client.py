@@ -6,11 +6,15 @@ never pass through the launcher.
 
 Why threads and `concurrent.futures` rather than asyncio: one environment object lives through several event
 loops (Harbor's trial runs in one, tests and hooks call `exec` from others); a reader thread and plain futures
-work from any of them.
+work from any of them. The `_async` forms of start, end and stop await those futures on whichever loop runs them
+instead of blocking a worker thread for the answer: beside the loop, a worker thread waits for the interpreter lock
+after each of its system calls, and with a hundred trials in flight a pool of a few threads each held for a whole
+sandbox start also held up the next trials' starts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import os
@@ -22,7 +26,9 @@ import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+T = TypeVar("T")
 KEEPER_SCRIPT = Path(__file__).with_name("keeper.py")
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 60.0
@@ -191,6 +197,31 @@ class ProcessKeeper:
 
     def start(self) -> None:
         """Blocking: start the keeper (and its sandbox) and wait until it can run commands."""
+        self._open()
+        try:
+            reply = self._ready.result(timeout=START_TIMEOUT)
+        except TimeoutError:
+            reply = None
+        problem = self._start_problem(reply)
+        if problem is not None:
+            self.stop()
+            raise KeeperError(problem)
+
+    async def start_async(self) -> None:
+        """`start` on the running event loop: the keeper forked (a round trip to the launcher), its sandbox's
+        readiness awaited rather than waited for in a thread."""
+        self._open()
+        try:
+            reply = await _answer(self._ready, START_TIMEOUT)
+        except TimeoutError:
+            reply = None
+        problem = self._start_problem(reply)
+        if problem is not None:
+            await self.stop_async()
+            raise KeeperError(problem)
+
+    def _open(self) -> None:
+        """Fork the keeper and start reading its messages (the sandbox says when it is ready)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             host = self._launch()
@@ -204,14 +235,14 @@ class ProcessKeeper:
         )
         self._reader.start()
         weakref.finalize(self, _hang_up, host)
-        try:
-            reply = self._ready.result(timeout=START_TIMEOUT)
-        except TimeoutError:
-            self.stop()
-            raise KeeperError(f"the trial's sandbox did not start within {START_TIMEOUT:.0f} s") from None
+
+    def _start_problem(self, reply: dict | None) -> str | None:
+        """Why the keeper's sandbox did not start (`reply` None: no answer in time); None when it is ready."""
+        if reply is None:
+            return f"the trial's sandbox did not start within {START_TIMEOUT:.0f} s"
         if not reply.get("ready"):
-            self.stop()
-            raise KeeperError(f"the trial's sandbox could not start: {reply.get('error') or self._log_tail()}")
+            return f"the trial's sandbox could not start: {reply.get('error') or self._log_tail()}"
+        return None
 
     def _launch(self) -> socket.socket:
         """A keeper forked for this trial; returns our end of its socket."""
@@ -316,6 +347,21 @@ class ProcessKeeper:
     def end_commands(self) -> list[int]:
         """Blocking: kill every process the trial's commands started, detached ones included, and keep the sandbox
         (the grader runs in it next); returns pids the keeper could not kill (normally none)."""
+        ended = self._ask_end()
+        try:
+            return list(ended.result(timeout=STOP_TIMEOUT).get("left", []))
+        except TimeoutError:
+            raise KeeperError(_NOT_ENDED) from None
+
+    async def end_commands_async(self) -> list[int]:
+        """`end_commands`, its answer awaited on the running event loop."""
+        ended = self._ask_end()
+        try:
+            return list((await _answer(ended, STOP_TIMEOUT)).get("left", []))
+        except TimeoutError:
+            raise KeeperError(_NOT_ENDED) from None
+
+    def _ask_end(self) -> Future[dict]:
         if not self.running or self._sock is None:
             raise KeeperError("the environment is not started (or already stopped)")
         ended: Future[dict] = Future()
@@ -325,23 +371,16 @@ class ProcessKeeper:
                 self._sock.send(json.dumps({"op": "end"}).encode())
             except OSError as error:
                 raise KeeperError(f"the trial's process keeper is gone: {error}") from None
-        try:
-            return list(ended.result(timeout=STOP_TIMEOUT).get("left", []))
-        except TimeoutError:
-            raise KeeperError(f"the trial's processes were not ended within {STOP_TIMEOUT:.0f} s") from None
+        return ended
 
     def stop(self, remove: Path | None = None) -> list[int]:
         """Blocking: kill everything the trial started, then delete `remove` (the sandbox folder) there; returns pids
         the keeper could not kill (normally none). The folder may still be there when the keeper could not do it."""
         left: list[int] = []
-        running, self._stopping = self.running, True  # from here on, the keeper ending is expected
-        if self._sock is not None and running:
-            ask = {"op": "stop", "remove": str(remove)} if remove is not None else {"op": "stop"}
+        if self._ask_stop(remove):
             try:
-                with self._lock:
-                    self._sock.send(json.dumps(ask).encode())
                 left = list(self._stopped.result(timeout=STOP_TIMEOUT).get("left", []))
-            except (OSError, TimeoutError, KeeperError):
+            except (TimeoutError, KeeperError):
                 pass
         if self.pid is not None and not self.wait_gone(STOP_TIMEOUT):
             _LAUNCHER.kill(self.pid)
@@ -349,3 +388,51 @@ class ProcessKeeper:
         if self._sock is not None:
             self._sock.close()
         return left
+
+    async def stop_async(self, remove: Path | None = None) -> list[int]:
+        """`stop`, its answers awaited on the running event loop."""
+        left: list[int] = []
+        if self._ask_stop(remove):
+            try:
+                left = list((await _answer(self._stopped, STOP_TIMEOUT)).get("left", []))
+            except (TimeoutError, KeeperError):
+                pass
+        if self.pid is not None and not await _settled(self._gone, STOP_TIMEOUT):
+            _LAUNCHER.kill(self.pid)
+            await _settled(self._gone, 5)
+        if self._sock is not None:
+            self._sock.close()
+        return left
+
+    def _ask_stop(self, remove: Path | None) -> bool:
+        """Ask a running keeper to stop (and delete `remove`); True when asked. From here on its end is expected."""
+        running, self._stopping = self.running, True
+        if self._sock is None or not running:
+            return False
+        ask = {"op": "stop", "remove": str(remove)} if remove is not None else {"op": "stop"}
+        try:
+            with self._lock:
+                self._sock.send(json.dumps(ask).encode())
+        except OSError:
+            return False
+        return True
+
+
+_NOT_ENDED = f"the trial's processes were not ended within {STOP_TIMEOUT:.0f} s"
+
+
+async def _answer(future: Future[T], timeout: float) -> T:
+    """A keeper's answer awaited on the running loop (TimeoutError past `timeout`). The future itself is never
+    cancelled, even when the waiting task is: the reader thread sets it whatever happens."""
+    return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), timeout)
+
+
+async def _settled(future: Future[T], timeout: float) -> bool:
+    """Whether `future` got its result or exception within `timeout` seconds."""
+    try:
+        await _answer(future, timeout)
+    except TimeoutError:
+        return False
+    except Exception:  # noqa: BLE001 - settled, with an error
+        return True
+    return True
