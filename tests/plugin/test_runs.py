@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.harbor.sandbox.bwrap import usable_bwrap
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, require_system, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, LOGGING_AGENT, SkillProject, require_system, simple_entries
 
 SANDBOXES = ["bwrap", "none"]
 CUSTOM = ("--grading-mode", "custom_only")
@@ -161,22 +161,9 @@ def test_xdist_gives_the_same_results(skill_project: SkillProject) -> None:
 # terminus-2's errors are) and then fails; c1's agent is the slowest, so the others log while c1's item waits.
 FAILING_AGENT = '''
 import asyncio, re
-from harbor.agents.base import BaseAgent
-from harbor.agents.capabilities import AgentCapabilities
+from logging_agent import LoggingAgent
 
-class Failing(BaseAgent):
-    capabilities = AgentCapabilities(skills=True)
-
-    @staticmethod
-    def name():
-        return "failing"
-
-    def version(self):
-        return "1"
-
-    async def setup(self, environment):
-        return None
-
+class Failing(LoggingAgent):
     async def run(self, instruction, environment, context):
         case = re.search(r"do (c[0-9])", instruction)[1]
         await asyncio.sleep(1.5 if case == "c1" else 0.1)
@@ -191,7 +178,7 @@ def test_each_error_item_shows_only_its_own_trials_harbor_log(
     """Trials run in flight together: pytest's capture filed each Harbor record under whichever item was in setup,
     so c1's ERROR listed c2's and c3's lines. Each item's "Captured log setup" now holds its own trial's lines."""
     skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
-    skill_project.pytester.makepyfile(failing_agent=FAILING_AGENT)
+    skill_project.pytester.makepyfile(logging_agent=LOGGING_AGENT, failing_agent=FAILING_AGENT)
     monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
     result = skill_project.run(
         "--agents", "failing_agent:Failing", "--env-mode", "local", "--ek", "sandbox=none", *CUSTOM,
