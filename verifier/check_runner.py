@@ -377,15 +377,26 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
     """Every file and link under /workspace (links not followed): path -> [kind, size, sha256]; capped; a name that is
     not UTF-8 with its bytes as `\\xNN` (`text_name`). `root`: where /workspace is seen from (the `local` environment
     reads its sandbox's folder from the host: the same walk, never through a link, `root` itself included)."""
+    return snapshot_within(root, None) or {}
+
+
+def snapshot_within(root: str, within: tuple[int, int] | None) -> dict[str, Any] | None:
+    """`snapshot`; with `within` (names, bytes), None as soon as the folder holds more names or larger files than
+    that, before reading them (the host then walks it where a long walk holds nothing up)."""
     entries: dict[str, list[Any]] = {}
     truncated = False
+    names_left, bytes_left = within if within is not None else (-1, -1)
 
     def walk(fd: int, prefix: str) -> None:
-        nonlocal truncated
+        nonlocal truncated, names_left, bytes_left
         try:
             names = sorted(os.listdir(fd))
         except OSError:
             return
+        if within is not None:
+            names_left -= len(names)
+            if names_left < 0:
+                raise OverBudget
         for name in names:
             if len(entries) >= MAX_SNAPSHOT_ENTRIES:
                 truncated = True
@@ -413,6 +424,10 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
                 digest.update(os.fsencode(target))
                 entries[rel] = ["link", st.st_size, digest.hexdigest()]
             elif stat.S_ISREG(st.st_mode):
+                if within is not None:
+                    bytes_left -= st.st_size
+                    if bytes_left < 0:
+                        raise OverBudget
                 entries[rel] = ["file", st.st_size, file_hash(fd, name, st.st_size)]
             else:
                 entries[rel] = ["other", st.st_size, ""]
@@ -423,9 +438,15 @@ def snapshot(root: str = ROOT) -> dict[str, Any]:
         return {"error": root + ": " + (error.strerror or str(error))}
     try:
         walk(top, "")
+    except OverBudget:
+        return None
     finally:
         os.close(top)
     return {"entries": entries, "truncated": truncated}
+
+
+class OverBudget(Exception):
+    """The folder `snapshot` walks is larger than its `within` allows."""
 
 
 def text_name(name: str) -> str:
@@ -525,7 +546,8 @@ def to_json(value: Any) -> str:
 # definitions and nothing else of this file, importing only os, stat and sys (hashlib only for a big file; json and the
 # checks' modules would cost more than the interpreter's own start), its document written by `to_json`.
 SNAPSHOT_PARTS = frozenset(
-    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "text_name", "file_hash"}
+    {"MARKER", "ROOT", "CHUNK", "MAX_SNAPSHOT_ENTRIES", "MAX_HASH_BYTES", "snapshot", "OverBudget", "text_name"}
+    | {"file_hash", "snapshot_within"}
     | {"BIG_FILE", "_builtin_sha256", "new_sha256", "_ESCAPES", "_json_string", "to_json"}
 )
 SNAPSHOT_IMPORTS = "import os, stat, sys"

@@ -81,6 +81,8 @@ LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
 WORKSPACE = "/workspace"
 HOME = "/root"
+# The workspace snapshot is read on the event loop up to this many names and file bytes, else in a worker thread.
+SNAPSHOT_ON_LOOP = (256, 1024 * 1024)
 SANDBOX_DIRNAME = "local-sandbox"
 __all__ = ["TIMEOUT_EXIT_CODE", "LocalEnvironment", "bwrap_available", "harbor_variables"]
 # Host variables a none-mode command must not inherit: they would point tmux at the host's own server.
@@ -555,7 +557,12 @@ class LocalEnvironment(BaseEnvironment):
         `remote_latency_ms` (the caller then runs the runner in the sandbox, as on a cloud sandbox)."""
         if self.remote_latency is not None:
             return None
-        return await asyncio.to_thread(check_runner.snapshot, str(self.host_path(WORKSPACE)))
+        # A small workspace (most: the case's inputs, a few files the agent wrote) is read here on the loop, where a
+        # worker thread would wait for the interpreter lock after each of its system calls; a larger one is read
+        # in a worker thread, so a long walk never holds up the other trials.
+        root = str(self.host_path(WORKSPACE))
+        small = check_runner.snapshot_within(root, SNAPSHOT_ON_LOOP)
+        return small if small is not None else await asyncio.to_thread(check_runner.snapshot, root)
 
     async def _path_kind(self, path: str, user: str | int | None, require_dir: bool) -> bool:
         """`test -d` / `test -f` on rootfs/, except that a path through a link (at any component) answers False:

@@ -240,6 +240,31 @@ def test_the_workspace_snapshot_is_read_on_the_host_as_the_sandbox_sees_it(
     assert_untouched(outside)
 
 
+@pytest.mark.parametrize("files", [3, 300], ids=["small-on-the-loop", "large-in-a-thread"])
+def test_a_workspace_snapshot_is_the_same_walk_on_the_loop_or_in_a_thread(
+    env: LocalEnvironment, files: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within `SNAPSHOT_ON_LOOP` the snapshot is read on the event loop, past it in a worker thread (a long walk holds
+    no other trial up): the same walk, the same entries."""
+    from pytest_skilleval.harbor.local_env import SNAPSHOT_ON_LOOP
+
+    threaded: list[object] = []
+    real_to_thread = asyncio.to_thread
+
+    async def recording_to_thread(function: object, /, *args: object, **kwargs: object) -> object:
+        threaded.append(function)
+        return await real_to_thread(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_env_module.asyncio, "to_thread", recording_to_thread)
+    workspace = env.host_path("/workspace")
+    for index in range(files):
+        (workspace / f"f{index:04d}.txt").write_text(str(index))
+    found = run(env.workspace_snapshot())
+    assert found == check_runner.snapshot(str(workspace))
+    assert found is not None and len(found["entries"]) >= files
+    assert threaded == ([check_runner.snapshot] if files > SNAPSHOT_ON_LOOP[0] else [])
+
+
 def test_a_workspace_swapped_for_a_link_gives_no_snapshot(env: LocalEnvironment, outside: Path) -> None:
     workspace = env.host_path("/workspace")
     shutil.rmtree(workspace)

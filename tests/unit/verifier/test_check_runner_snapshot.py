@@ -115,3 +115,27 @@ def test_a_snapshot_that_cannot_open_its_folder_names_that_folder(tmp_path: Path
     assert check_runner.snapshot(str(tmp_path / "gone")) == {"error": f"{tmp_path}/gone: No such file or directory"}
     linked = check_runner.snapshot(str(tmp_path / "workspace"))
     assert linked["error"].startswith(f"{tmp_path}/workspace: ") and "entries" not in linked
+
+
+def test_a_bounded_snapshot_is_the_whole_snapshot_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`snapshot_within`: the same snapshot as `snapshot` for a folder within the bounds; None past either bound,
+    before any file past the byte bound is read."""
+    (tmp_path / "sub").mkdir()
+    for index in range(5):
+        (tmp_path / "sub" / f"f{index}.txt").write_text("x" * 100)
+    (tmp_path / "link").symlink_to("/etc/passwd")
+    whole = check_runner.snapshot(str(tmp_path))
+    assert len(whole["entries"]) == 6
+    assert check_runner.snapshot_within(str(tmp_path), (7, 500)) == whole  # 7 names (sub, link, 5 files), 500 bytes
+    assert check_runner.snapshot_within(str(tmp_path), (6, 500)) is None  # one name too many
+    hashed: list[str] = []
+    real_hash = check_runner.file_hash
+
+    def counting_hash(dir_fd: int, name: str, size: int) -> str:
+        hashed.append(name)
+        return real_hash(dir_fd, name, size)
+
+    monkeypatch.setattr(check_runner, "file_hash", counting_hash)
+    (tmp_path / "sub" / "f5.bin").write_bytes(b"b" * 2000)  # sorted first in its folder: past the bound at once
+    assert check_runner.snapshot_within(str(tmp_path), (100, 1000)) is None
+    assert "f5.bin" not in hashed
