@@ -37,6 +37,7 @@ from verifier.safe_paths import (
     shown_path,
     split_rel,
     too_large,
+    tree_within,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "read_files",
     "read_text",
     "remove_file",
+    "tree_within",
     "write_bytes",
     "write_text",
 ]

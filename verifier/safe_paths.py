@@ -211,3 +211,37 @@ def replace_into(
         except OSError:
             pass
         raise
+
+
+def tree_within(root: Path, rel: str | os.PathLike[str], within: tuple[int, int]) -> bool:
+    """Whether the folder root/rel holds at most `within` (names, bytes of its regular files), counted without
+    following a link or reading a file, and stopping as soon as either is passed: a caller copies a small folder at
+    once and a larger one where the copy holds nothing up. False when it cannot be read (the copy says why)."""
+    names_left, bytes_left = within
+
+    def fits(dir_fd: int) -> bool:
+        nonlocal names_left, bytes_left
+        with os.scandir(dir_fd) as found:
+            entries = list(found)
+        names_left -= len(entries)
+        if names_left < 0:
+            return False
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                sub = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    if not fits(sub):
+                        return False
+                finally:
+                    os.close(sub)
+            elif entry.is_file(follow_symlinks=False):
+                bytes_left -= entry.stat(follow_symlinks=False).st_size
+                if bytes_left < 0:
+                    return False
+        return True
+
+    try:
+        with opened_dir(root, split_rel(rel), str(root)) as top:
+            return fits(top)
+    except (OSError, ValueError):
+        return False

@@ -81,8 +81,10 @@ LOCAL_ENV_IMPORT_PATH = "pytest_skilleval.harbor.local_env:LocalEnvironment"
 
 WORKSPACE = "/workspace"
 HOME = "/root"
-# The workspace snapshot is read on the event loop up to this many names and file bytes, else in a worker thread.
+# The workspace snapshot is read, and a downloaded folder copied, on the event loop up to this many names and file
+# bytes, else in a worker thread.
 SNAPSHOT_ON_LOOP = (256, 1024 * 1024)
+COPY_ON_LOOP = (64, 1024 * 1024)
 SANDBOX_DIRNAME = "local-sandbox"
 __all__ = ["TIMEOUT_EXIT_CODE", "LocalEnvironment", "bwrap_available", "harbor_variables"]
 # Host variables a none-mode command must not inherit: they would point tmux at the host's own server.
@@ -439,9 +441,9 @@ class LocalEnvironment(BaseEnvironment):
     # the runner staged (size-capped at staging), a few files each, or in a regrade's separate verifier sandbox the
     # artifacts already capped when downloaded. Beside the loop, which holds the interpreter lock
     # while trials run, a worker thread waits for that lock again after each of its system calls: at 100 trials in
-    # flight these hand-overs were half the pytest process's context switches and about a fifth of its CPU
-    # (docs/performance.md). Downloads and the workspace snapshot read what the agent left, of any size: those stay
-    # in a worker thread, so a large one never stalls the other trials.
+    # flight these hand-overs were half the pytest process's context switches (docs/performance.md). Downloads and
+    # the workspace snapshot read what the agent left, of any size: a large one goes to a worker thread, so it never
+    # stalls the other trials.
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self._remote_call()
@@ -484,9 +486,11 @@ class LocalEnvironment(BaseEnvironment):
         if not os.path.lexists(self.sandbox_dir):
             return
         limits = safe_io.CopyLimits(max_file_bytes=MAX_DOWNLOAD_FILE_BYTES, max_total_bytes=MAX_DOWNLOAD_BYTES)
-        refused = await asyncio.to_thread(
-            safe_io.copy_tree, self.rootfs, self._rootfs_rel(source_dir), Path(target_dir), limits=limits, label="/"
-        )
+        source = self._rootfs_rel(source_dir)
+        copy = partial(safe_io.copy_tree, self.rootfs, source, Path(target_dir), limits=limits, label="/")
+        # What the agent left is of any size: a small folder (most logs) is copied here on the loop, a larger one in
+        # a worker thread (see `upload_file`).
+        refused = copy() if safe_io.tree_within(self.rootfs, source, COPY_ON_LOOP) else await asyncio.to_thread(copy)
         if limits.left_out:
             note_left_out(source_dir, Path(target_dir), limits.left_out)
         if refused:

@@ -18,7 +18,7 @@ from pytest_skilleval.harbor import case_checks
 from pytest_skilleval.harbor import local_env as local_env_module
 from pytest_skilleval.harbor.local_env import SANDBOX_DIRNAME, LocalEnvironment
 from tests.e2e.conftest import make_env
-from verifier import check_runner
+from verifier import check_runner, safe_io
 from verifier.check_host import Snapshot
 
 pytestmark = pytest.mark.e2e
@@ -240,22 +240,28 @@ def test_the_workspace_snapshot_is_read_on_the_host_as_the_sandbox_sees_it(
     assert_untouched(outside)
 
 
+@pytest.fixture
+def threaded(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What the local environment hands to a worker thread (`asyncio.to_thread`), recorded."""
+    calls: list[object] = []
+    real_to_thread = asyncio.to_thread
+
+    async def recording_to_thread(function: object, /, *args: object, **kwargs: object) -> object:
+        calls.append(function)
+        return await real_to_thread(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local_env_module.asyncio, "to_thread", recording_to_thread)
+    return calls
+
+
 @pytest.mark.parametrize("files", [3, 300], ids=["small-on-the-loop", "large-in-a-thread"])
 def test_a_workspace_snapshot_is_the_same_walk_on_the_loop_or_in_a_thread(
-    env: LocalEnvironment, files: int, monkeypatch: pytest.MonkeyPatch
+    env: LocalEnvironment, files: int, threaded: list[object]
 ) -> None:
     """Within `SNAPSHOT_ON_LOOP` the snapshot is read on the event loop, past it in a worker thread (a long walk holds
     no other trial up): the same walk, the same entries."""
     from pytest_skilleval.harbor.local_env import SNAPSHOT_ON_LOOP
 
-    threaded: list[object] = []
-    real_to_thread = asyncio.to_thread
-
-    async def recording_to_thread(function: object, /, *args: object, **kwargs: object) -> object:
-        threaded.append(function)
-        return await real_to_thread(function, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(local_env_module.asyncio, "to_thread", recording_to_thread)
     workspace = env.host_path("/workspace")
     for index in range(files):
         (workspace / f"f{index:04d}.txt").write_text(str(index))
@@ -263,6 +269,27 @@ def test_a_workspace_snapshot_is_the_same_walk_on_the_loop_or_in_a_thread(
     assert found == check_runner.snapshot(str(workspace))
     assert found is not None and len(found["entries"]) >= files
     assert threaded == ([check_runner.snapshot] if files > SNAPSHOT_ON_LOOP[0] else [])
+
+
+@pytest.mark.parametrize("files", [3, 100], ids=["small-on-the-loop", "large-in-a-thread"])
+def test_a_download_is_the_same_copy_on_the_loop_or_in_a_thread(
+    env: LocalEnvironment, files: int, threaded: list[object], tmp_path: Path
+) -> None:
+    """A folder within `COPY_ON_LOOP` is downloaded on the event loop, a larger one in a worker thread: the same
+    copy either way, a link in it refused alike."""
+    from pytest_skilleval.harbor.local_env import COPY_ON_LOOP
+
+    logs = env.host_path("/logs/agent")
+    (logs / "deep").mkdir(parents=True, exist_ok=True)
+    for index in range(files):
+        (logs / "deep" / f"f{index:03d}.txt").write_text(str(index))
+    (logs / "planted").symlink_to("/etc")
+    target = tmp_path / "downloaded"
+    with pytest.raises(safe_io.UnsafePathError, match="planted"):
+        run(env.download_dir("/logs/agent", target))
+    assert sorted(path.name for path in (target / "deep").iterdir()) == [f"f{index:03d}.txt" for index in range(files)]
+    assert not (target / "planted").exists()
+    assert len(threaded) == (1 if files + 2 > COPY_ON_LOOP[0] else 0)
 
 
 def test_a_workspace_swapped_for_a_link_gives_no_snapshot(env: LocalEnvironment, outside: Path) -> None:

@@ -287,3 +287,22 @@ def test_a_tree_thousands_deep_is_cut_at_the_depth_limit_and_the_rest_copied(tmp
     refused = safe_io.copy_tree(src, "", tmp_path / "dst2")
     assert len(refused) == 1 and f"more than {safe_io.MAX_COPY_DEPTH} folders deep" in refused[0]
     shutil.rmtree(src)
+
+
+def test_tree_within_counts_names_and_file_bytes_without_following_links(tmp_path: Path) -> None:
+    """A small folder is within its bounds; one name or one byte more is not; a link is a name, never followed
+    (what it points at counts nothing); an unreadable or missing folder is not within (the copy says why)."""
+    root = tmp_path / "root"
+    (root / "logs" / "sub").mkdir(parents=True)
+    (root / "logs" / "a.txt").write_bytes(b"a" * 300)
+    (root / "logs" / "sub" / "b.txt").write_bytes(b"b" * 200)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "huge.bin").write_bytes(b"h" * 10_000)
+    (root / "logs" / "to-outside").symlink_to(outside)
+    assert safe_io.tree_within(root, "logs", (4, 500))  # a.txt, sub, to-outside, sub/b.txt; 500 bytes
+    assert not safe_io.tree_within(root, "logs", (3, 500))
+    assert not safe_io.tree_within(root, "logs", (4, 499))
+    assert not safe_io.tree_within(root, "missing", (100, 100))
+    (root / "linked").symlink_to(root / "logs")
+    assert not safe_io.tree_within(root, "linked", (100, 100_000))  # a link at the folder itself: never walked
