@@ -1,7 +1,7 @@
 """One `exec`: start a command through the trial's keeper, wait with a timeout, kill its process group after.
 
-Output goes to unnamed temp files, not pipes, so waiting never depends on background children closing a pipe.
-The command's own process group dies when it ends (its `&` children with it, as before); what it detached
+Output goes to anonymous in-memory files (memfd), not pipes, so waiting never depends on background children
+closing a pipe. The command's own process group dies when it ends (its `&` children with it, as before); what it detached
 (`setsid`, a daemon such as a tmux server) lives on until the trial stops, when the keeper kills it.
 
 Output is capped while the command runs (docs/security.md, "Output caps"): past 16 MiB of stdout and stderr
@@ -20,13 +20,12 @@ import contextlib
 import logging
 import os
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from harbor.environments.base import ExecResult
 
@@ -195,6 +194,16 @@ async def _started(spawned: Spawned) -> int:
         raise
 
 
+def _output_file(stream: str) -> IO[bytes]:
+    """Where a command's stdout or stderr goes: an anonymous file in memory (memfd), not one in the temp folder.
+
+    Why: each command's two temp files were new inodes on the temp folder's file system, and on ext4 picking a free
+    inode (it checks the inode was not freed recently) was about 2.5% of the pytest process's CPU at 100 trials in
+    flight. Memory is the same as before: a deleted temp file's pages stay in the page cache (never written back),
+    and past MAX_COMMAND_OUTPUT_BYTES the watcher ends the command either way."""
+    return os.fdopen(os.memfd_create(f"skilleval-{stream}", os.MFD_CLOEXEC), "w+b")
+
+
 async def run_command(
     keeper: ProcessKeeper,
     argv: list[str],
@@ -205,7 +214,7 @@ async def run_command(
     join_net: bool = False,
     budget: OutputBudget | None = None,
 ) -> ExecResult:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with _output_file("stdout") as out, _output_file("stderr") as err:
         spawned = keeper.spawn(argv, cwd, env, out.fileno(), err.fileno(), join_net=join_net)
         pid = await _started(spawned)
         exited = asyncio.wrap_future(spawned.exited)
