@@ -121,7 +121,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         peak_processes = max(peak_processes, len(pids))
         peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
         own = _own_cpu_s(root) or own
-        for pid in (root, *_xdist_workers(root)):
+        for pid in (root, *(_xdist_workers(pids[1:]) if os.environ.get("BENCH_XDIST") else [])):
             pytest_cpu[pid] = _own_cpu_s(pid) or pytest_cpu.get(pid, 0.0)
 
     elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
@@ -161,16 +161,16 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     )
 
 
-def _xdist_workers(root: int) -> list[int]:
-    """The pytest-xdist workers among `root`'s children (started by execnet as `python -c ...`)."""
+def _xdist_workers(pids: list[int]) -> list[int]:
+    """The pytest-xdist workers among `pids` (execnet starts each as `python -u -c <bootstrap>`)."""
     workers = []
-    for pid in _tree(root)[1:]:
+    for pid in pids:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if len(argv) > 2 and argv[1] == b"-c" and argv[2].startswith(b"import sys;exec(eval(sys.stdin"):
+        if b"-c" in argv and argv[argv.index(b"-c") + 1 :][:1] == [b"import sys;exec(eval(sys.stdin.readline()))"]:
             workers.append(pid)
     return workers
 
