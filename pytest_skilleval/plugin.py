@@ -123,6 +123,14 @@ class XdistHooks:
             node.workerinput[AUTOPILOT_KEY] = state.autopilot_swaps
             state.signals.workers = child_pids
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """A worker stopped by a Ctrl+C (or the SIGTERM passed on to it as one) stops the run here as a Ctrl+C
+        does: otherwise xdist takes it for a crashed worker and starts another, which a session already stopping
+        never shuts down (seen once in CI: the controller waited on the new worker for good)."""
+        if error == "keyboard-interrupt":
+            raise KeyboardInterrupt
+
 
 @pytest.hookimpl(tryfirst=True)  # before the terminal reporter asks for the header
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -149,3 +149,17 @@ def test_signals_end_the_run_like_one_ctrl_c(
     assert (latest.parent / previous_run / "result.json").read_bytes() == previous_bytes
     time.sleep(0.5)
     assert _leftovers(sleep) == []
+
+
+@pytest.mark.parametrize(("error", "stops"), [("keyboard-interrupt", True), ("crashed", False), (None, False)])
+def test_a_worker_stopped_by_ctrl_c_stops_the_controller_rather_than_being_replaced(error: object, stops: bool) -> None:
+    """xdist reports a worker that ended on a Ctrl+C as down with "keyboard-interrupt" and would start another in
+    its place; the controller stops as on its own Ctrl+C instead. A crashed worker is left to xdist."""
+    from pytest_skilleval.plugin import XdistHooks
+
+    hooks = XdistHooks()
+    if stops:
+        with pytest.raises(KeyboardInterrupt):
+            hooks.pytest_testnodedown(node=object(), error=error)
+    else:
+        hooks.pytest_testnodedown(node=object(), error=error)  # returns: xdist decides
