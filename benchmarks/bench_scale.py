@@ -16,6 +16,7 @@ CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing l
 Run: .venv/bin/python benchmarks/bench_scale.py [TRIALS] [CONCURRENCY ...]   (default 1000 at 25 50 100 200;
 BENCH_HARBOR=0 skips Harbor's side; BENCH_ENV_KWARG=remote_latency_ms=20 runs both through a remote-like sandbox;
 BENCH_ATTEMPTS=N runs the plugin's trials as TRIALS/N cases x N attempts, as real evals run, instead of one a case;
+BENCH_TRIAL_PROCESSES=N runs the plugin's trials in N trial processes (`--trial-processes N`) and prints their CPU;
 BENCH_XDIST=W runs the plugin's side with `-n W`, each worker keeping CONCURRENCY/W in flight, and prints the busiest
 pytest process's own CPU; BENCH_CODE=DIR runs the plugin's side on the package in checkout DIR, e.g. a
 `git worktree` of the commit to compare with)
@@ -52,6 +53,7 @@ class Scaled:
     left_behind: int
     exited_at: float = 0.0  # wall clock (time.time()) when the process was seen to exit
     busiest_cpu_s: float = 0.0  # under BENCH_XDIST: the busiest pytest process's own CPU (controller or worker)
+    driver_cpu_s: float = 0.0  # under BENCH_TRIAL_PROCESSES: the trial processes' CPU, all of them
     session_end_s: float | None = None  # the last trial's end to the process's exit
 
 
@@ -114,6 +116,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     peak_processes, peak_pss, own = 0, 0, 0.0
 
     pytest_cpu: dict[int, float] = {}
+    driver_cpu: dict[int, float] = {}
 
     def sample(root: int) -> None:
         nonlocal peak_processes, peak_pss, own
@@ -123,6 +126,9 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         own = _own_cpu_s(root) or own
         for pid in (root, *(_xdist_workers(pids[1:]) if os.environ.get("BENCH_XDIST") else [])):
             pytest_cpu[pid] = _own_cpu_s(pid) or pytest_cpu.get(pid, 0.0)
+        if os.environ.get("BENCH_TRIAL_PROCESSES"):
+            for pid in _trial_processes(pids[1:]):
+                driver_cpu[pid] = _own_cpu_s(pid) or driver_cpu.get(pid, 0.0)
 
     elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
@@ -158,7 +164,21 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         left_behind,
         exited_at,
         busiest_cpu_s=max(pytest_cpu.values(), default=own),
+        driver_cpu_s=sum(driver_cpu.values()),
     )
+
+
+def _trial_processes(pids: list[int]) -> list[int]:
+    """The trial processes (`--trial-processes`) among `pids`."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if b"pytest_skilleval.harbor.trial_driver" in handle.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
 
 
 def _xdist_workers(pids: list[int]) -> list[int]:
@@ -201,6 +221,8 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
     (project / "bench_probe.py").write_text(PROBE)
     extra = [*env_args(), *(["--n-attempts", str(attempts)] if attempts > 1 and trials > 1 else [])]
     workers = int(os.environ.get("BENCH_XDIST", "0")) if trials > 1 else 0
+    if os.environ.get("BENCH_TRIAL_PROCESSES"):
+        extra += ["--trial-processes", os.environ["BENCH_TRIAL_PROCESSES"]]
     if workers > 1:  # the concurrency is the whole run's: each worker keeps its share in flight
         extra += ["-n", str(workers)]
         concurrency = max(1, concurrency // workers)
@@ -266,6 +288,11 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         + (
             f"busiest pytest process {measured.busiest_cpu_s / trials * 1000:5.1f} ms/trial  "
             if os.environ.get("BENCH_XDIST")
+            else ""
+        )
+        + (
+            f"trial processes {measured.driver_cpu_s / trials * 1000:5.1f} ms/trial  "
+            if os.environ.get("BENCH_TRIAL_PROCESSES")
             else ""
         )
         + f"(CPU speed loop {cpu_speed():.2f} s)"

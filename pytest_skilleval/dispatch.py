@@ -8,10 +8,11 @@ worker's own queue (the indices the controller sent it), so a worker never start
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +23,9 @@ from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.plan import TrialSpec
+
+if TYPE_CHECKING:
+    from pytest_skilleval.harbor.trial_processes import TrialProcesses
 
 SCHEDULER_KEY = pytest.StashKey[TrialScheduler]()
 STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
@@ -81,22 +85,47 @@ def _scheduler(session: pytest.Session, runner: Any, state: SkillEvalSession) ->
         return None
     scheduler = session.stash.get(SCHEDULER_KEY, None)
     if scheduler is None:
+        processes = _trial_processes(runner, state)
         scheduler = TrialScheduler(
-            _routed(runner), lambda path: state.skill(path).settings, stop_on_pass(session), state.budget
+            _routed(runner, state, processes),
+            lambda path: state.skill(path).settings,
+            stop_on_pass(session),
+            state.budget,
+            closing=processes.close if processes is not None else None,
         )
         session.stash[SCHEDULER_KEY] = scheduler
     return scheduler
 
 
-def _routed(runner: Any) -> Any:
-    """The scheduler's trial function: a trigger item's trial (harbor/trigger_trial.py) or a case's."""
+def _trial_processes(runner: Any, state: SkillEvalSession) -> TrialProcesses | None:
+    """The trial processes (--trial-processes), when a skill asks for them and the runner is the plugin's own."""
+    from pytest_skilleval.harbor.runner import SkillEvalRunner
+
+    if not isinstance(runner, SkillEvalRunner):
+        return None
+    settings = {}
+    for path in state.skills:
+        with contextlib.suppress(Exception):  # a skill whose settings do not load has no trial to run
+            settings[path] = state.skill(path).settings
+    count = max((found.trial_processes for found in settings.values()), default=0)
+    if count == 0:
+        return None
+    from pytest_skilleval.harbor.trial_processes import TrialProcesses
+
+    return TrialProcesses(count, runner.run_dir, runner.run_id, settings)
+
+
+def _routed(runner: Any, state: SkillEvalSession, processes: TrialProcesses | None = None) -> Any:
+    """The scheduler's trial function: in a trial process when the skill asks for them (and its trials are not
+    Docker's, whose Ctrl+C clean-up lives in this process), else here on the loop."""
+    from pytest_skilleval.harbor.trial_driver import run_spec
 
     async def run(spec: TrialSpec) -> Any:
-        if spec.source == "trigger":
-            from pytest_skilleval.harbor.trigger_trial import run_trigger_trial
-
-            return await run_trigger_trial(runner, spec)
-        return await runner.run_async(spec)
+        if processes is not None:
+            settings = state.skill(spec.skill_dir).settings
+            if settings.trial_processes > 0 and settings.env_mode != "docker":
+                return await processes.run(spec)
+        return await run_spec(runner, spec)
 
     return run
 

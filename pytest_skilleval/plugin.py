@@ -61,23 +61,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not config.getoption("skill_eval", False):
         return
-    from pytest_skilleval.harbor.process_env import (
-        default_env,
-        hold_trial_logs,
-        quiet_harbor_logs,
-        raise_open_file_limit,
-        raise_process_limit,
-    )
+    from pytest_skilleval.harbor.process_env import prepare_process
 
-    default_env()
-    raise_open_file_limit()
-    raise_process_limit()
-    # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported
-    if not (
-        config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
-    ):
-        quiet_harbor_logs()
-        hold_trial_logs()  # each trial's warnings go under its own item, not whichever item is in setup
+    # a level the user asked for wins; under --co nothing runs, and Harbor itself is never imported; otherwise each
+    # trial's warnings go under its own item, not whichever item is in setup
+    prepare_process(
+        hold_logs=not (
+            config.getoption("collectonly", False) or config.getoption("log_level", None) or config.getini("log_level")
+        )
+    )
     # Harbor warns about its own API churn on every trial, from whichever thread runs it; not the author's concern.
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:harbor")
     sources = options.read_sources(config)

@@ -165,6 +165,15 @@ def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def logging_agent_log(project: SkillProject, monkeypatch: Any, source: str | None = None) -> Path:
+    """`logging_agent.py` (LOGGING_AGENT, or `source`) importable by the run, and the log its agents write to."""
+    project.pytester.makepyfile(logging_agent=source or LOGGING_AGENT)
+    monkeypatch.setenv("PYTHONPATH", str(project.root))
+    log = project.root / "agent.log"
+    monkeypatch.setenv("SKILLEVAL_TEST_LOG", str(log))
+    return log
+
+
 # A Harbor agent for tests that observe when trials run: it sleeps $SKILLEVAL_TEST_SLEEP seconds (default 0.4) and
 # logs its start and end, with its class name, to $SKILLEVAL_TEST_LOG. Import it as `logging_agent:LoggingAgent`.
 LOGGING_AGENT = '''
@@ -191,7 +200,8 @@ class LoggingAgent(BaseAgent):
         log = os.environ["SKILLEVAL_TEST_LOG"]
         me = type(self).__name__
         with open(log, "a") as handle:
-            handle.write(json.dumps({"agent": me, "event": "start", "t": time.monotonic()}) + "\\n")
+            started = {"agent": me, "event": "start", "t": time.monotonic(), "pid": os.getpid(), "ppid": os.getppid()}
+            handle.write(json.dumps(started) + "\\n")
         await asyncio.sleep(float(os.environ.get("SKILLEVAL_TEST_SLEEP", "0.4")))
         with open(log, "a") as handle:
             handle.write(json.dumps({"agent": me, "event": "end", "t": time.monotonic()}) + "\\n")

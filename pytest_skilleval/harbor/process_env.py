@@ -24,6 +24,18 @@ def default_env() -> None:
     os.environ["PYTHON_DOTENV_DISABLED"] = "1"
 
 
+def prepare_process(*, hold_logs: bool) -> None:
+    """What a process that runs trials sets before Harbor is imported: the environment defaults, its soft limits
+    raised, and (`hold_logs`, unless the user asked for a log level) Harbor's chatter quieted and each trial's
+    warnings held for its own item."""
+    default_env()
+    raise_open_file_limit()
+    raise_process_limit()
+    if hold_logs:
+        quiet_harbor_logs()
+        hold_trial_logs()
+
+
 def quiet_harbor_logs(level: int = logging.WARNING) -> None:
     """Harbor pins its logger at DEBUG, so pytest's log capture printed every trial's chatter ("does not declare
     an options_model", from any trial in flight) under a failing item; keep its warnings and errors only."""
@@ -64,10 +76,13 @@ class TrialLogs(logging.Handler):
         except Exception:  # noqa: BLE001 - logging's own contract: a bad record never raises into the caller
             self.handleError(record)
             return
+        self.hold(trial, [line])
+
+    def hold(self, trial: str, lines: list[str]) -> None:
+        """Keep `lines` for the trial named `trial`, within the caps."""
         with self._guard:
-            lines = self._lines.setdefault(trial, [])
-            if len(lines) < self.MAX_LINES:
-                lines.append(line)
+            held = self._lines.setdefault(trial, [])
+            held.extend(lines[: max(0, self.MAX_LINES - len(held))])
             while len(self._lines) > self.MAX_TRIALS:
                 self._lines.pop(next(iter(self._lines)))
 
@@ -94,6 +109,12 @@ def not_a_trial_record(record: logging.LogRecord) -> bool:
     """A filter for pytest's capture handlers (they also attach to non-propagating loggers, so propagation cannot
     keep a record from them): a held trial's record is reported under its own item instead."""
     return _trial_logs is None or not record.name.startswith(TRIAL_LOGGERS + ".")
+
+
+def hand_over_trial_logs(trial: str, lines: list[str]) -> None:
+    """Lines a trial logged in another process (a trial process), held here as if logged here."""
+    if _trial_logs is not None:
+        _trial_logs.hold(trial, lines)
 
 
 def trial_log_lines(trial: str) -> list[str]:

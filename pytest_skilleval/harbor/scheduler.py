@@ -79,8 +79,10 @@ class TrialScheduler:
         settings_for: SettingsFor,
         stop_on_pass: StopOnPass,
         budget_for: Callable[[Path], Budget | None] = lambda _: None,
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._budget_for = budget_for
+        self._closing = closing  # at shutdown, once the trials are cancelled: what ran them ends (trial processes)
         self._run_trial = run_trial
         self._settings_for = settings_for
         self._stop_on_pass = stop_on_pass
@@ -194,6 +196,8 @@ class TrialScheduler:
         for task in waiting:
             task.cancel()
         self._tasks.clear()
+        if self._closing is not None:
+            self._run(self._closing())
         if self._drain():
             self._run(self._loop.shutdown_default_executor())
             self._loop.remove_reader(self._wakeup_read.fileno())

@@ -34,6 +34,13 @@ class SkillFolder:
         self._datasets: dict[Path, tuple[str, Dataset]] = {}
         self._once: dict[str, Any] = {}
 
+    @classmethod
+    def with_settings(cls, path: Path, settings: RunSettings) -> SkillFolder:
+        """The skill with settings another process already merged (a trial process): not merged or read again."""
+        folder = cls(path, lambda _raw: settings)
+        folder.__dict__["settings"] = settings  # cached_property's own slot
+        return folder
+
     @property
     def name(self) -> str:
         return self.path.name

@@ -115,6 +115,7 @@ GradingMode = Annotated[
 Threshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Multiplier = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveCount = Annotated[int, Field(ge=1)]
+NonNegativeCount = Annotated[int, Field(ge=0, le=64)]
 
 
 class RunSettings(BaseModel):
@@ -269,6 +270,17 @@ class RunSettings(BaseModel):
             measured=False,
         ),
     ] = 4
+    trial_processes: Annotated[
+        NonNegativeCount,
+        Setting(
+            "Run the trials in N processes beside pytest's, each with its own event loop, so Harbor's trial "
+            "machinery and the grading use more than one core (0: in the pytest process). Not under Docker.",
+            parse=int,
+            metavar="N",
+            config="harbor.trial_processes",
+            measured=False,
+        ),
+    ] = 0
     changed_since: Annotated[
         str | None,
         Setting(

@@ -11,16 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, LOGGING_AGENT, SkillProject, simple_entries
+from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, logging_agent_log, simple_entries
 
 
 @pytest.fixture
 def agent_log(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch) -> Path:
-    skill_project.pytester.makepyfile(logging_agent=LOGGING_AGENT)
-    monkeypatch.setenv("PYTHONPATH", str(skill_project.root))
-    log = skill_project.root / "agent.log"
-    monkeypatch.setenv("SKILLEVAL_TEST_LOG", str(log))
-    return log
+    return logging_agent_log(skill_project, monkeypatch)
 
 
 def _events(log: Path) -> list[dict]:
