@@ -45,8 +45,17 @@ def _trial_files(project: SkillProject) -> list[Path]:
         (0, signal.SIGINT, ("-n", "2", "--n-concurrent", "1")),
         (1, signal.SIGTERM, ("-n", "2")),
         (2, signal.SIGINT, ("--n-concurrent", "1")),
+        (1, signal.SIGINT, ("--trial-processes", "1")),
+        (2, signal.SIGTERM, ("--trial-processes", "2", "--n-concurrent", "2")),
     ],
-    ids=["0-of-1-sigterm", "0-of-1-ctrl-c-xdist-serial", "1-of-2-sigterm-xdist", "2-of-3-ctrl-c-serial"],
+    ids=[
+        "0-of-1-sigterm",
+        "0-of-1-ctrl-c-xdist-serial",
+        "1-of-2-sigterm-xdist",
+        "2-of-3-ctrl-c-serial",
+        "1-of-2-ctrl-c-trial-process",
+        "2-of-3-sigterm-trial-processes",
+    ],
 )
 def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
     skill_project: SkillProject, finished: int, sig: int, extra: tuple[str, ...]
@@ -77,6 +86,7 @@ def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
             os.killpg(proc.pid, signal.SIGKILL)
     text = output.decode(errors="replace")
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+    assert not _leftovers(sleep), text  # the slow trial's command ended with the run, wherever the trial ran
 
     (run,) = sorted((skill_project.root / "results" / "demo").glob("2*"))
     result = json.loads((run / "result.json").read_text())
