@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_skilleval.harbor.trial_processes import TrialProcesses
 
 SCHEDULER_KEY = pytest.StashKey[TrialScheduler]()
+PROCESSES_KEY = pytest.StashKey["TrialProcesses"]()
 STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
 POSITIONS_KEY = pytest.StashKey[dict[str, int]]()
 FATES_KEY = pytest.StashKey[dict[str, Fate]]()
@@ -86,6 +87,8 @@ def _scheduler(session: pytest.Session, runner: Any, state: SkillEvalSession) ->
     scheduler = session.stash.get(SCHEDULER_KEY, None)
     if scheduler is None:
         processes = _trial_processes(runner, state)
+        if processes is not None:
+            session.stash[PROCESSES_KEY] = processes
         scheduler = TrialScheduler(
             _routed(runner, state, processes),
             lambda path: state.skill(path).settings,
@@ -240,6 +243,14 @@ def _regrade(item: SkillEvalItem, source: Path, runner: Any, state: SkillEvalSes
     return Regrader(source, work, rerun if callable(rerun) else None).regrade(
         item.spec, settings, judge, has_grader=skill.grader is not None
     )
+
+
+def reap(session: pytest.Session) -> None:
+    """Wait for the trial processes stopped by `shutdown` to exit (called once the results are written)."""
+    processes = session.stash.get(PROCESSES_KEY, None)
+    if processes is not None:
+        del session.stash[PROCESSES_KEY]
+        processes.reap()
 
 
 def shutdown(session: pytest.Session) -> None:

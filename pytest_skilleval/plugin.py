@@ -364,6 +364,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
         stop_bridges()
     if _is_worker(session.config):
+        _reap_trial_processes(session)
         return
     state.early.trials_over()  # the last job folders' deletion and the trial files' sync start now
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
@@ -377,6 +378,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             finish_session(state, session, exitstatus)
     finally:
         remove_job_folders(state)
+        _reap_trial_processes(session)  # they exit while the results are written
+
+
+def _reap_trial_processes(session: pytest.Session) -> None:
+    if "pytest_skilleval.dispatch" in sys.modules:
+        from pytest_skilleval.dispatch import reap
+
+        reap(session)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -88,7 +88,8 @@ class _Child:
         except (ConnectionError, ValueError) as error:
             self.stderr.append(f"(reading its answers: {error})")
         finally:
-            await self._died()
+            if not self.closed:  # closed by `close`: nothing waits any more
+                await self._died()
 
     async def _read_stderr(self, errors: asyncio.StreamReader) -> None:
         with contextlib.suppress(ConnectionError, ValueError):
@@ -196,19 +197,37 @@ class TrialProcesses:
         child.waiting.pop(number, None)
 
     async def close(self) -> None:
-        """End every child: its socket closed (it cancels what it still runs), its exit awaited, killed if late."""
+        """Stop every child: its socket closed, so it cancels what it still runs and exits; `reap` awaits that
+        exit, so the results are written meanwhile."""
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
+        # What is still awaited was cancelled (the scheduler delivered the rest): cancelled in the child now (again,
+        # if its own cancellation already asked), its answer awaited in the grace period, before the sockets close.
+        waiting = [(child, number) for child in self._children for number in child.waiting]
+        for child, number in waiting:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await child.send({"cancel": number})
+        answers = [future for child in self._children for future in child.waiting.values()]
+        if answers:
+            await asyncio.wait(answers, timeout=CANCEL_GRACE_SECONDS)
         for child in self._children:
+            child.closed = True
+            for future in child.waiting.values():
+                if not future.done():
+                    future.set_exception(TrialProcessError(f"trial process {child.index} was stopped"))
+            child.waiting.clear()
             if child.writer is not None:
                 child.writer.close()
+            for task in child.tasks:
+                task.cancel()
+            await asyncio.gather(*child.tasks, return_exceptions=True)
+
+    def reap(self) -> None:
+        """Wait for every child closed by `close` to exit; one still running after the grace period is killed."""
         for child in self._children:
             try:
-                await asyncio.to_thread(child.process.wait, CANCEL_GRACE_SECONDS + 5)
+                child.process.wait(CANCEL_GRACE_SECONDS + 5)
             except subprocess.TimeoutExpired:
                 child.process.kill()
-                await asyncio.to_thread(child.process.wait)
-            for task in child.tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await asyncio.wait_for(task, 5)
+                child.process.wait()
         self._children = []

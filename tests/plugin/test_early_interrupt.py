@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilleval.harbor.scheduler import CANCEL_GRACE_SECONDS
 from tests.plugin.test_signals import _argv, _leftovers, _unique_sleep
 from tests.support import SkillProject, default_ctrl_c, simple_entries
 
@@ -80,13 +81,17 @@ def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
             assert proc.poll() is None and time.monotonic() < deadline, "the slow trial never started"
             time.sleep(0.1)
         proc.send_signal(sig)
+        signalled = time.monotonic()
         output, _ = proc.communicate(timeout=120)
+        stopping = time.monotonic() - signalled
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     text = output.decode(errors="replace")
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
     assert not _leftovers(sleep), text  # the slow trial's command ended with the run, wherever the trial ran
+    # its cancellation was delivered, not waited out (the grace period a trial's clean-up gets is 30 s)
+    assert stopping < CANCEL_GRACE_SECONDS, text
 
     (run,) = sorted((skill_project.root / "results" / "demo").glob("2*"))
     result = json.loads((run / "result.json").read_text())
