@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import signal
 import socket
 import sys
@@ -200,5 +201,18 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def exit_now(status: int) -> None:
+    """End the process once its exit handlers ran (the keeper launcher's close among them), without the
+    interpreter's teardown of every module and object a long run left (a multiprocessing child ends the same way):
+    the pytest process waits for this exit before its own."""
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))

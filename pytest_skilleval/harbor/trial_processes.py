@@ -30,6 +30,7 @@ from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.triggering import TriggerRecord
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
+from verifier.redact import Redactor
 
 STDERR_LINES = 20  # a dead child's last lines, for its trials' error
 
@@ -53,8 +54,9 @@ class TrialProcessError(Exception):
 class _Child:
     """One trial process: its socket, its trials in flight by number, the last lines it printed."""
 
-    def __init__(self, index: int, process: subprocess.Popen[bytes], sock: socket.socket) -> None:
+    def __init__(self, index: int, process: subprocess.Popen[bytes], sock: socket.socket, redactor: Redactor) -> None:
         self.index = index
+        self.redactor = redactor  # what it printed is shown only redacted
         self.process = process
         self.sock = sock
         self.waiting: dict[int, asyncio.Future[Answer]] = {}
@@ -102,7 +104,7 @@ class _Child:
         self.closed = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             await asyncio.to_thread(self.process.wait, 5)
-        tail = "\n".join(self.stderr)
+        tail = self.redactor.text("\n".join(self.stderr)) if self.stderr else ""
         error = self.gone = TrialProcessError(
             f"trial process {self.index} (pid {self.process.pid}) exited with status {self.process.returncode}"
             + (f"; its last lines:\n{tail}" if tail else "")
@@ -117,7 +119,7 @@ class TrialProcesses:
     """N trial processes started on first use, on the loop that runs the scheduler."""
 
     def __init__(self, count: int, run_dir: Path, run_id: str, skills: dict[Path, RunSettings]) -> None:
-        self.count = count
+        self.count = min(count, os.cpu_count() or 1)  # more than one a core gains nothing
         self.run_dir = run_dir
         self.run_id = run_id
         self.skills = skills
@@ -140,7 +142,12 @@ class TrialProcesses:
         finally:
             theirs.close()
         ours.setblocking(False)
-        return _Child(index, process, ours)
+        return _Child(index, process, ours, self._redactor())
+
+    def _redactor(self) -> Redactor:
+        kwargs = [settings.env_kwargs for settings in self.skills.values()]
+        kwargs += [agent for settings in self.skills.values() for agent in settings.agent_kwargs.values()]
+        return Redactor.from_environment(os.environ, kwargs)
 
     async def _start(self) -> list[_Child]:
         children = []

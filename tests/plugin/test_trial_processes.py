@@ -21,6 +21,9 @@ EXITING_AGENT = (
 class ExitingAgent(LoggingAgent):
     async def run(self, instruction, environment, context):
         await super().run(instruction, environment, context)
+        import sys
+        sys.stderr.write("about to exit, holding " + os.environ["SKILLEVAL_TEST_TOKEN"] + "\\n")
+        sys.stderr.flush()
         os._exit(3)
 '''
 )
@@ -129,8 +132,12 @@ def test_exitfirst_cancels_the_trials_in_flight_in_the_trial_process(
 
 
 def test_a_trial_process_that_dies_errors_its_trials_with_its_exit_status(
-    skill_project: SkillProject, agent_log: Path
+    skill_project: SkillProject, agent_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Its last lines are shown, redacted: a credential it printed never reaches the terminal."""
+    token = "sk-proj-" + "Q7x9" * 10
+    monkeypatch.setenv("SKILLEVAL_TEST_TOKEN", token)
+    monkeypatch.setenv("OPENAI_API_KEY", token)
     skill_project.make_skill("demo", simple_entries("c1", "c2"))
     result = skill_project.run(
         "--agents", "logging_agent:ExitingAgent", *RUN, "--n-concurrent", "1", "--trial-processes", "1", "-rE"
@@ -139,6 +146,8 @@ def test_a_trial_process_that_dies_errors_its_trials_with_its_exit_status(
     assert len(_starts(agent_log)) == 1  # the second trial was never started in a dead process
     assert result.stdout.str().count("trial process 0 (pid ") >= 2
     assert "exited with status 3" in result.stdout.str()
+    assert "about to exit, holding [REDACTED]" in result.stdout.str()
+    assert token not in result.stdout.str() + result.stderr.str()
 
 
 def test_a_docker_skill_runs_its_trials_in_the_pytest_process() -> None:
