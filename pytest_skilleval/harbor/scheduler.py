@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import FrameType
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.fate import StopOnPass, condition_key
@@ -199,7 +199,9 @@ class TrialScheduler:
         if self._closing is not None:
             self._run(self._closing())
         if self._drain():
-            self._run(self._loop.shutdown_default_executor())
+            # BaseEventLoop's shutdown takes a timeout: a stuck thread is left behind, not waited on for good
+            loop = cast(asyncio.BaseEventLoop, self._loop)
+            self._run(loop.shutdown_default_executor(CANCEL_GRACE_SECONDS))
             self._loop.remove_reader(self._wakeup_read.fileno())
             self._loop.close()
             self._wakeup_read.close()

@@ -152,14 +152,16 @@ class _Server:
         self.tasks[number] = asyncio.get_running_loop().create_task(one())
 
     def cancel(self, number: int) -> None:
+        """Cancel a trial once: a repeated cancel (the pytest process asks again at its session end) would cancel the
+        clean-up Harbor runs after the first (stopping the environment, recovering the agent's outputs)."""
         task = self.tasks.get(number)
-        if task is not None:
+        if task is not None and not task.cancelling():
             task.cancel()
 
     async def stop(self) -> None:
         """The socket closed: cancel what still runs and give its clean-up the grace period."""
-        for task in list(self.tasks.values()):
-            task.cancel()
+        for number in list(self.tasks):
+            self.cancel(number)
         left = [task for task in self.tasks.values() if not task.done()]
         if left:
             await asyncio.wait(left, timeout=CANCEL_GRACE_SECONDS)

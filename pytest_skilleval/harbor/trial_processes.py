@@ -22,6 +22,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from pytest_skilleval.harbor.process_env import hand_over_trial_logs
@@ -33,6 +34,7 @@ from pytest_skilleval.skill.settings import RunSettings
 from verifier.redact import Redactor
 
 STDERR_LINES = 20  # a dead child's last lines, for its trials' error
+SEND_TIMEOUT_SECONDS = 5.0  # a message is a few kilobytes: a child that takes longer to read it is not reading
 
 
 def sibling_run_dir(run_dir: Path) -> Path:
@@ -60,6 +62,7 @@ class _Child:
         self.process = process
         self.sock = sock
         self.waiting: dict[int, asyncio.Future[Answer]] = {}
+        self.cancelled: set[int] = set()  # trials whose `cancel` was sent (once is enough: the child cancels once)
         self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self.writer: asyncio.StreamWriter | None = None
         self.tasks: list[asyncio.Task[None]] = []
@@ -76,9 +79,21 @@ class _Child:
         await self.send(greeting)
 
     async def send(self, message: Answer) -> None:
+        """One message; a child that does not take it within the send timeout is treated as gone (ConnectionError)."""
         assert self.writer is not None
         self.writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
-        await self.writer.drain()
+        try:
+            await asyncio.wait_for(self.writer.drain(), SEND_TIMEOUT_SECONDS)
+        except TimeoutError:
+            raise ConnectionError(f"trial process {self.index} stopped reading its messages") from None
+
+    async def cancel(self, number: int) -> None:
+        """Ask the child to cancel this trial, once."""
+        if number in self.cancelled:
+            return
+        self.cancelled.add(number)
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self.send({"cancel": number})
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
@@ -126,6 +141,7 @@ class TrialProcesses:
         self._children: list[_Child] = []
         self._starting: asyncio.Task[list[_Child]] | None = None
         self._numbers = itertools.count(1)
+        self._grace_spent = False  # a child left a cancelled trial unanswered through the grace period
 
     def _spawn(self, index: int) -> _Child:
         ours, theirs = socket.socketpair()
@@ -197,10 +213,9 @@ class TrialProcesses:
         """Cancelled here (Ctrl+C, -x, a timeout): cancelled in the child, whose clean-up is awaited in the grace."""
         if future.done():
             return
-        with contextlib.suppress(ConnectionError, RuntimeError):
-            await child.send({"cancel": number})
+        await child.cancel(number)
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError, TrialProcessError, ConnectionError):
-            await asyncio.wait_for(future, CANCEL_GRACE_SECONDS)
+            await asyncio.wait_for(asyncio.shield(future), CANCEL_GRACE_SECONDS)  # still awaited by `close`
         child.waiting.pop(number, None)
 
     async def close(self) -> None:
@@ -208,15 +223,15 @@ class TrialProcesses:
         exit, so the results are written meanwhile."""
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
-        # What is still awaited was cancelled (the scheduler delivered the rest): cancelled in the child now (again,
-        # if its own cancellation already asked), its answer awaited in the grace period, before the sockets close.
+        # What is still awaited was cancelled (the scheduler delivered the rest): cancelled in the child now (unless
+        # its own cancellation already asked), its answer awaited in the grace period, before the sockets close.
         waiting = [(child, number) for child in self._children for number in child.waiting]
         for child, number in waiting:
-            with contextlib.suppress(ConnectionError, RuntimeError):
-                await child.send({"cancel": number})
+            await child.cancel(number)
         answers = [future for child in self._children for future in child.waiting.values()]
         if answers:
             await asyncio.wait(answers, timeout=CANCEL_GRACE_SECONDS)
+            self._grace_spent = any(not answer.done() or answer.cancelled() for answer in answers)
         for child in self._children:
             child.closed = True
             for future in child.waiting.values():
@@ -230,10 +245,12 @@ class TrialProcesses:
             await asyncio.gather(*child.tasks, return_exceptions=True)
 
     def reap(self) -> None:
-        """Wait for every child closed by `close` to exit; one still running after the grace period is killed."""
+        """Wait for every child closed by `close` to exit; one still running after the grace period is killed (at
+        once, nearly, when `close` already waited the grace out: one grace period in all, not one per step)."""
+        deadline = time.monotonic() + (5.0 if self._grace_spent else CANCEL_GRACE_SECONDS + 5)
         for child in self._children:
             try:
-                child.process.wait(CANCEL_GRACE_SECONDS + 5)
+                child.process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.process.kill()
                 child.process.wait()

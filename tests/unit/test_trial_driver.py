@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import socket
 from pathlib import Path
 
 from pytest_skilleval.harbor.process_env import TrialLogs
-from pytest_skilleval.harbor.trial_driver import answer_for, hello, record_from, runner_from
+from pytest_skilleval.harbor.trial_driver import _Server, answer_for, hello, record_from, runner_from
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.results.triggering import TriggerRecord
 from pytest_skilleval.skill.plan import TrialSpec
@@ -87,3 +89,48 @@ def test_lines_held_for_a_trial_from_another_process_keep_the_per_trial_cap() ->
     assert len(taken) == TrialLogs.MAX_LINES
     assert taken[0] == "line 0"
     assert logs.take("t1") == []
+
+
+class _CleaningRunner:
+    """Runs until cancelled, then cleans up for a while as Harbor's trial does (stops its environment)."""
+
+    def __init__(self) -> None:
+        self.cleaned = False
+
+    async def run_async(self, spec: TrialSpec) -> TrialRecord:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.3)  # a second cancel here would cut the clean-up short
+            self.cleaned = True
+            raise
+        raise AssertionError("not cancelled")
+
+
+def test_a_trial_cancelled_twice_is_cancelled_once_and_its_clean_up_runs_to_the_end(tmp_path: Path) -> None:
+    """The pytest process may ask twice (the trial's own cancellation, then the session end's): the clean-up that
+    follows the first cancel must not be cancelled by the second."""
+    spec = TrialSpec(
+        skill_dir=tmp_path, skill_name="demo", case_id="c1", source="dataset", agent="a", arm="with_skill", attempt=1
+    )
+    runner = _CleaningRunner()
+
+    async def scenario() -> dict:
+        ours, theirs = socket.socketpair()
+        reader, our_writer = await asyncio.open_connection(sock=ours)  # kept: a writer collected closes its socket
+        _, writer = await asyncio.open_connection(sock=theirs)
+        server = _Server(runner, writer)
+        server.start(1, spec)
+        await asyncio.sleep(0.05)
+        server.cancel(1)
+        await asyncio.sleep(0.05)
+        server.cancel(1)
+        await server.stop()  # the socket closed too: the same trial is not cancelled a third time
+        answer: dict = json.loads(await asyncio.wait_for(reader.readline(), 5))
+        writer.close()
+        our_writer.close()
+        return answer
+
+    answer = asyncio.run(scenario())
+    assert answer == {"done": 1, "cancelled": True}
+    assert runner.cleaned
