@@ -55,6 +55,7 @@ class Scaled:
     busiest_cpu_s: float = 0.0  # under BENCH_XDIST: the busiest pytest process's own CPU (controller or worker)
     driver_cpu_s: float = 0.0  # under BENCH_TRIAL_PROCESSES: the trial processes' CPU, all of them
     session_end_s: float | None = None  # the last trial's end to the process's exit
+    end_parts: str = ""  # that time in steps (the plugin's runs)
 
 
 def _descendants() -> dict[int, int]:
@@ -201,18 +202,55 @@ def env_args() -> list[str]:
 
 
 # Records when the last item's last report came in (the end of the last trial, as pytest reports it).
+# With it, where the session's end goes: pytest's session finish (every plugin's), then unconfigure, the exit
+# handlers (this one registered first, so run last) and the interpreter's own teardown.
 PROBE = """
+import atexit
+import json
+import os
 import time
 
-LAST = [0.0]
+import pytest
+
+MARKS = {"last_report": 0.0}
 
 def pytest_runtest_logreport(report):
-    LAST[0] = time.time()
+    MARKS["last_report"] = time.time()
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session):
+    MARKS["finish_start"] = time.time()
+    profile = None
+    if os.environ.get("BENCH_PROFILE_END"):  # a file: cProfile's stats of every plugin's session finish
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
+    try:
+        return (yield)
+    finally:
+        MARKS["finish_end"] = time.time()
+        if profile is not None:
+            profile.disable()
+            profile.dump_stats(os.environ["BENCH_PROFILE_END"])
 
 def pytest_unconfigure(config):
-    with open("last_report.txt", "w") as handle:
-        handle.write(repr(LAST[0]))
+    MARKS["unconfigure"] = time.time()
+
+def _write():
+    MARKS["last_exit_handler"] = time.time()
+    with open("end_marks.json", "w") as handle:
+        json.dump(MARKS, handle)
+
+atexit.register(_write)
 """
+
+
+def _end_parts(marks: dict[str, float], exited_at: float) -> str:
+    """The session's end in steps: to the session finish, the finish, to unconfigure, the exit handlers, the exit."""
+    steps = ["last_report", "finish_start", "finish_end", "unconfigure", "last_exit_handler"]
+    known = [(step, marks[step]) for step in steps if step in marks] + [("exit", exited_at)]
+    return " ".join(f"{b}+{t2 - t1:.2f}" for (_, t1), (b, t2) in zip(known, known[1:], strict=False))
 
 
 def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, bool]:
@@ -250,9 +288,11 @@ def plugin_run(trials: int, concurrency: int, sleep: float) -> tuple[Scaled, boo
         if results:
             data = json.loads(results[0].read_text())
             scored = len(data["trials"]) == trials and all(t.get("overall") == 1.0 for t in data["trials"])
-        last = project / "last_report.txt"
-        if last.is_file():
-            measured.session_end_s = measured.exited_at - float(last.read_text())
+        marks_file = project / "end_marks.json"
+        if marks_file.is_file():
+            marks = json.loads(marks_file.read_text())
+            measured.session_end_s = measured.exited_at - marks["last_report"]
+            measured.end_parts = _end_parts(marks, measured.exited_at)
         return measured, scored
     finally:
         shutil.rmtree(project, ignore_errors=True)
@@ -297,12 +337,17 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
         )
         + f"(CPU speed loop {cpu_speed():.2f} s)"
     )
+    if measured.end_parts:
+        print(f"  session end in steps: {measured.end_parts}")
     if measured.returncode != 0 or not scored:
         print(f"  exit {measured.returncode}: {measured.tail[-600:]}", file=sys.stderr)
 
 
 def main() -> None:
     ctypes.CDLL(None).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # Bytecode caches as a user has them (the start-up run writes them): without, every run compiles each module of
+    # the plugin again, at its start and, for the modules the results need, in its session end.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     trials = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     widths = [int(arg) for arg in sys.argv[2:]] or [25, 50, 100, 200]
     with_harbor = os.environ.get("BENCH_HARBOR", "1") != "0"

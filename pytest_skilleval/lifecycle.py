@@ -90,7 +90,8 @@ def remove_job_folders(state: SkillEvalSession) -> None:
 
     settings = merge_settings(state.sources)
     for record in state.records.values():
-        remove_job_folder(record)  # those of trials whose file was written early are gone already
+        if not state.early.removed(record):  # those of trials whose file was written early are gone already
+            remove_job_folder(record)
     for trigger in state.trigger_records():
         remove_job_folder(trigger)  # its file in the run folder holds its trajectory and verdict
     if settings.env_mode != "docker":

@@ -44,7 +44,8 @@ def warm_up_reports(
         try:
             import jsonschema  # noqa: F401 - what the session's end validates result.json with
 
-            import pytest_skilleval.results.publish  # noqa: F401 - what the session's end imports
+            import pytest_skilleval.reporting  # what the session's end imports (the aggregate, the results tree)
+            import pytest_skilleval.results.publish  # noqa: F401
             from pytest_skilleval.results.html_report import drill_down, load_template
 
             load_template()
@@ -230,6 +231,7 @@ class EarlyResults:
         self._evidence: dict[str, dict[TrialKey, TrialEvidence | TrialDrillDown]] = {}
         self._render: Callable[[TrialEvidence], TrialDrillDown] | None = None
         self._remover = FolderRemover()
+        self._handed_over: set[str] = set()  # the trial folders whose job folder went to the remover
         self.failed = False
         self.warm_up = False  # set: the report writers are imported in the background when the first item is done
 
@@ -280,6 +282,7 @@ class EarlyResults:
         work = job_folder(record) if not self._keep_jobs() else None
         if work is not None:
             self._remover.remove(work)
+            self._handed_over.add(str(record.trial_dir))  # set: the job folder is found from it
 
     def _renderer_ready(self, render: Callable[[TrialEvidence], TrialDrillDown]) -> None:
         self._render = render
@@ -315,6 +318,10 @@ class EarlyResults:
     def finish(self) -> None:
         """Wait until every job folder handed over is deleted."""
         self._remover.finish()
+
+    def removed(self, record: TrialRecord | TriggerRecord) -> bool:
+        """Whether this trial's job folder was deleted here (after `finish`): the session's end skips it."""
+        return record.trial_dir in self._handed_over
 
     def writer(self, skill_dir: str) -> EarlyTrialFiles | None:
         return self._writers.get(skill_dir)

@@ -166,21 +166,23 @@ def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project
 WARM_UP_SCRIPT = """
 import sys
 from pytest_skilleval.results.early_results import warm_up_reports
-assert "pytest_skilleval.results.publish" not in sys.modules and "jinja2" not in sys.modules
+ENDS = ("pytest_skilleval.results.publish", "pytest_skilleval.reporting", "pytest_skilleval.results.aggregate")
+assert not any(name in sys.modules for name in ENDS) and "jinja2" not in sys.modules
 ready = []
 warm_up_reports(ready.append).join(timeout=60)
 from pytest_skilleval.results import html_report
-print("publish" if "pytest_skilleval.results.publish" in sys.modules else "-", html_report._environment.cache_info().currsize)
+print("ends" if all(name in sys.modules for name in ENDS) else "-", html_report._environment.cache_info().currsize)
 print(*[render.__name__ for render in ready], html_report._drill_down_macros.cache_info().currsize)
 """
 
 
 def test_the_report_writers_are_warmed_up_in_the_background() -> None:
+    """What the session's end imports (the results, the aggregate, the report) is imported while trials run."""
     # In a process of its own: importing the report modules here would change what this process's pytester runs see.
     done = subprocess.run([sys.executable, "-c", WARM_UP_SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     # and once loaded, the renderer of a trial's drill-down is handed over, its template loaded too
-    assert done.stdout.split() == ["publish", "1", "drill_down", "1"]
+    assert done.stdout.split() == ["ends", "1", "drill_down", "1"]
 
 
 PRINTING_GRADER = """
@@ -280,7 +282,7 @@ def test_job_folders_are_deleted_in_batches_and_none_waits_long(
     assert not any(folder.exists() for folder in folders)
 
 
-def _early(tmp_path: Path) -> Any:
+def _early(tmp_path: Path, keep_jobs: bool = True) -> Any:
     from pytest_skilleval.results.early_results import EarlyResults
     from pytest_skilleval.results.tree import RunStart
     from verifier.redact import Redactor
@@ -289,7 +291,7 @@ def _early(tmp_path: Path) -> Any:
         lambda path: tmp_path / "results",
         lambda path: "20260102_030405_1_0123456789ab",
         Redactor(),
-        lambda: True,
+        lambda: keep_jobs,
         lambda path: RunStart({}, None),
     )
 
@@ -348,3 +350,23 @@ def test_the_head_start_at_the_trials_end_is_only_a_head_start(tmp_path: Path, m
     early.trials_over()
     early.finish()
     assert not folder.exists()
+
+
+def test_the_session_end_skips_the_job_folders_deleted_while_trials_ran(tmp_path: Path) -> None:
+    """A trial whose job folder went to the remover as its item ended is not looked at again at the session's end
+    (1,000 path checks there); one whose item never ended here is."""
+    early = _early(tmp_path, keep_jobs=False)
+    records = []
+    for case in ("c1", "c2"):
+        trial_dir = tmp_path / "scratch" / "s" / case / "slug" / "trials" / "t1"
+        trial_dir.mkdir(parents=True)
+        record = _record(case)
+        record.trial_dir = str(trial_dir)
+        records.append(record)
+    early.seen("n1", records[0])
+    early.item_done("n1")  # c2's item never reported its end (an interrupt)
+    early.trials_over()
+    early.finish()
+    assert not (tmp_path / "scratch" / "s" / "c1" / "slug").exists()
+    assert early.removed(records[0]) and not early.removed(records[1])
+    assert (tmp_path / "scratch" / "s" / "c2" / "slug").is_dir()  # left to the session's end
