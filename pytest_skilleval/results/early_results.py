@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # the writer and the models: imported once a trial is handed 
     from pytest_skilleval.results.triggering import TriggerRecord
     from verifier.redact import Redactor
 
+WARM_UP_WAIT_SECONDS = 30.0  # imports and a template: seconds at most, even on a loaded machine
+
 
 def warm_up_reports(
     ready: Callable[[Callable[[TrialEvidence], TrialDrillDown]], None] | None = None,
@@ -234,6 +236,7 @@ class EarlyResults:
         self._handed_over: set[str] = set()  # the trial folders whose job folder went to the remover
         self.failed = False
         self.warm_up = False  # set: the report writers are imported in the background when the first item is done
+        self._warming: threading.Thread | None = None
 
     def open_runs(self, skill_dirs: Iterable[Path]) -> None:
         """Make each skill's run folder (run_config.json and the dataset digest in it) before any trial starts, so an
@@ -270,7 +273,7 @@ class EarlyResults:
         record = self._done.pop(nodeid, None)
         if self.warm_up:
             self.warm_up = False
-            warm_up_reports(self._renderer_ready)
+            self._warming = warm_up_reports(self._renderer_ready)
         if record is None or self.failed or record.source_run is not None:
             return
         try:
@@ -307,7 +310,11 @@ class EarlyResults:
     def trials_over(self) -> None:
         """The last trial has ended: the deletion of the job folders handed over since the last `rm` started is
         started now, and each run folder's trial files begin their way to the disk (`EarlyTrialFiles.presync`),
-        both while the session's end computes and writes the results."""
+        both while the session's end computes and writes the results. First the warm-up's imports are let finish:
+        the session's end imports the same modules, and two threads importing modules that import each other can
+        each get the other's half-made module."""
+        if self._warming is not None:
+            self._warming.join(timeout=WARM_UP_WAIT_SECONDS)
         try:
             self._remover.hurry()
             for writer in self._writers.values():

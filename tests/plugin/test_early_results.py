@@ -370,3 +370,29 @@ def test_the_session_end_skips_the_job_folders_deleted_while_trials_ran(tmp_path
     assert not (tmp_path / "scratch" / "s" / "c1" / "slug").exists()
     assert early.removed(records[0]) and not early.removed(records[1])
     assert (tmp_path / "scratch" / "s" / "c2" / "slug").is_dir()  # left to the session's end
+
+
+def test_the_session_end_lets_the_warm_up_finish_its_imports_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's end imports what the warm-up imports: it waits for the warm-up's thread first, so no module is
+    imported by two threads at once (each could get the other's half-made module)."""
+    import threading
+
+    from pytest_skilleval.results import early_results
+
+    done: list[str] = []
+
+    def slow_warm_up(ready: Any = None) -> threading.Thread:
+        thread = threading.Thread(target=lambda: (time.sleep(0.5), done.append("imported")), daemon=True)
+        thread.start()
+        return thread
+
+    monkeypatch.setattr(early_results, "warm_up_reports", slow_warm_up)
+    early = _early(tmp_path)
+    early.warm_up = True
+    early.seen("n1", _record("c1"))
+    early.item_done("n1")
+    assert done == []
+    early.trials_over()
+    assert done == ["imported"]
