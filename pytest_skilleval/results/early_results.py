@@ -46,8 +46,10 @@ def warm_up_reports(
         try:
             import jsonschema  # noqa: F401 - what the session's end validates result.json with
 
-            import pytest_skilleval.reporting  # what the session's end imports (the aggregate, the results tree)
-            import pytest_skilleval.results.publish  # noqa: F401
+            import pytest_skilleval.results.aggregate  # what the session's end imports: the aggregate, the summary,
+            import pytest_skilleval.results.publish  # the reports, the results tree
+            import pytest_skilleval.results.summary
+            import pytest_skilleval.results.tree  # noqa: F401
             from pytest_skilleval.results.html_report import drill_down, load_template
 
             load_template()

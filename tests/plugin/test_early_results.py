@@ -166,7 +166,7 @@ def test_only_a_run_that_owns_its_process_freezes_its_long_lived_objects(project
 WARM_UP_SCRIPT = """
 import sys
 from pytest_skilleval.results.early_results import warm_up_reports
-ENDS = ("pytest_skilleval.results.publish", "pytest_skilleval.reporting", "pytest_skilleval.results.aggregate")
+ENDS = ("pytest_skilleval.results.publish", "pytest_skilleval.results.aggregate", "pytest_skilleval.results.summary")
 assert not any(name in sys.modules for name in ENDS) and "jinja2" not in sys.modules
 ready = []
 warm_up_reports(ready.append).join(timeout=60)
