@@ -34,7 +34,9 @@ from pytest_skilleval.skill.settings import RunSettings
 from verifier.redact import Redactor
 
 STDERR_LINES = 20  # a dead child's last lines, for its trials' error
-SEND_TIMEOUT_SECONDS = 5.0  # a message is a few kilobytes: a child that takes longer to read it is not reading
+# A `cancel` is a few bytes: a child that takes longer to take it is not reading (stopped, or stuck), and the run's
+# end does not wait on it. A trial's spec waits as long as it takes: a busy child on a loaded machine reads late.
+CANCEL_SEND_SECONDS = 5.0
 
 
 def sibling_run_dir(run_dir: Path) -> Path:
@@ -78,12 +80,12 @@ class _Child:
         self.tasks = [loop.create_task(self._read(reader)), loop.create_task(self._read_stderr(errors))]
         await self.send(greeting)
 
-    async def send(self, message: Answer) -> None:
-        """One message; a child that does not take it within the send timeout is treated as gone (ConnectionError)."""
+    async def send(self, message: Answer, timeout: float | None = None) -> None:
+        """One message; a child that does not take it within `timeout` is treated as gone (ConnectionError)."""
         assert self.writer is not None
         self.writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
         try:
-            await asyncio.wait_for(self.writer.drain(), SEND_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self.writer.drain(), timeout)
         except TimeoutError:
             raise ConnectionError(f"trial process {self.index} stopped reading its messages") from None
 
@@ -93,7 +95,7 @@ class _Child:
             return
         self.cancelled.add(number)
         with contextlib.suppress(ConnectionError, RuntimeError):
-            await self.send({"cancel": number})
+            await self.send({"cancel": number}, CANCEL_SEND_SECONDS)
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
