@@ -37,6 +37,7 @@ STDERR_LINES = 20  # a dead child's last lines, for its trials' error
 # A `cancel` is a few bytes: a child that takes longer to take it is not reading (stopped, or stuck), and the run's
 # end does not wait on it. A trial's spec waits as long as it takes: a busy child on a loaded machine reads late.
 CANCEL_SEND_SECONDS = 5.0
+EXIT_SECONDS = 5.0  # a closed child's own exit, beyond the grace its cancelled trials had
 
 
 def sibling_run_dir(run_dir: Path) -> Path:
@@ -249,7 +250,7 @@ class TrialProcesses:
     def reap(self) -> None:
         """Wait for every child closed by `close` to exit; one still running after the grace period is killed (at
         once, nearly, when `close` already waited the grace out: one grace period in all, not one per step)."""
-        deadline = time.monotonic() + (5.0 if self._grace_spent else CANCEL_GRACE_SECONDS + 5)
+        deadline = time.monotonic() + EXIT_SECONDS + (0.0 if self._grace_spent else CANCEL_GRACE_SECONDS)
         for child in self._children:
             try:
                 child.process.wait(max(0.1, deadline - time.monotonic()))

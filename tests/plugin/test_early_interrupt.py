@@ -17,6 +17,7 @@ import pytest
 
 from pytest_skilleval.harbor.scheduler import CANCEL_GRACE_SECONDS
 from tests.plugin.test_signals import _argv, _leftovers, _unique_sleep
+from tests.plugin.test_trial_processes import _trial_processes_in
 from tests.support import SkillProject, default_ctrl_c, simple_entries
 
 
@@ -32,21 +33,6 @@ def _skill(project: SkillProject, quick: int, sleep: str, flag: Path) -> list[st
         replay["steps"][1]["tool_calls"][0]["arguments"]["command"] = command
         path.write_text(json.dumps(replay))
     return cases
-
-
-def _trial_processes_of(parent: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == parent and b"pytest_skilleval.harbor.trial_driver" in command:
-            found.append(int(entry.name))
-    assert found, "no trial process found"
-    return found
 
 
 def _trial_files(project: SkillProject) -> list[Path]:
@@ -100,7 +86,9 @@ def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
             assert proc.poll() is None and time.monotonic() < deadline, "the slow trial never started"
             time.sleep(0.1)
         if frozen:
-            for pid in _trial_processes_of(proc.pid):
+            trial_processes = _trial_processes_in(skill_project.root)
+            assert trial_processes, "no trial process found"
+            for pid in trial_processes:
                 os.kill(pid, signal.SIGSTOP)
         proc.send_signal(sig)
         signalled = time.monotonic()
