@@ -9,7 +9,10 @@ pytest (or harbor) process's own CPU ms per trial, processes at the peak, peak P
 scored, processes left behind after the run, and the session's end: from the last trial's end (the plugin: its item's
 last report, recorded by a probe plugin; Harbor: its newest trial result.json) to the process's exit.
 Beside each line, the CPU seconds of a fixed pure-Python loop measured just after (`_harness.cpu_speed`): the
-machine's speed drifts under load, so figures compare only at a similar speed.
+machine's speed drifts under load, so figures compare only at a similar speed. Under it, the machine's CPU outside
+the tree (from /proc/stat: kernel threads' work such as network namespaces torn down after their sandbox, file
+writeback, and anything else running) and the steal time (a VM's CPU the hypervisor gave to others): an idle
+machine has both near zero, so they say what the tree's figures leave out and whether the run had the CPUs to itself.
 Targets (issue 28): at concurrency 100 wall within 1.3x of ideal, the pytest process's own CPU <= 15 ms a trial, tree
 CPU <= 0.5x the figure before and <= 0.4x Harbor's, peak PSS < 500 MB, nothing left behind.
 
@@ -56,6 +59,8 @@ class Scaled:
     driver_cpu_s: float = 0.0  # under BENCH_TRIAL_PROCESSES: the trial processes' CPU, all of them
     session_end_s: float | None = None  # the last trial's end to the process's exit
     end_parts: str = ""  # that time in steps (the plugin's runs)
+    outside_cpu_s: float = 0.0  # the machine's busy CPU over the run less the tree's and this script's
+    steal_s: float = 0.0  # CPU time the hypervisor gave to others while the run wanted it (a noisy neighbour)
 
 
 def _descendants() -> dict[int, int]:
@@ -69,6 +74,15 @@ def _descendants() -> dict[int, int]:
             except (OSError, IndexError, ValueError):
                 continue
     return parents
+
+
+def _machine_cpu() -> tuple[float, float]:
+    """The machine's busy CPU seconds so far (user, nice, system, irq, softirq: kernel threads' work included,
+    e.g. tearing down a sandbox's network namespace) and its steal seconds, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        fields = [int(value) for value in handle.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    return (user + nice + system + irq + softirq) / CLOCK_TICKS, steal / CLOCK_TICKS
 
 
 def _tree(root: int) -> list[int]:
@@ -113,7 +127,7 @@ def _own_cpu_s(pid: int) -> float | None:
 def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     """Run a command as this process's child, with this process as the subreaper of everything it starts, so the
     CPU of every descendant (daemons included) is counted once it is reaped."""
-    before = os.times()
+    before, machine_before = os.times(), _machine_cpu()
     peak_processes, peak_pss, own = 0, 0, 0.0
 
     pytest_cpu: dict[int, float] = {}
@@ -151,8 +165,10 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
                 break
         except ChildProcessError:
             break
-    after = os.times()
+    after, machine_after = os.times(), _machine_cpu()
     tree_cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    sampling = (after.user - before.user) + (after.system - before.system)
+    outside = machine_after[0] - machine_before[0] - tree_cpu - sampling
     exited_at = started_at + elapsed
     return Scaled(
         elapsed,
@@ -166,6 +182,8 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         exited_at,
         busiest_cpu_s=max(pytest_cpu.values(), default=own),
         driver_cpu_s=sum(driver_cpu.values()),
+        outside_cpu_s=outside,
+        steal_s=machine_after[1] - machine_before[1],
     )
 
 
@@ -336,6 +354,10 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
             else ""
         )
         + f"(CPU speed loop {cpu_speed():.2f} s)"
+    )
+    print(
+        f"  outside the tree: {measured.outside_cpu_s / trials * 1000:.1f} ms/trial of the machine's CPU (kernel "
+        f"threads, other processes); steal {measured.steal_s / trials * 1000:.1f} ms/trial"
     )
     if measured.end_parts:
         print(f"  session end in steps: {measured.end_parts}")

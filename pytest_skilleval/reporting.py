@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,16 +103,12 @@ class ConditionProblem:
 
 def _condition_name_problems(records: Sequence[TrialRecord]) -> list[ConditionProblem]:
     """The per-condition limit on distinct custom metric names, checked before anything is aggregated."""
-    from verifier.custom import SanitizedReward
-
     problems = []
-    conditions: dict[tuple[str, str], list[SanitizedReward]] = {}
+    conditions: dict[tuple[str, str], list[Iterable[str]]] = {}
     for record in records:
-        conditions.setdefault((record.agent, record.arm), []).append(
-            SanitizedReward(custom_metrics=record.custom_metrics)
-        )
-    for (agent, arm), rewards in sorted(conditions.items()):
-        problem = check_condition_metric_names(rewards)
+        conditions.setdefault((record.agent, record.arm), []).append(record.custom_metrics)
+    for (agent, arm), names in sorted(conditions.items()):
+        problem = check_condition_metric_names(names)
         if problem:
             problems.append(ConditionProblem(agent, arm, problem))
     return problems

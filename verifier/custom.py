@@ -274,14 +274,15 @@ def _custom_only_overall(raw: Mapping[str, Any], reward_txt: float | None) -> tu
     return None, f"custom_only needs a numeric overall in reward.json or reward.txt ({problem})"
 
 
-def check_condition_metric_names(rewards: Iterable[SanitizedReward]) -> str | None:
-    """The per-condition limit: the union of custom-metric names across one condition's rewards is at most 128.
+def check_condition_metric_names(metric_names: Iterable[Iterable[str]]) -> str | None:
+    """The per-condition limit: the union of custom-metric names across one condition's rewards (each reward's
+    `custom_metrics` names) is at most 128.
 
     Returns the failure message for the condition, or None when within the limit.
     """
     names: set[str] = set()
-    for reward in rewards:
-        names.update(reward.custom_metrics)
+    for each in metric_names:
+        names.update(each)
     if len(names) > MAX_METRIC_NAMES_PER_CONDITION:
         return (
             f"condition has {len(names)} distinct custom metric names across its rewards; the limit is "

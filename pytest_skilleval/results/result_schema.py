@@ -73,11 +73,14 @@ def _agent_one_of_each_shape(agent: Any) -> Any:
 
 
 def _shape(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((str(k), _shape(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return ("list", tuple(sorted({_shape(v) for v in value}, key=repr)))
-    return type(value).__name__
+    """Which keys hold which JSON types, recursively. Keys in the order given: the entries are dumps of one model,
+    so the same shape comes with the same order (another order only means one more entry checked)."""
+    kind = type(value)
+    if kind is dict:
+        return tuple([(key, _shape(item)) for key, item in value.items()])
+    if kind is list:
+        return ("list", tuple(sorted({_shape(item) for item in value}, key=repr)))
+    return kind
 
 
 def _one_per_shape(trials: list[Any]) -> list[Any]:
@@ -85,3 +88,11 @@ def _one_per_shape(trials: list[Any]) -> list[Any]:
     for trial in trials:
         shapes.setdefault(_shape(trial), trial)
     return list(shapes.values())
+
+
+if __name__ == "__main__":  # regenerate the shipped schema: python -m pytest_skilleval.results.result_schema
+    from pathlib import Path
+
+    target = Path(__file__).parents[1] / "schemas" / "result.schema.json"
+    target.write_text(render_result_schema(), encoding="utf-8")
+    print(f"wrote {target}")

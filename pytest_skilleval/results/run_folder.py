@@ -15,7 +15,13 @@ from pydantic import ValidationError
 
 from pytest_skilleval.results.models import ResultDocument, TrialEntry
 from pytest_skilleval.results.tree import LATEST
-from pytest_skilleval.results.trial_file import MAX_TRIAL_BYTES, read_trial, trial_file, trial_folder
+from pytest_skilleval.results.trial_file import (
+    MAX_TRIAL_BYTES,
+    legacy_trial_folder,
+    read_trial,
+    trial_file_name,
+    trials_folder,
+)
 from verifier.reward import RichReward, rich_reward_of
 
 RESULT_FILE = "result.json"
@@ -71,7 +77,11 @@ class TrialFiles:
 
     entry: TrialEntry
     path: Path
-    legacy_folder: Path | None = None
+
+    @property
+    def legacy_folder(self) -> Path:
+        """Where a run of the earlier layout kept this trial's files (`trial_file.trial_folder`)."""
+        return legacy_trial_folder(self.path.parent, self.entry.case, self.entry.attempt)
 
     def content(self) -> TrialContent:
         return TrialContent(read_trial(self.path, self.legacy_folder) or {})
@@ -83,15 +93,15 @@ class RunFolder:
     document: ResultDocument
 
     def trials(self) -> list[TrialFiles]:
-        doc = self.document
-        return [
-            TrialFiles(
-                t,
-                trial_file(self.path, t.key),
-                trial_folder(self.path, t.key),
-            )
-            for t in doc.trials
-        ]
+        """Each trial's entry and file (`trial_file.trial_file`'s path; each agent and arm's folder made once)."""
+        folders: dict[tuple[str, str], Path] = {}
+        found = []
+        for entry in self.document.trials:
+            folder = folders.get((entry.agent, entry.arm))
+            if folder is None:
+                folder = folders[(entry.agent, entry.arm)] = trials_folder(self.path, entry.agent, entry.arm)
+            found.append(TrialFiles(entry, folder / trial_file_name(entry.case, entry.attempt)))
+        return found
 
     @property
     def report_path(self) -> Path:

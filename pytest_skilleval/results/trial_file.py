@@ -92,16 +92,29 @@ def _reward_from_record(record: TrialRecord) -> dict[str, Any]:
     }
 
 
+def trials_folder(run_dir: Path, agent: str, arm: str) -> Path:
+    """`<run>/<agent>/<arm>/trials/`: the folder of one agent and arm's trial files."""
+    return run_dir / safe_component(agent) / arm / "trials"
+
+
+def trial_file_name(case: str, attempt: int) -> str:
+    """`<case>.<attempt>.json`: one trial's file name in its `trials_folder`."""
+    return f"{safe_component(case)}.{int(attempt)}.json"
+
+
 def trial_file(run_dir: Path, key: TrialKey) -> Path:
     """`<run>/<agent>/<arm>/trials/<case>.<attempt>.json`: one trial's file (writer and readers agree)."""
-    trials = run_dir / safe_component(key.agent) / key.arm / "trials"
-    return trials / f"{safe_component(key.case)}.{int(key.attempt)}.json"
+    return trials_folder(run_dir, key.agent, key.arm) / trial_file_name(key.case, key.attempt)
+
+
+def legacy_trial_folder(trials: Path, case: str, attempt: int) -> Path:
+    """`<trials folder>/<case>/<attempt>/`: where runs of the earlier layout kept one trial's files."""
+    return trials / safe_component(case) / str(int(attempt))
 
 
 def trial_folder(run_dir: Path, key: TrialKey) -> Path:
     """`<run>/<agent>/<arm>/trials/<case>/<attempt>/`: where runs of the earlier layout kept one trial's files."""
-    trials = run_dir / safe_component(key.agent) / key.arm / "trials"
-    return trials / safe_component(key.case) / str(int(key.attempt))
+    return legacy_trial_folder(trials_folder(run_dir, key.agent, key.arm), key.case, key.attempt)
 
 
 def read_parts(

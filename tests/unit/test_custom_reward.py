@@ -73,9 +73,9 @@ def test_top_level_metrics_count_toward_the_limit() -> None:
 def test_128_distinct_names_per_condition() -> None:
     first = sanitize_custom_reward({"custom_metrics": metrics(100)}, "default_plus_custom")
     overlapping = sanitize_custom_reward({"custom_metrics": metrics(128)}, "default_plus_custom")
-    assert check_condition_metric_names([first, overlapping]) is None
+    assert check_condition_metric_names([first.custom_metrics, overlapping.custom_metrics]) is None
     extra = sanitize_custom_reward({"custom_metrics": {"one_more": 0.1}}, "default_plus_custom")
-    message = check_condition_metric_names([first, overlapping, extra])
+    message = check_condition_metric_names(r.custom_metrics for r in (first, overlapping, extra))
     assert message is not None and "129 distinct" in message
     assert "128 distinct custom metric names per condition" in message
 

@@ -179,7 +179,7 @@ def test_result_json_is_its_model_field_for_field_in_order(tmp_path: Path) -> No
 
 def test_schema_file_is_in_sync_with_models() -> None:
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render_result_schema(), (
-        "regenerate with: python -m pytest_skilleval.results.tree"
+        "regenerate with: python -m pytest_skilleval.results.result_schema"
     )
 
 
