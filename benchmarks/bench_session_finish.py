@@ -8,6 +8,11 @@ the smallest to the largest N (1.0 = linear).
     .venv/bin/python benchmarks/bench_session_finish.py [N ...]    # default: 2000 20000
 
 Target (issue 13): aggregate + tree (+ redaction) <= 1 ms per trial and linear up to 20,000; report.html linear.
+
+Then the same end as a session has it (issue 28's session end), best of 3 at each N: the trial files and their
+drill-downs made first, untimed, as the session makes them while trials run; then the custom-metric name check, the
+aggregate, the results tree (result.json and the rest) and report.html + BENCHMARK.md, in ms for the whole end.
+Steadier than `bench_scale.py`'s session end, which shares the machine with the last trials' clean-up.
 """
 
 from __future__ import annotations
@@ -21,13 +26,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_skilleval.reporting import _condition_name_problems
+from pytest_skilleval.results import html_report
 from pytest_skilleval.results.aggregate import aggregate
 from pytest_skilleval.results.benchmark_card import render_card
 from pytest_skilleval.results.html_report import render_report
 from pytest_skilleval.results.models import RunPlan
+from pytest_skilleval.results.publish import write_run_reports
 from pytest_skilleval.results.records import TokenUsage, TrialRecord
 from pytest_skilleval.results.run_folder import load_run
-from pytest_skilleval.results.tree import atomic_write_bytes, write_results_tree
+from pytest_skilleval.results.tree import EarlyTrialFiles, atomic_write_bytes, write_results_tree
+from pytest_skilleval.results.trial_evidence import trial_evidence
+from verifier.redact import Redactor
 
 POOL = 64  # distinct Harbor trial folders the records point at
 ATTEMPTS = 2
@@ -125,6 +135,41 @@ def measure(n: int, work: Path, pool: list[str]) -> dict[str, tuple[float, float
     return {k: (1000 * w / len(records), 1000 * c / len(records)) for k, (w, c) in timings.items()}
 
 
+def measure_end(n: int, work: Path, pool: list[str]) -> dict[str, tuple[float, float]]:
+    """(wall, cpu) ms for each part of the session's end, the trial files already written as trials ended."""
+    records, cases = _records(n, pool)
+    plan = RunPlan(
+        skill="bench", cases=cases, agents=["oracle"], n_attempts=ATTEMPTS, evaluated_at="2026-01-02T03:04:05Z"
+    )
+    root, run_id = work / f"end-{n}", f"20260102_030405_{n}_0123456789ac"
+    redactor = Redactor.from_environment({})
+    early = EarlyTrialFiles(root, run_id, redactor)
+    html_report.load_template()
+    known = {}
+    for record in records:
+        body = early.write(record)
+        known[record.key] = html_report.drill_down(trial_evidence(json.loads(body)))
+    os.sync()
+    gc.collect()
+    gc.freeze()  # as the session does once the trials are over
+    try:
+        timings: dict[str, tuple[float, float]] = {}
+        start = mark = (time.perf_counter(), time.process_time())
+        _condition_name_problems(records)
+        mark = _timed(timings, "name check", mark)
+        result = aggregate(records, plan)
+        mark = _timed(timings, "aggregate", mark)
+        run_dir = write_results_tree(result, records, root, run_id, redactor=redactor, early=early)
+        mark = _timed(timings, "results tree", mark)
+        write_run_reports(run_dir, known)
+        _timed(timings, "report.html + card", mark)
+        _timed(timings, "end", start)
+    finally:
+        gc.unfreeze()
+        shutil.rmtree(root, ignore_errors=True)
+    return {k: (1000 * w, 1000 * c) for k, (w, c) in timings.items()}
+
+
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [2000, 20000]
     work = Path(tempfile.mkdtemp(prefix="skilleval-bench-finish-"))
@@ -148,7 +193,24 @@ def main(argv: list[str]) -> int:
         f"worst {worst:.3f} ms/trial wall, {worst_cpu:.3f} cpu"
     )
     print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    _print_session_end(sizes)
     return 0
+
+
+def _print_session_end(sizes: list[int]) -> None:
+    work = Path(tempfile.mkdtemp(prefix="skilleval-bench-end-"))
+    try:
+        pool = _trial_pool(work / "harbor")
+        rows = {}
+        for n in sizes:
+            runs = [measure_end(n, work, pool) for _ in range(3)]
+            rows[n] = {part: min(run[part] for run in runs) for part in runs[0]}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("the session's end, trial files written as trials ended: ms, wall (cpu), best of 3")
+    print(f"{'part':<26}" + "".join(f"{f'{n:,}':>20}" for n in sizes))
+    for part in next(iter(rows.values())):
+        print(f"{part:<26}" + "".join(f"{f'{rows[n][part][0]:.0f} ({rows[n][part][1]:.0f})':>20}" for n in sizes))
 
 
 if __name__ == "__main__":
