@@ -9,6 +9,7 @@ worker's own queue (the indices the controller sent it), so a worker never start
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,7 +111,8 @@ def _trial_processes(runner: Any, state: SkillEvalSession) -> TrialProcesses | N
     for path in state.skills:
         with contextlib.suppress(Exception):  # a skill whose settings do not load has no trial to run
             settings[path] = state.skill(path).settings
-    count = max((found.trial_processes for found in settings.values()), default=0)
+    workers = _xdist_workers(state.config)
+    count = max((trial_process_count(found.trial_processes, workers=workers) for found in settings.values()), default=0)
     if count == 0:
         return None
     from pytest_skilleval.harbor.trial_processes import TrialProcesses
@@ -118,15 +120,37 @@ def _trial_processes(runner: Any, state: SkillEvalSession) -> TrialProcesses | N
     return TrialProcesses(count, runner.run_dir, runner.run_id, settings)
 
 
+def trial_process_count(asked: int | str, cores: int | None = None, workers: int = 1) -> int:
+    """`--trial-processes`: N as asked; `auto`: one per core this process may run on, shared among the session's
+    `workers` (xdist's), and none when that leaves fewer than two (measured: one trial process beside pytest's is
+    slower than none, since it then carries every trial's work alone)."""
+    if asked != "auto":
+        return int(asked)
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = cores // max(workers, 1)
+    return share if share >= 2 else 0
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers share this machine: this session's (its worker input), not an environment variable
+    a parent pytest run left behind."""
+    workerinput = getattr(config, "workerinput", None)
+    return int(workerinput.get("workercount", 1)) if isinstance(workerinput, dict) else 1
+
+
 def _routed(runner: Any, state: SkillEvalSession, processes: TrialProcesses | None = None) -> Any:
     """The scheduler's trial function: in a trial process when the skill asks for them (and its trials are not
     Docker's, whose Ctrl+C clean-up lives in this process), else here on the loop."""
     from pytest_skilleval.harbor.trial_driver import run_spec
 
+    workers = _xdist_workers(state.config)
+
     async def run(spec: TrialSpec) -> Any:
         if processes is not None:
             settings = state.skill(spec.skill_dir).settings
-            if settings.trial_processes > 0 and settings.env_mode != "docker":
+            asked = trial_process_count(settings.trial_processes, workers=workers)
+            if asked > 0 and settings.env_mode != "docker":
                 return await processes.run(spec)
         return await run_spec(runner, spec)
 

@@ -13,7 +13,10 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,33 @@ def pass_env_name(value: str) -> list[str]:
 
 def lower(value: str) -> str:
     return value.strip().lower()
+
+
+def count_or_auto(value: str) -> int | str:
+    """`N` or `auto` (as pytest-xdist's `-n auto`: the machine decides)."""
+    text = value.strip().lower()
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"expected a number, or auto, not {value!r}") from None
+
+
+def _count_or_auto_value(value: Any) -> Any:
+    """0-64 or `auto`, with one error for anything else (not one per member of the union)."""
+    if isinstance(value, str):
+        try:
+            value = count_or_auto(value)
+        except ValueError:
+            pass
+    if value == "auto" or (type(value) is int and 0 <= value <= 64):
+        return value
+    raise PydanticCustomError("count_or_auto", "expected a number from 0 to 64, or auto")
+
+
+# A process count (0-64) or `auto`: one type for the flag, the ini key and evals/config.yml.
+CountOrAuto = Annotated[int | Literal["auto"], BeforeValidator(_count_or_auto_value)]
 
 
 # Environment keyword arguments a file may set: asking for the sandbox, never turning it off or mounting host folders.

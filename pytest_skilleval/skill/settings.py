@@ -14,9 +14,11 @@ from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.results.keys import ALL_ARMS, Arm
 from pytest_skilleval.skill.setting_specs import (
+    CountOrAuto,
     Setting,
     agent_kwarg,
     agent_model,
+    count_or_auto,
     ek_file_refusal,
     lower,
     model_price,
@@ -271,12 +273,13 @@ class RunSettings(BaseModel):
         ),
     ] = 4
     trial_processes: Annotated[
-        NonNegativeCount,
+        CountOrAuto,
         Setting(
             "Run the trials in N processes beside pytest's, each with its own event loop, so Harbor's trial "
-            "machinery and the grading use more than one core (0: in the pytest process). Not under Docker.",
-            parse=int,
-            metavar="N",
+            "machinery and the grading use more than one core (0: in the pytest process; auto: one per core, "
+            "shared among xdist workers, none when that leaves fewer than two). Not under Docker.",
+            parse=count_or_auto,
+            metavar="N|auto",
             config="harbor.trial_processes",
             measured=False,
         ),

@@ -98,6 +98,25 @@ def test_each_trial_process_runs_its_share_and_none_is_left(skill_project: Skill
     assert len(parents) == 1 and not parents & runners  # children of the pytest process, which ran none itself
 
 
+def test_auto_starts_one_trial_process_per_core(skill_project: SkillProject, agent_log: Path) -> None:
+    """`--trial-processes auto` on this machine: one per core it may run on (at most as many as trials in flight
+    here: 4), or, on a single core, none (the trials then run in the pytest process)."""
+    skill_project.make_skill("demo", simple_entries(*[f"c{i}" for i in range(8)]))
+    result = skill_project.run(
+        "--agents", "logging_agent:LoggingAgent", *RUN, "--n-concurrent", "4", "--trial-processes", "auto"
+    )
+    result.assert_outcomes(passed=8)
+    starts = _starts(agent_log)
+    runners = {start["pid"] for start in starts}
+    parents = {start["ppid"] for start in starts}
+    cores = len(os.sched_getaffinity(0))
+    if cores >= 2:
+        assert len(runners) == min(cores, 4) and len(parents) == 1 and not parents & runners
+    else:
+        assert len(runners) == 1  # the pytest process itself
+    assert skill_project.result_json("demo")["run_config"]["trial_processes"] == "auto"
+
+
 def test_trial_processes_compose_with_xdist(skill_project: SkillProject, agent_log: Path) -> None:
     skill_project.make_skill("demo", simple_entries(*[f"c{i}" for i in range(8)]))
     result = skill_project.run(
@@ -179,6 +198,7 @@ def test_a_docker_skill_runs_its_trials_in_the_pytest_process() -> None:
 
     class State:
         mode = "docker"
+        config = None  # not an xdist worker
 
         def skill(self, path: Path) -> Skill:
             return Skill(self.mode)
