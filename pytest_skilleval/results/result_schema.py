@@ -75,12 +75,11 @@ def _agent_one_of_each_shape(agent: Any) -> Any:
 def _shape(value: Any) -> Any:
     """Which keys hold which JSON types, recursively. Keys in the order given: the entries are dumps of one model,
     so the same shape comes with the same order (another order only means one more entry checked)."""
-    kind = type(value)
-    if kind is dict:
+    if isinstance(value, dict):
         return tuple([(key, _shape(item)) for key, item in value.items()])
-    if kind is list:
+    if isinstance(value, list):
         return ("list", tuple(sorted({_shape(item) for item in value}, key=repr)))
-    return kind
+    return type(value)
 
 
 def _one_per_shape(trials: list[Any]) -> list[Any]:

@@ -231,6 +231,18 @@ def test_a_trial_differing_only_inside_a_nested_value_is_validated(tmp_path: Pat
         results.validate_result(broken, every_trial=False)
 
 
+def test_entries_of_a_mapping_subclass_are_told_apart_by_their_contents(tmp_path: Path) -> None:
+    from collections import OrderedDict
+
+    agg, records = _records()
+    run = write_results_tree(agg, records, tmp_path, RUN_ID)
+    document = load_run(run).document.model_dump(mode="json")
+    good = OrderedDict(document["trials"][0])
+    odd = OrderedDict({**document["trials"][1], "attempt": "one"})
+    with pytest.raises(jsonschema.ValidationError, match="one"):
+        results.validate_result({**document, "trials": [good, odd]}, every_trial=False)
+
+
 def test_the_end_keeps_the_marker_the_run_folder_was_opened_with(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
