@@ -9,7 +9,6 @@ worker's own queue (the indices the controller sent it), so a worker never start
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,7 +126,9 @@ def trial_process_count(asked: int | str, cores: int | None = None, workers: int
     if asked != "auto":
         return int(asked)
     if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        from pytest_skilleval.harbor.trial_processes import usable_cores
+
+        cores = usable_cores()
     share = cores // max(workers, 1)
     return share if share >= 2 else 0
 

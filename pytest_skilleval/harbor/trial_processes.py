@@ -133,11 +133,16 @@ class _Child:
         self.waiting.clear()
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one, else every core)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 class TrialProcesses:
     """N trial processes started on first use, on the loop that runs the scheduler."""
 
     def __init__(self, count: int, run_dir: Path, run_id: str, skills: dict[Path, RunSettings]) -> None:
-        self.count = min(count, os.cpu_count() or 1)  # more than one a core gains nothing
+        self.count = min(count, usable_cores())  # more than one a core gains nothing
         self.run_dir = run_dir
         self.run_id = run_id
         self.skills = skills

@@ -187,19 +187,22 @@ def count_or_auto(value: str) -> int | str:
         raise ValueError(f"expected a number, or auto, not {value!r}") from None
 
 
+MAX_COUNT = 64  # the most processes (or workers) a count setting may ask for
+
+
 def _count_or_auto_value(value: Any) -> Any:
-    """0-64 or `auto`, with one error for anything else (not one per member of the union)."""
+    """0 to MAX_COUNT or `auto`, with one error for anything else (not one per member of the union)."""
     if isinstance(value, str):
         try:
             value = count_or_auto(value)
         except ValueError:
             pass
-    if value == "auto" or (type(value) is int and 0 <= value <= 64):
+    if value == "auto" or (type(value) is int and 0 <= value <= MAX_COUNT):
         return value
-    raise PydanticCustomError("count_or_auto", "expected a number from 0 to 64, or auto")
+    raise PydanticCustomError("count_or_auto", f"expected a number from 0 to {MAX_COUNT}, or auto")
 
 
-# A process count (0-64) or `auto`: one type for the flag, the ini key and evals/config.yml.
+# A process count (0 to MAX_COUNT) or `auto`: one type for the flag, the ini key and evals/config.yml.
 CountOrAuto = Annotated[int | Literal["auto"], BeforeValidator(_count_or_auto_value)]
 
 

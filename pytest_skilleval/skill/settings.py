@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from pytest_skilleval.results.keys import ALL_ARMS, Arm
 from pytest_skilleval.skill.setting_specs import (
+    MAX_COUNT,
     CountOrAuto,
     Setting,
     agent_kwarg,
@@ -117,7 +118,7 @@ GradingMode = Annotated[
 Threshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Multiplier = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveCount = Annotated[int, Field(ge=1)]
-NonNegativeCount = Annotated[int, Field(ge=0, le=64)]
+NonNegativeCount = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
 class RunSettings(BaseModel):

@@ -31,7 +31,7 @@ def test_a_number_is_taken_as_asked_whatever_the_machine() -> None:
 
 
 def test_auto_reads_the_cores_this_process_may_run_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5})  # read through usable_cores
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")  # a parent run's worker: not this session's
     assert trial_process_count("auto") == 6
     assert trial_process_count("auto", workers=3) == 2
