@@ -181,6 +181,7 @@ class LocalEnvironment(BaseEnvironment):
         self._output_budget = OutputBudget()  # every command of this trial, together
         self._tmux_dir: str | None = None
         self._rewrite_cache: tuple[tuple[str, ...], re.Pattern[str]] | None = None
+        self._after_start: Callable[[], None] | None = None  # the start gate's release (release_after_start)
         if self.sandbox_mode == "none":
             _warn_unisolated()
 
@@ -284,17 +285,29 @@ class LocalEnvironment(BaseEnvironment):
 
     # ---- lifecycle ------------------------------------------------------------------
 
+    def release_after_start(self, release: Callable[[], None]) -> bool:
+        """Takes the runner's start-gate release (harbor/start_gate.py) to call once this sandbox's start is over,
+        when that start is this host's work; False under ``remote_latency_ms``, whose start is mostly waiting."""
+        if self.remote_latency is not None:
+            return False
+        self._after_start = release
+        return True
+
     async def start(self, force_build: bool) -> None:
-        # On the loop, the sandbox's readiness awaited (keeper_client's docstring says why not in a worker thread).
-        # The sandbox shows rootfs/ itself, so what is copied in next is there.
-        self._make_folders()
-        self._keeper = self._new_keeper()
-        await self._keeper.start_async()
-        # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
-        seed = Path(self.environment_dir) / "workspace"
-        if seed.is_dir():
-            await self.upload_dir(seed, WORKSPACE)
-        await self._upload_environment_dir_after_start()
+        try:
+            # On the loop (keeper_client says why); the sandbox shows rootfs/ itself, so what is copied next is there.
+            self._make_folders()
+            self._keeper = self._new_keeper()
+            await self._keeper.start_async()
+            # Local stand-in for a Dockerfile's ``COPY workspace/ /workspace/``: task inputs.
+            seed = Path(self.environment_dir) / "workspace"
+            if seed.is_dir():
+                await self.upload_dir(seed, WORKSPACE)
+            await self._upload_environment_dir_after_start()
+        finally:
+            release, self._after_start = self._after_start, None
+            if release is not None:
+                release()
 
     def _make_folders(self) -> None:
         for path in self.container_dirs():

@@ -47,6 +47,7 @@ from pytest_skilleval.harbor.staging import (
     stage_trial_tests,
     workspace_skill_dirs,
 )
+from pytest_skilleval.harbor.start_gate import StartGate
 from pytest_skilleval.harbor.task_environment import TaskEnvironment
 from pytest_skilleval.harbor.verifier_adapter import IMPORT_PATH as HOST_VERIFIER_IMPORT_PATH
 from pytest_skilleval.harbor.verifier_adapter import NATIVE_IMPORT_PATH as NATIVE_VERIFIER_IMPORT_PATH
@@ -162,6 +163,7 @@ class SkillEvalRunner:
         self._environments: dict[Path, TaskEnvironment | ImageError | EnvironmentModeError] = {}
         self._environments_lock = threading.Lock()
         self.staged = StagedTasks()
+        self.start_gate = StartGate()
         self._case_tasks: dict[tuple[str, ...], tuple[Path, Path | None]] = {}
         self._case_tasks_lock = threading.Lock()
 
@@ -329,6 +331,29 @@ class SkillEvalRunner:
         *,
         agent_only: bool = False,
     ) -> tuple[Path, Any]:
+        environment = await self.task_environment_async(skill)  # a docker build, once: not in the start gate
+        leave_gate = await self.start_gate.enter()
+        try:
+            return await self._start_and_run(
+                spec, skill, mode, trial_name, source_trial, environment, leave_gate, agent_only=agent_only
+            )
+        finally:
+            leave_gate()
+
+    async def _start_and_run(
+        self,
+        spec: TrialSpec,
+        skill: SkillFolder,
+        mode: str,
+        trial_name: str,
+        source_trial: Path | None,
+        environment: TaskEnvironment,
+        leave_gate: Callable[[], None],
+        *,
+        agent_only: bool,
+    ) -> tuple[Path, Any]:
+        """`_run_trial` inside the start gate, which the trial leaves once it is created, or once its sandbox has
+        started when that start is this host's work (`run_trial`)."""
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
 
@@ -344,9 +369,8 @@ class SkillEvalRunner:
         if spec.source == "native":
             inputs = stage_inputs(spec, work / "input")
             task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
-            native_environment(task_dir, await self.task_environment_async(skill), settings)
+            native_environment(task_dir, environment, settings)
         else:
-            environment = await self.task_environment_async(skill)  # a docker build, once
             task_dir, inputs = self._case_task(spec, skill, mode, environment, entry, source_trial is not None)
             trial_tests = stage_trial_tests(task_dir / "tests", work / TRIAL_TESTS, entry)
             grader = skill.grader
@@ -397,7 +421,11 @@ class SkillEvalRunner:
                 safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
 
         result = await run_trial(
-            config, inputs, at_agent_start=snapshot_workspace if source_trial is None else None, staged=self.staged
+            config,
+            inputs,
+            at_agent_start=snapshot_workspace if source_trial is None else None,
+            staged=self.staged,
+            started=leave_gate,
         )
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result
@@ -447,14 +475,21 @@ async def run_trial(
     inputs: Path | None,
     at_agent_start: Callable[[Any], Awaitable[None]] | None = None,
     staged: StagedTasks | None = None,
+    started: Callable[[], None] | None = None,
 ) -> Any:
     """One Harbor trial from its config: the case's inputs uploaded when the agent starts (then `at_agent_start`,
     given the trial), the replay agent's own record restored before verification, Harbor's per-trial logger
-    released after. With `staged`, what Harbor builds from a staged task folder is built once per folder."""
+    released after. With `staged`, what Harbor builds from a staged task folder is built once per folder.
+    `started` (the start gate's release) is called once the trial is created, or, when its sandbox's start is this
+    host's work, by the sandbox once that start is over."""
     from harbor.trial.hooks import TrialEvent
     from harbor.trial.trial import Trial
 
     trial = await (create_trial(config, staged) if staged is not None else Trial.create(config))
+    if started is not None:
+        hand_over = getattr(trial.agent_environment, "release_after_start", None)
+        if not (callable(hand_over) and hand_over(started)):
+            started()
 
     async def keep_agent_record(_event: Any) -> None:
         # The replay agent's own record beats any trajectory.json the sandbox wrote.
