@@ -50,6 +50,29 @@ def cpu_speed() -> float:
     return time.process_time() - started
 
 
+def work_filesystem(path: str | None = None) -> str:
+    """The filesystem the benchmark's folders go on (tempfile's folder: TMPDIR), from /proc/self/mountinfo.
+
+    On ext4 without a journal (this project's benchmark VMs) the kernel, making a file, passes over every inode of
+    the group deleted in the last 1-6 minutes (`recently_deleted` in ext4's inode allocator); a run that makes and
+    deletes tens of thousands of files pays for it, and more so after another such run. A `perf` profile of a trial
+    process showed ~40% of its CPU there; `TMPDIR=/dev/shm` (tmpfs) takes it out of a comparison."""
+    device = os.stat(path or tempfile.gettempdir()).st_dev
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return "unknown"
+    for line in lines:
+        fields = line.split()
+        if fields[2] == wanted and "-" in fields:
+            kind, source = fields[fields.index("-") + 1 : fields.index("-") + 3]
+            if kind == "ext4" and not Path(f"/proc/fs/jbd2/{Path(source).name}-8").exists():
+                return f"{kind} on {source}, no journal (new files pass over recently deleted inodes)"
+            return f"{kind} on {source}"
+    return "unknown"
+
+
 @dataclass
 class Measured:
     seconds: float

@@ -22,7 +22,8 @@ BENCH_ATTEMPTS=N runs the plugin's trials as TRIALS/N cases x N attempts, as rea
 BENCH_TRIAL_PROCESSES=N runs the plugin's trials in N trial processes (`--trial-processes N`) and prints their CPU;
 BENCH_XDIST=W runs the plugin's side with `-n W`, each worker keeping CONCURRENCY/W in flight, and prints the busiest
 pytest process's own CPU; BENCH_CODE=DIR runs the plugin's side on the package in checkout DIR, e.g. a
-`git worktree` of the commit to compare with)
+`git worktree` of the commit to compare with). The folders go where tempfile puts them (TMPDIR); the first line
+says on which filesystem: see `_harness.work_filesystem` for why `TMPDIR=/dev/shm` compares runs more steadily here)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from _harness import cpu_speed, make_project, pytest_argv, run_sampled
+from _harness import cpu_speed, make_project, pytest_argv, run_sampled, work_filesystem
 from bench_vs_harbor import harbor_argv, make_tasks
 
 SLEEP = 2.0
@@ -375,7 +376,8 @@ def main() -> None:
     with_harbor = os.environ.get("BENCH_HARBOR", "1") != "0"
     print(
         f"machine: {platform.machine()}, Python {platform.python_version()}, cpus={os.cpu_count()}, "
-        f"load {os.getloadavg()[0]:.1f}, CPU speed loop {cpu_speed():.2f} s; {trials} trials x {SLEEP:.0f} s"
+        f"load {os.getloadavg()[0]:.1f}, CPU speed loop {cpu_speed():.2f} s; {trials} trials x {SLEEP:.0f} s; "
+        f"folders on {work_filesystem()}"
     )
     startup_plugin = plugin_run(1, 1, 0.0)[0].seconds
     startup_harbor = harbor_run(1, 1, 0.0)[0].seconds if with_harbor else 0.0
