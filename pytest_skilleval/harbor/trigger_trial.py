@@ -144,31 +144,35 @@ async def _run(
 ) -> tuple[Path, Any, list[str]]:
     from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
 
-    settings = skill.settings
-    work = runner.run_dir / spec.skill_name / "_triggers" / spec.case_id / f"{spec.label.replace('/', '_')}"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    inputs = stage_inputs(spec, work / "input")
-    staging = runner.run_dir / "_skills"
-    distractors = [stage_skill(path, staging / "_distractors") for path in distractor_dirs(skill, settings)]
-    staged = stage_skill(spec.skill_dir, staging)
-    entry = entry_document(spec, "default", False, "isolated", [path.name for path in distractors])
-    environment = await runner.task_environment_async(skill)
-    task_dir = stage_dataset_task(spec, work / "task", "default", None, environment, inputs, entry)
-    names = [path.name for path in distractors]
-    config = TrialConfig(
-        task=TaskConfig(path=task_dir),
-        trial_name=trial_name,
-        trials_dir=work / "trials",
-        agent=_agent_config(spec, settings, [staged, *distractors]),
-        environment=environment_config(
-            settings, runtime_env_values(settings.runtime_env, settings.pass_env, os.environ)
-        ),
-        verifier=VerifierConfig(
-            import_path=TRIGGER_VERIFIER_IMPORT_PATH, kwargs={"skill": spec.skill_dir.name, "distractors": names}
-        ),
-        timeout_multiplier=settings.timeout_multiplier,
-    )
-    result = await run_trial(config, inputs)
-    scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
-    return work / "trials" / trial_name, result, names
+    environment = await runner.task_environment_async(skill)  # a docker build, once: not in the start gate
+    leave_gate = await runner.start_gate.enter()  # harbor/start_gate.py, as a case's trial
+    try:
+        settings = skill.settings
+        work = runner.run_dir / spec.skill_name / "_triggers" / spec.case_id / f"{spec.label.replace('/', '_')}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        inputs = stage_inputs(spec, work / "input")
+        staging = runner.run_dir / "_skills"
+        distractors = [stage_skill(path, staging / "_distractors") for path in distractor_dirs(skill, settings)]
+        staged = stage_skill(spec.skill_dir, staging)
+        entry = entry_document(spec, "default", False, "isolated", [path.name for path in distractors])
+        task_dir = stage_dataset_task(spec, work / "task", "default", None, environment, inputs, entry)
+        names = [path.name for path in distractors]
+        config = TrialConfig(
+            task=TaskConfig(path=task_dir),
+            trial_name=trial_name,
+            trials_dir=work / "trials",
+            agent=_agent_config(spec, settings, [staged, *distractors]),
+            environment=environment_config(
+                settings, runtime_env_values(settings.runtime_env, settings.pass_env, os.environ)
+            ),
+            verifier=VerifierConfig(
+                import_path=TRIGGER_VERIFIER_IMPORT_PATH, kwargs={"skill": spec.skill_dir.name, "distractors": names}
+            ),
+            timeout_multiplier=settings.timeout_multiplier,
+        )
+        result = await run_trial(config, inputs, started=leave_gate)
+        scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
+        return work / "trials" / trial_name, result, names
+    finally:
+        leave_gate()
