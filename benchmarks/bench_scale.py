@@ -62,6 +62,7 @@ class Scaled:
     end_parts: str = ""  # that time in steps (the plugin's runs)
     outside_cpu_s: float = 0.0  # the machine's busy CPU over the run less the tree's and this script's
     steal_s: float = 0.0  # CPU time the hypervisor gave to others while the run wanted it (a noisy neighbour)
+    sampling_cpu_s: float = 0.0  # this script's own CPU while it sampled the run (it shares the cores with the run)
 
 
 def _descendants() -> dict[int, int]:
@@ -75,6 +76,13 @@ def _descendants() -> dict[int, int]:
             except (OSError, IndexError, ValueError):
                 continue
     return parents
+
+
+# The tree is sampled every SAMPLE_SECONDS, its PSS every PSS_EVERY-th sample (every 2 s): at 400 processes,
+# walking /proc and reading each process's smaps_rollup five times a second took this script ~20% of a core, taken
+# from the run it measures (the peaks it looks for last many seconds at a fixed number in flight).
+SAMPLE_SECONDS = 0.5
+PSS_EVERY = 4
 
 
 def _machine_cpu() -> tuple[float, float]:
@@ -128,17 +136,22 @@ def _own_cpu_s(pid: int) -> float | None:
 def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
     """Run a command as this process's child, with this process as the subreaper of everything it starts, so the
     CPU of every descendant (daemons included) is counted once it is reaped."""
+    _DRIVERS.clear()  # pids are not reused within a run, but may be between runs
     before, machine_before = os.times(), _machine_cpu()
     peak_processes, peak_pss, own = 0, 0, 0.0
 
     pytest_cpu: dict[int, float] = {}
     driver_cpu: dict[int, float] = {}
 
+    samples = 0
+
     def sample(root: int) -> None:
-        nonlocal peak_processes, peak_pss, own
+        nonlocal peak_processes, peak_pss, own, samples
         pids = _tree(root)
         peak_processes = max(peak_processes, len(pids))
-        peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
+        samples += 1
+        if samples % PSS_EVERY == 1:  # reading hundreds of smaps_rollup is this script's biggest cost
+            peak_pss = max(peak_pss, sum(_pss_kb(pid) for pid in pids))
         own = _own_cpu_s(root) or own
         for pid in (root, *(_xdist_workers(pids[1:]) if os.environ.get("BENCH_XDIST") else [])):
             pytest_cpu[pid] = _own_cpu_s(pid) or pytest_cpu.get(pid, 0.0)
@@ -146,7 +159,7 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
             for pid in _trial_processes(pids[1:]):
                 driver_cpu[pid] = _own_cpu_s(pid) or driver_cpu.get(pid, 0.0)
 
-    elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, 0.2)
+    elapsed, returncode, out, started_at = run_sampled(argv, cwd, env, sample, SAMPLE_SECONDS)
     left = [pid for pid in _tree(os.getpid()) if pid != os.getpid() and not _is_zombie(pid)]
     left_behind = len(left)
     if left and os.environ.get("BENCH_SHOW_LEFT"):
@@ -185,19 +198,25 @@ def measure_tree(argv: list[str], cwd: Path, env: dict[str, str]) -> Scaled:
         driver_cpu_s=sum(driver_cpu.values()),
         outside_cpu_s=outside,
         steal_s=machine_after[1] - machine_before[1],
+        sampling_cpu_s=sampling,
     )
+
+
+_DRIVERS: dict[int, bool] = {}  # pid -> whether it is a trial process, read once per pid
 
 
 def _trial_processes(pids: list[int]) -> list[int]:
     """The trial processes (`--trial-processes`) among `pids`."""
     found = []
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if b"pytest_skilleval.harbor.trial_driver" in handle.read():
-                    found.append(pid)
-        except OSError:
-            continue
+        if pid not in _DRIVERS:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    _DRIVERS[pid] = b"pytest_skilleval.harbor.trial_driver" in handle.read()
+            except OSError:
+                continue
+        if _DRIVERS[pid]:
+            found.append(pid)
     return found
 
 
@@ -358,7 +377,8 @@ def report(label: str, trials: int, concurrency: int, startup: float, measured: 
     )
     print(
         f"  outside the tree: {measured.outside_cpu_s / trials * 1000:.1f} ms/trial of the machine's CPU (kernel "
-        f"threads, other processes); steal {measured.steal_s / trials * 1000:.1f} ms/trial"
+        f"threads, other processes); steal {measured.steal_s / trials * 1000:.1f} ms/trial; this script's sampling "
+        f"{measured.sampling_cpu_s / trials * 1000:.1f} ms/trial"
     )
     if measured.end_parts:
         print(f"  session end in steps: {measured.end_parts}")
