@@ -25,6 +25,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from pytest_skilleval.harbor.interrupts import import_safe_int_handler, is_plain_int_handler
+
 FORCE_AFTER = 2  # signals absorbed after the first interrupt; the next one stops at once
 
 
@@ -46,6 +48,9 @@ class SignalGuard:
             return
         self._saved[signal.SIGTERM] = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, self._on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._saved[signal.SIGINT] = signal.default_int_handler
+            signal.signal(signal.SIGINT, import_safe_int_handler)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """Act as Ctrl+C: asyncio's handler cancels the trial task gracefully; otherwise KeyboardInterrupt."""
@@ -56,7 +61,7 @@ class SignalGuard:
                 pass
         handler = signal.getsignal(signal.SIGINT)  # looked up before marking, which replaces it
         self.mark_interrupted()
-        if callable(handler) and handler not in (self._on_repeat, signal.default_int_handler):
+        if callable(handler) and handler is not self._on_repeat and not is_plain_int_handler(handler):
             handler(signal.SIGINT, frame)
             return
         raise KeyboardInterrupt

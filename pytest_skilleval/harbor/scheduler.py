@@ -35,6 +35,7 @@ from typing import TypeVar, cast
 
 from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.fate import StopOnPass, condition_key
+from pytest_skilleval.harbor.interrupts import is_plain_int_handler
 from pytest_skilleval.harbor.process_env import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
@@ -239,10 +240,8 @@ def _ctrl_c_stops(loop: asyncio.AbstractEventLoop, wakeup_fd: int) -> Iterator[l
     cancellation (shutdown()), saying what Docker containers it removes, as with a loop on a thread of its own.
     Another handler (the session's, once a run is interrupted) is left alone."""
     stopped: list[int] = []
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not is_plain_int_handler(previous):
         yield stopped
         return
 
@@ -259,4 +258,4 @@ def _ctrl_c_stops(loop: asyncio.AbstractEventLoop, wakeup_fd: int) -> Iterator[l
     finally:
         signal.set_wakeup_fd(previous_wakeup)
         if signal.getsignal(signal.SIGINT) is on_sigint:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, previous)

@@ -11,10 +11,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from pytest_skilleval.harbor.fate import StopOnPass
+from pytest_skilleval.harbor.interrupts import import_safe_int_handler
 from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
@@ -50,14 +52,15 @@ def _record(spec: TrialSpec) -> TrialRecord:
     )
 
 
-@pytest.fixture
-def ctrl_c() -> Iterator[None]:
-    """Python's own Ctrl+C handler, as in a terminal's foreground job: a test run started in the background by a
-    script (`make test &`) inherits SIGINT ignored, and these tests would then wait for an interrupt that never
-    comes. Tests run on the main thread (xdist's workers too), where the handler can be set."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+@pytest.fixture(params=[signal.default_int_handler, import_safe_int_handler], ids=["python", "import-safe"])
+def ctrl_c(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Python's own Ctrl+C handler, as in a terminal's foreground job, or the session's import-safe one in its place
+    (the loop treats both alike): a test run started in the background by a script (`make test &`) inherits SIGINT
+    ignored, and these tests would then wait for an interrupt that never comes. Tests run on the main thread
+    (xdist's workers too), where the handler can be set."""
+    previous = signal.signal(signal.SIGINT, request.param)
     try:
-        yield
+        yield request.param
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -115,8 +118,7 @@ def test_a_trials_own_error_reaches_its_item_and_the_others_still_run() -> None:
     scheduler.shutdown()
 
 
-@pytest.mark.usefixtures("ctrl_c")
-def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly() -> None:
+def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly(ctrl_c: Any) -> None:
     """The interrupt reaches the waiting item without being raised inside a trial's coroutine; shutdown() then ends
     every trial through a CancelledError at an await, and each clean-up (itself awaiting, as Harbor's environment stop
     does) runs to its end."""
@@ -146,7 +148,7 @@ def test_ctrl_c_stops_the_wait_at_once_and_shutdown_cancels_the_trials_cleanly()
         timer.join()
     assert time.monotonic() - began < 10  # not the trial's 60 s
     assert steps == [] and scheduler.pending == 2  # nothing raised inside them: shutdown() is what stops them
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is ctrl_c  # the handler the wait found is back
 
     scheduler.shutdown()
     assert sorted(steps) == ["ahead:CancelledError", "ahead:cleaned", "waited:CancelledError", "waited:cleaned"]
