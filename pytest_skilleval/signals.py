@@ -11,6 +11,10 @@ pytest's KeyboardInterrupt), and under xdist the controller passes it on to its 
 Ctrl+C would (a worker killed outright would leave its trial's commands running); the first interrupt is remembered here, whatever pytest's exit status says later; and
 from then on further SIGINT/SIGTERM are absorbed (with one line on stderr) until the process exits, so the run's
 results are written and its exit status stays "interrupted". A third signal stops without waiting.
+
+While the guard is installed, Python's own Ctrl+C handler is replaced by `harbor/interrupts.import_safe_int_handler`,
+which behaves the same except inside the import machinery: a KeyboardInterrupt raised there can leave the global
+import lock held (every other thread's import then hangs) and be discarded, so it is delivered again 50 ms later.
 """
 
 from __future__ import annotations

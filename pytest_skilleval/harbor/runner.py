@@ -331,104 +331,89 @@ class SkillEvalRunner:
         *,
         agent_only: bool = False,
     ) -> tuple[Path, Any]:
-        environment = await self.task_environment_async(skill)  # a docker build, once: not in the start gate
-        leave_gate = await self.start_gate.enter()
-        try:
-            return await self._start_and_run(
-                spec, skill, mode, trial_name, source_trial, environment, leave_gate, agent_only=agent_only
-            )
-        finally:
-            leave_gate()
-
-    async def _start_and_run(
-        self,
-        spec: TrialSpec,
-        skill: SkillFolder,
-        mode: str,
-        trial_name: str,
-        source_trial: Path | None,
-        environment: TaskEnvironment,
-        leave_gate: Callable[[], None],
-        *,
-        agent_only: bool,
-    ) -> tuple[Path, Any]:
-        """`_run_trial` inside the start gate, which the trial leaves once it is created, or once its sandbox has
-        started when that start is this host's work (`run_trial`)."""
+        """One trial staged and run. The start gate (harbor/start_gate.py) holds it from staging until its trial is
+        created, or until its sandbox has started when that start is this host's work (`run_trial`)."""
         from harbor.models.task.config import ArtifactConfig
         from harbor.models.trial.config import SourceTrialConfig, TaskConfig, TrialConfig, VerifierConfig
 
-        settings = skill.settings
-        work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        workspace = [self._stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
-        entry = entry_document(
-            spec, mode, skill.grader is not None, settings.skill_workspace_mode, [path.name for path in workspace]
-        )
-        trial_tests: Path | None = None
-        if spec.source == "native":
-            inputs = stage_inputs(spec, work / "input")
-            task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
-            native_environment(task_dir, environment, settings)
-        else:
-            task_dir, inputs = self._case_task(spec, skill, mode, environment, entry, source_trial is not None)
-            trial_tests = stage_trial_tests(task_dir / "tests", work / TRIAL_TESTS, entry)
-            grader = skill.grader
-        staged_skill = self._staged_skill(spec, skill)
-        bridge_url = await self._bridge_url(spec, settings)
-        if agent_only:
-            verifier = VerifierConfig(disable=True)
-        elif mode == "custom_only" and grader is None:
-            # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
-            verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
-        else:
-            from pytest_skilleval.results.tree import resolve_results_root
-            from pytest_skilleval.skill.judging import verifier_judge_kwargs
-
-            root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
-            verifier = VerifierConfig(
-                import_path=HOST_VERIFIER_IMPORT_PATH,
-                kwargs={
-                    "grading_mode": mode,
-                    "grader": grader.name if grader else None,
-                    "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None,
-                    "workspace_before": str(work / BEFORE_NAME),
-                    "trial_tests": str(trial_tests) if trial_tests is not None else None,
-                },
+        environment = await self.task_environment_async(skill)  # a docker build, once: not in the start gate
+        async with self.start_gate.entered() as leave_gate:
+            settings = skill.settings
+            work = self.run_dir / spec.skill_name / spec.case_id / _slug(spec)
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+            workspace = [self._stage_skill(path, self.run_dir / "_skills") for path in workspace_skill_dirs(skill)]
+            entry = entry_document(
+                spec, mode, skill.grader is not None, settings.skill_workspace_mode, [path.name for path in workspace]
             )
-        allowance = settings.pass_env
-        config = TrialConfig(
-            task=TaskConfig(path=task_dir),
-            trial_name=trial_name,
-            trials_dir=work / "trials",
-            agent=agent_config(spec, settings, staged_skill, workspace, bridge_url),
-            environment=environment_config(settings, runtime_env_values(settings.runtime_env, allowance, os.environ)),
-            verifier=verifier,
-            timeout_multiplier=settings.timeout_multiplier,
-            # Kept runs record the agent's final /workspace, so --regrade can run a changed grader on it later.
-            artifacts=[ArtifactConfig(source=WORKSPACE_ARTIFACT)] if settings.harbor_keep_jobs or source_trial else [],
-            source_trial=(
-                SourceTrialConfig(action="regrade", type="local", path=source_trial)
-                if source_trial is not None
-                else None
-            ),
-        )
+            trial_tests: Path | None = None
+            if spec.source == "native":
+                inputs = stage_inputs(spec, work / "input")
+                task_dir, grader = stage_native(spec, work / "task", mode, skill.grader)
+                native_environment(task_dir, environment, settings)
+            else:
+                task_dir, inputs = self._case_task(spec, skill, mode, environment, entry, source_trial is not None)
+                trial_tests = stage_trial_tests(task_dir / "tests", work / TRIAL_TESTS, entry)
+                grader = skill.grader
+            staged_skill = self._staged_skill(spec, skill)
+            bridge_url = await self._bridge_url(spec, settings)
+            if agent_only:
+                verifier = VerifierConfig(disable=True)
+            elif mode == "custom_only" and grader is None:
+                # A native task's own tests/test.sh, under Harbor's reward contract, once the agent phase is over.
+                verifier = VerifierConfig(import_path=NATIVE_VERIFIER_IMPORT_PATH)
+            else:
+                from pytest_skilleval.results.tree import resolve_results_root
+                from pytest_skilleval.skill.judging import verifier_judge_kwargs
 
-        async def snapshot_workspace(trial: Any) -> None:
-            # The workspace as the agent finds it (inputs staged): the "before" of the trial's workspace diff.
-            snapshot = await take_snapshot(trial.agent_environment)
-            if snapshot is not None:
-                safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
+                root = resolve_results_root(spec.skill_dir, settings.results_dir, os.environ)
+                verifier = VerifierConfig(
+                    import_path=HOST_VERIFIER_IMPORT_PATH,
+                    kwargs={
+                        "grading_mode": mode,
+                        "grader": grader.name if grader else None,
+                        "judge": verifier_judge_kwargs(settings, root) if mode != "custom_only" else None,
+                        "workspace_before": str(work / BEFORE_NAME),
+                        "trial_tests": str(trial_tests) if trial_tests is not None else None,
+                    },
+                )
+            allowance = settings.pass_env
+            config = TrialConfig(
+                task=TaskConfig(path=task_dir),
+                trial_name=trial_name,
+                trials_dir=work / "trials",
+                agent=agent_config(spec, settings, staged_skill, workspace, bridge_url),
+                environment=environment_config(
+                    settings, runtime_env_values(settings.runtime_env, allowance, os.environ)
+                ),
+                verifier=verifier,
+                timeout_multiplier=settings.timeout_multiplier,
+                # Kept runs record the agent's final /workspace, so --regrade can run a changed grader on it later.
+                artifacts=[ArtifactConfig(source=WORKSPACE_ARTIFACT)]
+                if settings.harbor_keep_jobs or source_trial
+                else [],
+                source_trial=(
+                    SourceTrialConfig(action="regrade", type="local", path=source_trial)
+                    if source_trial is not None
+                    else None
+                ),
+            )
 
-        result = await run_trial(
-            config,
-            inputs,
-            at_agent_start=snapshot_workspace if source_trial is None else None,
-            staged=self.staged,
-            started=leave_gate,
-        )
-        scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
-        return work / "trials" / trial_name, result
+            async def snapshot_workspace(trial: Any) -> None:
+                # The workspace as the agent finds it (inputs staged): the "before" of the trial's workspace diff.
+                snapshot = await take_snapshot(trial.agent_environment)
+                if snapshot is not None:
+                    safe_io.write_text(work, BEFORE_NAME, snapshot.model_dump_json())
+
+            result = await run_trial(
+                config,
+                inputs,
+                at_agent_start=snapshot_workspace if source_trial is None else None,
+                staged=self.staged,
+                started=leave_gate,
+            )
+            scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
+            return work / "trials" / trial_name, result
 
     async def _bridge_url(self, spec: TrialSpec, settings: RunSettings) -> str | None:
         """Where the trial's agent reaches the NVIDIA bridge (started on first use), or None when it does not."""

@@ -11,8 +11,9 @@ its trial is created, so it never queues behind another's wait.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 # Per process that runs trials (the pytest process, each trial process): measured on 2 cores with two trial
 # processes at 100 in flight (docs/performance.md, issue 28, stop 38).
@@ -51,3 +52,13 @@ class StartGate:
                 semaphore.release()
 
         return release
+
+    @contextlib.asynccontextmanager
+    async def entered(self) -> AsyncIterator[Callable[[], None]]:
+        """`enter` for a block: yields the release, to hand on to whatever ends the start phase early (a sandbox's
+        start), and calls it when the block ends, however it ends."""
+        release = await self.enter()
+        try:
+            yield release
+        finally:
+            release()

@@ -145,8 +145,7 @@ async def _run(
     from harbor.models.trial.config import TaskConfig, TrialConfig, VerifierConfig
 
     environment = await runner.task_environment_async(skill)  # a docker build, once: not in the start gate
-    leave_gate = await runner.start_gate.enter()  # harbor/start_gate.py, as a case's trial
-    try:
+    async with runner.start_gate.entered() as leave_gate:  # harbor/start_gate.py, as a case's trial
         settings = skill.settings
         work = runner.run_dir / spec.skill_name / "_triggers" / spec.case_id / f"{spec.label.replace('/', '_')}"
         shutil.rmtree(work, ignore_errors=True)
@@ -174,5 +173,3 @@ async def _run(
         result = await run_trial(config, inputs, started=leave_gate)
         scrub_agent_kwarg_secrets(work / "trials" / trial_name, config.agent.kwargs)
         return work / "trials" / trial_name, result, names
-    finally:
-        leave_gate()

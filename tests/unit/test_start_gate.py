@@ -88,3 +88,26 @@ def test_the_default_limit_and_a_limit_below_one() -> None:
     assert StartGate().limit == STARTING_AT_ONCE
     with pytest.raises(ValueError, match="limit 0, expected at least 1"):
         StartGate(limit=0)
+
+
+def test_a_block_releases_its_place_however_it_ends() -> None:
+    """`entered()` lets go when its block raises, and a release called early inside it is not counted again."""
+    gate = StartGate(limit=1)
+
+    async def go() -> bool:
+        with pytest.raises(RuntimeError):
+            async with gate.entered():
+                raise RuntimeError("a staging error")
+        async with gate.entered() as release:
+            release()  # the sandbox's start is over: the place is free before the block ends
+            async with gate.entered():
+                pass  # taken and given back while the first block still runs
+        try:
+            async with asyncio.timeout(0.05):
+                async with gate.entered():
+                    async with gate.entered():
+                        return False  # two inside a gate of one
+        except TimeoutError:
+            return True
+
+    assert asyncio.run(go()) is True
