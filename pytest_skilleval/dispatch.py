@@ -146,13 +146,19 @@ def _routed(runner: Any, state: SkillEvalSession, processes: TrialProcesses | No
     from pytest_skilleval.harbor.trial_driver import run_spec
 
     workers = _xdist_workers(state.config)
+    sent: dict[Path, bool] = {}  # by skill folder: decided on its first trial (`auto` reads the usable cores)
+
+    def in_processes(skill_dir: Path) -> bool:
+        found = sent.get(skill_dir)
+        if found is None:
+            settings = state.skill(skill_dir).settings
+            asked = trial_process_count(settings.trial_processes, workers=workers)
+            found = sent[skill_dir] = asked > 0 and settings.env_mode != "docker"
+        return found
 
     async def run(spec: TrialSpec) -> Any:
-        if processes is not None:
-            settings = state.skill(spec.skill_dir).settings
-            asked = trial_process_count(settings.trial_processes, workers=workers)
-            if asked > 0 and settings.env_mode != "docker":
-                return await processes.run(spec)
+        if processes is not None and in_processes(spec.skill_dir):
+            return await processes.run(spec)
         return await run_spec(runner, spec)
 
     return run

@@ -170,26 +170,36 @@ def test_a_trial_process_that_dies_errors_its_trials_with_its_exit_status(
 
 
 def test_a_docker_skill_runs_its_trials_in_the_pytest_process() -> None:
-    """Docker trials stay where their Ctrl+C clean-up lives, whatever --trial-processes says."""
+    """Docker trials stay where their Ctrl+C clean-up lives, whatever --trial-processes says; another skill's trials
+    in the same session still go to the trial processes, each skill decided once."""
     import asyncio
 
     from pytest_skilleval.dispatch import _routed
     from pytest_skilleval.skill.plan import TrialSpec
     from pytest_skilleval.skill.settings import RunSettings
 
-    spec = TrialSpec(
-        skill_dir=Path("/s"), skill_name="s", case_id="c", source="dataset", agent="a", arm="with_skill", attempt=1
-    )
+    def spec(skill: str, attempt: int) -> TrialSpec:
+        return TrialSpec(
+            skill_dir=Path("/") / skill,
+            skill_name=skill,
+            case_id="c",
+            source="dataset",
+            agent="a",
+            arm="with_skill",
+            attempt=attempt,
+        )
+
     ran: list[str] = []
+    asked: list[Path] = []
 
     class Runner:
         async def run_async(self, spec: TrialSpec) -> str:
-            ran.append("here")
+            ran.append(f"{spec.skill_name} here")
             return "record"
 
     class Processes:
         async def run(self, spec: TrialSpec) -> str:
-            ran.append("beside")
+            ran.append(f"{spec.skill_name} beside")
             return "record"
 
     class Skill:
@@ -197,15 +207,19 @@ def test_a_docker_skill_runs_its_trials_in_the_pytest_process() -> None:
             self.settings = RunSettings(env_mode=mode, trial_processes=2)
 
     class State:
-        mode = "docker"
         config = None  # not an xdist worker
 
         def skill(self, path: Path) -> Skill:
-            return Skill(self.mode)
+            asked.append(path)
+            return Skill("docker" if path.name == "boxed" else "local")
 
-    state = State()
-    run = _routed(Runner(), state, Processes())  # type: ignore[arg-type]
-    asyncio.run(run(spec))
-    state.mode = "local"
-    asyncio.run(run(spec))
-    assert ran == ["here", "beside"]
+    run = _routed(Runner(), State(), Processes())  # type: ignore[arg-type]
+
+    async def all_of_them() -> None:
+        for attempt in (1, 2):
+            await run(spec("boxed", attempt))
+            await run(spec("plain", attempt))
+
+    asyncio.run(all_of_them())
+    assert ran == ["boxed here", "plain beside", "boxed here", "plain beside"]
+    assert asked == [Path("/boxed"), Path("/plain")]
