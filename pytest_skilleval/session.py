@@ -94,7 +94,12 @@ class SkillEvalSession:
             ],
         )
         # Trial files written (and job folders deleted) as items finish; on the controller or the only process.
-        self.early = EarlyResults(self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start)
+        from pytest_skilleval.results.entries_ahead import EntriesAhead
+
+        ahead = EntriesAhead(self._scoring_rules)
+        self.early = EarlyResults(
+            self.results_root, self.run_id_for, self.redactor, self.keep_jobs, self.run_start, ahead.entry
+        )
         self._writes_results = not hasattr(config, "workerinput")
         self._resolved: dict[Path, Path] = {}
 
@@ -233,6 +238,11 @@ class SkillEvalSession:
         if source is not None:
             config["regraded_from"] = source.name
         return config
+
+    def _scoring_rules(self, skill_dir: str) -> tuple[str, float]:
+        """The skill's grading mode and pass threshold, as `reporting.build_plan` gives them to the aggregate."""
+        settings = self.skill(Path(skill_dir)).settings
+        return settings.grading_mode, settings.pass_threshold
 
     def run_start(self, skill_dir: Path) -> RunStart:
         """What the run folder's first write records, for --resume to compare: the settings and the dataset digest."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the writer and the models: imported once a trial is handed over (never by `--co`)
     from pytest_skilleval.results.html_report import TrialDrillDown
+    from pytest_skilleval.results.models import TrialEntry
     from pytest_skilleval.results.records import TrialKey, TrialRecord
     from pytest_skilleval.results.tree import EarlyTrialFiles, RunStart
     from pytest_skilleval.results.trial_evidence import TrialEvidence
@@ -223,10 +224,14 @@ class EarlyResults:
         redactor: Redactor,
         keep_jobs: Callable[[], bool],
         run_start: Callable[[Path], RunStart],
+        entry_of: Callable[[TrialRecord], tuple[TrialEntry, float]] | None = None,
     ) -> None:
         self._results_root = results_root
         self._run_id = run_id
         self._run_start = run_start
+        self._entry_of = (
+            entry_of  # a trial's result.json entry and pass threshold, for its report block (entries_ahead)
+        )
         self._redactor = redactor
         self._keep_jobs = keep_jobs
         self._writers: dict[str, EarlyTrialFiles] = {}
@@ -307,7 +312,23 @@ class EarlyResults:
             kept = evidence if self._render is None else self._render(evidence)
         except Exception:  # noqa: BLE001 - the report reads this trial's file back instead
             return
+        if self._render is not None and self._entry_of is not None:
+            kept = self._with_block(record, kept)  # type: ignore[arg-type]  # rendered: a TrialDrillDown
         self._evidence.setdefault(record.skill_dir, {})[record.key] = kept
+
+    def _with_block(self, record: TrialRecord, drill: TrialDrillDown) -> TrialDrillDown:
+        """The drill-down with the trial's whole report block rendered ahead (entries_ahead); as it was when the
+        entry cannot be made (the report then renders the block itself)."""
+        from pytest_skilleval.results.html_report import trial_file_text, with_block
+
+        writer = self._writers.get(record.skill_dir)
+        if self._entry_of is None or writer is None or writer.run_dir is None:
+            return drill
+        try:
+            entry, threshold = self._entry_of(record)
+            return with_block(drill, entry, trial_file_text(writer.run_dir, entry), threshold)
+        except Exception:  # noqa: BLE001 - only a head start: the report renders the block itself
+            return drill
 
     def trials_over(self) -> None:
         """The last trial has ended: the deletion of the job folders handed over since the last `rm` started is

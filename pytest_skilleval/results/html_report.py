@@ -12,6 +12,7 @@ trials, reading each trial's files once, so rendering stays linear in the number
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ from pytest_skilleval.results.redact import redact_text
 from pytest_skilleval.results.run_folder import RunFolder, TrialContent, TrialFiles, read_trial
 from pytest_skilleval.results.trajectory_view import trajectory_steps
 from pytest_skilleval.results.trial_evidence import TrialEvidence, trial_evidence
+from pytest_skilleval.results.trial_file import trial_file_name, trials_folder
 from pytest_skilleval.results.triggering import trigger_file_name
 from verifier.evidence import CHECKS_METRIC, REPORTED_METRICS
 from verifier.scoring import passes
@@ -126,13 +128,16 @@ class TrialDrillDown:
     findings: int
     assertions: Markup
     evidence: Markup
+    # The trial's whole block, rendered ahead (`with_block`) for the entry, file and threshold in `block_for`; the
+    # report uses it only when its own entry, file and threshold are the same.
+    block: Markup | None = None
+    block_for: tuple[Any, str, float] | None = None
 
 
 @dataclass
 class TrialView:
     entry: Any
-    folder: str
-    drill: TrialDrillDown
+    block: Markup
 
 
 @dataclass
@@ -324,18 +329,41 @@ def drill_down(evidence: TrialEvidence) -> TrialDrillDown:
     )
 
 
-def _trial_view(files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialDrillDown]) -> TrialView:
+def trial_file_text(run_dir: Path, entry: TrialEntry) -> str:
+    """Where a trial's file is, as the report prints it (`RunFolder.trials`' path, relative to the run folder)."""
+    return _inside(trials_folder(run_dir, entry.agent, entry.arm) / trial_file_name(entry.case, entry.attempt), run_dir)
+
+
+def trial_block(entry: TrialEntry, folder: str, drill: TrialDrillDown, threshold: float) -> Markup:
+    """One trial's block of the report (its summary line, metrics, checks and drill-down)."""
+    return Markup(_drill_down_macros().trial(entry, folder, drill, threshold))
+
+
+def with_block(drill: TrialDrillDown, entry: TrialEntry, folder: str, threshold: float) -> TrialDrillDown:
+    """`drill` with the trial's whole block rendered ahead, as the session does when the trial ends: at 1,000
+    trials these blocks are half of the report's rendering, otherwise done after the last trial."""
+    block = trial_block(entry, folder, drill, threshold)
+    return dataclasses.replace(drill, block=block, block_for=(entry, folder, threshold))
+
+
+def _trial_view(
+    files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialDrillDown], threshold: float
+) -> TrialView:
     drill = known.get(files.entry.key)
     if drill is None:
         drill = drill_down(trial_evidence(files.content().document))
-    return TrialView(entry=files.entry, folder=_inside(files.path, run_dir), drill=drill)
+    folder = _inside(files.path, run_dir)
+    if drill.block is not None and drill.block_for == (files.entry, folder, threshold):
+        return TrialView(entry=files.entry, block=drill.block)
+    return TrialView(entry=files.entry, block=trial_block(files.entry, folder, drill, threshold))
 
 
 def _agent_views(run: RunFolder, known: Mapping[TrialKey, TrialDrillDown]) -> list[AgentView]:
     doc = run.document
     trials_by_agent: dict[str, dict[str, list[TrialView]]] = defaultdict(lambda: defaultdict(list))
+    threshold = doc.attempt_policy.pass_threshold
     for files in run.trials():
-        trials_by_agent[files.entry.agent][files.entry.case].append(_trial_view(files, run.path, known))
+        trials_by_agent[files.entry.agent][files.entry.case].append(_trial_view(files, run.path, known, threshold))
     views = []
     for index, (name, agent) in enumerate(doc.agents.items(), start=1):
         chart_id = f"agent{index}"

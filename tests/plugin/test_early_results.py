@@ -396,3 +396,61 @@ def test_the_session_end_lets_the_warm_up_finish_its_imports_first(
     assert done == []
     early.trials_over()
     assert done == ["imported"]
+
+
+# Waits for the report's templates once the first item is done (so every later trial's block is rendered as it
+# ends), and counts, as the session's end renders report.html, its trials and the blocks rendered ahead it used.
+BLOCKS_CONFTEST = '''
+import os
+import pytest
+from pytest_skilleval.results import html_report
+from pytest_skilleval.session import get_state
+
+_config = None
+_used = {"views": 0, "ahead": 0}
+
+def pytest_configure(config):
+    global _config
+    _config = config
+    view = html_report._trial_view
+
+    def counting(files, run_dir, known, threshold):
+        _used["views"] += 1
+        drill = known.get(files.entry.key)
+        folder = html_report.trial_file_text(run_dir, files.entry)
+        if drill is not None and drill.block is not None and drill.block_for == (files.entry, folder, threshold):
+            _used["ahead"] += 1
+        return view(files, run_dir, known, threshold)
+
+    html_report._trial_view = counting
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    warming = get_state(_config).early._warming
+    if report.when == "teardown" and warming is not None:
+        warming.join(timeout=60)
+
+def pytest_unconfigure(config):
+    with open(os.environ["BLOCKS_LOG"], "w") as log:
+        log.write(f"{_used['views']} {_used['ahead']}")
+'''
+
+
+def test_a_trial_block_rendered_as_the_trial_ends_is_the_one_the_report_renders(
+    skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the report's templates are loaded, each trial's block of report.html is rendered as it ends (its
+    result.json entry made as the session's end will make it) and the report uses it: the report the session wrote
+    is byte for byte the one rendered again from the run folder, and only the first trial's block (it ended before
+    the templates were loaded) was rendered at the end."""
+    from pytest_skilleval.results.html_report import render_report
+    from pytest_skilleval.results.run_folder import load_run
+
+    skill_project.pytester.makeconftest(BLOCKS_CONFTEST)
+    monkeypatch.setenv("BLOCKS_LOG", str(skill_project.root / "blocks.txt"))
+    skill_project.make_skill("demo", simple_entries("c1", "c2", "c3"))
+    skill_project.run(*RUN, "--n-attempts", "2").assert_outcomes(passed=6)
+    trials, ahead = map(int, (skill_project.root / "blocks.txt").read_text().split())
+    assert (trials, ahead) == (6, 5)
+    run_dir = next((skill_project.root / "results" / "demo").glob("2*/result.json")).parent
+    assert (run_dir / "report.html").read_text(encoding="utf-8") == render_report(load_run(run_dir))

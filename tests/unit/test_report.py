@@ -6,6 +6,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -447,3 +448,40 @@ def test_compare_of_runs_with_no_agent_in_common_names_each_runs_agents(
     err = capsys.readouterr().err
     assert f"{first} ran claude-code and {second} ran codex: no agent in common" in err
     assert "--agents claude-code,codex" in err
+
+
+def test_a_block_rendered_ahead_is_used_only_for_the_entry_it_was_rendered_for(run_dir: Path) -> None:
+    """A trial's block rendered as the trial ended stands in for the report's own rendering only when the entry,
+    the file and the pass threshold the report has are the ones it was rendered with."""
+    import dataclasses
+
+    from markupsafe import Markup
+
+    from pytest_skilleval.results.html_report import trial_file_text, with_block
+
+    run = load_run(run_dir)
+    from_files = render_report(run)
+    threshold = run.document.attempt_policy.pass_threshold
+    drills = {
+        files.entry.key: drill_down(trial_evidence(json.loads(files.path.read_bytes()))) for files in run.trials()
+    }
+    ahead = {
+        files.entry.key: with_block(
+            drills[files.entry.key], files.entry, trial_file_text(run.path, files.entry), threshold
+        )
+        for files in run.trials()
+    }
+    assert render_report(run, ahead) == from_files  # the same blocks the report renders itself
+
+    def marked(entry_change: dict[str, Any]) -> dict[Any, Any]:
+        found = {}
+        for files in run.trials():
+            drill = ahead[files.entry.key]
+            entry, folder, limit = drill.block_for or (None, "", 0.0)
+            changed = (entry.model_copy(update=entry_change), folder, limit) if entry_change else drill.block_for
+            found[files.entry.key] = dataclasses.replace(drill, block=Markup("<p>AHEAD</p>"), block_for=changed)
+        return found
+
+    assert render_report(run, marked({})).count("<p>AHEAD</p>") == len(run.trials())
+    stale = render_report(run, marked({"overall": 0.1234}))  # the end scored the trial otherwise: not used
+    assert "<p>AHEAD</p>" not in stale and stale == from_files
