@@ -129,7 +129,7 @@ class TrialDrillDown:
     assertions: Markup
     evidence: Markup
     # The trial's whole block, rendered ahead (`with_block`) for the entry, file and threshold in `block_for`; the
-    # report uses it only when its own entry, file and threshold are the same.
+    # report uses it only when its own entry, file and threshold are the same. Set, the two parts above are empty.
     block: Markup | None = None
     block_for: tuple[Any, str, float] | None = None
 
@@ -340,21 +340,28 @@ def trial_block(entry: TrialEntry, folder: str, drill: TrialDrillDown, threshold
 
 
 def with_block(drill: TrialDrillDown, entry: TrialEntry, folder: str, threshold: float) -> TrialDrillDown:
-    """`drill` with the trial's whole block rendered ahead, as the session does when the trial ends: at 1,000
-    trials these blocks are half of the report's rendering, otherwise done after the last trial."""
+    """`drill` as the trial's whole block rendered ahead, as the session does when the trial ends: at 1,000
+    trials these blocks are half of the report's rendering, otherwise done after the last trial. The drill-down's
+    parts are inside the block and not kept beside it (a report whose entry turns out otherwise reads them again
+    from the trial's file): a run keeps one copy of each trial's drill-down, not two."""
     block = trial_block(entry, folder, drill, threshold)
-    return dataclasses.replace(drill, block=block, block_for=(entry, folder, threshold))
+    empty = Markup("")
+    return dataclasses.replace(
+        drill, assertions=empty, evidence=empty, block=block, block_for=(entry, folder, threshold)
+    )
 
 
 def _trial_view(
     files: TrialFiles, run_dir: Path, known: Mapping[TrialKey, TrialDrillDown], threshold: float
 ) -> TrialView:
     drill = known.get(files.entry.key)
+    folder = _inside(files.path, run_dir)
+    if drill is not None and drill.block is not None:
+        if drill.block_for == (files.entry, folder, threshold):
+            return TrialView(entry=files.entry, block=drill.block)
+        drill = None  # rendered for another entry: its drill-down's parts were not kept beside it (`with_block`)
     if drill is None:
         drill = drill_down(trial_evidence(files.content().document))
-    folder = _inside(files.path, run_dir)
-    if drill.block is not None and drill.block_for == (files.entry, folder, threshold):
-        return TrialView(entry=files.entry, block=drill.block)
     return TrialView(entry=files.entry, block=trial_block(files.entry, folder, drill, threshold))
 
 
