@@ -313,19 +313,21 @@ class EarlyResults:
         except Exception:  # noqa: BLE001 - the report reads this trial's file back instead
             return
         if self._render is not None and self._entry_of is not None:
-            kept = self._with_block(record, kept)  # type: ignore[arg-type]  # rendered: a TrialDrillDown
+            kept = self._with_block(record, kept, self._entry_of)  # type: ignore[arg-type]  # rendered: a TrialDrillDown
         self._evidence.setdefault(record.skill_dir, {})[record.key] = kept
 
-    def _with_block(self, record: TrialRecord, drill: TrialDrillDown) -> TrialDrillDown:
+    def _with_block(
+        self, record: TrialRecord, drill: TrialDrillDown, entry_of: Callable[[TrialRecord], tuple[TrialEntry, float]]
+    ) -> TrialDrillDown:
         """The drill-down with the trial's whole report block rendered ahead (entries_ahead); as it was when the
         entry cannot be made (the report then renders the block itself)."""
         from pytest_skilleval.results.html_report import trial_file_text, with_block
 
         writer = self._writers.get(record.skill_dir)
-        if self._entry_of is None or writer is None or writer.run_dir is None:
+        if writer is None or writer.run_dir is None:
             return drill
         try:
-            entry, threshold = self._entry_of(record)
+            entry, threshold = entry_of(record)
             return with_block(drill, entry, trial_file_text(writer.run_dir, entry), threshold)
         except Exception:  # noqa: BLE001 - only a head start: the report renders the block itself
             return drill
