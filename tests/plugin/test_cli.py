@@ -268,12 +268,28 @@ def test_init_harbor_task_with_config_validates(bare_skill: Path) -> None:
     _validate_strict(bare_skill)
 
 
-def test_init_harbor_task_default_mode_unmatched_id_is_what_validate_catches(hello_copy: Path) -> None:
-    """The scaffold warns that default modes need a matching entry id; validate is where that shows up."""
-    assert skilleval("init-harbor-task", hello_copy, "--case-id", "fresh-case").returncode == 0
-    done = skilleval("validate", hello_copy, "--json")
+@pytest.mark.parametrize("case_id", [None, "nosuch"])
+def test_init_harbor_task_refuses_an_id_no_dataset_entry_has(hello_copy: Path, case_id: str | None) -> None:
+    """A run would stop at collection ([entry-id-mismatch]); the scaffold says so first, naming the valid ids and
+    the mode the skill's config really sets, and writes nothing."""
+    done = skilleval("init-harbor-task", hello_copy, *(["--case-id", case_id] if case_id else []))
     assert done.returncode == 1
-    assert [e["rule"] for e in json.loads(done.stdout)["errors"]] == ["entry-id-mismatch"]
+    assert_one_line_reason(done, "skilleval init-harbor-task: ")
+    assert f"'{case_id or 'case-001'}' matches no entry" in done.stderr
+    assert "contextual-greeting, explicit-greeting, implicit-greeting, negative-arithmetic" in done.stderr
+    assert "grading mode default_plus_custom" in done.stderr
+    assert not (hello_copy / "evals" / "harbor").exists()
+    assert skilleval("validate", hello_copy).returncode == 0
+
+
+def test_init_harbor_task_names_every_file_and_the_real_mode(hello_copy: Path) -> None:
+    done = skilleval("init-harbor-task", hello_copy, "--case-id", "implicit-greeting")
+    assert done.returncode == 0, done.stderr
+    task = hello_copy / "evals" / "harbor" / "implicit-greeting"
+    for name in ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh"):
+        assert f"wrote {task / name}" in done.stdout and f"{name.split('/')[-1]}" in done.stdout.splitlines()[-2]
+    assert "The grading mode is default_plus_custom (grading.mode in " in done.stdout
+    assert "the grading mode is default:" not in done.stdout.lower()
 
 
 def test_init_commands_refuse_a_folder_without_skill_md(tmp_path: Path) -> None:
