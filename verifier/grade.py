@@ -348,9 +348,6 @@ def run_grade_command(argv: list[str], case_loader: CaseLoader | None = None) ->
         return 2
     except SystemExit as stop:  # --help
         return int(stop.code or 0)
-    try:
-        sys.stdout.write(json.dumps(graded, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader (e.g. `| head`) left early; the grading itself succeeded
-        pass
+    # A reader that left early (`| head`) is the `skilleval` command's to end quietly (its main), as for every command.
+    sys.stdout.write(json.dumps(graded, ensure_ascii=False) + "\n")
     return 0
