@@ -81,7 +81,7 @@ def test_a_link_leaving_the_skill_is_one_collection_error_and_the_other_skill_ru
     assert len(lines) == 1, output
     assert "leaving the skill folder" in lines[0] and "copy the file into the skill folder" in lines[0]
     assert skill_project.result_json("hello-skill")["trials"]
-    assert not (skill_project.root / "results" / "broken-skill").exists()
+    assert not list((skill_project.root / "results").glob("broken-skill/*/result.json"))
 
     findings = [f for f in validate_skill(broken).findings if f.rule == "skill-link"]
     assert [f.severity for f in findings] == ["error"] and findings[0].path == broken.resolve() / "SKILL.md"
