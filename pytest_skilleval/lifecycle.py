@@ -27,8 +27,11 @@ def run_preflight(state: SkillEvalSession) -> None:
     from pytest_skilleval.harbor.preflight import session_problems
 
     session_settings = merge_settings(state.sources)
-    if session_settings.regrade:
-        return  # grades stored trials on the host: no sandbox, no agent
+    unwritable = results_problems(state, session_settings)
+    if unwritable or session_settings.regrade:  # --regrade grades stored trials on the host: no sandbox, no agent
+        if unwritable:
+            raise pytest.UsageError("skilleval preflight failed (nothing was started):\n  " + "\n  ".join(unwritable))
+        return
     skills = {}
     for skill_dir in sorted(state.case_plans):
         try:
@@ -41,6 +44,31 @@ def run_preflight(state: SkillEvalSession) -> None:
     check_credentials(state, session_settings, list(skills.values()))
     if session_settings.agent_runtime_preflight or any(s.agent_runtime_preflight for s in skills.values()):
         runtime_preflight(state, session_settings)
+
+
+def results_problems(state: SkillEvalSession, settings: RunSettings) -> list[str]:
+    """One line per results folder the run could not write, naming where it came from (flag, ini key, variable or
+    the default) and the fix: found now, not after every trial has run and been paid for."""
+    from pytest_skilleval.results.run_paths import ENV_RESULTS_DIR, resolve_results_root, results_root_problem
+
+    cli = state.sources.cli.get("results_dir")
+    env = os.environ.get(ENV_RESULTS_DIR, "")
+    if cli is not None and str(cli).strip():
+        given, fix = f"--results-dir {cli}", "pass a folder that can be written (it is made if missing)"
+    elif settings.results_dir is not None and settings.results_dir.strip():
+        given = f"ini skilleval_results_dir = {settings.results_dir}"
+        fix = "set it to a folder that can be written, or pass --results-dir DIR"
+    elif env.strip():
+        given, fix = f"{ENV_RESULTS_DIR}={env}", "set it to a folder that can be written, or pass --results-dir DIR"
+    else:
+        given, fix = "the results folder", "make it a writable folder, or pass --results-dir DIR"
+    found = []
+    for skill_dir in sorted(state.case_plans):
+        root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
+        problem = results_root_problem(root)
+        if problem is not None:
+            found.append(f"{given}: {problem}; {fix}")
+    return list(dict.fromkeys(found))
 
 
 def runtime_preflight(state: SkillEvalSession, settings: RunSettings) -> None:

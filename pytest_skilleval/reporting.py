@@ -158,11 +158,17 @@ def _write_reports(run_dir: Path, known: Mapping[TrialKey, TrialDrillDown]) -> d
     return {"report_path": str(report), "card_path": str(card)}
 
 
-def _unwritten(skill: str, error: UnsafeResultsPath) -> str:
-    """The one line for a skill whose results tree would go through a link: nothing of it is written anywhere."""
+def _unwritten(skill: str, error: UnsafeResultsPath | OSError) -> str:
+    """The one line for a skill whose results tree cannot be written (through a link, or the file system said no);
+    the run's end goes on to the next skill."""
+    if isinstance(error, UnsafeResultsPath):
+        why, fix = str(error), "replace that link with a folder"
+    else:
+        where = f" at {error.filename}" if error.filename else ""
+        why, fix = f"{error.strerror or type(error).__name__}{where}", "make it a writable folder"
     return (
-        f"skilleval: {skill}: no results written: {error}; replace that link with a folder, or pass "
-        "--results-dir DIR (the trials' verdicts are in the test outcomes above)"
+        f"skilleval: {skill}: no results written: {why}; {fix}, or pass --results-dir DIR "
+        "(the trials' verdicts are in the test outcomes above)"
     )
 
 
@@ -226,7 +232,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                 early=state.early.writer(str(skill_dir)),
                 altered=altered,
             )
-        except UnsafeResultsPath as error:
+        except (UnsafeResultsPath, OSError) as error:  # the preflight found it writable: it changed since
             state.summary_lines.append(_unwritten(skill.name, error))
             blocking_codes.append(int(pytest.ExitCode.USAGE_ERROR))
             continue

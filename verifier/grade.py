@@ -18,12 +18,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from verifier import safe_io
+from verifier.agent_logs import MAX_EVIDENCE_BYTES
 from verifier.checks.skill_efficiency import check_skill_efficiency
 from verifier.checks.skill_entry import ACCEPTABLE_ALTERNATE_SCORE, acceptable_skills, evaluated_skill, should_trigger
 from verifier.checks.skill_execution import check_skill_execution
 from verifier.evidence import JUDGE_METRICS, NO_TRAJECTORY, STANDARD_METRICS, MetricResult, TrajectoryEvidence
 from verifier.judges.config import NOT_CONFIGURED
-from verifier.trajectory import TRAJECTORY_FILE, load_evidence
+from verifier.skill_folders import HARBOR_SKILLS_DIRS, with_skills_dir
+from verifier.trajectory import TRAJECTORY_FILE, evidence_from_atif, load_evidence
 
 Check = Callable[[TrajectoryEvidence, Mapping[str, Any]], MetricResult]
 
@@ -143,7 +146,12 @@ CaseLoader = Callable[[Path, str], "tuple[dict[str, Any], str | None, str]"]
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="skilleval grade", description="Grade one trajectory offline and print the reward JSON.")
-    parser.add_argument("--trajectory", required=True, help="trajectory.json, or the agent log folder holding it")
+    parser.add_argument(
+        "--trajectory",
+        required=True,
+        help="trajectory.json, the agent log folder holding it, a replay file (its {skills_dir} written out as the "
+        "first --skills-dir, else /runtime/skills), or a trial's file from a run folder (its trajectory)",
+    )
     parser.add_argument("--case", help="a dataset entry as JSON (or use --dataset with --case-id)")
     parser.add_argument(
         "--dataset",
@@ -212,12 +220,44 @@ def entry_for_grading(case: Mapping[str, Any], skill: str | None) -> dict[str, A
     return entry
 
 
-def _evidence_for(path: Path) -> TrajectoryEvidence:
+# A trial's file in a run folder (`<run>/<agent>/<arm>/trials/<case>.<attempt>.json`, up to 30 MB) holds the
+# trajectory under this key; read with a cap of its own, since a trajectory alone is capped lower.
+TRIAL_FILE_TRAJECTORY_KEY = "trajectory"
+MAX_TRIAL_FILE_BYTES = 32 * 1024 * 1024
+
+
+def _trial_file_trajectory(path: Path) -> dict[str, Any] | None:
+    """The trajectory a trial's file holds, None when `path` is not a trial's file; refused when it holds none."""
+    try:
+        text = safe_io.read_text(path.parent, path.name, max_bytes=MAX_TRIAL_FILE_BYTES, errors="replace")
+        data = json.loads(text)
+    except (OSError, ValueError, safe_io.FileTooLargeError):
+        return None  # load_evidence reads it again and says what is wrong with it
+    if not isinstance(data, dict) or "steps" in data or TRIAL_FILE_TRAJECTORY_KEY not in data:
+        return None
+    trajectory = data[TRIAL_FILE_TRAJECTORY_KEY]
+    if not isinstance(trajectory, dict):
+        where = data.get("trial_dir") or "the trial's folder"
+        raise UsageError(
+            f"{path} is a trial's file that holds no trajectory (none was written, or it was over the size limit); "
+            f"pass agent/trajectory.json from {where}"
+        )
+    return trajectory
+
+
+def _evidence_for(path: Path, skills_dir: str) -> TrajectoryEvidence:
+    """The evidence in a trajectory file, an agent log folder or a trial's file, `{skills_dir}` written out."""
     if path.is_dir():
-        return load_evidence(path)
-    if path.is_file():
-        return load_evidence(path.parent, path)
-    raise UsageError(f"trajectory not found: {path}")
+        return load_evidence(path, skills_dir=skills_dir)
+    if not path.is_file():
+        raise UsageError(f"trajectory not found: {path}")
+    trajectory = _trial_file_trajectory(path)
+    if trajectory is None:
+        return load_evidence(path.parent, path, skills_dir=skills_dir)
+    text = with_skills_dir(json.dumps(trajectory), skills_dir)
+    if len(text) > MAX_EVIDENCE_BYTES:
+        raise UsageError(f"{path}: its trajectory is over {MAX_EVIDENCE_BYTES} bytes, more than a run grades")
+    return evidence_from_atif(text, source=f"{path.name} (its trajectory)")
 
 
 def _metrics_arg(value: str | None) -> list[str] | None:
@@ -295,7 +335,8 @@ def run_grade_command(argv: list[str], case_loader: CaseLoader | None = None) ->
         if args.skills_dirs:
             entry["skills_dirs"] = list(args.skills_dirs)
         note = _check_gradable(entry, metrics)
-        evidence = _evidence_for(Path(args.trajectory))
+        skills_dir = args.skills_dirs[0] if args.skills_dirs else HARBOR_SKILLS_DIRS[0]
+        evidence = _evidence_for(Path(args.trajectory), skills_dir)
         if not evidence.usable:
             reasons = "; ".join(evidence.problems[:3])
             raise UsageError(f"{NO_TRAJECTORY} at {args.trajectory}" + (f" ({reasons})" if reasons else ""))
@@ -307,9 +348,6 @@ def run_grade_command(argv: list[str], case_loader: CaseLoader | None = None) ->
         return 2
     except SystemExit as stop:  # --help
         return int(stop.code or 0)
-    try:
-        sys.stdout.write(json.dumps(graded, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # the reader (e.g. `| head`) left early; the grading itself succeeded
-        pass
+    # A reader that left early (`| head`) is the `skilleval` command's to end quietly (its main), as for every command.
+    sys.stdout.write(json.dumps(graded, ensure_ascii=False) + "\n")
     return 0

@@ -5,6 +5,7 @@ empties each discovery folder so no agent finds a skill the arm was not given.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 # Harbor stages every skill in its skills folder (`/runtime/skills` on 0.25, `/harbor/skills` on 0.24), and each
@@ -13,6 +14,9 @@ from collections.abc import Iterable
 # `~/.claude/skills`), opencode `~/.config/opencode/skills`, and so on. `~` is the agent's HOME: `/root` in our
 # sandboxes, `/workspace` for a CLI run with HOME there.
 HARBOR_SKILLS_DIRS = ("/runtime/skills", "/harbor/skills")
+# A replay file writes the skills folder as this placeholder, so one file replays on every Harbor version; the replay
+# agent writes out the folder Harbor gave it, and `skilleval grade` the folder the grader credits loads from.
+SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
 AGENT_SKILLS_DIRS: dict[str, tuple[str, ...]] = {
     "codex": ("~/.agents/skills",),
     "pi": ("~/.agents/skills",),
@@ -55,3 +59,8 @@ DEFAULT_SKILLS_DIRS: tuple[str, ...] = expanded(
 )
 # Every folder an agent may find a skill in; images empty each one (Harbor then fills its own in the skilled arms).
 SKILL_DISCOVERY_DIRS: tuple[str, ...] = expanded((*DEFAULT_SKILLS_DIRS, *OTHER_DISCOVERY_DIRS))
+
+
+def with_skills_dir(json_text: str, skills_dir: str) -> str:
+    """A JSON document's text with every `{skills_dir}` placeholder written out as `skills_dir` (JSON-escaped)."""
+    return json_text.replace(SKILLS_DIR_PLACEHOLDER, json.dumps(skills_dir)[1:-1])

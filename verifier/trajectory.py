@@ -20,6 +20,7 @@ from verifier.agent_logs import MAX_EVIDENCE_BYTES, rebuild_steps
 from verifier.evidence import NO_TRAJECTORY, ToolCallRecord, TrajectoryEvidence
 from verifier.message_calls import acts_in_text, agent_shape, text_calls
 from verifier.message_text import content_text
+from verifier.skill_folders import with_skills_dir
 
 TRAJECTORY_FILE = "trajectory.json"
 _MAX_PROBLEMS = 10
@@ -267,9 +268,12 @@ def _with_log_outcomes(evidence: TrajectoryEvidence, agent_logs_dir: Path) -> Tr
     return evidence.model_copy(update={"tool_calls": calls})
 
 
-def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> TrajectoryEvidence:
+def load_evidence(
+    agent_logs_dir: Path, trajectory_path: Path | None = None, skills_dir: str | None = None
+) -> TrajectoryEvidence:
     """What to grade for one trial: trajectory.json (and the segments it continues in) if it has steps, else the
-    first agent log that rebuilds any."""
+    first agent log that rebuilds any. With `skills_dir` (offline grading of a replay file), its `{skills_dir}`
+    placeholder is written out as that folder, as the replay agent does in a run."""
     agent_logs_dir = Path(agent_logs_dir)
     path = Path(trajectory_path) if trajectory_path is not None else agent_logs_dir / TRAJECTORY_FILE
     problems: list[str] = []
@@ -293,8 +297,10 @@ def load_evidence(agent_logs_dir: Path, trajectory_path: Path | None = None) -> 
                 path.parent, name, max_bytes=max(budget[0], 0), errors="replace", label=str(path.parent)
             )
             budget[0] -= len(segment)
-            return segment
+            return segment if skills_dir is None else with_skills_dir(segment, skills_dir)
 
+        if skills_dir is not None:
+            text = with_skills_dir(text, skills_dir)
         evidence = evidence_from_atif(text, source=path.name, continuation=continuation)
         if evidence.usable:
             return _with_log_outcomes(evidence, agent_logs_dir)

@@ -5,6 +5,7 @@ Each subcommand lives in the module that owns its logic; this file only routes a
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -141,10 +142,20 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Route argv to its subcommand; a reader of standard output that left early ends the command quietly."""
+    try:
+        try:
+            return _route(list(sys.argv[1:] if argv is None else argv))
+        finally:  # also when argparse exits (--help): what is buffered is written now, while a closed pipe is caught
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _route(args: list[str]) -> int:
     from pytest_skilleval.harbor.process_env import default_env
 
     default_env()  # offline by default, as in the plugin: litellm's price map and Harbor's telemetry stay local
-    args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help"}:
         print(USAGE)
         return 0 if args else 2
@@ -153,6 +164,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skilleval: unknown command {args[0]!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     return command(args[1:])
+
+
+def _stdout_closed() -> int:
+    """The reader of standard output left early (`skilleval view | head`): end quietly, as pytest's console_main
+    does and Python's documentation advises (its "Note on SIGPIPE"). What is still buffered goes to /dev/null, so
+    the interpreter's last flush raises nothing; 1 is the status Python exits with on a broken pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1
 
 
 if __name__ == "__main__":

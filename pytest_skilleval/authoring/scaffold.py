@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id
 from pytest_skilleval.skill.config_file import (
     CONFIG_FILE_NAMES,
@@ -27,7 +28,8 @@ from pytest_skilleval.skill.config_file import (
     normalize_grading_mode,
     parse_config,
 )
-from pytest_skilleval.skill.native_tasks import RESERVED_CASE_NAMES
+from pytest_skilleval.skill.dataset import DatasetError, find_dataset, load_dataset
+from pytest_skilleval.skill.native_tasks import RESERVED_CASE_NAMES, STANDARD_MODES
 
 LANGUAGES = {"python": "grader.py", "shell": "grader.sh"}
 GRADER_MODES = ("default_plus_custom", "custom_only")
@@ -145,11 +147,50 @@ def _task_name(skill_dir: Path, case_id: str) -> str:
     return f"{org}/{case_id}"
 
 
+def configured_grading_mode(evals: Path) -> tuple[str, str]:
+    """The grading mode a run takes from the skill's evals/config.yml (`default` without one), and where from."""
+    try:
+        existing = find_config(evals) if evals.is_dir() else None
+        config = load_config(evals) if existing is not None else None
+    except ConfigError as exc:
+        raise ScaffoldError(str(exc)) from None
+    if existing is None or config is None or config.grading_mode is None:
+        return "default", "no grading.mode in evals/config.yml"
+    return normalize_grading_mode(config.grading_mode), f"grading.mode in {existing}"
+
+
+def _check_entry_id(evals: Path, case_id: str) -> None:
+    """In a standard grading mode a native task is graded as the dataset entry with its id (collection's
+    `entry-id-mismatch` and `missing-dataset` rules): refuse a task that no entry matches, before writing it."""
+    mode, source = configured_grading_mode(evals)
+    if mode not in STANDARD_MODES:
+        return
+    other_way = "or pass --with-config to grade the task by its own tests/test.sh (custom_only)"
+    dataset = find_dataset(evals) if evals.is_dir() else None
+    if dataset is None:
+        raise ScaffoldError(
+            f"grading mode {mode} ({source}) grades a native task as the dataset entry with its id, and "
+            f"{evals} has no evals.json: add one with an entry {case_id!r}, {other_way}"
+        )
+    try:
+        ids = sorted(load_dataset(dataset).ids(), key=natural_key)
+    except DatasetError as exc:
+        raise ScaffoldError(f"{exc}; fix the dataset first") from None
+    if case_id not in ids:
+        known = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        raise ScaffoldError(
+            f"--case-id {case_id!r} matches no entry of {dataset}, and grading mode {mode} ({source}) grades a "
+            f"native task as the entry with its id: pass --case-id with one of {known or '(none yet)'}, add an "
+            f"entry {case_id!r} to the dataset, {other_way}"
+        )
+
+
 def init_harbor_task(
     skill_dir: Path, case_id: str = DEFAULT_CASE_ID, with_config: bool = False, force: bool = False
 ) -> list[Path]:
     """Write a runnable native task under `evals/harbor/<case_id>/` (and, with `with_config`, a custom_only
-    config). Returns the paths written."""
+    config). Returns the paths written. Without `with_config`, in a standard grading mode, the case id must be a
+    dataset entry's, as a run requires."""
     try:
         case_id = canonical_case_id(case_id)
     except CaseIdError as exc:
@@ -157,6 +198,8 @@ def init_harbor_task(
     if case_id.casefold() in RESERVED_CASE_NAMES:
         raise ScaffoldError(f"--case-id {case_id!r} is a reserved name")
     evals = _evals_dir(skill_dir)
+    if not with_config:
+        _check_entry_id(evals, case_id)
     task_dir = evals / "harbor" / case_id
 
     def fill(template: str) -> str:
@@ -242,12 +285,17 @@ def _custom_grader_action(args: argparse.Namespace) -> tuple[list[Path], list[st
 
 def _harbor_task_action(args: argparse.Namespace) -> tuple[list[Path], list[str]]:
     written = init_harbor_task(args.skill_dir, args.case_id, args.with_config, args.force)
-    notes = ["Edit instruction.md, environment/Dockerfile and tests/test.sh for your task."]
+    notes = ["Edit task.toml, instruction.md, environment/Dockerfile and tests/test.sh for your task."]
     if not args.with_config:
-        notes.append(
-            "Without --with-config the grading mode is default: the task's entry id must match an id in "
-            "evals/evals.json and the standard grader replaces tests/test.sh. Use custom_only to keep test.sh."
-        )
+        mode, source = configured_grading_mode(_evals_dir(args.skill_dir))
+        if mode in STANDARD_MODES:
+            graders = "the standard grader" + (" and the custom grader" if mode == "default_plus_custom" else "")
+            notes.append(
+                f"The grading mode is {mode} ({source}): the task is graded as dataset entry "
+                f"{written[0].parent.name!r} by {graders}; tests/test.sh is not run (custom_only runs it)."
+            )
+        else:
+            notes.append(f"The grading mode is {mode} ({source}): a grader, else tests/test.sh, grades the task.")
     return written, notes
 
 

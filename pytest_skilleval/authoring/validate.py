@@ -574,9 +574,5 @@ def run_validate_command(argv: Sequence[str]) -> int:
         text = json.dumps(report_json(report, args.strict, args.skill_dir), ensure_ascii=False)
     else:
         text = "\n".join(report_lines(report, args.strict, args.skill_dir))
-    try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        pass
+    sys.stdout.write(text + "\n")  # a reader that left early: the `skilleval` command ends quietly (cli.main)
     return 0 if report.ok(args.strict) else 1

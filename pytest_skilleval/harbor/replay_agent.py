@@ -60,10 +60,10 @@ from pytest_skilleval.harbor.replay_edits import apply_patch, claude_edit, is_cl
 from verifier import safe_io
 from verifier.atif_repair import repaired
 from verifier.message_calls import acts_in_text, agent_shape, text_calls
+from verifier.skill_folders import with_skills_dir
 from verifier.tools import is_exec_tool
 
 REPLAY_AGENT_IMPORT_PATH = "pytest_skilleval.harbor.replay_agent:ReplayAgent"
-SKILLS_DIR_PLACEHOLDER = "{skills_dir}"
 DEFAULT_CWD = "/workspace"
 _ARM_SPELLING = {
     "with_skill": "with-skill",
@@ -219,7 +219,7 @@ class ReplayAgent(BaseAgent):
         if self.replay_path is None:
             self.replay_path = find_replay(self.replay_dir, self.case_id, self.arm)
         text = self.replay_path.read_text(encoding="utf-8")
-        data = json.loads(text.replace(SKILLS_DIR_PLACEHOLDER, self.effective_skills_dir))
+        data = json.loads(with_skills_dir(text, self.effective_skills_dir))
         if isinstance(data, dict):
             data, _ = repaired(data)  # what real agents write that the strict model refuses (verifier.atif_repair)
         return Trajectory.model_validate(data)

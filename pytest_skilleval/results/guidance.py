@@ -58,11 +58,14 @@ def _few_pairs(result: AggregateResult) -> bool:
     return any(stat.delta is not None and stat.n_pairs < MIN_PAIRS for stat in lifts)
 
 
-def next_step(result: AggregateResult, report_path: str | None) -> str:
-    """The one thing most worth doing after this run, checked from the most to the least blocking."""
+def next_step(result: AggregateResult, report_path: str | None, run_id: str | None = None) -> str:
+    """The one thing most worth doing after this run, checked from the most to the least blocking. A resume names
+    the run by its id when it is known: `latest` may be another run by the time the advice is read (`skilleval
+    view` of an older run, or a run started since)."""
     agents = list(result.agents.values())
+    resume = f"--resume {run_id or 'latest'}"
     if result.execution_status == "interrupted":
-        return "finish this run: the same command with --resume latest runs only the missing trials"
+        return f"finish this run: the same command with {resume} runs only the missing trials"
     if result.execution_status != "succeeded":
         return (
             "read the errors above (each ERROR item says what failed; the trial's file in the run folder keeps "
@@ -74,8 +77,8 @@ def next_step(result: AggregateResult, report_path: str | None) -> str:
         return str(result.dataset_summary["unnamed_skill_cases"])
     if not result.coverage.publication_complete:
         return (
-            "run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume latest to run "
-            "only the missing trials"
+            f"run every case for a publishable verdict: drop -k/-m/--max-cases, or add {resume} to run only the "
+            "missing trials"
         )
     if result.baseline_calibration:
         return "run the with-skill arm too (drop --skip-with-skill) to measure Skill Lift"

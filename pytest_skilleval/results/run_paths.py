@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import tempfile
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -35,3 +37,45 @@ def resolve_results_root(skill_dir: str | Path, cli_results_dir: str | Path | No
         if base is not None and str(base).strip():
             return Path(os.path.abspath(os.path.expanduser(str(base)))) / skill.name
     return skill / "evals" / "results"
+
+
+def results_root_problem(root: Path) -> str | None:
+    """What stops the results tree being written at `root` (None when nothing does), found before any trial runs.
+
+    The tree's own rules (`tree._ensure_dir`): the root is a real folder, never a link; a missing one is made with its
+    parents. Nothing is left behind: the folder that would hold the first new level is tried with a probe folder
+    made and removed at once (permission bits alone say nothing for root, a read-only mount or /proc)."""
+    try:
+        mode: int | None = os.lstat(root).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as error:
+        return f"{root} cannot be looked at ({error.strerror})"
+    if mode is not None:
+        if stat.S_ISLNK(mode):
+            return f"{root} is a link (results are never written through one: replace it with a folder)"
+        if not stat.S_ISDIR(mode):
+            return f"{root} exists and is not a folder"
+        return _probe(root)
+    folder = root.parent
+    while True:
+        try:
+            mode = os.stat(folder).st_mode  # a link to a folder above the root is followed, as mkdir does
+        except (FileNotFoundError, NotADirectoryError):
+            if folder.parent == folder:
+                return f"{root} cannot be made (no part of its path exists)"
+            folder = folder.parent
+            continue
+        except OSError as error:
+            return f"{folder} cannot be looked at ({error.strerror})"
+        if not stat.S_ISDIR(mode):
+            return f"{folder} is a file, not a folder"
+        return _probe(folder)
+
+
+def _probe(folder: Path) -> str | None:
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".skilleval-probe-", dir=folder))
+    except OSError as error:
+        return f"no folder can be made in {folder} ({error.strerror})"
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_skilleval.results.correctness import unmeasured_line
 from pytest_skilleval.results.guidance import gate_line, next_step
@@ -458,7 +459,8 @@ def _footer(
             f"  Harbor's trial folders, kept (--harbor-keep-jobs); browse them: skilleval harbor-view {jobs_path}",
             width,
         )
-    return lines + wrap(f"Next: {next_step(res, report_path)}", width)
+    run_id = Path(results_path).parent.name if results_path else None
+    return lines + wrap(f"Next: {next_step(res, report_path, run_id)}", width)
 
 
 def render_summary(

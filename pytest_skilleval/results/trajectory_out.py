@@ -17,9 +17,7 @@ from typing import Any
 
 from pytest_skilleval.results.trial_file import read_trial
 from verifier.atif_repair import repaired
-
-SKILLS_DIRS = ("/runtime/skills", "/harbor/skills")  # Harbor 0.25's and 0.24's skills folders
-PLACEHOLDER = "{skills_dir}"
+from verifier.skill_folders import HARBOR_SKILLS_DIRS, SKILLS_DIR_PLACEHOLDER
 
 __all__ = ["as_replay", "run_trajectory_command"]
 
@@ -27,8 +25,8 @@ __all__ = ["as_replay", "run_trajectory_command"]
 def as_replay(trajectory: Any) -> Any:
     """The same document with every skills-folder path replaced by the `{skills_dir}` placeholder."""
     if isinstance(trajectory, str):
-        for folder in SKILLS_DIRS:
-            trajectory = trajectory.replace(folder, PLACEHOLDER)
+        for folder in HARBOR_SKILLS_DIRS:  # Harbor 0.25's and 0.24's skills folders
+            trajectory = trajectory.replace(folder, SKILLS_DIR_PLACEHOLDER)
         return trajectory
     if isinstance(trajectory, list):
         return [as_replay(item) for item in trajectory]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -268,12 +269,28 @@ def test_init_harbor_task_with_config_validates(bare_skill: Path) -> None:
     _validate_strict(bare_skill)
 
 
-def test_init_harbor_task_default_mode_unmatched_id_is_what_validate_catches(hello_copy: Path) -> None:
-    """The scaffold warns that default modes need a matching entry id; validate is where that shows up."""
-    assert skilleval("init-harbor-task", hello_copy, "--case-id", "fresh-case").returncode == 0
-    done = skilleval("validate", hello_copy, "--json")
+@pytest.mark.parametrize("case_id", [None, "nosuch"])
+def test_init_harbor_task_refuses_an_id_no_dataset_entry_has(hello_copy: Path, case_id: str | None) -> None:
+    """A run would stop at collection ([entry-id-mismatch]); the scaffold says so first, naming the valid ids and
+    the mode the skill's config really sets, and writes nothing."""
+    done = skilleval("init-harbor-task", hello_copy, *(["--case-id", case_id] if case_id else []))
     assert done.returncode == 1
-    assert [e["rule"] for e in json.loads(done.stdout)["errors"]] == ["entry-id-mismatch"]
+    assert_one_line_reason(done, "skilleval init-harbor-task: ")
+    assert f"'{case_id or 'case-001'}' matches no entry" in done.stderr
+    assert "contextual-greeting, explicit-greeting, implicit-greeting, negative-arithmetic" in done.stderr
+    assert "grading mode default_plus_custom" in done.stderr
+    assert not (hello_copy / "evals" / "harbor").exists()
+    assert skilleval("validate", hello_copy).returncode == 0
+
+
+def test_init_harbor_task_names_every_file_and_the_real_mode(hello_copy: Path) -> None:
+    done = skilleval("init-harbor-task", hello_copy, "--case-id", "implicit-greeting")
+    assert done.returncode == 0, done.stderr
+    task = hello_copy / "evals" / "harbor" / "implicit-greeting"
+    for name in ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh"):
+        assert f"wrote {task / name}" in done.stdout and f"{name.split('/')[-1]}" in done.stdout.splitlines()[-2]
+    assert "The grading mode is default_plus_custom (grading.mode in " in done.stdout
+    assert "the grading mode is default:" not in done.stdout.lower()
 
 
 def test_init_commands_refuse_a_folder_without_skill_md(tmp_path: Path) -> None:
@@ -316,8 +333,61 @@ def test_trajectory_out_of_a_run_replays_to_the_same_score(skill_project) -> Non
     [_, again] = sorted((skill_project.root / "results" / "hello-skill").glob("2*"))
     assert json.loads((again / "result.json").read_text())["trials"][0]["overall"] == before
 
+    for graded_file in (out, trial):  # the replay written out, and the trial's own file: graded as the run graded
+        graded = skilleval(
+            "grade", "--trajectory", graded_file, "--dataset", skill / "evals" / "evals.json", "--case-id", case
+        )
+        assert graded.returncode == 0, graded.stderr
+        assert json.loads(graded.stdout)["metrics"]["skill_execution"] == 1.0
+
     printed = skilleval("trajectory", trial)
     assert printed.returncode == 0 and "/runtime/skills" in printed.stdout  # as the agent saw it
     missing = skilleval("trajectory", skill_project.root / "nope.json")
     assert missing.returncode == 2
     assert_one_line_reason(missing, "skilleval trajectory:")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A reader that leaves early
+
+
+def closed_stdout(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The command with its standard output a pipe whose reader has already gone (`| head` that quit at once), so
+    its first write or flush meets a broken pipe whatever the timing."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [*_command(), *map(str, args)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+def test_every_command_ends_quietly_when_its_reader_left(skill_project) -> None:
+    """As pytest does (and Python's "Note on SIGPIPE" advises): no traceback, status 1; with a reader, output."""
+    from tests.support import LOCAL_REPLAY
+
+    skill = skill_project.copy_hello_skill()
+    skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--n-attempts", "1", "-k", "explicit-greeting")
+    [run] = sorted((skill_project.root / "results" / "hello-skill").glob("2*"))
+    replay = skill / "evals" / "replays" / "explicit-greeting.with-skill.json"
+    grade = ["grade", "--trajectory", replay, "--dataset", skill / "evals" / "evals.json", "--case-id"]
+    commands: list[tuple[list[str | Path], int]] = [
+        (["view", run], 1),
+        (["compare", run, run], 1),
+        (["validate", skill], 1),
+        ([*grade, "explicit-greeting"], 1),
+        (["--help"], 1),
+        (["view", "--help"], 0),  # argparse writes its help itself and ignores a write error (its exit status)
+    ]
+    for command, status in commands:
+        assert skilleval(*command).stdout, command  # each has something to print
+        done = closed_stdout(*command)
+        assert done.returncode == status, (command, done.stderr)
+        assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, (command, done.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import FIXTURES, LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 RUN = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--grading-mode", "custom_only", "--n-concurrent", "1")
 FORGED = "20991231_235959_1_f0f0f0f0f0f0"
@@ -83,18 +83,17 @@ def test_a_real_run_is_still_resumed_and_regraded_beside_a_forged_one(project: S
     assert (victim / "trials").is_dir()
 
 
-def test_a_linked_results_folder_ends_the_session_with_one_line_and_writes_nothing(project: SkillProject) -> None:
-    """The default results root sits in the skill folder: a link there is never written through, and the session
-    says so in one line (no traceback) instead of crashing at its end."""
+def test_a_linked_results_folder_stops_the_run_before_any_trial(project: SkillProject) -> None:
+    """The default results root sits in the skill folder: a link there is never written through, and the preflight
+    says so in one line (no traceback), before any trial runs and is paid for."""
     elsewhere = project.root / "elsewhere"
     elsewhere.mkdir()
     link = project.root / "skills" / "demo" / "evals" / "results"
     link.symlink_to(elsewhere)
-    shutil.copy2(FIXTURES / "graders" / "always_one.py", link.parent / "grader.py")  # every item passes
     result = project.pytester.runpytest_subprocess("--skill-eval", "-p", "no:cacheprovider", *RUN, timeout=300)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
-    assert "Traceback" not in output and "INTERNALERROR" not in output
-    [line] = [line for line in output.splitlines() if "no results written" in line]
-    assert f"refusing to write through symlink {link}" in line and "--results-dir DIR" in line
+    assert "Traceback" not in output and "INTERNALERROR" not in output and "PASSED" not in output
+    [line] = [line for line in output.splitlines() if str(link) in line]
+    assert "the results folder" in line and "is a link" in line and "--results-dir DIR" in line
     assert list(elsewhere.iterdir()) == []

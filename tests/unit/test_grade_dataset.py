@@ -105,3 +105,54 @@ def test_dataset_outside_a_skill_folder_says_it_cannot_tell_the_skill(capsys, re
 def test_unknown_case_id_names_the_known_ones(capsys, read_skill):
     code, _, err = grade(capsys, "--trajectory", str(read_skill), "--dataset", str(DATASET), "--case-id", "nope")
     assert code == 2 and "no case with id 'nope'" in err and "explicit-greeting" in err
+
+
+REPLAYS = DATASET.parent / "replays"
+
+
+@pytest.mark.parametrize(("arm", "expected"), [("with-skill", 1.0), ("without-skill", 0.0)])
+def test_a_replay_file_grades_as_its_run_does(capsys, arm, expected):
+    """The example's replays write the skills folder as `{skills_dir}`; grading them writes it out, as the run's
+    replay agent does, so the with-skill replay scores what it scores in `make demo`."""
+    replay = REPLAYS / f"explicit-greeting.{arm}.json"
+    code, graded, err = grade(
+        capsys, "--trajectory", str(replay), "--dataset", str(DATASET), "--case-id", "explicit-greeting"
+    )
+    assert code == 0, err
+    assert graded["metrics"]["skill_execution"] == expected
+
+
+def test_a_replay_file_is_written_out_as_the_given_skills_dir(capsys):
+    replay = REPLAYS / "explicit-greeting.with-skill.json"
+    base = ("--trajectory", str(replay), "--dataset", str(DATASET), "--case-id", "explicit-greeting")
+    code, graded, _ = grade(capsys, *base, "--skills-dir", "/opt/skills")
+    assert code == 0 and graded["metrics"]["skill_execution"] == 1.0
+    assert graded["details"]["skill_execution"]["activation"]["path"] == "/opt/skills/hello-skill/SKILL.md"
+
+
+def trial_file(tmp_path: Path, trajectory: object) -> Path:
+    """A trial's file as a run folder keeps it: its record and the agent's trajectory (real paths, no placeholder)."""
+    path = tmp_path / "explicit-greeting.1.json"
+    document = {"format": "skilleval-trial/2", "record": {"case_id": "explicit-greeting"}, "trajectory": trajectory}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+def test_a_trial_file_is_graded_by_its_trajectory(capsys, tmp_path):
+    text = (REPLAYS / "explicit-greeting.with-skill.json").read_text(encoding="utf-8")
+    path = trial_file(tmp_path, json.loads(text.replace("{skills_dir}", "/runtime/skills")))
+    code, graded, err = grade(
+        capsys, "--trajectory", str(path), "--dataset", str(DATASET), "--case-id", "explicit-greeting"
+    )
+    assert code == 0, err
+    assert graded["metrics"]["skill_execution"] == 1.0
+    assert graded["trajectory_source"] == "explicit-greeting.1.json (its trajectory)"
+
+
+def test_a_trial_file_without_its_trajectory_says_what_to_pass(capsys, tmp_path):
+    path = trial_file(tmp_path, None)
+    code, graded, err = grade(
+        capsys, "--trajectory", str(path), "--dataset", str(DATASET), "--case-id", "explicit-greeting"
+    )
+    assert code == 2 and graded is None
+    assert len(err.strip().splitlines()) == 1 and "holds no trajectory" in err and "agent/trajectory.json" in err

@@ -71,6 +71,13 @@ def skill(tmp_path: Path) -> Path:
     return skill_dir
 
 
+def add_dataset(skill_dir: Path, *ids: str) -> None:
+    """evals/evals.json with one entry per id: in a standard grading mode a native task is graded as one of them."""
+    cases = [{"id": case_id, "prompt": f"Answer for {case_id}.", "expected_output": "x"} for case_id in ids]
+    (skill_dir / "evals").mkdir(exist_ok=True)
+    (skill_dir / "evals" / "evals.json").write_text(json.dumps({"skill_name": skill_dir.name, "evals": cases}))
+
+
 def sandbox(tmp_path: Path, trajectory: object | None, entry: object | None = ENTRY) -> dict[str, str]:
     """A fake trial layout and the HARBOR_* variables pointing into it."""
     logs, tests = tmp_path / "logs", tmp_path / "tests"
@@ -244,6 +251,7 @@ def test_graders_honour_explicit_reward_paths(skill: Path, tmp_path: Path) -> No
 
 
 def test_harbor_task_files(skill: Path) -> None:
+    add_dataset(skill, "hello-case")
     written = init_harbor_task(skill, "hello-case")
     task_dir = skill / "evals" / "harbor" / "hello-case"
     assert written == [
@@ -264,8 +272,36 @@ def test_harbor_task_with_config(skill: Path) -> None:
 
 
 def test_harbor_task_default_case_id(skill: Path) -> None:
+    add_dataset(skill, "case-001")
     init_harbor_task(skill)
     assert (skill / "evals" / "harbor" / "case-001" / "task.toml").is_file()
+
+
+@pytest.mark.parametrize("config", [None, "default", "default_plus_custom"])
+def test_harbor_task_refuses_an_id_no_entry_has_in_a_standard_mode(skill: Path, config: str | None) -> None:
+    """A run grades a native task as the dataset entry with its id in these modes; one with no entry fails
+    collection (`entry-id-mismatch`), so the scaffold refuses it, naming the ids there are and the other ways."""
+    add_dataset(skill, "case-10", "case-2")
+    if config is not None:
+        (skill / "evals" / "config.yml").write_text(f"schema_version: 1\ngrading:\n  mode: {config}\n")
+    with pytest.raises(ScaffoldError) as refused:
+        init_harbor_task(skill)
+    message = str(refused.value)
+    assert "'case-001' matches no entry" in message and "one of case-2, case-10" in message
+    assert f"grading mode {config or 'default'} " in message and "--with-config" in message
+    assert not (skill / "evals" / "harbor").exists()
+
+
+def test_harbor_task_without_a_dataset_is_refused_in_a_standard_mode(skill: Path) -> None:
+    with pytest.raises(ScaffoldError, match="has no evals.json: add one with an entry 'c1', or pass --with-config"):
+        init_harbor_task(skill, "c1")
+    assert not (skill / "evals" / "harbor").exists()
+
+
+def test_harbor_task_any_id_in_custom_only(skill: Path) -> None:
+    (skill / "evals").mkdir()
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\ngrading:\n  mode: custom_only\n")
+    assert init_harbor_task(skill, "mine")[0] == skill / "evals" / "harbor" / "mine" / "task.toml"
 
 
 @pytest.mark.parametrize("case_id", ["bad id", "-x", "results", "a" * 129, "x."])
@@ -275,6 +311,7 @@ def test_harbor_task_rejects_bad_case_ids(skill: Path, case_id: str) -> None:
 
 
 def test_harbor_task_refuses_overwrite(skill: Path) -> None:
+    add_dataset(skill, "c1")
     init_harbor_task(skill, "c1")
     instruction = skill / "evals" / "harbor" / "c1" / "instruction.md"
     instruction.write_text("mine\n")
@@ -299,6 +336,7 @@ def test_harbor_task_passes_strict_validation(skill: Path, paired: bool) -> None
 
 
 def test_scaffolded_task_stages(skill: Path, tmp_path: Path) -> None:
+    add_dataset(skill, "c1")
     init_harbor_task(skill, "c1")
     task = discover_native_tasks(skill / "evals")[0]
     staged = stage_native_task(task, tmp_path / "staged", "without_skill")
@@ -313,6 +351,7 @@ def test_scaffolded_task_stages(skill: Path, tmp_path: Path) -> None:
 def test_harbor_test_sh_writes_flat_numeric_reward(
     skill: Path, tmp_path: Path, answer: str | None, overall: float, present: float, correct: float
 ) -> None:
+    add_dataset(skill, "c1")
     init_harbor_task(skill, "c1")
     workspace = tmp_path / "workspace"
     (workspace / "output").mkdir(parents=True)
@@ -330,6 +369,7 @@ def test_harbor_test_sh_writes_flat_numeric_reward(
 
 @needs_bash
 def test_harbor_test_sh_falls_back_to_working_directory(skill: Path, tmp_path: Path) -> None:
+    add_dataset(skill, "c1")
     init_harbor_task(skill, "c1")
     workspace = tmp_path / "cwd"
     (workspace / "output").mkdir(parents=True)
@@ -363,6 +403,7 @@ def test_with_config_when_custom_only_already_set(skill: Path) -> None:
 
 
 def test_add_init_commands(skill: Path) -> None:
+    add_dataset(skill, "c3")
     import argparse
 
     parser = argparse.ArgumentParser(prog="skilleval")

@@ -342,7 +342,7 @@ def judged(n: int, attempts: int = 1, **plan_kw: Any) -> AggregateResult:
     ("result", "step"),
     [
         (lambda: partial(), "run every case for a publishable verdict: drop -k/-m/--max-cases"),
-        (lambda: judged(5, interrupted=True), "--resume latest"),
+        (lambda: judged(5, interrupted=True), "--resume 20250102_030405_42_0123456789ab runs only the missing"),
         (
             lambda: aggregate(
                 [rec("a", "without_skill", 0.7)],
@@ -368,6 +368,15 @@ def test_next_step_is_the_most_useful_one(result: Any, step: str) -> None:
     lines = render_summary(result(), RESULT, report_path=REPORT)
     nxt = flat(lines[next(i for i, line in enumerate(lines) if line.startswith("Next:")) :])
     assert step in nxt, nxt
+
+
+def test_a_resume_names_the_run_shown_and_latest_only_when_no_run_folder_is_known() -> None:
+    """`skilleval view` of an older run must not send the author to `latest`, which is another run."""
+    older = "/tmp/skill/evals/results/20240101_000000_7_aaaaaaaaaaaa/result.json"
+    named = flat(render_summary(partial(), older, report_path=REPORT))
+    assert "--resume 20240101_000000_7_aaaaaaaaaaaa to run only the missing trials" in named
+    assert "latest" not in named
+    assert "--resume latest" in flat(render_summary(judged(5, interrupted=True), None))
 
 
 def test_mixed_outcomes_are_spelled_out_and_still_fit() -> None:
