@@ -300,7 +300,7 @@ class NativeTaskFile(SkillCollector):
     """evals/harbor/<case>/task.toml: a native Harbor task, one item per agent x arm x attempt.
 
     Every staging rule is checked here, before anything runs: a task that breaks one is a collection error naming
-    the rule, which stops the run (pytest's rule for collection errors) unless the user lets it continue.
+    the rule; the other skills still run (`session.py`).
     """
 
     def _dataset_entries(self) -> dict[str, EvalCase] | None:

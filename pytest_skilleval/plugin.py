@@ -233,6 +233,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     from pytest_skilleval.hints import missing_skill_reports
 
     for report in missing_skill_reports(config, items, [*state.collect_error_paths, *state.left_out()]):
+        state.collect_errors.skill_nodeids.add(report.nodeid)  # a skill's error: the other skills still run
         session.ihook.pytest_collectreport(report=report)
 
 
@@ -367,6 +368,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         _reap_trial_processes(session)
         return
     state.early.trials_over()  # the last job folders' deletion and the trial files' sync start now
+    stopped = state.collect_errors.summary_line()
+    if stopped is not None:
+        state.summary_lines.append(stopped)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.changes() and not state.case_plans:
         session.exitstatus = pytest.ExitCode.OK  # --changed-since: no skill changed, and the header said so
     from pytest_skilleval.lifecycle import remove_job_folders

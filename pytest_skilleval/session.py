@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from pytest_skilleval.collect_errors import CollectionErrors
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.results.early_results import EarlyResults
@@ -78,6 +79,7 @@ class SkillEvalSession:
         self.results_paths: list[Path] = []
         self.summary_lines: list[str] = []
         self.collect_error_paths: list[Path] = []
+        self.collect_errors = CollectionErrors()
         self.judge_banner: str | None = None
         self.autopilot_notes: list[str] = []
         self.autopilot_swaps: dict[str, list[str]] = {}  # a path given -> the paths run instead (--autopilot)
@@ -393,23 +395,29 @@ class SkillEvalSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        """The first Ctrl+C (or SIGTERM) is remembered before pytest's own reporting of it can be interrupted."""
-        self._before_trials(collect_only=self.config.option.collectonly)
+        """The first Ctrl+C (or SIGTERM) is remembered before pytest's own reporting of it can be interrupted; a
+        skill's collection errors do not stop the rest (`collect_errors`), and a session stopped opens no run folder."""
+        hidden, stopped = self.collect_errors.hide(session), self.collect_errors.stopped
         try:
+            self._before_trials(trials_run=not (self.config.option.collectonly or stopped or session.shouldfail))
             return (yield)
         except KeyboardInterrupt:
-            self.signals.mark_interrupted()
+            if not stopped:  # pytest's stop for collection errors is not the user's Ctrl+C
+                self.signals.mark_interrupted()
             raise
+        finally:
+            session.testsfailed += hidden
 
-    def _before_trials(self, collect_only: bool) -> None:
-        """Only in a process this pytest run owns (not an in-process run inside another session, whose modules and
-        collector are that session's business)."""
+    def _before_trials(self, trials_run: bool) -> None:
+        """Only in a process this pytest run owns (not an in-process run inside another session's)."""
         if not (hasattr(self.config, "workerinput") or process_ends_with(self.config)):
             return
-        if self._writes_results and not collect_only:
+        if self._writes_results and trials_run:
             self.early.warm_up = True  # once the first trial is done: not while the first one starts
-            # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run.
-            self.early.open_runs(skill_dir for skill_dir, plan in sorted(self.case_plans.items()) if plan.cases)
+            # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run (not
+            # for a skill whose collection failed, known here unless xdist's workers collect).
+            failed = {at for error in map(self._real, self.collect_error_paths) for at in (error, *error.parents)}
+            self.early.open_runs(sorted(sd for sd, plan in self.case_plans.items() if plan.cases and sd not in failed))
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
         # left out of every full collection from now on (pytest forces two at its end, each walking all of it; under
         # `--co` those two are most of what follows collection).
@@ -471,6 +479,8 @@ class SkillEvalSession:
         path = report.nodeid.split("::", 1)[0]
         if report.failed and path:
             self.collect_error_paths.append(self.config.rootpath / path)
+        if report.failed:
+            self.collect_errors.seen(report, self.config.rootpath)
 
     @property
     def records(self) -> dict[str, TrialRecord]:

@@ -115,6 +115,7 @@ def test_unreadable_task_toml_is_a_collection_error(skill_project: SkillProject)
 
 
 def test_continue_on_collection_errors_runs_the_rest(skill_project: SkillProject) -> None:
+    """pytest's own flag still works as it did (and changes nothing: a skill's error no longer stops the rest)."""
     skill_project.make_skill("broken", raw="{not json", dataset_name="evals.json")
     skill_project.make_skill("good", GOOD)
     result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--continue-on-collection-errors")

@@ -72,7 +72,7 @@ def test_passed_host_variable_reaches_the_verifier(
     skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
     native_task(skill, "t1", '[verifier.env]\nAPP_URL = "${APP_URL}"\n')
     refused = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--skip-baseline", "-k", "t1")
-    assert refused.ret == pytest.ExitCode.INTERRUPTED
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
     assert "references the host variable APP_URL" in refused.stdout.str()
     result = skill_project.run(
         *LOCAL_REPLAY,

@@ -103,7 +103,7 @@ def test_blocked_runtime_env_name_stops_the_run_with_one_line(skill_project: Ski
     (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  runtime_env: [OPENAI_API_KEY]\n")
     result = skill_project.run(*LOCAL_REPLAY)
     output = result.stdout.str()
-    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error: nothing ran
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # a collection error: nothing ran
     assert "harbor.runtime_env: contains operator-owned credential name(s): OPENAI_API_KEY" in output
     assert " passed" not in output and "Traceback" not in output
     assert not (skill_project.root / "results").exists()
