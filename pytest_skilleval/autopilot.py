@@ -52,6 +52,7 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
     it. A drafting failure is a usage error naming the skill and why."""
     results_root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
     root = results_root / "autopilot" / run_id
+    made = [folder for folder in (root, *root.parents) if not folder.exists()]  # deepest first
     try:
         copy = _copy_skill(skill_dir, root, results_root)
         target = copy / "evals" / "evals.json"
@@ -62,6 +63,7 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
             )
         write_new(target, draft.text)
     except (DraftError, StagingError, OSError) as error:
+        _remove_made(made)
         raise pytest.UsageError(f"skilleval --autopilot: {skill_dir}: {error}") from None
     case = draft.dataset.cases[0].id
     note = (
@@ -71,6 +73,18 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
         f"(or draft a covering set: skilleval create-eval-dataset {skill_dir} --full)"
     )
     return copy, note
+
+
+def _remove_made(made: list[Path]) -> None:
+    """A failed draft leaves nothing behind: the copy, and each folder it made on the way (in a bare skill, its
+    evals/ and evals/results/), removed deepest first; a folder something else has meanwhile written to stays."""
+    if made:
+        shutil.rmtree(made[0], ignore_errors=True)
+    for folder in made[1:]:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def prepare_autopilot(

@@ -34,6 +34,7 @@ from pytest_skilleval.skill.plan import (
 )
 from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
 from pytest_skilleval.skill.skill_copy import skill_copy_of
+from pytest_skilleval.skill.skill_md import missing_front_matter
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES, case_id_clashes, find_trigger_set
 
 MARKER = "skilleval"
@@ -274,6 +275,9 @@ class DatasetFile(SkillCollector):
             raise SkillEvalCollectError(f"{self.path}: {typo.message()} (an error under pytest's strict mode)")
         for typo in dataset.key_typos:
             self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
+        # A SKILL.md no agent can list the skill by is worth a warning, not a stopped run: the trials still show it.
+        for problem in missing_front_matter(self.skill.path):
+            self.warn(pytest.PytestWarning(f"{self.skill.path / 'SKILL.md'}: [{problem.rule}] {problem.message}"))
         settings = self._settings_or_error()
         if settings.task_source == "native_harbor":
             return  # harbor.task_source: the dataset only describes the native tasks' entries
