@@ -33,6 +33,7 @@ from pytest_skilleval.skill.plan import (
     trigger_trials,
 )
 from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
+from pytest_skilleval.skill.skill_copy import skill_copy_of
 from pytest_skilleval.skill.skill_md import missing_front_matter
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES, case_id_clashes, find_trigger_set
 
@@ -187,10 +188,16 @@ class SkillCollector(pytest.File):
         return super().repr_failure(excinfo)
 
     def _settings_or_error(self) -> RunSettings:
+        """The skill's settings, once its copy for the sandbox is known to work (skill/skill_copy.py: a link leaving
+        the skill folder, or a skill over the caps, is one collection error for this skill)."""
         try:
-            return self.skill.settings
+            settings = self.skill.settings
         except Exception as error:  # noqa: BLE001 - a bad evals/config.yml: one collection error for this skill
             raise SkillEvalCollectError(str(error)) from None
+        problem = skill_copy_of(self.skill).error()
+        if problem:
+            raise SkillEvalCollectError(problem)
+        return settings
 
 
 class OrphanEvalsFile(pytest.File):
