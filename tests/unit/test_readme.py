@@ -33,10 +33,13 @@ def test_the_walkthrough_runs_what_make_demo_runs() -> None:
 
 def test_the_walkthrough_counts_the_demo_items() -> None:
     cases = len(json.loads((HELLO_SKILL / "evals" / "evals.json").read_text())["evals"])
+    queries = len(json.loads((HELLO_SKILL / "evals" / "triggers.json").read_text()))
     attempts = int(_demo_recipe()[_demo_recipe().index("--n-attempts") + 1])
-    assert f"You see {cases * 2 * attempts} items ({cases} cases x 2 arms x {attempts} attempts)" in " ".join(
-        README.split()
-    )
+    trials, triggers = cases * 2 * attempts, queries * attempts
+    assert (
+        f"You see {trials + triggers} items: {trials} eval trials ({cases} cases x 2 arms x {attempts} attempts) and "
+        f"{triggers} trigger trials (the {queries} queries of `evals/triggers.json` x {attempts} attempts"
+    ) in " ".join(README.split())
 
 
 def test_the_venv_note_names_the_error_and_the_way_out() -> None:
