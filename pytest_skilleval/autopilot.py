@@ -18,15 +18,16 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.authoring.draft_dataset import DraftError, draft_dataset, existing_source, write_new
-from pytest_skilleval.harbor.staging import stage_skill
+from pytest_skilleval.harbor.staging import StagingError, stage_skill
 from pytest_skilleval.results.run_paths import resolve_results_root
 from pytest_skilleval.skill.folder import arg_path, find_skill_root, skills_below
 from pytest_skilleval.skill.settings import RunSettings
 
 
-def _copy_skill(skill_dir: Path, target_root: Path) -> Path:
-    """The skill's files (as staging copies them: evals/ left out), then its evals/ minus results/."""
-    copy = stage_skill(skill_dir, target_root)
+def _copy_skill(skill_dir: Path, target_root: Path, results_root: Path) -> Path:
+    """The skill's files (as staging copies them: evals/ and results folders left out), then its evals/ minus
+    results/."""
+    copy = stage_skill(skill_dir, target_root, exclude=[results_root])
     evals = skill_dir / "evals"
     if evals.is_dir() and not evals.is_symlink():
         shutil.copytree(evals, copy / "evals", symlinks=True, ignore=shutil.ignore_patterns("results"))
@@ -49,9 +50,11 @@ def _skills_named(target: Path) -> list[Path] | None:
 def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Path, str]:
     """A copy of the bare skill with one drafted starter case, in its results folder; the note saying how to keep
     it. A drafting failure is a usage error naming the skill and why."""
-    root = resolve_results_root(skill_dir, settings.results_dir, os.environ) / "autopilot" / run_id
+    results_root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
+    root = results_root / "autopilot" / run_id
+    made = [folder for folder in (root, *root.parents) if not folder.exists()]  # deepest first
     try:
-        copy = _copy_skill(skill_dir, root)
+        copy = _copy_skill(skill_dir, root, results_root)
         target = copy / "evals" / "evals.json"
         with warnings.catch_warnings():  # pytest shows pytest_configure's warnings: litellm's import-time
             warnings.simplefilter("ignore")  # deprecations are not the author's concern
@@ -59,7 +62,8 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
                 skill_dir, full=False, model=settings.judge_model, target=target, model_flag="--judge-model"
             )
         write_new(target, draft.text)
-    except (DraftError, OSError) as error:
+    except (DraftError, StagingError, OSError) as error:
+        _remove_made(made)
         raise pytest.UsageError(f"skilleval --autopilot: {skill_dir}: {error}") from None
     case = draft.dataset.cases[0].id
     note = (
@@ -69,6 +73,18 @@ def _draft_copy(skill_dir: Path, settings: RunSettings, run_id: str) -> tuple[Pa
         f"(or draft a covering set: skilleval create-eval-dataset {skill_dir} --full)"
     )
     return copy, note
+
+
+def _remove_made(made: list[Path]) -> None:
+    """A failed draft leaves nothing behind: the copy, and each folder it made on the way (in a bare skill, its
+    evals/ and evals/results/), removed deepest first; a folder something else has meanwhile written to stays."""
+    if made:
+        shutil.rmtree(made[0], ignore_errors=True)
+    for folder in made[1:]:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def prepare_autopilot(

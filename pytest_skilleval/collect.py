@@ -34,6 +34,8 @@ from pytest_skilleval.skill.plan import (
     trigger_trials,
 )
 from pytest_skilleval.skill.settings import LOCAL_ENV_MODES, RunSettings
+from pytest_skilleval.skill.skill_copy import skill_copy_of
+from pytest_skilleval.skill.skill_md import missing_front_matter
 from pytest_skilleval.skill.triggers import TRIGGER_NAMES, case_id_clashes, find_trigger_set
 
 MARKER = "skilleval"
@@ -187,6 +189,18 @@ class SkillCollector(pytest.File):
         return super().repr_failure(excinfo)
 
     def _settings_or_error(self) -> RunSettings | None:
+        """The skill's settings, once its copy for the sandbox is known to work (skill/skill_copy.py: a link leaving
+        the skill folder, or a skill over the caps, is one collection error for this skill); None when a bad
+        evals/config.yml was already reported under its own name (`ConfigFile`)."""
+        settings = self._settings_only()
+        if settings is None:
+            return None
+        problem = skill_copy_of(self.skill).error()
+        if problem:
+            raise SkillEvalCollectError(problem)
+        return settings
+
+    def _settings_only(self) -> RunSettings | None:
         """The skill's settings; a bad evals/config.yml is one collection error for the skill, under config.yml's
         own node when it is collected (`ConfigFile`, collected before the files beside it): None here then."""
         try:
@@ -208,7 +222,7 @@ class ConfigFile(SkillCollector):
     pytest's `ERROR collecting` line names the file to fix (the dataset and trigger set then say nothing more)."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        self._settings_or_error()
+        self._settings_only()  # the skill's copy is the dataset's and trigger set's to check
         return iter(())
 
 
@@ -287,6 +301,9 @@ class DatasetFile(SkillCollector):
             raise SkillEvalCollectError(f"{self.path}: {typo.message()} (an error under pytest's strict mode)")
         for typo in dataset.key_typos:
             self.warn(pytest.PytestWarning(f"{self.path}: {typo.message()}"))
+        # A SKILL.md no agent can list the skill by is worth a warning, not a stopped run: the trials still show it.
+        for problem in missing_front_matter(self.skill.path):
+            self.warn(pytest.PytestWarning(f"{self.skill.path / 'SKILL.md'}: [{problem.rule}] {problem.message}"))
         settings = self._settings_or_error()
         if settings is None or settings.task_source == "native_harbor":
             return  # harbor.task_source: the dataset only describes the native tasks' entries

@@ -30,6 +30,7 @@ from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.baseline import BaselineError
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import CasePlan, baseline_version, case_trials
+from pytest_skilleval.skill.skill_copy import left_out_note
 from verifier.custom import check_condition_metric_names
 
 if TYPE_CHECKING:
@@ -262,6 +263,9 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
             state.summary_lines.append(f"{skill.name}: trigger set only; results: {run_dir / 'result.json'}")
             state.summary_lines.extend(f"{name}: {path}" for name, path in reports.items())
         state.summary_lines.extend(triggering_lines(skill.name, result.triggering))
+        note = left_out_note(skill)
+        if note:
+            state.summary_lines.append(note)
         junit_properties(session.config, skill.name, result)
         session.config.hook.pytest_skilleval_aggregate(
             config=session.config, skill=skill.name, result=result, run_dir=run_dir

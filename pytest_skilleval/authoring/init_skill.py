@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id
+from pytest_skilleval.skill.skill_md import description_problem, name_problem
 
 CASE_ID = "write-note"
 SCRIPT = "make_note.py"
@@ -25,10 +27,18 @@ class InitError(Exception):
     """The folder cannot take a new skill; the message says why and what to do."""
 
 
+def _yaml_text(text: str) -> str:
+    """`text` as a YAML value: plain when YAML reads it back as written, else double-quoted (JSON's quoting)."""
+    plain = (
+        ": " not in text and " #" not in text and not text.endswith(":") and text[:1] not in set("!&*[]{}|>'\"%@`,?-#")
+    )
+    return text if plain else json.dumps(text, ensure_ascii=False)
+
+
 def _skill_md(name: str, description: str) -> str:
     return f"""---
 name: {name}
-description: {description}
+description: {_yaml_text(description)}
 ---
 
 # {name}
@@ -134,13 +144,31 @@ def _replay(name: str, with_skill: bool, skill_md: str) -> dict[str, Any]:
     }
 
 
+def _suggested_name(name: str) -> str:
+    """`name` made to fit the Agent Skills rules: lowercase, runs of other characters as one hyphen, 64 at most."""
+    fitted = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:64].rstrip("-")
+    return fitted or "my-skill"
+
+
 def planned_files(skill_dir: Path, description: str) -> dict[Path, str]:
     """Every file `init` writes, by path."""
     name = skill_dir.name
+    # SKILL.md's name is the folder's, and both it and the description follow the Agent Skills rules
+    # (https://agentskills.io/specification: name <= 64 of a-z, 0-9 and single inner hyphens; description non-empty,
+    # <= 1024 characters): agents list a skill by those two fields (skill/skill_md.py).
+    wrong = name_problem(name)
+    if wrong is not None:
+        raise InitError(
+            f"{skill_dir}: the folder's name is the skill's name, and {name!r} {wrong} (Agent Skills rules); "
+            "pick another, such as " + repr(_suggested_name(name))
+        )
     try:
         canonical_case_id(name)
     except CaseIdError as error:
         raise InitError(f"{skill_dir}: the folder's name is the skill's name and {error}; pick another") from None
+    wrong = description_problem(description)
+    if wrong is not None:
+        raise InitError(f"--description {wrong} (Agent Skills rules): say what the skill does and when to use it")
     skill_md = _skill_md(name, description)
     replays = skill_dir / "evals" / "replays"
     return {
@@ -157,15 +185,21 @@ def init_skill(skill_dir: Path, description: str) -> list[Path]:
     """Write a new skill into `skill_dir` (absent or empty); the paths written."""
     if skill_dir.is_symlink() or (skill_dir.exists() and not skill_dir.is_dir()):
         raise InitError(f"{skill_dir}: exists and is not a folder; pick a new folder for the skill")
+    ancestor = next((parent for parent in skill_dir.absolute().parents if parent.exists()), None)
+    if ancestor is not None and not ancestor.is_dir():
+        raise InitError(f"{skill_dir}: {ancestor} is a file, not a folder; pick a path under a folder")
     if skill_dir.is_dir() and any(skill_dir.iterdir()):
         raise InitError(
             f"{skill_dir}: the folder is not empty; `skilleval init` writes only into a new or empty folder "
             "(for an existing skill, add evals/evals.json by hand or with skilleval init-custom-grader)"
         )
     files = planned_files(skill_dir, description)
-    for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise InitError(f"{skill_dir}: cannot write the skill ({error.strerror or error})") from None
     return list(files)
 
 

@@ -259,6 +259,23 @@ def _check_expected_scripts(ctx: ValidationContext) -> None:
             )
 
 
+def _check_skill_copy(ctx: ValidationContext) -> None:
+    """The copy of the skill a run gives the agent (skill/skill_copy.py): every link it cannot hold, the caps."""
+    from pytest_skilleval.skill.skill_copy import plan_skill_copy
+
+    for problem in plan_skill_copy(ctx.skill_dir).problems:
+        ctx.add(problem.rule, "error", problem.message, problem.path)
+
+
+def _check_front_matter(ctx: ValidationContext) -> None:
+    """SKILL.md's name and description against the Agent Skills rules: an error when no agent could list the skill
+    (no front matter, unreadable YAML, no name or description), a warning for a rule only some agents enforce."""
+    from pytest_skilleval.skill.skill_md import front_matter_problems
+
+    for problem in front_matter_problems(ctx.skill_dir):
+        ctx.add(problem.rule, "error" if problem.fatal else "warning", problem.message, ctx.skill_dir / "SKILL.md")
+
+
 def _check_skill_code(ctx: ValidationContext) -> None:
     from pytest_skilleval.skill.host_code import skill_code_findings
 
@@ -443,6 +460,7 @@ def validate_skill(
         skill_dir=skill_dir, grading_mode="default", paired=not skip_baseline, pass_env=list(pass_env)
     )
     mode = normalize_grading_mode(grading_mode) if grading_mode else None
+    _check_front_matter(ctx)
     _check_config(ctx, mode)
     _check_dataset(ctx)
     check_cases(ctx)
@@ -457,6 +475,7 @@ def validate_skill(
     if harbor_contract:
         check_harbor_contract(ctx)
     check_replays(ctx, triggers or [])
+    _check_skill_copy(ctx)
     _check_skill_code(ctx)
     return ValidationReport(skill_dir=skill_dir, findings=ctx.findings)
 

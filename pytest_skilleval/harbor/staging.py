@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,12 @@ from pytest_skilleval.skill.case_inputs import StagingError, input_sources
 from pytest_skilleval.skill.dataset import arm_prompt
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
+from pytest_skilleval.skill.skill_copy import copy_skill, plan_skill_copy
 from verifier import safe_io
 
 ARM_SLUG = {"with_skill": "with-skill", "without_skill": "without-skill", "baseline_skill": "baseline-skill"}
 # Arms whose agent is given a skill: the version under test, or the earlier one (--baseline-skill).
 SKILLED_ARMS = ("with_skill", "baseline_skill")
-# Folders of a skill an agent must never see: its evals (answers, graders, replays) and generated output.
-SKILL_EXCLUDES = {"evals", "results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"}
 
 TEST_SH = """#!/usr/bin/env bash
 # Harbor requires tests/test.sh. pytest-skilleval grades on the host with its own verifier, so this script only
@@ -45,20 +45,26 @@ echo 0 > "${HARBOR_REWARD_TXT:-/logs/verifier/reward.txt}"
 TRIAL_ENTRY_FIELDS = ("agent", "attempt")
 
 
-def _ignore_skill_parts(directory: str, names: list[str]) -> list[str]:
-    return [name for name in names if name in SKILL_EXCLUDES or name.casefold() == "evals"]
-
-
-def stage_skill(skill_dir: Path, staging_root: Path, name: str | None = None) -> Path:
-    """Copy the skill, minus evals/ and generated output, to `<staging_root>/<skill-name>/` once per run (`name`:
-    the skill's name when the folder copied is named otherwise, as a baseline version's folder may be)."""
+def stage_skill(
+    skill_dir: Path, staging_root: Path, name: str | None = None, exclude: Iterable[Path] = (), strict: bool = True
+) -> Path:
+    """Copy the skill as `skill/skill_copy.py` plans it (evals/, generated output and results folders left out, no
+    link followed, capped in files and bytes) to `<staging_root>/<skill-name>/` once per run (`name`: the skill's
+    name when the folder copied is named otherwise, as a baseline version's folder may be; `exclude`: more folders to
+    leave out, such as the run's results folder). A link the agent could not use, or a skill over the caps, raises
+    StagingError; with `strict` False (a distractor skill, not the author's) such links are only left out."""
     target = staging_root / (name or skill_dir.name)
     if not (target / "SKILL.md").is_file():
+        plan = plan_skill_copy(skill_dir, [*exclude, staging_root])
+        problems = [p for p in plan.problems if strict or p.rule != "skill-link"]
+        if problems:
+            plan.problems = problems
+            raise StagingError(plan.error())
         # A folder of its own for each copy: trials stage in worker threads, two may copy the same skill at once.
         staging_root.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{skill_dir.name}.", suffix=".partial", dir=staging_root))
         try:
-            shutil.copytree(skill_dir, partial / target.name, ignore=_ignore_skill_parts, symlinks=True)
+            copy_skill(plan, partial / target.name)
             (partial / target.name).rename(target)
         except OSError:  # another trial staged it first
             if not (target / "SKILL.md").is_file():

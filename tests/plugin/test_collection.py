@@ -251,3 +251,14 @@ def test_native_tasks_collect_reading_the_dataset_and_claims_once(skill_project:
     result = skill_project.run("--collect-only", "-q", "-s", *LOCAL_REPLAY, "--skip-baseline", "--max-cases", "4")
     # claims: once for the plan's --max-cases cut and once for the dataset's collector (which drops claimed entries)
     result.stdout.fnmatch_lines(["PARSED=1 CLAIMS=12 ITEMS=4"])
+
+
+def test_a_skill_md_no_agent_can_list_is_a_warning_not_a_stopped_run(skill_project: SkillProject) -> None:
+    """No front matter (so no name or description to find the skill by): the run still collects, with a warning."""
+    skill = skill_project.make_skill("demo", simple_entries("alpha"))
+    (skill / "SKILL.md").write_text("# demo\nGreets people.\n")
+    result = skill_project.run("--collect-only", "-q", *LOCAL_REPLAY)
+    result.stdout.fnmatch_lines(
+        ["*demo/evals/evals.json::alpha*", "*[[]skill-md-front-matter[]] SKILL.md has no front matter*"]
+    )
+    assert result.ret == 0

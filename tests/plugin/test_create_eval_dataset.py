@@ -336,9 +336,13 @@ def test_autopilot_leaves_a_skill_with_a_dataset_alone(skill_project: SkillProje
 def test_a_failed_autopilot_draft_stops_the_run_in_one_line(skill_project: SkillProject, drafter: Any):
     drafter({"text": "no JSON here"})
     skill = _bare_project_skill(skill_project)
+    before = sorted(p.relative_to(skill) for p in skill.rglob("*"))
     run = skill_project.run(str(skill), "--autopilot", *LOCAL_REPLAY)
     assert run.ret == pytest.ExitCode.USAGE_ERROR
     assert f"skilleval --autopilot: {skill}: the drafting model's reply is not one JSON document" in run.stderr.str()
+    # Nothing is left behind: not the half-made copy, nor the results folders made for it.
+    assert sorted(p.relative_to(skill) for p in skill.rglob("*")) == before
+    assert not (skill_project.root / "results").exists()
 
 
 def test_autopilot_without_a_model_names_pytests_flag(skill_project: SkillProject, monkeypatch: pytest.MonkeyPatch):

@@ -44,3 +44,48 @@ def test_a_name_that_cannot_be_a_skill_name_is_refused(tmp_path: Path, capsys: p
     assert main(["init", str(tmp_path / "has space")]) == 2
     assert "the folder's name is the skill's name" in capsys.readouterr().err
     assert not (tmp_path / "has space").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [
+        ("bad_name", "bad-name"),
+        ("Upper", "upper"),
+        ("two--hyphens", "two-hyphens"),
+        ("-lead", "lead"),
+        ("a" * 65, "a" * 64),
+    ],
+)
+def test_a_name_against_the_agent_skills_rules_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, suggested: str
+) -> None:
+    """Agent Skills: a name is <= 64 of a-z, 0-9 and single inner hyphens (agentskills.io/specification)."""
+    assert main(["init", str(tmp_path / name)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "(Agent Skills rules)" in err and f"such as {suggested!r}" in err
+    assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize(("description", "reason"), [("", "is empty"), ("  ", "is empty"), ("d" * 1025, "1025")])
+def test_a_description_against_the_agent_skills_rules_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], description: str, reason: str
+) -> None:
+    assert main(["init", str(tmp_path / "x"), "--description", description]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("skilleval init: --description ") and reason in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_description_of_1024_characters_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path / "x"), "--description", "d" * 1024]) == 0
+    assert f"description: {'d' * 1024}\n" in (tmp_path / "x" / "SKILL.md").read_text()
+
+
+def test_a_path_under_a_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("not a folder\n")
+    assert main(["init", str(tmp_path / "afile" / "x")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"skilleval init: {tmp_path / 'afile' / 'x'}: {tmp_path / 'afile'} is a file, not a folder; pick a path under a folder\n"
+    )

@@ -251,7 +251,7 @@ def test_no_dataset_and_no_native_tasks(tmp_path: Path) -> None:
     assert rules(report) == {"no-evals"}
     bare = tmp_path / "bare"
     bare.mkdir()
-    (bare / "SKILL.md").write_text("---\nname: bare\n---\n")
+    (bare / "SKILL.md").write_text("---\nname: bare\ndescription: A bare skill.\n---\n")
     report = validate_skill(bare)
     assert rules(report) == {"no-evals"}
     # the way on from a bare skill, as a run says it: draft a dataset, or let one run draft a starter case
