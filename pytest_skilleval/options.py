@@ -122,8 +122,18 @@ def _parse(spec: OptionSpec, raw: Any, source: str) -> Any:
             return merged
         return spec.parse(raw)
     except (ValueError, TypeError) as error:
-        message = str(error)
+        message = _conversion_error(spec, raw) or str(error)
         raise pytest.UsageError(message if message.startswith(spec.flag) else f"{source}: {message}") from None
+
+
+# A setting read with a bare int or float: Python's own words ("invalid literal for int() with base 10") say
+# nothing to the user; name what was expected instead.
+_EXPECTED: Mapping[Callable[..., Any], str] = {int: "a whole number", float: "a number"}
+
+
+def _conversion_error(spec: OptionSpec, raw: Any) -> str | None:
+    expected = _EXPECTED.get(spec.setting.parse) if spec.setting.parse is not None else None
+    return f"expected {expected}, not {raw!r}" if expected else None
 
 
 def parse_option(name: str, raw: Any) -> Any:

@@ -118,3 +118,23 @@ def test_non_finite_numbers_are_refused_on_the_command_line_as_in_config(
     """config.yml refused `.inf`; the flag took `inf` and scaled every timeout by it."""
     line = refusal_line(collect(skill_project, flag, value))
     assert "finite number" in line, line
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--n-attempts", "abc"], "ERROR: --n-attempts: expected a whole number, not 'abc'"),
+        (["--n-attempts", "1.5"], "ERROR: --n-attempts: expected a whole number, not '1.5'"),
+        (["--n-concurrent", "four"], "ERROR: --n-concurrent: expected a whole number, not 'four'"),
+        (["--pass-threshold", "half"], "ERROR: --pass-threshold: expected a number, not 'half'"),
+        (
+            ["-o", "skilleval_n_attempts=abc"],
+            "ERROR: ini option skilleval_n_attempts: expected a whole number, not 'abc'",
+        ),
+    ],
+)
+def test_a_value_that_is_not_a_number_is_one_line_naming_the_option(
+    skill_project: SkillProject, args: list[str], expected: str
+) -> None:
+    """Not Python's "invalid literal for int() with base 10": the option, what it takes and what it got."""
+    assert refusal_line(collect(skill_project, *args)) == expected
