@@ -18,6 +18,7 @@ from pytest_skilleval.compat import structured_node_id
 from pytest_skilleval.results.keys import Arm
 from pytest_skilleval.skill.baseline import BaselineError, BaselineVersion
 from pytest_skilleval.skill.case_inputs import StagingError, input_sources
+from pytest_skilleval.skill.config_file import CONFIG_FILE_NAMES
 from pytest_skilleval.skill.dataset import DATASET_NAMES, DatasetError, EvalCase, find_dataset
 from pytest_skilleval.skill.folder import SkillFolder, missing_skill_md
 from pytest_skilleval.skill.host_code import enclosing_skill
@@ -187,17 +188,42 @@ class SkillCollector(pytest.File):
             return str(excinfo.value)
         return super().repr_failure(excinfo)
 
-    def _settings_or_error(self) -> RunSettings:
+    def _settings_or_error(self) -> RunSettings | None:
         """The skill's settings, once its copy for the sandbox is known to work (skill/skill_copy.py: a link leaving
-        the skill folder, or a skill over the caps, is one collection error for this skill)."""
-        try:
-            settings = self.skill.settings
-        except Exception as error:  # noqa: BLE001 - a bad evals/config.yml: one collection error for this skill
-            raise SkillEvalCollectError(str(error)) from None
+        the skill folder, or a skill over the caps, is one collection error for this skill); None when a bad
+        evals/config.yml was already reported under its own name (`ConfigFile`)."""
+        settings = self._settings_only()
+        if settings is None:
+            return None
         problem = skill_copy_of(self.skill).error()
         if problem:
             raise SkillEvalCollectError(problem)
         return settings
+
+    def _settings_only(self) -> RunSettings | None:
+        """The skill's settings; a bad evals/config.yml is one collection error for the skill, under config.yml's
+        own node when it is collected (`ConfigFile`, collected before the files beside it): None here then."""
+        try:
+            return self.skill.settings
+        except Exception as error:  # noqa: BLE001 - a bad evals/config.yml: one collection error for this skill
+            reported = self.config.stash.setdefault(_CONFIG_REPORTED, set())
+            if self.skill.path in reported:
+                return None
+            if isinstance(self, ConfigFile):
+                reported.add(self.skill.path)
+            raise SkillEvalCollectError(str(error)) from None
+
+
+_CONFIG_REPORTED = pytest.StashKey[set[Path]]()  # skills whose settings error a ConfigFile reported
+
+
+class ConfigFile(SkillCollector):
+    """evals/config.yml (or .yaml): no items; a problem with the skill's settings is its collection error, so
+    pytest's `ERROR collecting` line names the file to fix (the dataset and trigger set then say nothing more)."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        self._settings_only()  # the skill's copy is the dataset's and trigger set's to check
+        return iter(())
 
 
 class OrphanEvalsFile(pytest.File):
@@ -242,7 +268,7 @@ def ignored_in_skill(path: Path) -> bool:
     if parts in ((), ("evals",), ("evals", "harbor")):
         return False
     if len(parts) == 2 and parts[0] == "evals":
-        return parts[1] not in DATASET_NAMES and parts[1] not in TRIGGER_NAMES
+        return parts[1] not in (*DATASET_NAMES, *TRIGGER_NAMES, *CONFIG_FILE_NAMES)
     if len(parts) == 3 and parts[:2] == ("evals", "harbor"):
         return not path.is_dir()
     return not (len(parts) == 4 and parts[:2] == ("evals", "harbor") and parts[3] == "task.toml")
@@ -279,7 +305,7 @@ class DatasetFile(SkillCollector):
         for problem in missing_front_matter(self.skill.path):
             self.warn(pytest.PytestWarning(f"{self.skill.path / 'SKILL.md'}: [{problem.rule}] {problem.message}"))
         settings = self._settings_or_error()
-        if settings.task_source == "native_harbor":
+        if settings is None or settings.task_source == "native_harbor":
             return  # harbor.task_source: the dataset only describes the native tasks' entries
         # A native task for an entry id replaces the task generated from that entry (the standard modes require
         # every native task to match an entry, and one case must not run twice).
@@ -335,7 +361,7 @@ class NativeTaskFile(SkillCollector):
         except NativeTaskError as error:
             raise SkillEvalCollectError(str(error)) from None
         settings = self._settings_or_error()
-        if settings.task_source == "evals_json":
+        if settings is None or settings.task_source == "evals_json":
             return  # harbor.task_source: only the dataset's generated tasks run
         selected = selected_cases(self.skill) if settings.max_cases is not None else None
         if selected is not None and task.case_id not in selected:
@@ -426,7 +452,8 @@ class TriggerFile(SkillCollector):
             triggers = load_trigger_set(self.path)
         except DatasetError as error:
             raise SkillEvalCollectError(str(error)) from None
-        self._settings_or_error()
+        if self._settings_or_error() is None:
+            return
         evals_dir = self.skill.evals_dir
         clashes = case_id_clashes(triggers.queries, _case_ids(self.skill))
         if clashes:

@@ -13,6 +13,7 @@ from pytest_skilleval import options
 from pytest_skilleval.collect import (
     MARKER,
     TRIGGER_MARKER,
+    ConfigFile,
     DatasetFile,
     NativeTaskFile,
     OrphanEvalsFile,
@@ -33,6 +34,7 @@ from pytest_skilleval.session import (
     record_property_value,
     redact_record,
 )
+from pytest_skilleval.skill.config_file import CONFIG_FILE_NAMES
 from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.skill.folder import find_skill_root
 from pytest_skilleval.skill.host_code import enclosing_skill
@@ -217,6 +219,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return DatasetFile.from_parent(parent, path=file_path, skill=skill)
     if file_path.parent == evals and file_path.name in TRIGGER_NAMES:
         return TriggerFile.from_parent(parent, path=file_path, skill=skill)
+    if file_path.parent == evals and file_path.name in CONFIG_FILE_NAMES:
+        return ConfigFile.from_parent(parent, path=file_path, skill=skill)
     if file_path.name == "task.toml" and file_path.parent.parent == evals / "harbor":
         if file_path.parent.name.startswith((".", "_")):
             return None

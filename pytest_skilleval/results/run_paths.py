@@ -79,3 +79,37 @@ def _probe(folder: Path) -> str | None:
     except OSError as error:
         return f"no folder can be made in {folder} ({error.strerror})"
     return None
+
+
+def is_results_folder(folder: Path, names: set[str] | None = None) -> bool:
+    """Whether `folder` (not a link) is a run folder (it holds MARKER_FILE) or a results root (it holds such a run
+    folder, or a `latest` link to a run id), looked up with lstat only; `names`: its entries, when already listed."""
+    if names is None:
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            return False
+    if MARKER_FILE in names and os.path.isfile(folder / MARKER_FILE) and not os.path.islink(folder / MARKER_FILE):
+        return True
+    latest = folder / LATEST
+    if LATEST in names and os.path.islink(latest) and RUN_ID_PATTERN.match(os.readlink(latest)):
+        return True
+    return any(
+        RUN_ID_PATTERN.match(name) and os.path.isfile(folder / name / MARKER_FILE) and not os.path.islink(folder / name)
+        for name in names
+    )
+
+
+def run_results_folder(skill_dir: Path, results_dir: str | None, env: Mapping[str, str]) -> Path | None:
+    """The run's results folder when it lies inside the skill folder: the `--results-dir` (or SKILLEVAL_RESULTS_DIR)
+    folder itself when it is below the skill, else the skill's results root there; None when it is outside (the
+    default, `<skill>/evals/results`, is under evals/, which the copy never holds)."""
+    skill = Path(os.path.realpath(skill_dir))
+    for base in (results_dir, env.get(ENV_RESULTS_DIR)):
+        if base is not None and str(base).strip():
+            folder = Path(os.path.realpath(os.path.expanduser(str(base))))
+            for candidate in (folder, folder / skill.name):
+                if candidate != skill and candidate.is_relative_to(skill):
+                    return candidate
+            return None
+    return None

@@ -9,6 +9,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_skilleval.results.run_paths import is_results_folder, run_results_folder
 from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
 from pytest_skilleval.skill.foreign_formats import foreign_layout
@@ -105,7 +106,8 @@ class SkillFolder:
 
     @cached_property
     def digest(self) -> str:
-        return content_digest(self.path)
+        own = run_results_folder(self.path, self.settings.results_dir, os.environ)
+        return content_digest(self.path, (own,) if own is not None else ())
 
     @cached_property
     def grader(self) -> Path | None:
@@ -171,12 +173,18 @@ def skills_below(path: Path) -> list[Path]:
 _NOT_CONTENT = frozenset({"results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"})
 
 
-def content_digest(skill_dir: Path) -> str:
-    """sha256 over the skill's files (names and bytes; generated results excluded), so a resumed run can tell
-    whether the skill it would finish is the one it started with. Links are hashed as their target text."""
+def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
+    """sha256 over the skill's files (names and bytes; generated results excluded: folders named `results`, the
+    run's results folder `exclude` and any run folder or results root inside the skill, so a `--results-dir` there
+    does not change it), so a resumed run can tell whether the skill it would finish is the one it started with.
+    Links are hashed as their target text."""
     digest = hashlib.sha256()
     for current, dirs, files in os.walk(skill_dir):
-        dirs[:] = sorted(d for d in dirs if d not in _NOT_CONTENT)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _NOT_CONTENT and Path(current, d) not in exclude and not is_results_folder(Path(current, d))
+        )
         for name in sorted(files):
             path = Path(current, name)
             digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")

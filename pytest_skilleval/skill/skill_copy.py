@@ -14,12 +14,12 @@ MAX_SKILL_FILES files or MAX_SKILL_BYTES bytes (counted from lstat, before anyth
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_skilleval.results.run_paths import ENV_RESULTS_DIR, LATEST, MARKER_FILE, RUN_ID_PATTERN
+from pytest_skilleval.results.run_paths import MARKER_FILE, is_results_folder, run_results_folder
 from pytest_skilleval.skill.case_inputs import StagingError
 from verifier import safe_io
 from verifier.safe_paths import MAX_COPY_DEPTH
@@ -70,21 +70,6 @@ class SkillCopy:
         )
 
 
-def run_results_folder(skill_dir: Path, results_dir: str | None, env: Mapping[str, str]) -> Path | None:
-    """The run's results folder when it lies inside the skill folder: the `--results-dir` (or SKILLEVAL_RESULTS_DIR)
-    folder itself when it is below the skill, else the skill's results root there; None when it is outside (the
-    default, `<skill>/evals/results`, is under evals/, which the copy never holds)."""
-    skill = Path(os.path.realpath(skill_dir))
-    for base in (results_dir, env.get(ENV_RESULTS_DIR)):
-        if base is not None and str(base).strip():
-            folder = Path(os.path.realpath(os.path.expanduser(str(base))))
-            for candidate in (folder, folder / skill.name):
-                if candidate != skill and candidate.is_relative_to(skill):
-                    return candidate
-            return None
-    return None
-
-
 def results_inside(skill: SkillFolder) -> tuple[Path, ...]:
     """The skill's own results folder for this run when it lies inside the skill (else nothing): what the copy of
     the skill under test leaves out besides the fixed parts."""
@@ -113,20 +98,6 @@ def left_out_note(skill: SkillFolder) -> str | None:
     )
 
 
-def _results_folder(folder: Path, names: set[str]) -> bool:
-    """Whether `folder` is a run folder (it holds our marker) or a results root (a run folder or `latest` link to
-    one): looked up with lstat only."""
-    if MARKER_FILE in names and os.path.isfile(folder / MARKER_FILE) and not os.path.islink(folder / MARKER_FILE):
-        return True
-    latest = folder / LATEST
-    if LATEST in names and os.path.islink(latest) and RUN_ID_PATTERN.match(os.readlink(latest)):
-        return True
-    return any(
-        RUN_ID_PATTERN.match(name) and os.path.isfile(folder / name / MARKER_FILE) and not os.path.islink(folder / name)
-        for name in names
-    )
-
-
 def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
     """Walk the skill folder (no link followed, sizes from lstat) and decide what its copy holds; `exclude`: folders
     left out besides the fixed ones (the run's results folder, the staging folder itself)."""
@@ -145,7 +116,7 @@ def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
         except OSError as error:
             copy.problems.append(CopyProblem("skill-copy", folder, f"{folder}: cannot be read ({error.strerror})"))
             continue
-        if rel and _results_folder(folder, {entry.name for entry in entries}):
+        if rel and is_results_folder(folder, {entry.name for entry in entries}):
             copy.left_out.append(rel)
             continue
         if rel:

@@ -37,7 +37,7 @@ def test_a_broken_skill_is_one_error_and_the_other_skill_runs(
     elif broken == "config-mode":
         skill = skill_project.make_skill("broken", simple_entries("c1"))
         (skill / "evals" / "config.yml").write_text("schema_version: 1\\ngrading:\\n  mode: bogus\\n")
-        said = "broken/evals/config.yml"
+        said = "ERROR skills/broken/evals/config.yml"  # the file to fix, not the dataset beside it
     else:
         skill_project.make_skill("broken", simple_entries("c1", expected_skil="near miss"))
         strict, said = ("--strict",), "expected_skil"

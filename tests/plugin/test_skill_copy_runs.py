@@ -31,8 +31,8 @@ def _seen_by_agent(results_root: Path) -> str:
     return json.dumps(json.loads(trial.read_text())["trajectory"])
 
 
-def _run(project: SkillProject, results_dir: Path) -> str:
-    result = project.run(*LOCAL_REPLAY, "--skip-baseline", "--results-dir", str(results_dir))
+def _run(project: SkillProject, results_dir: Path, *more: str) -> str:
+    result = project.run(*LOCAL_REPLAY, "--skip-baseline", "--results-dir", str(results_dir), *more)
     outcomes = result.parseoutcomes()  # the listing replay need not pass: its trial file is what is checked
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1 and "errors" not in outcomes, outcomes
     return result.stdout.str()
@@ -52,6 +52,8 @@ def test_results_inside_the_skill_never_reach_the_agent(skill_project: SkillProj
     # said once, naming the folder and the fix
     notes = [line for line in output.splitlines() if "results lie inside the skill folder" in line]
     assert len(notes) == 1 and "(out/)" in notes[0] and "--results-dir a folder outside" in notes[0]
+    # the results written inside the skill do not count as a change of the skill: --resume still finishes the run
+    assert "digest differs" not in _run(skill_project, inside, "--resume", "latest")
 
     # a run that writes elsewhere: the run folders left inside (an earlier --results-dir) are found by their marker
     outside = skill_project.root / "elsewhere"

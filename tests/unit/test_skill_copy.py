@@ -11,9 +11,10 @@ import pytest
 
 from pytest_skilleval.authoring.validate import validate_skill
 from pytest_skilleval.harbor.staging import StagingError, stage_skill
-from pytest_skilleval.results.run_paths import MARKER_FILE, MARKER_TEXT, new_run_id
+from pytest_skilleval.results.run_paths import MARKER_FILE, MARKER_TEXT, new_run_id, run_results_folder
 from pytest_skilleval.skill import skill_copy
-from pytest_skilleval.skill.skill_copy import plan_skill_copy, run_results_folder
+from pytest_skilleval.skill.folder import content_digest
+from pytest_skilleval.skill.skill_copy import plan_skill_copy
 
 
 @pytest.fixture
@@ -123,3 +124,14 @@ def test_a_special_file_is_refused(skill: Path, tmp_path: Path) -> None:
     os.mkfifo(skill / "scripts" / "pipe")
     with pytest.raises(StagingError, match=r"scripts/pipe: not a regular file, folder or link"):
         stage_skill(skill, tmp_path / "a")
+
+
+def test_results_inside_the_skill_do_not_change_its_digest(skill: Path) -> None:
+    """--resume compares the skill's digest with the run's: results written into the skill are not the skill."""
+    before = content_digest(skill, (skill / "out",))
+    _run_folder(skill / "ci-results" / "demo")
+    (skill / "out").mkdir()
+    (skill / "out" / "junit.xml").write_text("<testsuite/>")
+    assert content_digest(skill, (skill / "out",)) == before
+    (skill / "scripts" / "run.py").write_text("print('changed')\n")
+    assert content_digest(skill, (skill / "out",)) != before
