@@ -13,6 +13,7 @@ import sys
 from pytest_skilleval.results.publish import write_run_reports
 from pytest_skilleval.results.run_folder import RESULT_FILE, RunFolderError, find_run, load_run
 from pytest_skilleval.results.summary import render_summary
+from pytest_skilleval.results.triggering import triggering_lines
 
 __all__ = ["run_view_command"]
 
@@ -36,15 +37,14 @@ def run_view_command(argv: list[str]) -> int:
     if args.render or not run.report_path.is_file() or not run.card_path.is_file():
         write_run_reports(run.path)
     width = shutil.get_terminal_size((80, 24)).columns
-    print(
-        "\n".join(
-            render_summary(
-                run.document,
-                str(run.path / RESULT_FILE),
-                width=width,
-                report_path=str(run.report_path),
-                card_path=str(run.card_path),
-            )
-        )
+    lines = render_summary(
+        run.document,
+        str(run.path / RESULT_FILE),
+        width=width,
+        report_path=str(run.report_path),
+        card_path=str(run.card_path),
     )
+    # the trigger set's line, as the session's summary prints it after the skill's
+    lines += triggering_lines(run.document.skill_name, run.document.triggering)
+    print("\n".join(lines))
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +189,18 @@ def test_replayed_trigger_set_gives_the_precision_and_recall_its_replays_imply(
     xml = junit.read_text()
     assert '<property name="skilleval.demo.replay.trigger_recall" value="0.6667"' in xml
     assert '<property name="skilleval.triggered" value="false"' in xml
+    # `skilleval view` prints the trigger set's lines again, as the session printed them (a process of its own, as
+    # a user runs it).
+    view = subprocess.run(
+        [sys.executable, "-m", "pytest_skilleval.authoring.cli", "view", str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert view.returncode == 0, view.stderr
+    start = output.index("demo triggering (replay")
+    said = output[start : output.index("\n", output.index("false triggers: hello-world", start))]
+    assert said in view.stdout, view.stdout
 
 
 def test_last_failed_reruns_only_the_failed_queries(skill_project: SkillProject) -> None:
