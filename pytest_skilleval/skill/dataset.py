@@ -511,11 +511,12 @@ def parse_dataset(path: Path, text: str) -> Dataset:
 
 
 def read_text(path: Path) -> str:
-    """The dataset file's text, refusing what is too large or not UTF-8; raises DatasetError."""
+    """The dataset file's text, refusing what is too large or not UTF-8; raises DatasetError. A leading byte order
+    mark (some Windows editors write one) is dropped, as JSON parsers may and as config.yml's reader does."""
     try:
         if path.stat().st_size > MAX_DATASET_BYTES:
             raise DatasetError(path, f"larger than {MAX_DATASET_BYTES // (1024 * 1024)} MiB")
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise DatasetError(path, "is not UTF-8 text") from None
     except OSError as error:

@@ -140,3 +140,21 @@ def test_agent_skill_eval_trigger_set_is_named_with_the_copy_that_makes_it_ours(
     shutil.copy2(queries, ours)  # as the line says
     assert len(load_trigger_set(ours).queries) == 3
     assert not [f for f in validate_skill(skill).findings if f.rule in {"no-evals", "trigger-set-not-read"}]
+
+
+@pytest.mark.parametrize("name", ["evals.json", "evals.jsonl", "evals.yaml"])
+def test_a_byte_order_mark_before_a_dataset_is_dropped(tmp_path: Path, name: str) -> None:
+    """Some Windows editors start a UTF-8 file with a byte order mark; the dataset reads as without it."""
+    entries = [{"id": "c1", "prompt": "say hi", "expected_output": "hi"}]
+    texts = {
+        "evals.json": json.dumps({"skill_name": "demo", "evals": entries}),
+        "evals.jsonl": "\n".join(json.dumps(entry) for entry in entries),
+        "evals.yaml": "skill_name: demo\nevals:\n  - id: c1\n    prompt: say hi\n    expected_output: hi\n",
+    }
+    plain, marked = tmp_path / "plain" / name, tmp_path / "marked" / name
+    for path, prefix in ((plain, b""), (marked, b"\xef\xbb\xbf")):
+        path.parent.mkdir()
+        path.write_bytes(prefix + texts[name].encode())
+    with_mark, without = load_dataset(marked), load_dataset(plain)
+    assert [case.id for case in with_mark.cases] == ["c1"]
+    assert with_mark.cases == without.cases and with_mark.digest == without.digest
