@@ -51,6 +51,7 @@ class Side:
     label: str
     plan: RunPlan
     trials: tuple[ScoredTrial, ...]
+    selection: str | None = None  # how many of the dataset's cases its run selected, when not all (-k, --max-cases)
 
     @property
     def condition(self) -> Condition:
@@ -132,7 +133,16 @@ def load_side(run: RunFolder, agent: str, arm: str) -> Side:
         trials.append(score_trial(record, plan))
     if not trials:
         raise CompareError(f"{run.path}: agent {agent!r} has no {arm} trials")
-    return Side(f"{doc.run_id}/{agent}/{arm}", plan, tuple(trials))
+    return Side(f"{doc.run_id}/{agent}/{arm}", plan, tuple(trials), _selection(doc))
+
+
+def _selection(doc: ResultDocument) -> str | None:
+    """'N of M cases' for a run that selected some of its dataset's cases; None for a run of them all."""
+    coverage = doc.coverage
+    if coverage.selection_complete:
+        return None
+    ran = len({trial.case for trial in doc.trials} - set(coverage.skipped_cases))
+    return f"{ran} of {ran + len(coverage.skipped_cases)} cases"
 
 
 def _latest_succeeded(root: Path, count: int) -> list[RunFolder]:
@@ -239,6 +249,13 @@ def _pairing(a: Side, b: Side, ca: dict[str, list[ScoredTrial]], cb: dict[str, l
         notes.append(f"graded differently: A {a.plan.grading_mode}, B {b.plan.grading_mode}")
     if a.plan.pass_threshold != b.plan.pass_threshold:
         notes.append(f"pass thresholds differ: A {a.plan.pass_threshold}, B {b.plan.pass_threshold} (McNemar, pass@k)")
+    if a.plan.n_attempts != b.plan.n_attempts:
+        notes.append(
+            f"attempts per case differ: A {a.plan.n_attempts}, B {b.plan.n_attempts} (each side's pass@k is at its own k)"
+        )
+    for name, side in (("A", a), ("B", b)):
+        if side.selection:
+            notes.append(f"{name} is a partial run: {side.selection} (a -k/-m/--max-cases selection)")
     return notes
 
 

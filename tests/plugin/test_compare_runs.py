@@ -56,6 +56,24 @@ def test_compare_arms_variants_and_runs(
     two_variants_of_one_run(run_dir, capsys)
     sides_that_do_not_line_up_are_named(run_dir, capsys)
     two_runs_of_one_arm_each(run_dir, skill_project, capsys)
+    a_partial_run_with_fewer_attempts_is_named(run_dir, skill_project, capsys)
+
+
+def a_partial_run_with_fewer_attempts_is_named(
+    run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A -k run of two cases with one attempt against the full run: the pairing says both, so a reader does not take
+    two cases at k=1 for the whole dataset at k=2."""
+    skill_project.run(
+        "--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none", "--grading-mode", "custom_only",
+        "--n-attempts", "1", "--agent-model", "replay=x/m1", "--arms", "with_skill", "-k", "c1 or c2",
+    )  # fmt: skip
+    partial = (skill_project.root / "results" / "demo" / "latest").resolve()
+    [pair] = _compare(capsys, str(run_dir), str(partial), "--agents", f"{A},replay")  # one model: no variant name
+    assert "paired over 2 case(s) scored on both sides" in pair["pairing"]
+    assert "attempts per case differ: A 2, B 1 (each side's pass@k is at its own k)" in pair["pairing"]
+    assert "B is a partial run: 2 of 7 cases (a -k/-m/--max-cases selection)" in pair["pairing"]
+    assert not [note for note in pair["pairing"] if note.startswith("A is a partial run")]
 
 
 def two_runs_of_one_arm_each(run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]) -> None:
