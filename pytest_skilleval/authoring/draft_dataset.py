@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_skilleval.skill.dataset import DATASET_NAMES, Dataset, DatasetError, find_dataset, parse_dataset
-from verifier.judges.config import JudgeConfig, JudgeConfigError, litellm_model, load_config
+from verifier.judges.config import API_KEY_VAR, JudgeConfig, JudgeConfigError, litellm_model, load_config
 from verifier.judges.jsontext import extract_json
 from verifier.redact import Redactor
 
@@ -98,6 +98,21 @@ def draft_prompt(skill_name: str, skill_md: str, *, full: bool) -> str:
     )
 
 
+def _require_provider_key(litellm: Any, routed: str, model: str) -> None:
+    """Before any request: the provider's key variable (litellm's `validate_environment`, keys only: a missing base
+    URL has a default) is set, else one line naming it; the provider's own error says it deep in a long HTTP 500."""
+    try:
+        missing = litellm.validate_environment(routed).get("missing_keys") or []
+    except Exception:  # noqa: BLE001 - a model litellm cannot tell about: the request says what is wrong
+        return
+    keys = [name for name in missing if str(name).endswith("_API_KEY")]
+    if keys:
+        raise DraftError(
+            f"the drafting model {model} needs {' or '.join(keys)}: set it (or {API_KEY_VAR}), or choose another "
+            "drafting model"
+        )
+
+
 def request_draft(config: JudgeConfig, prompt: str) -> str:
     """One request through litellm (no retries of its own); the reply's text, or DraftError on a refusal or an
     error (redacted: the key never reaches the message)."""
@@ -114,6 +129,8 @@ def request_draft(config: JudgeConfig, prompt: str) -> str:
         params["api_base"] = config.base_url
     if config.api_key_var:
         params["api_key"] = os.environ.get(config.api_key_var)
+    elif not config.base_url:
+        _require_provider_key(litellm, params["model"], config.model)
     try:
         response = litellm.completion(**params)
     except Exception as error:  # noqa: BLE001 - every provider error becomes one line

@@ -281,6 +281,21 @@ def test_without_a_model_the_fix_is_named(tmp_path: Path, monkeypatch: pytest.Mo
     assert_one_line_reason(done, "skilleval create-eval-dataset: no drafting model: pass --model")
 
 
+def test_a_provider_key_that_is_not_set_is_named_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A model whose provider needs a key, with no key set: one line naming the variable, no request, no file."""
+    for name in ("OPENAI_API_KEY", "SKILL_EVAL_LLM_API_KEY", "SKILL_EVAL_LLM_BASE_URL", "SKILL_EVAL_LLM_PROVIDER"):
+        monkeypatch.delenv(name, raising=False)
+    skill = bare_skill(tmp_path)
+    done = skilleval("create-eval-dataset", skill, "--model", "openai/gpt-4o")
+    assert done.returncode == 1
+    assert_one_line_reason(
+        done,
+        "skilleval create-eval-dataset: the drafting model openai/gpt-4o needs OPENAI_API_KEY: set it "
+        "(or SKILL_EVAL_LLM_API_KEY), or choose another drafting model",
+    )
+    assert not (skill / "evals").exists()
+
+
 def _bare_project_skill(project: SkillProject) -> Path:
     skill = bare_skill(project.root / "skills")
     (skill / "evals" / "replays").mkdir(parents=True)  # the replay agent's recording for the case the model drafts
