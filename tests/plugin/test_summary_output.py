@@ -90,7 +90,12 @@ def test_a_k_run_is_incomplete_in_the_verdict_and_the_gate(
         "the gate needs every planned case and attempt"
     ) in text
     assert "(verdict neutral)" not in text
-    assert lines[-1].startswith("Next: run every case for a publishable verdict: drop -k/-m/--max-cases")
+    (next_at,) = [i for i, line in enumerate(lines) if line.startswith("Next: ")]
+    run_id = (skill_project.root / "results" / "demo" / "latest").readlink().name
+    assert flat(lines[next_at:]) == (
+        f"Next: run every case for a publishable verdict: drop -k/-m/--max-cases, or add --resume {run_id} to run "
+        "only the missing trials"
+    )
 
 
 def test_a_dataset_that_expects_another_skill_name_says_which_names_and_the_fix(skill_project: SkillProject) -> None:
