@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from pytest_skilleval.skill.skill_md import FRONT_MATTER
+
 MAX_BODY_CHARS = 8000
 MAX_DESCRIPTION_CHARS = 1024
 SCHEMA: dict[str, Any] = {
@@ -27,7 +29,6 @@ SCHEMA: dict[str, Any] = {
     "required": ["description"],
     "additionalProperties": False,
 }
-_FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.S | re.M)
 
 
 class ProposerError(Exception):
@@ -53,7 +54,7 @@ class Proposal:
 
 def front_matter(text: str) -> tuple[dict[str, Any], str, str]:
     """(front matter as data, its raw text, the body) of a SKILL.md; raises ValueError without one."""
-    match = _FRONT.match(text)
+    match = FRONT_MATTER.match(text)
     if match is None:
         raise ValueError("SKILL.md has no front matter (a block between --- lines at the top)")
     data = yaml.safe_load(match.group(1)) or {}
@@ -72,7 +73,7 @@ def description_of(text: str) -> str:
 
 def with_description(text: str, description: str) -> str:
     """SKILL.md with its front matter's description replaced (every other line kept as it was)."""
-    match = _FRONT.match(text)
+    match = FRONT_MATTER.match(text)
     if match is None:
         raise ValueError("SKILL.md has no front matter")
     lines = match.group(1).splitlines(keepends=True)

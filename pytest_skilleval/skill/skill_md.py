@@ -22,7 +22,8 @@ from pytest_skilleval.skill.skill_names import FRONT_MATTER_BYTES
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-_FRONT = re.compile(r"---[ \t]*\r?\n(.*?)^---[ \t]*$", re.DOTALL | re.MULTILINE)
+# The block between SKILL.md's opening and closing `---` lines (either line ending; the proposer edits the same block).
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
 
 
 def name_problem(name: str) -> str | None:
@@ -81,7 +82,7 @@ def _front_block(skill_dir: Path) -> str | list[FrontMatterProblem]:
         head = _read_head(path)
     except OSError:
         return []
-    match = _FRONT.match(head.lstrip("\ufeff"))
+    match = FRONT_MATTER.match(head.lstrip("\ufeff"))
     return match.group(1) if match is not None else [NO_FRONT_MATTER]
 
 

@@ -59,6 +59,7 @@ def test_a_rule_some_agents_enforce_is_not_fatal(tmp_path: Path, text: str, fold
         "---\nname: demo\ndescription: >\n  Greets people\n  by name.\n---\n",
         "---\nname: demo\ndescription:\n  Greets people by name.\n---\n",
         "\ufeff---\nname: 'demo'\ndescription: \"Greets: by name\"  # quoted\n---\n",
+        "---\r\nname: demo\r\ndescription: Greets people by name.\r\n---\r\n# demo\r\n",  # a Windows editor's
     ],
 )
 def test_front_matter_that_keeps_the_rules_has_no_problem(tmp_path: Path, text: str) -> None:
