@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from pytest_skilleval.harbor.interrupts import import_safe_int_handler, is_plain_int_handler
+from pytest_skilleval.harbor.interrupts import deferred_while_importing, import_safe_int_handler, is_plain_int_handler
 
 FORCE_AFTER = 2  # signals absorbed after the first interrupt; the next one stops at once
 
@@ -57,15 +57,19 @@ class SignalGuard:
             signal.signal(signal.SIGINT, import_safe_int_handler)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        """Act as Ctrl+C: asyncio's handler cancels the trial task gracefully; otherwise KeyboardInterrupt."""
+        """Act as Ctrl+C: asyncio's handler cancels the trial task gracefully; otherwise KeyboardInterrupt (not in
+        the import machinery's code: the SIGTERM comes again a moment later, see `import_safe_int_handler`)."""
+        handler = signal.getsignal(signal.SIGINT)  # looked up before marking, which replaces it
+        raises = not callable(handler) or handler is self._on_repeat or is_plain_int_handler(handler)
+        if raises and deferred_while_importing(signum, frame):
+            return
         for pid in self.workers() if self.workers else []:
             try:
                 os.kill(pid, signal.SIGINT)
             except OSError:
                 pass
-        handler = signal.getsignal(signal.SIGINT)  # looked up before marking, which replaces it
         self.mark_interrupted()
-        if callable(handler) and handler is not self._on_repeat and not is_plain_int_handler(handler):
+        if not raises and callable(handler):
             handler(signal.SIGINT, frame)
             return
         raise KeyboardInterrupt

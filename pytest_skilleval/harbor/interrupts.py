@@ -22,12 +22,20 @@ _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootst
 def import_safe_int_handler(signum: int, frame: FrameType | None) -> None:
     """KeyboardInterrupt, unless the main thread is in the import machinery's own code: then the same signal again
     in REDELIVER_SECONDS (from a timer thread)."""
-    if frame is not None and frame.f_code.co_filename in _IMPORT_MACHINERY:
-        timer = threading.Timer(REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
-        timer.daemon = True
-        timer.start()
+    if deferred_while_importing(signum, frame):
         return
     signal.default_int_handler(signum, frame)
+
+
+def deferred_while_importing(signum: int, frame: FrameType | None) -> bool:
+    """Whether `frame` is the import machinery's own code; if so, `signum` is sent again in REDELIVER_SECONDS, and
+    the handler must return without raising (the SIGTERM handler, which raises KeyboardInterrupt too, asks this)."""
+    if frame is None or frame.f_code.co_filename not in _IMPORT_MACHINERY:
+        return False
+    timer = threading.Timer(REDELIVER_SECONDS, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+    return True
 
 
 def is_plain_int_handler(handler: object) -> bool:

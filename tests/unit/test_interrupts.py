@@ -68,3 +68,32 @@ def test_a_handler_of_someone_elses_is_left_alone() -> None:
     finally:
         guard.restore()
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture
+def caught_sigterm() -> Iterator[threading.Event]:
+    """SIGTERM recorded instead of handled, and Python's Ctrl+C handler in place, both put back after."""
+    event = threading.Event()
+    previous_term = signal.signal(signal.SIGTERM, lambda signum, frame: event.set())
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield event
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)
+
+
+def test_sigterm_in_the_import_machinery_comes_again_instead_of_raising(caught_sigterm: threading.Event) -> None:
+    """SIGTERM acts as Ctrl+C, so it too must not raise KeyboardInterrupt inside importlib: an xdist controller
+    stopped that way hung at the session end, importing jsonschema behind the import lock it had left held."""
+    guard = SignalGuard()
+    frame = bootstrap._call_with_frames_removed(sys._getframe)
+    try:
+        guard._on_sigterm(signal.SIGTERM, frame)  # no KeyboardInterrupt inside importlib
+        assert not guard.interrupted  # counted when it comes again, not twice
+        assert caught_sigterm.wait(5), "the SIGTERM was not delivered again"
+        with pytest.raises(KeyboardInterrupt):
+            guard._on_sigterm(signal.SIGTERM, sys._getframe())
+        assert guard.interrupted
+    finally:
+        guard.restore()
