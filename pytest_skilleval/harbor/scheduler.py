@@ -35,7 +35,7 @@ from typing import TypeVar, cast
 
 from pytest_skilleval.harbor.budget import Budget
 from pytest_skilleval.harbor.fate import StopOnPass, condition_key
-from pytest_skilleval.harbor.interrupts import is_plain_int_handler
+from pytest_skilleval.harbor.interrupts import import_safe_int_handler, is_plain_int_handler
 from pytest_skilleval.harbor.process_env import quiet_harbor_deprecations
 from pytest_skilleval.results.records import TrialRecord
 from pytest_skilleval.skill.plan import TrialSpec
@@ -247,7 +247,8 @@ def _ctrl_c_stops(loop: asyncio.AbstractEventLoop, wakeup_fd: int) -> Iterator[l
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
         if not loop.is_running():  # a stale copy of this handler, kept by someone after the run
-            signal.default_int_handler(signum, frame)
+            import_safe_int_handler(signum, frame)
+            return
         stopped.append(signum)
         loop.call_soon_threadsafe(loop.stop)
 
