@@ -115,8 +115,9 @@ def _trial_processes(runner: Any, state: SkillEvalSession) -> TrialProcesses | N
     if count == 0:
         return None
     from pytest_skilleval.harbor.trial_processes import TrialProcesses
+    from pytest_skilleval.pytest_outputs import pytest_outputs
 
-    return TrialProcesses(count, runner.run_dir, runner.run_id, settings)
+    return TrialProcesses(count, runner.run_dir, runner.run_id, settings, pytest_outputs(state.config))
 
 
 def trial_process_count(asked: int | str, cores: int | None = None, workers: int = 1) -> int:

@@ -23,6 +23,7 @@ import pytest
 from pytest_skilleval.collect_errors import CollectionErrors
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
+from pytest_skilleval.pytest_outputs import pytest_outputs
 from pytest_skilleval.results.early_results import EarlyResults
 from pytest_skilleval.results.keys import TRIGGER_PROPERTY_KEY, USER_PROPERTY_KEY, TrialKey, TriggerKey
 from pytest_skilleval.results.run_paths import resolve_results_root
@@ -116,7 +117,7 @@ class SkillEvalSession:
     def skill(self, path: Path) -> SkillFolder:
         path = self._real(path)
         if path not in self.skills:
-            self.skills[path] = SkillFolder(path, partial(self._merged, path))
+            self.skills[path] = SkillFolder(path, partial(self._merged, path), pytest_outputs(self.config))
         return self.skills[path]
 
     def _merged(self, skill_dir: Path, skill_config: Any) -> RunSettings:

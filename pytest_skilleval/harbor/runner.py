@@ -57,7 +57,7 @@ from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
 from pytest_skilleval.skill.plan import TrialSpec, baseline_version
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.skill_copy import results_inside
+from pytest_skilleval.skill.skill_copy import run_output
 from verifier import safe_io
 from verifier.checks.skill_execution import should_trigger
 from verifier.reward import own_test_reward, read_rich_reward, take_written
@@ -220,7 +220,7 @@ class SkillEvalRunner:
         """The skill the arm's agent is given: the version under test, the baseline version (exported from git
         once per process, staged under its own folder so nothing of the version under test reaches it), or none."""
         if spec.arm == "with_skill":
-            return self._stage_skill(spec.skill_dir, self.run_dir / "_skills", exclude=results_inside(skill))
+            return self._stage_skill(spec.skill_dir, self.run_dir / "_skills", exclude=run_output(skill))
         if spec.arm != "baseline_skill":
             return None
         try:

@@ -55,8 +55,9 @@ async def run_spec(runner: Any, spec: TrialSpec) -> TrialRecord | TriggerRecord:
     return record
 
 
-def hello(run_dir: Path, run_id: str, skills: dict[Path, RunSettings]) -> Answer:
-    """The first message: where this process stages and runs its trials, and each skill's settings as merged."""
+def hello(run_dir: Path, run_id: str, skills: dict[Path, RunSettings], pytest_outputs: tuple[Path, ...] = ()) -> Answer:
+    """The first message: where this process stages and runs its trials, each skill's settings as merged and what
+    the pytest session writes (left out of a skill's copy)."""
     return {
         "hello": {
             "protocol": PROTOCOL,
@@ -65,6 +66,7 @@ def hello(run_dir: Path, run_id: str, skills: dict[Path, RunSettings]) -> Answer
             "skills": [
                 {"path": str(path), "settings": settings.model_dump(mode="json")} for path, settings in skills.items()
             ],
+            "pytest_outputs": [str(path) for path in pytest_outputs],
         }
     }
 
@@ -77,8 +79,9 @@ def runner_from(greeting: Answer) -> Any:
     if body.get("protocol") != PROTOCOL:
         raise ValueError(f"trial process: protocol {body.get('protocol')!r}, expected {PROTOCOL}")
     skills = {}
+    outputs = tuple(Path(path) for path in body.get("pytest_outputs", []))
     for skill in body["skills"]:
-        folder = SkillFolder.with_settings(Path(skill["path"]), RunSettings.model_validate(skill["settings"]))
+        folder = SkillFolder.with_settings(Path(skill["path"]), RunSettings.model_validate(skill["settings"]), outputs)
         skills[folder.path] = folder
     return SkillEvalRunner(Path(body["run_dir"]), skills, body["run_id"])
 

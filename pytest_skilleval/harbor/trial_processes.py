@@ -141,11 +141,19 @@ def usable_cores() -> int:
 class TrialProcesses:
     """N trial processes started on first use, on the loop that runs the scheduler."""
 
-    def __init__(self, count: int, run_dir: Path, run_id: str, skills: dict[Path, RunSettings]) -> None:
+    def __init__(
+        self,
+        count: int,
+        run_dir: Path,
+        run_id: str,
+        skills: dict[Path, RunSettings],
+        pytest_outputs: tuple[Path, ...] = (),
+    ) -> None:
         self.count = min(count, usable_cores())  # more than one a core gains nothing
         self.run_dir = run_dir
         self.run_id = run_id
         self.skills = skills
+        self.pytest_outputs = pytest_outputs  # what pytest writes, left out of each skill's copy (skill/skill_copy.py)
         self._children: list[_Child] = []
         self._starting: asyncio.Task[list[_Child]] | None = None
         self._numbers = itertools.count(1)
@@ -177,7 +185,7 @@ class TrialProcesses:
         children = []
         for index in range(self.count):
             child = self._spawn(index)
-            await child.connect(hello(sibling_run_dir(self.run_dir), self.run_id, self.skills))
+            await child.connect(hello(sibling_run_dir(self.run_dir), self.run_id, self.skills, self.pytest_outputs))
             children.append(child)
         return children
 

@@ -33,7 +33,7 @@ from pytest_skilleval.results.triggering import TriggerRecord
 from pytest_skilleval.skill.folder import SkillFolder
 from pytest_skilleval.skill.plan import TrialSpec
 from pytest_skilleval.skill.settings import RunSettings
-from pytest_skilleval.skill.skill_copy import results_inside
+from pytest_skilleval.skill.skill_copy import run_output
 from verifier import safe_io
 from verifier.triggering import TRIGGER_FILE, TriggerVerdict
 
@@ -156,7 +156,7 @@ async def _run(
         distractors = [
             stage_skill(path, staging / "_distractors", strict=False) for path in distractor_dirs(skill, settings)
         ]
-        staged = stage_skill(spec.skill_dir, staging, exclude=results_inside(skill))
+        staged = stage_skill(spec.skill_dir, staging, exclude=run_output(skill))
         entry = entry_document(spec, "default", False, "isolated", [path.name for path in distractors])
         task_dir = stage_dataset_task(spec, work / "task", "default", None, environment, inputs, entry)
         names = [path.name for path in distractors]

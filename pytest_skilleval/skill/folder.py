@@ -26,19 +26,23 @@ T = TypeVar("T")
 
 
 class SkillFolder:
-    """One skill: a folder with SKILL.md. Settings are merged once per skill (its evals/config.yml applies)."""
+    """One skill: a folder with SKILL.md. Settings are merged once per skill (its evals/config.yml applies).
 
-    def __init__(self, path: Path, merge: SettingsMerger) -> None:
+    `pytest_outputs`: what the pytest session itself writes (`--junitxml`, its cache, ...), left out of the skill's
+    copy and digest where it lies inside the skill folder."""
+
+    def __init__(self, path: Path, merge: SettingsMerger, pytest_outputs: tuple[Path, ...] = ()) -> None:
         self.path = path.resolve()
         self._merge = merge
+        self.pytest_outputs = pytest_outputs
         self._entries: tuple[Path, str, list[dict[str, Any]]] | None = None
         self._datasets: dict[Path, tuple[str, Dataset]] = {}
         self._once: dict[str, Any] = {}
 
     @classmethod
-    def with_settings(cls, path: Path, settings: RunSettings) -> SkillFolder:
+    def with_settings(cls, path: Path, settings: RunSettings, pytest_outputs: tuple[Path, ...] = ()) -> SkillFolder:
         """The skill with settings another process already merged (a trial process): not merged or read again."""
-        folder = cls(path, lambda _raw: settings)
+        folder = cls(path, lambda _raw: settings, pytest_outputs)
         folder.__dict__["settings"] = settings  # cached_property's own slot
         return folder
 
@@ -107,7 +111,7 @@ class SkillFolder:
     @cached_property
     def digest(self) -> str:
         own = run_results_folder(self.path, self.settings.results_dir, os.environ)
-        return content_digest(self.path, (own,) if own is not None else ())
+        return content_digest(self.path, (*self.pytest_outputs, *((own,) if own is not None else ())))
 
     @cached_property
     def grader(self) -> Path | None:
@@ -174,9 +178,9 @@ _NOT_CONTENT = frozenset({"results", "__pycache__", ".git", ".pytest_cache", ".s
 
 
 def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
-    """sha256 over the skill's files (names and bytes; generated results excluded: folders named `results`, the
-    run's results folder `exclude` and any run folder or results root inside the skill, so a `--results-dir` there
-    does not change it), so a resumed run can tell whether the skill it would finish is the one it started with.
+    """sha256 over the skill's files (names and bytes; generated output excluded: folders named `results`, the
+    run's results folder and pytest's own output in `exclude` and any run folder or results root inside the skill, so
+    a `--results-dir` or a `--junitxml` there does not change it), so a resumed run can tell whether the skill it would finish is the one it started with.
     Links are hashed as their target text."""
     digest = hashlib.sha256()
     for current, dirs, files in os.walk(skill_dir):
@@ -187,6 +191,8 @@ def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
         )
         for name in sorted(files):
             path = Path(current, name)
+            if path in exclude:
+                continue
             digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")
             digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
             digest.update(b"\0")

@@ -2,10 +2,11 @@
 cannot be copied. Collection, staging and `skilleval validate` all ask this one walk, so they never disagree.
 
 A skill folder is untrusted input. The copy leaves out its evals/ (answers, graders, replays), generated output,
-host-only environments (.venv) and every pytest-skilleval results folder inside it: the run's own (a
-`--results-dir` inside the skill, as with a skill at a repository's root and the README's CI setting) and any
-earlier one (a run folder holds the marker file `.skilleval-generated-output`; a results root holds such run
-folders or a `latest` link to one), so no expected answer reaches the agent. No link is followed: a relative link to
+host-only environments (.venv), what the pytest session itself writes there (`--junitxml`, `--log-file`, its
+cache...) and every pytest-skilleval results folder inside it: the run's own (a `--results-dir` inside the skill, as
+with a skill at a repository's root and the README's CI setting) and any earlier one (a run folder holds the marker
+file `.skilleval-generated-output`; a results root holds such run folders or a `latest` link to one), so no expected
+answer reaches the agent. No link is followed: a relative link to
 a file or folder the copy holds stays a link (it resolves the same way in the sandbox); a link leaving the skill
 folder, an absolute one, or one to a part left out would dangle there, so it refuses the skill, as does a copy past
 MAX_SKILL_FILES files or MAX_SKILL_BYTES bytes (counted from lstat, before anything is read).
@@ -50,7 +51,7 @@ class CopyProblem:
 @dataclass
 class SkillCopy:
     """The walk's result: what the copy holds (paths relative to `root`, parents before children), what it left out
-    as results folders, and the problems that refuse it."""
+    as results folders (and as files `exclude` named), and the problems that refuse it."""
 
     root: Path
     dirs: list[str] = field(default_factory=list)
@@ -77,9 +78,15 @@ def results_inside(skill: SkillFolder) -> tuple[Path, ...]:
     return (folder,) if folder is not None else ()
 
 
+def run_output(skill: SkillFolder) -> tuple[Path, ...]:
+    """What this run writes that may lie inside the skill: its results folder and pytest's own output (a JUnit
+    file, its cache...); the copy of the skill under test leaves each out besides the fixed parts."""
+    return (*results_inside(skill), *skill.pytest_outputs)
+
+
 def skill_copy_of(skill: SkillFolder) -> SkillCopy:
     """The copy of the skill under test, as this run stages it (walked once per skill and process)."""
-    return skill.once("skill copy", lambda: plan_skill_copy(skill.path, results_inside(skill)))
+    return skill.once("skill copy", lambda: plan_skill_copy(skill.path, run_output(skill)))
 
 
 def left_out_note(skill: SkillFolder) -> str | None:
@@ -100,7 +107,7 @@ def left_out_note(skill: SkillFolder) -> str | None:
 
 def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
     """Walk the skill folder (no link followed, sizes from lstat) and decide what its copy holds; `exclude`: folders
-    left out besides the fixed ones (the run's results folder, the staging folder itself)."""
+    and files left out besides the fixed ones (the run's results folder, pytest's own output, the staging folder)."""
     root = Path(os.path.realpath(skill_dir))
     excluded = {Path(os.path.realpath(path)) for path in exclude}
     copy = SkillCopy(root)
@@ -138,6 +145,9 @@ def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
                 else:
                     stack.append((child, depth + 1))
             elif entry.is_file(follow_symlinks=False):
+                if path in excluded:
+                    copy.left_out.append(child)
+                    continue
                 copy.files.append(child)
                 copy.total_bytes += entry.stat(follow_symlinks=False).st_size
                 count += 1

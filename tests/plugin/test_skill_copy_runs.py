@@ -8,7 +8,10 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from pytest_skilleval.authoring.validate import validate_skill
+from pytest_skilleval.pytest_outputs import pytest_outputs
 from tests.support import LOCAL_REPLAY, SkillProject, shell_replay
 
 CASE = "explicit-greeting"
@@ -87,3 +90,72 @@ def test_a_link_leaving_the_skill_is_one_collection_error_and_the_other_skill_ru
 
     findings = [f for f in validate_skill(broken).findings if f.rule == "skill-link"]
     assert [f.severity for f in findings] == ["error"] and findings[0].path == broken.resolve() / "SKILL.md"
+
+
+def test_files_the_pytest_session_writes_inside_the_skill_never_reach_the_agent(skill_project: SkillProject) -> None:
+    """pytest's own output pointed inside the skill (a JUnit report, the cache of a run whose rootdir is the skill
+    folder, in its default place or another `cache_dir`) is neither in the agent's copy nor in the skill's digest."""
+    skill = _listing_skill(skill_project)
+    results = skill_project.root / "results"
+    session_args = (
+        *LOCAL_REPLAY,
+        "--skill-eval",
+        "--skip-baseline",
+        "--results-dir",
+        str(results),
+        "--rootdir",
+        str(skill),
+        "--junitxml",
+        str(skill / "junit.xml"),
+        "--log-file",
+        str(skill / "logs" / "pytest.log"),
+    )
+
+    def run(*more: str) -> str:
+        result = skill_project.pytester.runpytest_subprocess(*session_args, *more, str(skill), timeout=300)
+        outcomes = result.parseoutcomes()
+        assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 1 and "errors" not in outcomes, outcomes
+        return result.stdout.str()
+
+    run()
+    run("-o", "cache_dir=pytest-cache")
+    assert (skill / "junit.xml").is_file() and (skill / ".pytest_cache").is_dir() and (skill / "pytest-cache").is_dir()
+    assert (skill / "logs" / "pytest.log").is_file()
+    # the third run's agent, in a trial process beside pytest's: every file the first two wrote is there
+    output = run("-o", "cache_dir=pytest-cache", "--trial-processes", "1")
+    seen = _seen_by_agent(results / "hello-skill")
+    assert "hello-skill/SKILL.md" in seen and "hello-skill/scripts/greet.py" in seen  # the listing did run
+    for leaked in ("junit.xml", ".pytest_cache", "pytest-cache", "pytest.log"):
+        assert leaked not in seen, (leaked, seen)
+    assert "results lie inside the skill folder" not in output
+    # what the session wrote at its end does not count as a change of the skill: --resume finishes the run
+    assert "digest differs" not in run("-o", "cache_dir=pytest-cache", "--resume", "latest")
+
+
+class _ReportPlugins:
+    """The options pytest-reportlog, pytest-html and pytest-json-report declare (none is installed here)."""
+
+    @staticmethod
+    def pytest_addoption(parser: pytest.Parser) -> None:
+        parser.addoption("--report-log", dest="report_log")
+        parser.addoption("--html", dest="htmlpath")
+        parser.addoption("--json-report", dest="json_report", action="store_true")
+        parser.addoption("--json-report-file", dest="json_report_file", default=".report.json")
+
+
+def test_pytest_outputs_names_every_report_option(pytester: pytest.Pytester) -> None:
+    pytester.plugins.append(_ReportPlugins())
+    root = pytester.path.resolve()
+    config = pytester.parseconfig(
+        "--junitxml=out/junit.xml", "--report-log=log.jsonl", "--html=~/report.html", "-o", "cache_dir=cache"
+    )
+    basetemp = Path(config.option.basetemp).resolve()  # pytester's own --basetemp
+    assert pytest_outputs(config) == (
+        root / "out" / "junit.xml",
+        basetemp,
+        root / "log.jsonl",
+        Path.home().resolve() / "report.html",
+        config.rootpath.resolve() / "cache",
+    )
+    config = pytester.parseconfig("--json-report", "-p", "no:cacheprovider", "-o", "log_file=run.log")
+    assert pytest_outputs(config) == (basetemp, root / "run.log", root / ".report.json")
