@@ -28,7 +28,10 @@ from typing import IO, Any
 Result = dict[str, Any]
 
 MARKER = "SKILLEVAL-CHECKS-OUTPUT:"
-ROOT = "/workspace"
+ROOT = "/workspace"  # the path evidence names
+# Where /workspace is: itself in a container or under bwrap; the sandbox's host folder under the `local` environment's
+# sandbox=none, whose commands see container paths only through the variables it rewrites.
+WORKSPACE = os.environ.get("HARBOR_WORKSPACE_DIR") or ROOT
 CHUNK = 1024 * 1024
 MAX_LITERAL_SCAN = 256 * 1024 * 1024
 MAX_REGEX_SCAN = 16 * 1024 * 1024
@@ -52,7 +55,7 @@ def shown(data: bytes | str) -> str:
 
 def open_dir(rel_parts: list[str]) -> int:
     """A descriptor for /workspace/<parts>, each component opened without following links."""
-    fd = os.open(ROOT, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fd = os.open(WORKSPACE, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     walked = ROOT
     try:
         for part in rel_parts:
@@ -310,7 +313,7 @@ def check_command(spec: dict[str, Any]) -> Result:
         try:
             process = subprocess.Popen(
                 [shell, "-c", spec["run"]],
-                cwd=ROOT,
+                cwd=WORKSPACE,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -555,7 +558,7 @@ SNAPSHOT_IMPORTS = "import os, stat, sys"
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["snapshot"]:
-        emit({"snapshot": snapshot()})
+        emit({"snapshot": snapshot(WORKSPACE)})
         return 0
     with open(argv[1], encoding="utf-8") as handle:
         specs = json.load(handle)
@@ -565,7 +568,7 @@ def main(argv: list[str]) -> int:
         outcome = run_one(spec)
         outcome["index"] = spec["index"]
         results.append(outcome)
-    emit({"results": results, "snapshot": snapshot(), "seconds": round(time.monotonic() - started, 3)})
+    emit({"results": results, "snapshot": snapshot(WORKSPACE), "seconds": round(time.monotonic() - started, 3)})
     return 0
 
 

@@ -52,7 +52,10 @@ def _trial(project: SkillProject, skill: str, arm: str = "with_skill") -> dict[s
     return json.loads(next((run / "replay" / arm / "trials").glob("c1.1.json")).read_text())
 
 
-def test_every_check_type_in_the_local_sandbox(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("sandbox", ["auto", "none"])
+def test_every_check_type_in_the_local_sandbox(pytester: pytest.Pytester, sandbox: str) -> None:
+    """In the default sandbox and with none at all (where /workspace is a folder of the host's, which the runner finds
+    through HARBOR_WORKSPACE_DIR): every check type graded, its evidence naming /workspace paths."""
     project = SkillProject(pytester)
     command = (
         "mkdir -p output && printf 'hello\\n' > output/result.txt && printf '{\"items\": [{\"name\": \"x\"}]}' "
@@ -75,13 +78,14 @@ def test_every_check_type_in_the_local_sandbox(pytester: pytest.Pytester) -> Non
         {"type": "file_contains", "path": "output/result.txt", "text": "goodbye", "name": "says goodbye"},
     ]
     _skill(project, "all-checks", checks, command)
-    project.run("skills/all-checks", *LOCAL_REPLAY, "--skip-baseline")
+    project.run("skills/all-checks", *LOCAL_REPLAY, "--ek", f"sandbox={sandbox}", "--skip-baseline")
     trial = _trial(project, "all-checks")["record"]
     statuses = {check["name"]: check["status"] for check in trial["checks"]}
     assert list(statuses.values()) == ["passed"] * 13 + ["failed"], trial["checks"]
     assert trial["metrics"]["checks"] == round(13 / 14, 4)
     assert "output/result.txt" in trial["workspace_diff"]["created"]
     assert "lacks text 'goodbye'; it starts 'hello\\n'" in trial["checks"][-1]["evidence"]
+    assert trial["checks"][0]["evidence"].startswith("/workspace/output/result.txt"), trial["checks"][0]
 
 
 def test_checks_reach_the_summary_lift_report_and_card(pytester: pytest.Pytester) -> None:
