@@ -49,19 +49,9 @@ def run_preflight(state: SkillEvalSession) -> None:
 def results_problems(state: SkillEvalSession, settings: RunSettings) -> list[str]:
     """One line per results folder the run could not write, naming where it came from (flag, ini key, variable or
     the default) and the fix: found now, not after every trial has run and been paid for."""
-    from pytest_skilleval.results.run_paths import ENV_RESULTS_DIR, resolve_results_root, results_root_problem
+    from pytest_skilleval.results.run_paths import resolve_results_root, results_root_problem, results_root_source
 
-    cli = state.sources.cli.get("results_dir")
-    env = os.environ.get(ENV_RESULTS_DIR, "")
-    if cli is not None and str(cli).strip():
-        given, fix = f"--results-dir {cli}", "pass a folder that can be written (it is made if missing)"
-    elif settings.results_dir is not None and settings.results_dir.strip():
-        given = f"ini skilleval_results_dir = {settings.results_dir}"
-        fix = "set it to a folder that can be written, or pass --results-dir DIR"
-    elif env.strip():
-        given, fix = f"{ENV_RESULTS_DIR}={env}", "set it to a folder that can be written, or pass --results-dir DIR"
-    else:
-        given, fix = "the results folder", "make it a writable folder, or pass --results-dir DIR"
+    given, fix = results_root_source(state.sources.cli.get("results_dir"), settings.results_dir, os.environ)
     found = []
     for skill_dir in sorted(state.case_plans):
         root = resolve_results_root(skill_dir, settings.results_dir, os.environ)

@@ -20,7 +20,8 @@ commands:
                         set and evals/triggers.json)
   init-custom-grader    write a starter evals/grader.py or grader.sh
   init-harbor-task      write a runnable native Harbor task under evals/harbor/<case-id>/
-  doctor                check the environment (Docker, backends, --ek) and the agents' credentials, PASS/FAIL each
+  doctor                check the environment (Docker, backends, --ek), the agents' credentials and the results
+                        folder, PASS/FAIL each
   install-skill         copy a skill shipped with skilleval (create-custom-grader) into an agent's skills folder
   scripted-model        serve a scripted model on 127.0.0.1 so a real agent runs without an API key
   view                  print a finished run's summary again and the path of its report.html

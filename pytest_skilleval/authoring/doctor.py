@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -18,6 +19,13 @@ from pytest_skilleval.harbor.preflight import (
     open_file_checks,
     process_checks,
 )
+from pytest_skilleval.results.run_paths import (
+    ENV_RESULTS_DIR,
+    resolve_results_root,
+    results_root_problem,
+    results_root_source,
+)
+from pytest_skilleval.skill.folder import no_skill_reason, skill_roots_under
 from pytest_skilleval.skill.setting_specs import pairs
 from pytest_skilleval.skill.settings import RunSettings
 
@@ -43,8 +51,40 @@ def credential_checks(settings: RunSettings) -> list[Check]:
     return checks
 
 
+def results_checks(paths: list[str], results_dir: str | None) -> list[Check]:
+    """Whether each given skill's results folder can be written, found as the session finds it (`--results-dir`,
+    else SKILLEVAL_RESULTS_DIR, else `<skill>/evals/results`) and worded as its preflight words it. With no skill
+    given, the folder `--results-dir` or the variable names (each skill's results go in a folder below it)."""
+    given, fix = results_root_source(results_dir, results_dir, os.environ)
+    base = results_dir if results_dir and results_dir.strip() else os.environ.get(ENV_RESULTS_DIR, "").strip()
+    where = given if base else "the default"
+    roots: list[Path] = []
+    checks = []
+    for arg in paths:
+        found = skill_roots_under(Path(arg))
+        if not found:
+            checks.append(Check(f"skill {arg}", no_skill_reason(Path(arg))))
+        roots += [resolve_results_root(skill, results_dir, os.environ) for skill in found]
+    if not paths and base:  # what the session would make each skill's folder in (a link to a folder is followed)
+        roots.append(Path(os.path.realpath(os.path.abspath(os.path.expanduser(base)))))
+    for root in dict.fromkeys(roots):
+        problem = results_root_problem(root)
+        failed = f"{given}: {problem}; {fix}" if problem is not None else None
+        checks.append(Check("results folder", failed, detail=f"{where}: {root}"))
+    return checks
+
+
 def run_doctor(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="skilleval doctor", description=__doc__)
+    parser.add_argument(
+        "skills",
+        nargs="*",
+        metavar="SKILL_DIR",
+        help="skill folders (or folders of skills) whose results folder to check",
+    )
+    parser.add_argument(
+        "--results-dir", default=None, help=f"results folder as pytest's --results-dir (default: ${ENV_RESULTS_DIR})"
+    )
     parser.add_argument("--env-mode", default="docker", help="environment to check (default docker)")
     parser.add_argument("--agents", default="codex", help="comma-separated agents whose credentials to check")
     parser.add_argument("--ek", action="append", default=[], metavar="KEY=VALUE", help="environment kwarg")
@@ -74,6 +114,7 @@ def run_doctor(argv: list[str]) -> int:
         checks += default_base_checks(settings, None)
     if not args.no_credential_check:
         checks += credential_checks(settings)
+    checks += results_checks(args.skills, args.results_dir)
     for check in checks:
         print(check.line())
     failed = sum(not check.ok for check in checks)

@@ -39,6 +39,23 @@ def resolve_results_root(skill_dir: str | Path, cli_results_dir: str | Path | No
     return skill / "evals" / "results"
 
 
+def results_root_source(cli: str | None, configured: str | None, env: Mapping[str, str]) -> tuple[str, str]:
+    """Where the results folder comes from, as the user gave it (the flag, the ini key, the variable or the default),
+    and the fix for one that cannot be written: the words the session's preflight and `skilleval doctor` share.
+    `configured`: the value the settings hold (the flag's, else the ini key's)."""
+    variable = env.get(ENV_RESULTS_DIR, "")
+    if cli is not None and str(cli).strip():
+        return f"--results-dir {cli}", "pass a folder that can be written (it is made if missing)"
+    if configured is not None and configured.strip():
+        return (
+            f"ini skilleval_results_dir = {configured}",
+            "set it to a folder that can be written, or pass --results-dir DIR",
+        )
+    if variable.strip():
+        return f"{ENV_RESULTS_DIR}={variable}", "set it to a folder that can be written, or pass --results-dir DIR"
+    return "the results folder", "make it a writable folder, or pass --results-dir DIR"
+
+
 def results_root_problem(root: Path) -> str | None:
     """What stops the results tree being written at `root` (None when nothing does), found before any trial runs.
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from pytest_skilleval.authoring.cli import main
+from tests.support import HELLO_SKILL
 
 
 def test_all_pass_for_local_and_replay(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,3 +47,52 @@ def test_terminus2_without_a_model_fails_and_with_one_passes(
     assert "FAIL  agent terminus-2: terminus-2 needs a model and none is set" in capsys.readouterr().out
     assert main([*base, "--agent-model", "terminus-2=openai/scripted"]) == 0
     assert "needs a model" not in capsys.readouterr().out
+
+
+def _tree(root: Path) -> list[Path]:
+    return sorted(root.rglob("*"))
+
+
+def test_the_results_folder_is_checked_as_the_session_checks_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """doctor said nothing of the results folder: a run whose --results-dir is a file passed every doctor check and
+    then stopped in the session's preflight. Its line now names where the folder came from and the fix, in the
+    session's own words, and it leaves nothing behind."""
+    monkeypatch.delenv("SKILLEVAL_RESULTS_DIR", raising=False)
+    skill = tmp_path / "skills" / "hello-skill"
+    shutil.copytree(HELLO_SKILL, skill, ignore=shutil.ignore_patterns("results"))
+    plain = tmp_path / "afile"
+    plain.write_text("not a folder\n")
+    base = ["doctor", "--env-mode", "local", "--agents", "replay", "--ek", "sandbox=none"]
+    before = _tree(tmp_path)
+
+    assert main([*base, str(skill), "--results-dir", str(plain)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        f"FAIL  results folder: --results-dir {plain}: {plain} is a file, not a folder; pass a folder that can be "
+        "written (it is made if missing)"
+    ) in lines
+    assert lines[-1] == "4 passed, 1 failed"
+
+    monkeypatch.setenv("SKILLEVAL_RESULTS_DIR", str(plain))  # a folder of skills, as pytest is given it
+    assert main([*base, str(tmp_path / "skills")]) == 1
+    assert (
+        f"FAIL  results folder: SKILLEVAL_RESULTS_DIR={plain}: {plain} is a file, not a folder; set it to a folder "
+        "that can be written, or pass --results-dir DIR"
+    ) in capsys.readouterr().out.splitlines()
+    assert main(base) == 1  # no skill given: the folder the variable names, which each skill's folder goes in
+    assert f"FAIL  results folder: SKILLEVAL_RESULTS_DIR={plain}: {plain} exists" in capsys.readouterr().out
+
+    writable = tmp_path / "out"
+    monkeypatch.setenv("SKILLEVAL_RESULTS_DIR", str(writable))
+    assert main([*base, str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert f"PASS  results folder (SKILLEVAL_RESULTS_DIR={writable}: {writable / 'hello-skill'})" in out
+    monkeypatch.delenv("SKILLEVAL_RESULTS_DIR")
+    assert main([*base, str(skill)]) == 0
+    assert f"PASS  results folder (the default: {skill / 'evals' / 'results'})" in capsys.readouterr().out
+    assert _tree(tmp_path) == before  # nothing made, not even the probe
+
+    assert main([*base, str(tmp_path / "nothing")]) == 1
+    assert f"FAIL  skill {tmp_path / 'nothing'}: {tmp_path / 'nothing'}: no skill here" in capsys.readouterr().out
