@@ -20,7 +20,11 @@ from datetime import UTC, datetime
 from pytest_skilleval import __version__
 from pytest_skilleval.results.arms import agent_activation, arm_summary, edit_resources, resource_delta
 from pytest_skilleval.results.assertion_rates import case_assertion_rates
-from pytest_skilleval.results.correctness import planned_cases_with_checks, unmeasured_cases
+from pytest_skilleval.results.correctness import (
+    errored_checks_warnings,
+    planned_cases_with_checks,
+    unmeasured_cases,
+)
 from pytest_skilleval.results.lift import agent_lift, edit_lift
 from pytest_skilleval.results.models import (
     AgentResources,
@@ -176,6 +180,7 @@ def aggregate(records: Sequence[TrialRecord], plan: RunPlan) -> AggregateResult:
     """Everything the session reports, computed once from the records that ran and the plan that was expected."""
     trials, warnings = _prepare(records, plan)
     ran = [t for t in trials if t.ran]
+    warnings += errored_checks_warnings((t.record.case, t.record.checks) for t in ran if t.counted)
     planned = set(plan.cases)  # once, not per trial: this loop runs over every record
     extra_cases = sorted({t.record.case for t in trials if t.record.case not in planned}, key=natural_key)
     calibration = "with_skill" not in plan.arms and "without_skill" in plan.arms

@@ -9,8 +9,10 @@ flag, so a new signal is one more parameter here and nothing changes at the call
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
+
+from verifier.check_spec import CheckResult
 
 HOW_TO_MEASURE = (
     "add checks to the case, a custom grader (evals/grader.py, run in default_plus_custom or custom_only), "
@@ -75,3 +77,20 @@ def planned_cases_with_checks(snapshot: Mapping[str, Any] | None) -> set[str]:
         for entry in entries
         if isinstance(entry, Mapping) and isinstance(entry.get("id"), (str, int)) and entry.get("checks")
     }
+
+
+def errored_checks_warnings(trials: Iterable[tuple[str, Sequence[CheckResult] | None]]) -> list[str]:
+    """One warning per case (in the order first seen) some of whose checks could not be evaluated in a trial (case,
+    its check results): such a check is left out of the score, never failed, so a run whose checks all errored would
+    otherwise pass with nothing said. Names the first such check and why."""
+    errored: dict[str, tuple[int, CheckResult]] = {}
+    for case, checks in trials:
+        first = next((check for check in checks or () if check.status == "error"), None)
+        if first is not None:
+            count, shown = errored.get(case, (0, first))
+            errored[case] = (count + 1, shown)
+    return [
+        f"{case}: checks could not be evaluated in {count} trial(s) and are left out of its score "
+        f"({check.name}: {check.evidence})"
+        for case, (count, check) in errored.items()
+    ]

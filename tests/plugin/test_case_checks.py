@@ -112,3 +112,17 @@ def test_the_demo_shows_a_checks_row_offline(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["Results by Dimension", "*", "*Overall*", "  Checks*1.0000*0.3125*"])
     trials = project.result_json("hello-skill")["trials"]
     assert all(t["checks"] for t in trials) and all(t["passed"] for t in trials if t["arm"] == "with_skill")
+
+
+def test_a_check_that_could_not_be_evaluated_is_named_in_the_summary(pytester: pytest.Pytester) -> None:
+    """An unevaluated check is left out of the score, never failed; the run says so instead of passing quietly."""
+    project = SkillProject(pytester)
+    checks = [{"type": "file_contains", "path": "output/big.txt", "regex": "done", "name": "says done"}]
+    _skill(project, "unevaluated", checks, "mkdir -p output && truncate -s 17M output/big.txt")
+    result = project.run("skills/unevaluated", *LOCAL_REPLAY, "--skip-baseline")
+    said = " ".join(result.stdout.str().split())
+    assert (
+        "warning: c1: checks could not be evaluated in 1 trial(s) and are left out of its score (says done: "
+        "/workspace/output/big.txt is 17825792 bytes; only the first 16777216 were searched)" in said
+    ), said
+    assert project.result_json("unevaluated")["warnings"][0].startswith("c1: checks could not be evaluated")
