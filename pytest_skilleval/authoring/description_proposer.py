@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from pytest_skilleval.skill.skill_md import FRONT_MATTER
+from pytest_skilleval.skill.bounded_yaml import yaml_error_message
+from pytest_skilleval.skill.skill_md import MAX_DESCRIPTION_CHARS, find_front_matter, front_matter_data
 
 MAX_BODY_CHARS = 8000
-MAX_DESCRIPTION_CHARS = 1024
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"description": {"type": "string", "minLength": 1, "maxLength": MAX_DESCRIPTION_CHARS}},
@@ -53,14 +53,18 @@ class Proposal:
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str, str]:
-    """(front matter as data, its raw text, the body) of a SKILL.md; raises ValueError without one."""
-    match = FRONT_MATTER.match(text)
-    if match is None:
+    """(front matter as data, its raw text, the body) of a SKILL.md, read as validate reads it (skill/skill_md.py);
+    raises ValueError without one."""
+    found = find_front_matter(text)
+    if found is None:
         raise ValueError("SKILL.md has no front matter (a block between --- lines at the top)")
-    data = yaml.safe_load(match.group(1)) or {}
+    try:
+        data = front_matter_data(found.block) or {}
+    except yaml.YAMLError as error:
+        raise ValueError(f"SKILL.md's front matter is not valid YAML ({yaml_error_message(error)})") from None
     if not isinstance(data, dict):
         raise ValueError("SKILL.md's front matter is not a mapping")
-    return data, match.group(1), text[match.end() :].lstrip("\n")
+    return data, found.block, text[found.close :].lstrip("\r\n")
 
 
 def description_of(text: str) -> str:
@@ -72,11 +76,11 @@ def description_of(text: str) -> str:
 
 
 def with_description(text: str, description: str) -> str:
-    """SKILL.md with its front matter's description replaced (every other line kept as it was)."""
-    match = FRONT_MATTER.match(text)
-    if match is None:
+    """SKILL.md with its front matter's description replaced (every other line kept as it was, line endings too)."""
+    found = find_front_matter(text)
+    if found is None:
         raise ValueError("SKILL.md has no front matter")
-    lines = match.group(1).splitlines(keepends=True)
+    lines = found.block.splitlines(keepends=True)
     out: list[str] = []
     skipping = False
     for line in lines:
@@ -84,12 +88,13 @@ def with_description(text: str, description: str) -> str:
             continue
         skipping = False
         if re.match(r"description\s*:", line):
-            out.append(f"description: {json.dumps(description, ensure_ascii=False)}\n")
+            ending = "\r\n" if line.endswith("\r\n") else "\n"
+            out.append(f"description: {json.dumps(description, ensure_ascii=False)}{ending}")
             skipping = True
             continue
         out.append(line)
     front = "".join(out)
-    replaced = text[: match.start(1)] + front + text[match.end(1) :]
+    replaced = text[: found.start] + front + text[found.end :]
     if description_of(replaced) != description.strip():
         raise ValueError("the new description did not survive a round trip through the front matter")
     return replaced

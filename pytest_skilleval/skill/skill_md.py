@@ -9,6 +9,10 @@ Agents list a skill by these two fields and load it on demand; without them an a
 `skilleval init` refuses a name or description that breaks them; `skilleval validate` reports each broken rule
 (`front_matter_problems`, which parses the YAML), and a run warns at collection about the ones no agent gets past
 (`missing_front_matter`, read line by line: collecting a JSON dataset never imports PyYAML).
+
+This is also the one reader of SKILL.md's front matter: the block (`find_front_matter`, a byte-order mark and either
+line ending accepted), a key's line (`front_matter_line`, without YAML: the skill's declared name at collection) and
+the block as data (`front_matter_data`, bounded YAML: validate and `optimize-description`'s proposer).
 """
 
 from __future__ import annotations
@@ -16,14 +20,71 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pytest_skilleval.skill.skill_names import FRONT_MATTER_BYTES
-
+# Front matter sits at the top of SKILL.md; reading more than this is never needed (SKILL.md is untrusted input).
+FRONT_MATTER_BYTES = 64 * 1024
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-# The block between SKILL.md's opening and closing `---` lines (either line ending; the proposer edits the same block).
+# The block between SKILL.md's opening and closing `---` lines (either line ending).
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?$", re.DOTALL | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    """SKILL.md's front matter: the text between its `---` lines (`block`), where that text lies in the file's text
+    (`start`, `end`: the proposer replaces it there) and where the closing `---` line ends (`close`: the body
+    follows)."""
+
+    block: str
+    start: int
+    end: int
+    close: int
+
+
+def find_front_matter(text: str) -> FrontMatter | None:
+    """The front matter at the top of SKILL.md's text (after a byte-order mark, if any), None without one."""
+    offset = 1 if text.startswith("\ufeff") else 0
+    match = FRONT_MATTER.match(text[offset:] if offset else text)
+    if match is None:
+        return None
+    return FrontMatter(match.group(1), match.start(1) + offset, match.end(1) + offset, match.end() + offset)
+
+
+def read_head(skill_dir: Path) -> str | None:
+    """The first FRONT_MATTER_BYTES of SKILL.md as text, None when it is not a readable regular file (a link is
+    never followed)."""
+    path = skill_dir / "SKILL.md"
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            return handle.read(FRONT_MATTER_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _key_line(block: str, key: str) -> re.Match[str] | None:
+    return re.search(rf"^{re.escape(key)}[ \t]*:(.*)$", block, re.MULTILINE)
+
+
+def front_matter_line(block: str, key: str) -> str | None:
+    """A top-level key's value as written on its line (a trailing ` #` comment dropped), None without the key; read
+    without a YAML parser, so collecting a JSON dataset never imports one."""
+    match = _key_line(block, key)
+    return _value(match) if match is not None else None
+
+
+def _value(line: re.Match[str]) -> str:
+    return line.group(1).split(" #")[0].strip()
+
+
+def front_matter_data(block: str) -> Any:
+    """The block as YAML data, within the bounded loader's limits; raises yaml.YAMLError or ParseLimitError."""
+    from pytest_skilleval.skill.bounded_yaml import load_yaml
+
+    return load_yaml(block)
 
 
 def name_problem(name: str) -> str | None:
@@ -59,11 +120,6 @@ class FrontMatterProblem:
     message: str
 
 
-def _read_head(path: Path) -> str:
-    with path.open("rb") as handle:
-        return handle.read(FRONT_MATTER_BYTES).decode("utf-8", "replace")
-
-
 NO_FRONT_MATTER = FrontMatterProblem(
     "skill-md-front-matter",
     True,
@@ -75,27 +131,23 @@ NO_FRONT_MATTER = FrontMatterProblem(
 def _front_block(skill_dir: Path) -> str | list[FrontMatterProblem]:
     """The text between SKILL.md's opening and closing `---` lines, else the problems that leave nothing to read:
     none when SKILL.md is not a readable regular file (the folder checks report that), NO_FRONT_MATTER without one."""
-    path = skill_dir / "SKILL.md"
-    if path.is_symlink() or not path.is_file():
+    head = read_head(skill_dir)
+    if head is None:
         return []
-    try:
-        head = _read_head(path)
-    except OSError:
-        return []
-    match = FRONT_MATTER.match(head.lstrip("\ufeff"))
-    return match.group(1) if match is not None else [NO_FRONT_MATTER]
+    found = find_front_matter(head)
+    return found.block if found is not None else [NO_FRONT_MATTER]
 
 
-def _line_value(block: str, key: str) -> str | None:
-    """A top-level key's value as written on its line (a block scalar's `|` or `>` counts as a value)."""
-    match = re.search(rf"^{key}[ \t]*:(.*)$", block, re.MULTILINE)
+def _has_value(block: str, key: str) -> bool:
+    """Whether a top-level key has a non-empty value: on its line (a block scalar's `|` or `>` counts), or on the
+    indented lines after an empty one."""
+    match = _key_line(block, key)
     if match is None:
-        return None
-    value = match.group(1).split(" #")[0].strip()
-    if value in ("", '""', "''"):
-        rest = block[match.end() :].lstrip("\r\n")
-        return "continued" if value == "" and rest.startswith((" ", "\t")) else ""
-    return value
+        return False
+    value = _value(match)
+    if value == "":
+        return block[match.end() :].lstrip("\r\n").startswith((" ", "\t"))
+    return value not in ('""', "''")
 
 
 def missing_front_matter(skill_dir: Path) -> list[FrontMatterProblem]:
@@ -105,9 +157,9 @@ def missing_front_matter(skill_dir: Path) -> list[FrontMatterProblem]:
     if isinstance(block, list):
         return block
     problems = []
-    if not _line_value(block, "name"):
+    if not _has_value(block, "name"):
         problems += _name_problems(None, skill_dir.name)
-    if not _line_value(block, "description"):
+    if not _has_value(block, "description"):
         problems += _description_problems(None)
     return problems
 
@@ -121,10 +173,10 @@ def front_matter_problems(skill_dir: Path) -> list[FrontMatterProblem]:
     import yaml
 
     from pytest_skilleval.skill.bounded_parse import ParseLimitError
-    from pytest_skilleval.skill.bounded_yaml import load_yaml, yaml_error_message
+    from pytest_skilleval.skill.bounded_yaml import yaml_error_message
 
     try:
-        data = load_yaml(block)
+        data = front_matter_data(block)
     except yaml.YAMLError as error:
         return [
             FrontMatterProblem(

@@ -7,26 +7,20 @@ and a run reads INCONCLUSIVE for a reason the author cannot guess.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-# Front matter sits at the top of SKILL.md; reading more than this is never needed (SKILL.md is untrusted input).
-FRONT_MATTER_BYTES = 64 * 1024
-_NAME_LINE = re.compile(r"^name:\s*[\"']?(?P<name>[^\"'#\n]+?)[\"']?\s*(?:#.*)?$", re.MULTILINE)
+from pytest_skilleval.skill.skill_md import find_front_matter, front_matter_line, read_head
 
 
 def skill_md_name(skill_dir: Path) -> str | None:
-    """The `name:` of SKILL.md's front matter, or None when it has none (or SKILL.md is not a regular file)."""
-    path = skill_dir / "SKILL.md"
-    if path.is_symlink() or not path.is_file():
+    """The `name:` of SKILL.md's front matter (its quotes dropped), or None when it has none (or SKILL.md is not a
+    regular file); read line by line, as collection reads it (skill/skill_md.py)."""
+    head = read_head(skill_dir)
+    found = find_front_matter(head) if head is not None else None
+    value = front_matter_line(found.block, "name") if found is not None else None
+    if value is None:
         return None
-    with path.open("rb") as handle:
-        head = handle.read(FRONT_MATTER_BYTES).decode("utf-8", "replace")
-    if not head.startswith("---"):
-        return None
-    end = head.find("\n---", 3)
-    match = _NAME_LINE.search(head[3 : end if end != -1 else len(head)])
-    return match.group("name").strip() if match else None
+    return value.strip("\"'").strip() or None
 
 
 def name_mismatch(skill_dir: Path, expected: str | None, dataset_file: str = "evals.json") -> str | None:

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.authoring.cli import main
+from pytest_skilleval.authoring.description_proposer import description_of, front_matter, with_description
 from pytest_skilleval.authoring.validate import validate_skill
 from pytest_skilleval.skill.skill_md import front_matter_problems, missing_front_matter
+from pytest_skilleval.skill.skill_names import name_mismatch, skill_md_name
 from tests.support import HELLO_SKILL
 
 
@@ -109,3 +111,24 @@ def test_init_writes_a_description_yaml_reads_back(tmp_path: Path, description: 
     assert front_matter_problems(folder) == []
     text = (folder / "SKILL.md").read_text()
     assert yaml.safe_load(text.split("---")[1])["description"] == description
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_every_reader_of_the_front_matter_reads_it_one_way(tmp_path: Path, ending: str, bom: str) -> None:
+    """Collection's name check, validate's rules and optimize-description's proposer read SKILL.md through one reader
+    (skill/skill_md.py): a Windows editor's line endings and byte-order mark are front matter for each of them."""
+    lines = ["---", "name: 'greeter'  # quoted", "description: >", "  Greets people", "  by name.", "---", "# body", ""]
+    text = bom + ending.join(lines)
+    folder = skill(tmp_path, text, "greeter")
+    assert front_matter_problems(folder) == [] and missing_front_matter(folder) == []
+    assert skill_md_name(folder) == "greeter"
+    renamed = folder.rename(tmp_path / "other")  # the folder and the declared name disagree: the line names both
+    assert "(folder 'other', SKILL.md name 'greeter')" in (name_mismatch(renamed, "greeter") or "")
+
+    assert description_of(text) == "Greets people by name."
+    edited = with_description(text, "Greets anyone.")
+    assert description_of(edited) == "Greets anyone." and edited.startswith(bom + "---" + ending)
+    assert edited.endswith(ending.join(["---", "# body", ""]))
+    assert edited.count("\n") == edited.count(ending)  # the new line keeps the file's line ending
+    assert front_matter(edited)[2] == "# body" + ending
