@@ -262,6 +262,12 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         else:  # a trigger set alone: its lines are the whole story
             state.summary_lines.append(f"{skill.name}: trigger set only; results: {run_dir / 'result.json'}")
             state.summary_lines.extend(f"{name}: {path}" for name, path in reports.items())
+        if state.regrade_source(skill_dir) is not None:
+            from pytest_skilleval.harbor.regrade import stored_results_note
+
+            kept_note = stored_results_note(skill.name, records)
+            if kept_note:
+                state.summary_lines.append(kept_note)
         state.summary_lines.extend(triggering_lines(skill.name, result.triggering))
         note = left_out_note(skill)
         if note:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,9 @@ from verifier.reward import RICH_REWARD_NAME, RichReward, grade_on_host
 from verifier.trajectory import TRAJECTORY_FILE
 
 CUSTOM_KEPT = "the custom grader was not re-run (the run kept no workspace); its stored reward is kept as it was"
-CHECKS_KEPT = "the case's checks were not re-run (they need the trial's workspace); their stored results are kept"
+CHECKS_KEPT = "the case's checks were not re-run (the run kept no workspace); their stored results are kept"
 CUSTOM_RERUN = "the custom grader was re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
+CHECKS_RERUN = "the case's checks were re-run on the trial's recorded workspace (kept by --harbor-keep-jobs)"
 Rerun = Callable[[TrialSpec, Path], TrialRecord]
 
 
@@ -49,6 +50,23 @@ def _stored_custom(content: TrialContent, record: TrialRecord) -> SanitizedRewar
         overall=stored.custom_overall,
         details=details if isinstance(details, dict) else {},
         unscored_reason=stored.custom_unscored_reason,
+    )
+
+
+def stored_results_note(skill: str, records: Sequence[TrialRecord]) -> str | None:
+    """The line a regrade's summary adds when some trials kept their stored check or custom-grader results (their
+    run kept no workspace): an author who edited the checks or the grader would otherwise read those as today's."""
+    notes = [record.details.get("regrade") for record in records]
+    kept = [note for note in notes if isinstance(note, dict)]
+    checks = sum(note.get("checks") == CHECKS_KEPT for note in kept)
+    grader = sum(note.get("custom_grader") == CUSTOM_KEPT for note in kept)
+    parts = [f"the case's checks of {checks} trial(s)"] * bool(checks)
+    parts += [f"the custom grader's reward of {grader} trial(s)"] * bool(grader)
+    if not parts:
+        return None
+    return (
+        f"{skill}: --regrade kept {' and '.join(parts)} as that run stored them, not graded again (it kept no "
+        "workspace): to grade edited checks or a changed grader, run with --harbor-keep-jobs, then --regrade"
     )
 
 
@@ -121,9 +139,15 @@ class Regrader:
                 }
             )
         uses_grader = has_grader and settings.grading_mode in ("default_plus_custom", "custom_only")
-        if uses_grader and self.rerun is not None and (kept := kept_trial(stored, spec)) is not None:
+        has_checks = bool(spec.entry.get("checks"))  # today's: an edited check is graded on the kept workspace
+        needs_workspace = uses_grader or has_checks
+        if needs_workspace and self.rerun is not None and (kept := kept_trial(stored, spec)) is not None:
             record = self.rerun(spec, kept)
-            record.details["regrade"] = {"source_run": self.source_run.name, "custom_grader": CUSTOM_RERUN}
+            record.details["regrade"] = {
+                "source_run": self.source_run.name,
+                **({"custom_grader": CUSTOM_RERUN} if uses_grader else {}),
+                **({"checks": CHECKS_RERUN} if has_checks else {}),
+            }
             return record.model_copy(update={"tokens": stored.tokens, "agent_seconds": stored.agent_seconds})
         work = scratch_trial(
             self.work_dir / spec.case_id / f"{spec.agent_slug}-{spec.arm}-{spec.attempt}", content.trajectory()

@@ -35,6 +35,13 @@ def test_regrade_reruns_the_graders_not_the_agent(skill_project: SkillProject, m
     record = json.loads(next(runs[1].glob("*/with_skill/trials/*.1.json")).read_text())["record"]
     assert record["details"]["regrade"]["source_run"] == first.name
     assert "custom grader was not re-run" in record["details"]["regrade"]["custom_grader"]
+    # The summary says what was not graded again, and how to grade it: an edited check would otherwise read as today's.
+    said = " ".join(regraded.stdout.str().split())
+    assert (
+        "hello-skill: --regrade kept the case's checks of 4 trial(s) and the custom grader's reward of 4 trial(s) as "
+        "that run stored them, not graded again (it kept no workspace): to grade edited checks or a changed grader, "
+        "run with --harbor-keep-jobs, then --regrade" in said
+    ), said
 
 
 def test_regrade_sees_a_changed_expectation(skill_project: SkillProject) -> None:
@@ -164,3 +171,28 @@ def test_regrade_with_the_runs_agent_model_needs_no_agents(skill_project: SkillP
         f"--regrade {first.name}: --agent-model replay=gw/other contradicts that run's replay=gw/m; drop --agent-model"
         in other.stderr.str()
     )
+
+
+def test_regrade_reruns_changed_checks_on_the_workspace_a_kept_run_recorded(skill_project: SkillProject) -> None:
+    """A case graded by its checks, with no custom grader in play: --harbor-keep-jobs recorded each trial's
+    /workspace, so --regrade runs today's checks on it (an edited check is graded, not the stored result)."""
+    skill = skill_project.copy_hello_skill(cases=["explicit-greeting"])
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--grading-mode", "default", "--skip-baseline")
+    skill_project.run(*args, "--harbor-keep-jobs").assert_outcomes(passed=1)
+    [first] = _runs(skill_project, "hello-skill")
+
+    shutil.rmtree(skill / "evals" / "replays")
+    dataset = skill / "evals" / "evals.json"
+    data = json.loads(dataset.read_text())
+    data["evals"][0]["checks"] = [
+        {"type": "file_contains", "path": "output/greeting.txt", "text": "Ada Lovelace", "name": "names Ada"},
+        {"type": "file_contains", "path": "output/greeting.txt", "text": "Grace Hopper", "name": "names Grace"},
+    ]
+    dataset.write_text(json.dumps(data))
+    regraded = skill_project.run(*args, "--regrade", first.name)
+    assert "--regrade kept" not in regraded.stdout.str()
+    second = _runs(skill_project, "hello-skill")[-1]
+    document = json.loads(next(second.glob("*/with_skill/trials/explicit-greeting.1.json")).read_text())
+    checks = {check["name"]: check["status"] for check in document["record"]["checks"]}
+    assert checks == {"names Ada": "passed", "names Grace": "failed"}  # today's checks, on the recorded workspace
+    assert "re-run on the trial's recorded workspace" in document["record"]["details"]["regrade"]["checks"]
