@@ -23,6 +23,7 @@ from pytest_skilleval.collect import (
     ignored_in_skill,
     orphan_evals_dir,
 )
+from pytest_skilleval.plan_lines import planned_lines
 from pytest_skilleval.results.keys import USER_PROPERTY_KEY
 from pytest_skilleval.results.run_paths import new_run_id
 from pytest_skilleval.session import (
@@ -163,7 +164,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_skilleval.compat import terminal_width
     from pytest_skilleval.results.summary_text import wrap
 
-    lines = ([state.judge_banner] if state.judge_banner else []) + state.credential_lines + state.planned_lines()
+    lines = ([state.judge_banner] if state.judge_banner else []) + state.credential_lines + planned_lines(state)
     return [part for line in lines for part in wrap(line, terminal_width(config))]
 
 

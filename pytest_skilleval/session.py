@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import pytest
 
 from pytest_skilleval.collect_errors import CollectionErrors
-from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.options import SettingsSources, merge_settings
 from pytest_skilleval.pytest_outputs import pytest_outputs
 from pytest_skilleval.results.early_results import EarlyResults
@@ -31,7 +30,7 @@ from pytest_skilleval.signals import SignalGuard
 from pytest_skilleval.skill.changed import ChangedSinceError, SkillChange, skill_change
 from pytest_skilleval.skill.folder import SkillFolder, arg_path, skill_roots_under
 from pytest_skilleval.skill.kwarg_values import kwarg_leaves
-from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan, case_trials, trial_label, trigger_trials
+from pytest_skilleval.skill.plan import CasePlan, TrialSpec, case_plan
 from pytest_skilleval.skill.setting_catalog import unmeasured_settings
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.stored_config import as_current
@@ -44,8 +43,6 @@ if TYPE_CHECKING:  # the record and result models: imported where a trial is rep
     from pytest_skilleval.results.triggering import TriggerRecord
 
 STATE_KEY = pytest.StashKey["SkillEvalSession"]()
-# How many of the trials a resumed run still has to run are named in its start line.
-RESUME_LISTED = 5
 
 
 def agent_kwarg_maps(parsed: dict[str, Any]) -> list[dict[str, Any]]:
@@ -271,13 +268,11 @@ class SkillEvalSession:
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
-        return self._reused(self._stored_in(spec.skill_dir).get(spec.key), spec)
+        return self._reused(self.stored_in(spec.skill_dir).get(spec.key), spec)
 
     def stored_trigger(self, spec: TrialSpec) -> TriggerRecord | None:
         """A finished trigger trial of the resumed run, handed back instead of running it again."""
-        return self._reused(
-            self._stored_triggers_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.attempt)), spec
-        )
+        return self._reused(self.stored_triggers_in(spec.skill_dir).get((spec.case_id, spec.agent, spec.attempt)), spec)
 
     def _reused[R: (TrialRecord, TriggerRecord)](self, record: R | None, spec: TrialSpec) -> R | None:
         """A stored record as this session's item reports it: under its node id, naming the run it came from."""
@@ -286,13 +281,13 @@ class SkillEvalSession:
         source_run = self.run_id_for(self._real(spec.skill_dir))
         return record.model_copy(update={"nodeid": spec.nodeid, "source_run": source_run})
 
-    def _stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
+    def stored_in(self, skill_dir: Path) -> dict[TrialKey, TrialRecord]:
         """The resumed run's finished trials, read once per skill."""
         from pytest_skilleval.results.resume import stored_records
 
         return self._read_once(self._stored, skill_dir, stored_records)
 
-    def _stored_triggers_in(self, skill_dir: Path) -> dict[TriggerKey, TriggerRecord]:
+    def stored_triggers_in(self, skill_dir: Path) -> dict[TriggerKey, TriggerRecord]:
         """The resumed run's finished trigger trials, read once per skill."""
         from pytest_skilleval.results.trigger_files import stored_trigger_records
 
@@ -308,84 +303,6 @@ class SkillEvalSession:
             run_dir = self.resumed_run_dir(self._real(skill_dir))
             stored = cache[skill_dir] = read(run_dir) if run_dir is not None else {}
         return stored
-
-    def _resume_trigger_line(self, skill_dir: Path, queries: list[str]) -> str | None:
-        """Under --resume, for a skill with a trigger set: how many planned trigger trials the run folder holds."""
-        run_dir = self.resumed_run_dir(skill_dir)
-        if run_dir is None or not queries:
-            return None
-        stored = self._stored_triggers_in(skill_dir)
-        planned = [
-            (query, agent, attempt) for query in queries for agent, attempt in trigger_trials(self.skill(skill_dir))
-        ]
-        kept = sum(1 for key in planned if key in stored)
-        return (
-            f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {kept} of {len(planned)} planned trigger "
-            f"trials, runs {len(planned) - kept}"
-        )
-
-    def _resume_line(self, skill_dir: Path, cases: list[str]) -> str | None:
-        """Under --resume: how many planned trials the run folder already holds and which ones this session runs."""
-        run_dir = self.resumed_run_dir(skill_dir)
-        if run_dir is None:
-            return None
-        trials = list(case_trials(self.skill(skill_dir)))
-        planned = [TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in trials]
-        if not planned:  # a trigger-only skill: its own line counts the trigger trials
-            return None
-        stored = self._stored_in(skill_dir)
-        missing = [key for key in planned if key not in stored]
-        shown = ", ".join(f"{k.case}[{trial_label(k.agent, k.arm, k.attempt)}]" for k in missing[:RESUME_LISTED])
-        more = f", and {len(missing) - RESUME_LISTED} more" if len(missing) > RESUME_LISTED else ""
-        runs = f"runs {len(missing)}: {shown}{more}" if missing else "runs none"
-        return (
-            f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {len(planned) - len(missing)} of "
-            f"{len(planned)} planned trials, {runs}"
-        )
-
-    def planned_lines(self) -> list[str]:
-        """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
-        from pytest_skilleval.results.estimate import cost_estimate
-
-        changed = self.changed_since_line()
-        lines = [changed] if changed else []
-        for skill_dir, plan in sorted(self.case_plans.items()):
-            try:
-                settings = self.skill(skill_dir).settings
-            except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
-                continue
-            cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
-            variants = settings.variants
-            total = cases * len(variants) * len(settings.arms) * settings.n_attempts
-            real = [v.name for v in variants if v.agent not in OFFLINE_AGENTS]
-            models = f"; calls models through {', '.join(real)}" if real else ""
-            estimate = cost_estimate(self.results_root(skill_dir), {v.name for v in variants}, total)
-            models += f"; {estimate}" if estimate else ""
-            case_line = bool(cases or not plan.triggers)  # a trigger-only skill has only the trigger trials' line
-            if case_line:
-                lines.append(
-                    f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
-                    f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
-                )
-            if plan.triggers:
-                calls = "" if case_line or not real else f"; calls models through {', '.join(real)}"
-                lines.append(
-                    f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(variants) * settings.n_attempts} "
-                    f"trigger trials planned ({len(plan.triggers)} queries x {len(variants)} agents x "
-                    f"{settings.n_attempts} attempts){calls}"
-                )
-            source = self.regrade_source(skill_dir)
-            if source is not None:
-                from pytest_skilleval.regrade_plan import plan_line
-
-                lines.append(plan_line(skill_dir.name, settings, source))
-            resume = self._resume_line(skill_dir, plan.cases[:cases])
-            if resume:
-                lines.append(resume)
-            resume = self._resume_trigger_line(skill_dir, [str(query["id"]) for query in plan.triggers])
-            if resume:
-                lines.append(resume)
-        return lines
 
     def case_plan(self, skill_dir: Path) -> CasePlan:
         """The plan read at start; a skill first seen later (none should be) is read when first asked for."""

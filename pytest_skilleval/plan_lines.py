@@ -1,0 +1,99 @@
+"""What the session prints before the first trial, one line each: the trials each skill plans (and whether models
+are called, and what they may cost), the run a `--regrade` grades again, and how much of a `--resume`d run is reused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
+from pytest_skilleval.results.keys import TrialKey
+from pytest_skilleval.skill.plan import case_trials, trial_label, trigger_trials
+
+if TYPE_CHECKING:
+    from pytest_skilleval.session import SkillEvalSession
+
+# How many of the trials a resumed run still has to run are named in its start line.
+RESUME_LISTED = 5
+
+
+def planned_lines(state: SkillEvalSession) -> list[str]:
+    """One line per skill, before the first trial: how many trials the plan holds and whether models are called."""
+    from pytest_skilleval.results.estimate import cost_estimate
+
+    changed = state.changed_since_line()
+    lines = [changed] if changed else []
+    for skill_dir, plan in sorted(state.case_plans.items()):
+        try:
+            settings = state.skill(skill_dir).settings
+        except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
+            continue
+        cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
+        variants = settings.variants
+        total = cases * len(variants) * len(settings.arms) * settings.n_attempts
+        real = [v.name for v in variants if v.agent not in OFFLINE_AGENTS]
+        models = f"; calls models through {', '.join(real)}" if real else ""
+        estimate = cost_estimate(state.results_root(skill_dir), {v.name for v in variants}, total)
+        models += f"; {estimate}" if estimate else ""
+        case_line = bool(cases or not plan.triggers)  # a trigger-only skill has only the trigger trials' line
+        if case_line:
+            lines.append(
+                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
+                f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
+            )
+        if plan.triggers:
+            calls = "" if case_line or not real else f"; calls models through {', '.join(real)}"
+            lines.append(
+                f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(variants) * settings.n_attempts} "
+                f"trigger trials planned ({len(plan.triggers)} queries x {len(variants)} agents x "
+                f"{settings.n_attempts} attempts){calls}"
+            )
+        source = state.regrade_source(skill_dir)
+        if source is not None:
+            from pytest_skilleval.regrade_plan import plan_line
+
+            lines.append(plan_line(skill_dir.name, settings, source))
+        resume = _resume_line(state, skill_dir, plan.cases[:cases])
+        if resume:
+            lines.append(resume)
+        resume = _resume_trigger_line(state, skill_dir, [str(query["id"]) for query in plan.triggers])
+        if resume:
+            lines.append(resume)
+    return lines
+
+
+def _resume_trigger_line(state: SkillEvalSession, skill_dir: Path, queries: list[str]) -> str | None:
+    """Under --resume, for a skill with a trigger set: how many planned trigger trials the run folder holds."""
+    run_dir = state.resumed_run_dir(skill_dir)
+    if run_dir is None or not queries:
+        return None
+    stored = state.stored_triggers_in(skill_dir)
+    planned = [
+        (query, agent, attempt) for query in queries for agent, attempt in trigger_trials(state.skill(skill_dir))
+    ]
+    kept = sum(1 for key in planned if key in stored)
+    return (
+        f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {kept} of {len(planned)} planned trigger "
+        f"trials, runs {len(planned) - kept}"
+    )
+
+
+def _resume_line(state: SkillEvalSession, skill_dir: Path, cases: list[str]) -> str | None:
+    """Under --resume: how many planned trials the run folder already holds and which ones this session runs."""
+    run_dir = state.resumed_run_dir(skill_dir)
+    if run_dir is None:
+        return None
+    trials = list(case_trials(state.skill(skill_dir)))
+    planned = [TrialKey(case, agent, arm, attempt) for case in cases for agent, arm, attempt in trials]
+    if not planned:  # a trigger-only skill: its own line counts the trigger trials
+        return None
+    stored = state.stored_in(skill_dir)
+    missing = [key for key in planned if key not in stored]
+    shown = ", ".join(f"{k.case}[{trial_label(k.agent, k.arm, k.attempt)}]" for k in missing[:RESUME_LISTED])
+    more = f", and {len(missing) - RESUME_LISTED} more" if len(missing) > RESUME_LISTED else ""
+    runs = f"runs {len(missing)}: {shown}{more}" if missing else "runs none"
+    return (
+        f"skilleval: {skill_dir.name}: --resume {run_dir.name}: reuses {len(planned) - len(missing)} of "
+        f"{len(planned)} planned trials, {runs}"
+    )
