@@ -21,6 +21,7 @@ from pytest_skilleval.harbor.budget import BudgetReached
 from pytest_skilleval.harbor.fate import Fate, Regrade, Reuse, Run, Skip, StopOnPass, decide
 from pytest_skilleval.harbor.scheduler import TrialScheduler
 from pytest_skilleval.results.records import TrialRecord
+from pytest_skilleval.results.resume import UnrunTrials, unrun_trials
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.plan import TrialSpec
 
@@ -32,6 +33,7 @@ PROCESSES_KEY = pytest.StashKey["TrialProcesses"]()
 STOP_ON_PASS_KEY = pytest.StashKey[StopOnPass]()
 POSITIONS_KEY = pytest.StashKey[dict[str, int]]()
 FATES_KEY = pytest.StashKey[dict[str, Fate]]()
+UNRUN_KEY = pytest.StashKey[dict[Path, UnrunTrials | None]]()
 QUEUE_HOLDER_KEY = pytest.StashKey[Any]()
 _UNSEEN = object()
 
@@ -206,6 +208,7 @@ def trial_record(item: SkillEvalItem, runner: Any, state: SkillEvalSession) -> A
     if isinstance(fate, Reuse | Skip):
         return fate.record
     if isinstance(fate, Regrade):
+        _skip_if_never_run(item, fate.source_run)
         if item.spec.source == "trigger":
             from pytest_skilleval.harbor.trigger_regrade import regrade_trigger
 
@@ -251,6 +254,23 @@ def _run_trial(item: SkillEvalItem, runner: Any, state: SkillEvalSession, decide
             scheduler.submit(upcoming.spec)
             window -= 1
     return scheduler.result(item.spec)
+
+
+def _skip_if_never_run(item: SkillEvalItem, source: Path) -> None:
+    """--regrade of a run that ran part of its plan (-k, -m, --max-cases, a stop): a trial it never ran has nothing
+    to grade, so its item is skipped saying so (an error would fail the regrade for what was never asked of it)."""
+    known = item.session.stash.setdefault(UNRUN_KEY, {})
+    if source not in known:
+        known[source] = unrun_trials(source)
+    unrun, spec = known[source], item.spec
+    if unrun is None:
+        return
+    if spec.source == "trigger":
+        never = unrun.trigger_trial(spec.agent, spec.case_id, spec.attempt)
+    else:
+        never = unrun.case_trial(spec.agent, spec.arm, spec.case_id, spec.attempt)
+    if never:
+        pytest.skip(f"--regrade: run {source.name} did not run this trial (it ran part of its plan); nothing to grade")
 
 
 def _regrade_dir(runner: Any) -> Path:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,40 @@ def stored_records(run_dir: Path, seal: RunSeal | None = None) -> dict[TrialKey,
         if record.status in FINISHED:
             found.setdefault(record.key, record)
     return found
+
+
+@dataclass(frozen=True)
+class UnrunTrials:
+    """What a finished run's own result.json says it left unrun: the planned trials it lists as missing (a -k, -m or
+    --max-cases run, or one stopped early) and, for trigger queries, every trial its triggering section does not
+    list (errored ones are listed). --regrade has nothing to grade there, and nothing went wrong."""
+
+    missing: frozenset[str]  # coverage.missing_trials: agent/arm/case/attempt
+    trigger_trials: frozenset[tuple[str, str, int]]  # (agent, query id, attempt) the triggering section lists
+
+    def case_trial(self, agent: str, arm: str, case: str, attempt: int) -> bool:
+        return f"{agent}/{arm}/{case}/{attempt}" in self.missing
+
+    def trigger_trial(self, agent: str, query: str, attempt: int) -> bool:
+        return (agent, query, attempt) not in self.trigger_trials
+
+
+def unrun_trials(run_dir: Path, seal: RunSeal | None = None) -> UnrunTrials | None:
+    """The run's `UnrunTrials`, from its sealed result.json; None when there is none to read."""
+    result = _json_object(run_dir, "result.json", seal or RunSeal.of_this_machine())
+    if result is None:
+        return None
+    coverage = result.get("coverage")
+    missing = coverage.get("missing_trials") if isinstance(coverage, dict) else None
+    sections = result.get("triggering")
+    trigger_trials: set[tuple[str, str, int]] = {
+        (str(agent), str(trial.get("query")), int(trial["attempt"]))
+        for agent, section in (sections.items() if isinstance(sections, dict) else ())
+        if isinstance(section, dict)
+        for trial in section.get("trials") or ()
+        if isinstance(trial, dict) and isinstance(trial.get("attempt"), int)
+    }
+    return UnrunTrials(frozenset(m for m in missing or () if isinstance(m, str)), frozenset(trigger_trials))
 
 
 def _parsed(data: bytes | None) -> Any:

@@ -196,3 +196,26 @@ def test_regrade_reruns_changed_checks_on_the_workspace_a_kept_run_recorded(skil
     checks = {check["name"]: check["status"] for check in document["record"]["checks"]}
     assert checks == {"names Ada": "passed", "names Grace": "failed"}  # today's checks, on the recorded workspace
     assert "re-run on the trial's recorded workspace" in document["record"]["details"]["regrade"]["checks"]
+
+
+def test_regrade_of_a_partial_run_skips_what_that_run_did_not_run(skill_project: SkillProject) -> None:
+    """A -k run, graded again with no -k: the trials (and trigger queries) it never ran are skipped, saying so, not
+    errors that fail the regrade; what it ran is graded."""
+    queries = ["t-say-hello", "t-farewell"]
+    skill_project.copy_hello_skill(cases=["explicit-greeting", "negative-arithmetic"], triggers=queries)
+    local = ("--env-mode", "local", "--ek", "sandbox=none")
+    first_run = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "-k", "explicit or t-say-hello")
+    first_run.assert_outcomes(passed=3)
+    [first] = _runs(skill_project, "hello-skill")
+
+    regraded = skill_project.run(*local, "--regrade", "latest", "-rs")
+    regraded.assert_outcomes(passed=3, skipped=3)  # negative-arithmetic's two trials and t-farewell's
+    said = " ".join(regraded.stdout.str().split())
+    assert f"--regrade: run {first.name} did not run this trial" in said, said
+    result = json.loads((_runs(skill_project, "hello-skill")[-1] / "result.json").read_text())
+    assert result["execution_status"] == "succeeded"
+    assert sorted((t["case"], t["arm"]) for t in result["trials"]) == [
+        ("explicit-greeting", "with_skill"),
+        ("explicit-greeting", "without_skill"),
+    ]
+    assert result["coverage"]["skipped_cases"] == ["negative-arithmetic"]
