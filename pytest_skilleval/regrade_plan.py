@@ -1,5 +1,6 @@
-"""`--regrade`: the run graded again decides what is graded (its agents, attempts, arms and case limit), so the
-command the docs give (`--regrade latest`, without repeating the first run's options) grades every stored trial.
+"""`--regrade`: the run graded again decides what is graded (its agents, attempts, arms and case limit) and, unless
+the command line says otherwise, where (its environment mode and base image), so the command the docs give
+(`--regrade latest`, without repeating the first run's options) grades every stored trial.
 
 A setting given on the command line that contradicts the source run is refused with one line; the same setting from
 the ini file or `evals/config.yml` gives way to the source run, and the session's start says which plan it took.
@@ -33,6 +34,10 @@ PLAN_FIELDS = (
     "baseline_skill",
     "max_cases",
 )
+# What a regrade takes from that run unless the command line gives it: where a kept trial's recorded workspace is
+# graded again (Harbor's regrade starts a fresh sandbox of that kind). Not `--ek`: `sandbox=none` counts only when
+# typed on the command line, never read back from a file.
+ENV_FIELDS = ("env_mode", "base_image")
 FLAGS = {
     "agents": "--agents",
     "agent_models": "--agent-model",
@@ -65,7 +70,7 @@ def _source_plan(run_dir: Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise ResumeError(f"{run_dir} has no readable {RUN_CONFIG_FILE}")
     shaped = as_current(config, {})  # a run an earlier release wrote: models stored as one string per agent
-    return {field: shaped[field] for field in PLAN_FIELDS if field in config}
+    return {field: shaped[field] for field in (*PLAN_FIELDS, *ENV_FIELDS) if field in config}
 
 
 def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root: Path) -> RunSettings:
@@ -77,6 +82,7 @@ def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root
         plan = _source_plan(source)
     except ResumeError as error:
         raise pytest.UsageError(f"--regrade {settings.regrade}: {error}") from None
+    plan = {field: value for field, value in plan.items() if field not in ENV_FIELDS or field not in cli}
     for field, value in plan.items():
         if field in cli and getattr(settings, field) != value:
             raise pytest.UsageError(
@@ -99,7 +105,8 @@ def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:
     cases = f", the first {settings.max_cases} cases" if settings.max_cases else ""
     return (
         f"skilleval: {skill_name}: --regrade {source.name}: grades that run's trials again with its plan: agents "
-        f"{', '.join(v.name for v in settings.variants)}, {settings.n_attempts} attempt(s), {arms}{cases}"
+        f"{', '.join(v.name for v in settings.variants)}, {settings.n_attempts} attempt(s), {arms}{cases}; "
+        f"env mode {settings.env_mode}"
     )
 
 

@@ -189,8 +189,11 @@ def test_regrade_reruns_changed_checks_on_the_workspace_a_kept_run_recorded(skil
         {"type": "file_contains", "path": "output/greeting.txt", "text": "Grace Hopper", "name": "names Grace"},
     ]
     dataset.write_text(json.dumps(data))
-    regraded = skill_project.run(*args, "--regrade", first.name)
+    # As the docs write it: no environment options; the regrade grades where that run ran (local, not Docker).
+    regraded = skill_project.run("--regrade", first.name)
     assert "--regrade kept" not in regraded.stdout.str()
+    assert "1 attempt(s), with_skill; env mode local" in " ".join(regraded.stdout.str().split())
+    regraded.assert_outcomes(passed=1)
     second = _runs(skill_project, "hello-skill")[-1]
     document = json.loads(next(second.glob("*/with_skill/trials/explicit-greeting.1.json")).read_text())
     checks = {check["name"]: check["status"] for check in document["record"]["checks"]}
