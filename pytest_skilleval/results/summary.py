@@ -437,7 +437,14 @@ def _footer(
     jobs_path: str | None = None,
 ) -> list[str]:
     lines = [""]
-    if res.best_agent:
+    if res.best_agent and res.overall_score is None and res.execution_status != "succeeded":
+        # result.json gives no run-level score unless execution succeeded; the tables above still show the agent's.
+        lines += wrap(
+            f"Best agent: {res.best_agent}, of the trials that ran; no run-level overall or lift: execution "
+            f"{res.execution_status}",
+            width,
+        )
+    elif res.best_agent:
         lines += wrap(
             f"Best agent: {res.best_agent}; overall {score(res.overall_score)}; lift {signed(res.overall_lift)}", width
         )

@@ -64,3 +64,16 @@ def test_missing_attempts_and_interruptions_are_named() -> None:
     assert missing.verdict_reason.startswith("publication-incomplete (1 planned trial(s) missing)")
     stopped = aggregate([rec("a", all6=0.9)], plan(["a", "b"], arms=["with_skill"], interrupted=True))
     assert stopped.verdict_reason == "publication-incomplete: run interrupted; not every agent completed"
+
+
+def test_an_interrupted_run_names_its_best_agent_without_a_contradicting_no_score() -> None:
+    """result.json gives an interrupted run no run-level overall or lift, while the tables above show the agent's
+    scores: the summary's Best agent line says why there is none, not "overall NO SCORE"."""
+    from pytest_skilleval.results.summary import render_summary
+
+    records = [rec(case, arm, all6=0.9) for case in ("a", "b") for arm in ("with_skill", "without_skill")]
+    stopped = aggregate(records, plan(["a", "b"], interrupted=True))
+    assert stopped.best_agent == "codex" and stopped.overall_score is None
+    said = " ".join(" ".join(render_summary(stopped, "result.json", 120)).split())
+    assert "Best agent: codex, of the trials that ran; no run-level overall or lift: execution interrupted" in said
+    assert "overall NO SCORE" not in said
