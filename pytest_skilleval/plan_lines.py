@@ -60,6 +60,12 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
         resume = _resume_trigger_line(state, skill_dir, [str(query["id"]) for query in plan.triggers])
         if resume:
             lines.append(resume)
+        joined = state.joined_run(skill_dir)
+        if joined and (plan.cases or plan.triggers):
+            lines.append(
+                f"skilleval: {skill_dir.name}: --resume: run {joined} holds no trial of this skill (the session that "
+                "made it collected or selected none); all its planned trials run in it now"
+            )
     return lines
 
 

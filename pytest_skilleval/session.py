@@ -7,6 +7,7 @@ only its own trials.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -61,6 +62,7 @@ class SkillEvalSession:
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
         self._stored_triggers: dict[Path, dict[TriggerKey, TriggerRecord]] = {}
         self._requested_runs: dict[tuple[Path, str], Path | None] = {}
+        self._joined: dict[Path, str] = {}  # skill -> the resumed run it had no part in, whose id it runs under now
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
         self._records: dict[str, tuple[str, str]] = {}
@@ -212,7 +214,30 @@ class SkillEvalSession:
                 return regrade_source(self.results_root(skill_dir), requested)
             return resolve_run_dir(self.results_root(skill_dir), requested)
         except ResumeError as error:
-            raise pytest.UsageError(f"--{option} {requested}: {error}") from None
+            joined = self._run_of_another_skill(skill_dir, requested) if option == "resume" else None
+            if joined is None:
+                raise pytest.UsageError(f"--{option} {requested}: {error}") from None
+            self._joined[skill_dir] = joined
+            return None
+
+    def _run_of_another_skill(self, skill_dir: Path, requested: str) -> str | None:
+        """The run `--resume` names, when this skill has no part in it and another skill of the session has (the
+        interrupted session could not collect this one, or selected none of its items): this skill's trials run in
+        that run now, under its id, so the same `--resume` finds every skill's part next time."""
+        from pytest_skilleval.results.resume import resolve_run_dir, run_absent
+
+        if not run_absent(self.results_root(skill_dir), requested):
+            return None
+        for other in self.reachable_skills():
+            if other != skill_dir and other not in self.left_out():
+                with contextlib.suppress(Exception):  # not there either, or its settings do not load
+                    return resolve_run_dir(self.results_root(other), requested).name
+        return None
+
+    def joined_run(self, skill_dir: Path) -> str | None:
+        """The resumed run this skill had no part in and runs in now (`_run_of_another_skill`), or None."""
+        self.resumed_run_dir(skill_dir)
+        return self._joined.get(self._real(skill_dir))
 
     def budget(self, skill_dir: Path) -> Budget | None:
         """--max-cost for this skill's run (one per skill and process), or None without a limit."""
@@ -227,7 +252,7 @@ class SkillEvalSession:
 
     def run_id_for(self, skill_dir: Path) -> str:
         resumed = self.resumed_run_dir(skill_dir)
-        return resumed.name if resumed is not None else self.run_id
+        return resumed.name if resumed is not None else self._joined.get(self._real(skill_dir), self.run_id)
 
     def run_config(self, skill_dir: Path) -> dict[str, Any]:
         """What run_config.json records: the skill's settings and digest, and the run a regrade grades again."""

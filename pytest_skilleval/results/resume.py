@@ -13,6 +13,7 @@ named, is refused with one line saying so.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,14 @@ def resolve_run_dir(results_root: Path, requested: str, seal: RunSeal | None = N
     if not _ours(run_dir, seal):
         raise ResumeError(_foreign(run_dir, seal))
     return run_dir
+
+
+def run_absent(results_root: Path, requested: str) -> bool:
+    """Whether a skill has no part at all in the run `--resume` names: no folder of that id under its results root
+    (for `latest`, no run folder at all), as when the interrupted session collected none of its trials."""
+    if requested == "latest":
+        return not any(RUN_ID_PATTERN.match(path.name) for path in results_root.glob("*"))
+    return RUN_ID_PATTERN.match(requested) is not None and not os.path.lexists(results_root / requested)
 
 
 def latest_finished_run(results_root: Path, seal: RunSeal) -> Path:

@@ -152,3 +152,76 @@ def test_a_session_whose_skill_ran_nothing_leaves_no_run_folder(skill_project: S
         (skill_project.root / "results" / "demo").glob("2*")
     )
     assert len(list((skill_project.root / "results" / "other").glob("2*/result.json"))) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts processes through /proc (Linux only)")
+@pytest.mark.parametrize("extra", [(), ("-n", "2")], ids=["plain", "xdist"])
+def test_resume_after_ctrl_c_with_a_broken_skill_finishes_the_others(
+    skill_project: SkillProject, extra: tuple[str, ...]
+) -> None:
+    """Two skills, one with a broken evals.json, Ctrl+C mid-run, then the printed advice (`--resume <id>`): the run
+    stopped at the start, because the broken skill had no folder of that run. Now the good skill finishes its run,
+    the broken one is again one collection error; once fixed, the same `--resume` runs its trials in that run."""
+    sleep = _unique_sleep()
+    flag = Path("/dev/shm") / f"skilleval-early-{uuid.uuid4().hex}"
+    cases = _skill(skill_project, 1, sleep, flag)
+    broken = skill_project.make_skill("broken", raw="{not json", dataset_name="evals.json")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        _argv(skill_project, *extra),
+        cwd=skill_project.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_ctrl_c,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (_leftovers(sleep) and _trial_files(skill_project)):
+            assert proc.poll() is None and time.monotonic() < deadline, "the slow trial never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = " ".join(output.decode(errors="replace").split())
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, text
+    (run,) = sorted((skill_project.root / "results" / "demo").glob("2*"))
+    assert f"Next: finish this run: the same command with --resume {run.name}" in text
+
+    def resume() -> subprocess.CompletedProcess[str]:
+        flag.touch()
+        try:
+            argv = _argv(skill_project, "--resume", run.name, *extra)
+            return subprocess.run(argv, cwd=skill_project.root, env=env, capture_output=True, text=True, timeout=300)
+        finally:
+            flag.unlink()
+
+    resumed = resume()
+    said = " ".join(resumed.stdout.split())
+    assert resumed.returncode == pytest.ExitCode.TESTS_FAILED, resumed.stdout + resumed.stderr
+    assert "no run" not in said and "2 passed, 1 error" in said, said
+    [error] = [line for line in resumed.stdout.splitlines() if line.startswith("ERROR ")]
+    assert error.startswith("ERROR skills/broken/evals/evals.json"), error
+    assert f"demo: --resume {run.name}: reuses 1 of 2 planned trials, runs 1: slow[replay-with_skill-1]" in said
+    done = json.loads((run / "result.json").read_text())
+    assert done["execution_status"] == "succeeded" and sorted(t["case"] for t in done["trials"]) == sorted(cases)
+    assert sorted((skill_project.root / "results" / "demo").glob("2*")) == [run]
+    assert not list((skill_project.root / "results").glob("broken/2*"))  # a skill with nothing to run has no run
+
+    assert skill_project.make_skill("broken", simple_entries("c1")) == broken  # fixed: it joins the run
+    resumed = resume()
+    said = " ".join(resumed.stdout.split())
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"broken: --resume: run {run.name} holds no trial of this skill" in said
+    assert f"demo: --resume {run.name}: reuses 2 of 2 planned trials, runs none" in said
+    joined = json.loads((skill_project.root / "results" / "broken" / run.name / "result.json").read_text())
+    assert joined["execution_status"] == "succeeded" and [t["case"] for t in joined["trials"]] == ["c1"]
+    # a run no skill of the session has is still refused at the start (a mistyped id starts nothing)
+    argv = _argv(skill_project, "--resume", "20990101_000000_1_000000000000", *extra)
+    refused = subprocess.run(argv, cwd=skill_project.root, env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == pytest.ExitCode.USAGE_ERROR and "no run 20990101_000000_1_000000000000" in (
+        refused.stderr
+    )
