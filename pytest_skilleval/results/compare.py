@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -185,7 +185,7 @@ def resolve_sides(targets: list[str], agents: list[str] | None, arms: list[str] 
         raise CompareError("give two runs, or one run with --agents A,B or --arms X,Y, or a results root")
     first, second = runs
     if agent_a is not None and agent_b is not None and agent_a != agent_b:
-        return [(load_side(first, agent_a, arm_a), load_side(second, agent_b, arm_b))]
+        return _skills_named([(load_side(first, agent_a, arm_a), load_side(second, agent_b, arm_b))])
     names = [agent_a] if agent_a else [n for n in first.document.agents if n in second.document.agents]
     if not names:
         ran_a, ran_b = list(first.document.agents), list(second.document.agents)
@@ -194,7 +194,18 @@ def resolve_sides(targets: list[str], agents: list[str] | None, arms: list[str] 
             f"{first.path} ran {', '.join(ran_a) or 'no agent'} and {second.path} ran {', '.join(ran_b) or 'no agent'}: "
             f"no agent in common; name the two to compare, e.g. {pair}"
         )
-    return [(load_side(first, n, arm_a), load_side(second, n, arm_b)) for n in names]
+    return _skills_named([(load_side(first, n, arm_a), load_side(second, n, arm_b)) for n in names])
+
+
+def _skills_named(pairs: list[tuple[Side, Side]]) -> list[tuple[Side, Side]]:
+    """Runs of two skills (a skill and its renamed copy, say; one session gives them one run id): each side's label
+    starts with its skill, so A and B are never the same words."""
+    return [
+        (replace(a, label=f"{a.plan.skill} {a.label}"), replace(b, label=f"{b.plan.skill} {b.label}"))
+        if a.plan.skill != b.plan.skill
+        else (a, b)
+        for a, b in pairs
+    ]
 
 
 # -------------------------------------------------------------------------------------------- compare
@@ -245,6 +256,8 @@ def _pairing(a: Side, b: Side, ca: dict[str, list[ScoredTrial]], cb: dict[str, l
     uneven = [c for c in shared if [t.record.attempt for t in ca[c]] != [t.record.attempt for t in cb[c]]]
     if uneven:
         notes.append(f"attempts differ (case means compared, no per-attempt pairing): {', '.join(uneven)}")
+    if a.plan.skill != b.plan.skill:
+        notes.append(f"different skills: A {a.plan.skill}, B {b.plan.skill} (cases paired by id)")
     if a.plan.grading_mode != b.plan.grading_mode:
         notes.append(f"graded differently: A {a.plan.grading_mode}, B {b.plan.grading_mode}")
     if a.plan.pass_threshold != b.plan.pass_threshold:

@@ -134,3 +134,22 @@ def sides_that_do_not_line_up_are_named(run_dir: Path, capsys: pytest.CaptureFix
     assert "no agent 'nobody'" in capsys.readouterr().err
     assert skilleval(["compare", str(run_dir), "--arms", "with_skill,baseline_skill", "--agents", A]) == 2
     assert "has no baseline_skill trials" in capsys.readouterr().err
+
+
+def test_compare_two_skills_of_one_session_names_each(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A skill and its renamed copy, run in one session (one run id): A and B say which skill each is, and the
+    pairing says the skills differ, rather than two identical labels."""
+    for name in ("demo", "demo-v2"):
+        skill_project.make_skill(name, {**simple_entries("c1", "c2"), "skill_name": name})
+    skill_project.run(
+        "skills/demo", "skills/demo-v2", "--agents", "replay", "--env-mode", "local", "--ek", "sandbox=none",
+        "--grading-mode", "custom_only", "--skip-baseline",
+    ).assert_outcomes(passed=4)  # fmt: skip
+    runs = [next((skill_project.root / "results" / name).glob("2*")) for name in ("demo", "demo-v2")]
+    assert runs[0].name == runs[1].name
+    [pair] = _compare(capsys, *map(str, runs))
+    assert pair["a"] == f"demo {runs[0].name}/replay/with_skill"
+    assert pair["b"] == f"demo-v2 {runs[1].name}/replay/with_skill"
+    assert "different skills: A demo, B demo-v2 (cases paired by id)" in pair["pairing"]
