@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilleval.authoring.cli import main as skilleval_main
 from pytest_skilleval.skill.triggers import load_trigger_set
 from tests.plugin.test_cli import assert_one_line_reason, skilleval
 from tests.plugin.test_judge_runs import _script
@@ -75,6 +76,27 @@ def bare_skill(root: Path, name: str = "greeter") -> Path:
         f"---\nname: {name}\ndescription: writes greetings\n---\n# {name}\nWrite `Hello, NAME!` to a file.\n"
     )
     return skill
+
+
+@pytest.fixture
+def skilleval_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """`skilleval` run through its own `main` in this process, its exit status and output as a subprocess's: the
+    same command and the same real HTTP to the scripted server, without paying a fresh interpreter and litellm
+    import per variant. One variant of each failure still runs the console script as a subprocess."""
+
+    def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        monkeypatch.setenv("PYTHON_DOTENV_DISABLED", "1")  # main sets it for the process: undone after the test
+        capsys.readouterr()
+        status = skilleval_main([str(arg) for arg in args])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["skilleval", *map(str, args)], status, out, err)
+
+    return run
+
+
+def runner(via: str, skilleval_here: Any) -> Any:
+    """The console script as a subprocess (the end-to-end wiring), or `main` in this process (one variant's reply)."""
+    return skilleval if via == "subprocess" else skilleval_here
 
 
 @pytest.fixture
@@ -173,13 +195,20 @@ BAD_TRIGGERS = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "reason"), BAD_TRIGGERS, ids=["not-json", "invalid", "refusal", "few", "case-id"])
+@pytest.mark.parametrize(
+    ("reply", "reason", "via"),
+    [
+        (reply, reason, "subprocess" if index == 0 else "in-process")
+        for index, (reply, reason) in enumerate(BAD_TRIGGERS)
+    ],
+    ids=["not-json", "invalid", "refusal", "few", "case-id"],
+)
 def test_a_bad_trigger_reply_keeps_the_cases_and_writes_no_trigger_set(
-    tmp_path: Path, drafter: Any, reply: dict, reason: str
+    tmp_path: Path, drafter: Any, skilleval_here: Any, reply: dict, reason: str, via: str
 ):
     drafter({"text": json.dumps(FULL)}, triggers=(reply,))
     skill = bare_skill(tmp_path)
-    done = skilleval("create-eval-dataset", skill, "--full")
+    done = runner(via, skilleval_here)("create-eval-dataset", skill, "--full")
     assert done.returncode == 1
     evals = skill / "evals" / "evals.json"
     prefix = f"skilleval create-eval-dataset: {evals} was written and is kept; {skill / 'evals' / 'triggers.json'}"
@@ -231,23 +260,27 @@ def test_an_existing_trigger_set_is_kept_and_an_invalid_one_is_an_error(tmp_path
 
 
 @pytest.mark.parametrize(
-    ("reply", "reason"),
+    ("reply", "reason", "via"),
     [
-        ({"text": "Sure! I would suggest testing greetings."}, "reply is not one JSON document"),
+        ({"text": "Sure! I would suggest testing greetings."}, "reply is not one JSON document", "in-process"),
         (
             {"text": json.dumps({"evals": [{**STARTER["evals"][0], "id": "bad id/with slash"}]})},
             "the drafted dataset fails validation",
+            "in-process",
         ),
-        ({"refusal": "I can't help with that."}, "refused: I can't help with that."),
-        ({"text": json.dumps({"evals": [{"id": "x", "prompt": "hi"}]})}, "field 'expected_output'"),
-        ({"status": 500, "message": "the model is down"}, "failed: HTTP 500"),
+        ({"refusal": "I can't help with that."}, "refused: I can't help with that.", "in-process"),
+        ({"text": json.dumps({"evals": [{"id": "x", "prompt": "hi"}]})}, "field 'expected_output'", "in-process"),
+        # litellm's banner is printed on its errors: the console script proves the one line holds on an HTTP error.
+        ({"status": 500, "message": "the model is down"}, "failed: HTTP 500", "subprocess"),
     ],
     ids=["not-json", "invalid-case", "refusal", "missing-field", "http-500"],
 )
-def test_a_bad_reply_is_one_line_and_nothing_is_written(tmp_path: Path, drafter: Any, reply: dict, reason: str):
+def test_a_bad_reply_is_one_line_and_nothing_is_written(
+    tmp_path: Path, drafter: Any, skilleval_here: Any, reply: dict, reason: str, via: str
+):
     drafter(reply)
     skill = bare_skill(tmp_path)
-    done = skilleval("create-eval-dataset", skill)
+    done = runner(via, skilleval_here)("create-eval-dataset", skill)
     assert done.returncode == 1
     assert_one_line_reason(done, "skilleval create-eval-dataset: ")
     assert reason in done.stderr
