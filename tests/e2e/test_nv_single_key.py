@@ -6,8 +6,8 @@ The scripted model server stands in for NVIDIA Build and, like it, speaks chat c
 `/messages` answer 404) and accepts only the NVIDIA key. opencode talks to it directly; codex (Responses API) and
 claude-code (Anthropic Messages) reach it only through the bridge (litellm's proxy, started by the run). Every
 agent request arrives as a chat completion for Nemotron Super under the NVIDIA key, and the key is in no file the
-run wrote. Under bwrap (local) and under Docker, with the CLIs baked into an image made from the offline test image
-and the pinned npm folder (the build's own CLI state removed: a directory codex made in an image layer cannot be
+run wrote. Each CLI under bwrap (local); claude-code (the bridge) and opencode (direct) also under Docker, with
+the CLIs baked into an image made from the offline test image and the pinned npm folder (the build's own CLI state removed: a directory codex made in an image layer cannot be
 renamed in the container, and the warning it prints then fails Harbor's version check).
 """
 
@@ -101,9 +101,14 @@ def files_under(root: Path) -> list[Path]:
     return [path for path in root.rglob("*") if path.is_file() and not path.is_symlink()]
 
 
+# Every agent under bwrap (each route's wire: codex's Responses and claude-code's Messages through the bridge,
+# opencode direct). In Docker one agent per route: opencode proves the NVIDIA key itself reaches a container and
+# NVIDIA Build is reached from it; claude-code proves the bridge listens on the Docker gateway and a container's
+# agent reaches it with the bridge's token. codex in a container is test_trigger_codex's docker run; codex's
+# variables on the route are route data like claude-code's (tests/unit/test_nv_route.py).
 CASES = [
     *((name, "local") for name in AGENTS),
-    *(pytest.param(name, "docker", marks=pytest.mark.docker) for name in AGENTS),
+    *(pytest.param(name, "docker", marks=pytest.mark.docker) for name in ("claude-code", "opencode")),
 ]
 
 

@@ -67,6 +67,7 @@ def test_the_evaluator_provider_is_resolved_as_the_seed_does(environ: dict[str, 
         ("opencode", "daytona", "direct"),  # opencode needs no bridge, so it keeps the route everywhere
         ("codex", "local", "bridge"),
         ("claude-code", "docker", "bridge"),
+        ("codex", "docker", "bridge"),
         ("codex", "daytona", None),  # no bridge on a cloud environment: codex keeps its own credentials
         ("terminus-2", "local", None),
         ("replay", "local", None),
