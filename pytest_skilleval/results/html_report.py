@@ -66,6 +66,11 @@ def interval(ci: Sequence[float] | None) -> str:
     return "no interval (fewer than 2 pairs)" if not ci else f"[{ci[0]:+.4f}, {ci[1]:+.4f}]"
 
 
+def rate_interval(ci: Sequence[float] | None) -> str:
+    """A rate's interval (a trigger rate, precision, recall): unsigned, unlike a lift's; N/A with nothing scored."""
+    return NA if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
 def count(value: int | float | None, sign: bool = False) -> str:
     if value is None:
         return NA
@@ -431,6 +436,7 @@ def _environment() -> jinja2.Environment:
         score=score,
         signed=signed,
         interval=interval,
+        rate_interval=rate_interval,
         count=count,
         usd=usd,
         estimators=estimators_text,

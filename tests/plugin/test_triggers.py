@@ -183,6 +183,9 @@ def test_replayed_trigger_set_gives_the_precision_and_recall_its_replays_imply(
     report = (run_dir / "report.html").read_text()
     assert "Triggering: replay" in report and 'id="chart-triggers1"' in report
     assert "should not trigger" in report and "other (1)" in report
+    # Rates and their intervals unsigned (a lift's interval is signed, a rate's is not), as the terminal prints them.
+    section = report[report.index('<section class="triggering"') : report.index("<h3>Trigger trials")]
+    assert "[0.2065, 1.0000]" in section and "[+" not in section, section
     card = (run_dir / "BENCHMARK.md").read_text()
     assert "| replay | 6 | 0.67 [" in card
     assert "- replay missed: `greet-cy`" in card and "- replay false triggers: `hello-world`" in card
