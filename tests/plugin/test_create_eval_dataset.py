@@ -223,28 +223,30 @@ def test_a_bad_trigger_reply_keeps_the_cases_and_writes_no_trigger_set(
     assert sorted(p.name for p in (skill / "evals").iterdir()) == ["evals.json"]
 
 
-def test_a_rerun_drafts_the_missing_trigger_set_alone(tmp_path: Path, drafter: Any):
+def test_a_rerun_drafts_the_missing_trigger_set_alone(tmp_path: Path, drafter: Any, skilleval_here: Any):
     server = drafter({"text": json.dumps(FULL)}, triggers=({"text": "not json"}, {"text": json.dumps(TRIGGERS)}))
     skill = bare_skill(tmp_path)
-    assert skilleval("create-eval-dataset", skill, "--full").returncode == 1
+    assert skilleval_here("create-eval-dataset", skill, "--full").returncode == 1
     kept = (skill / "evals" / "evals.json").read_text()
-    done = skilleval("create-eval-dataset", skill, "--full")
+    done = skilleval_here("create-eval-dataset", skill, "--full")
     assert done.returncode == 0, done.stderr
     assert (skill / "evals" / "evals.json").read_text() == kept
     assert "case(s)" not in done.stdout and "8 trigger queries" in done.stdout
     assert len(asked(server, ASKED)) == 1 and len(asked(server, ASKED_TRIGGERS)) == 2
     assert len(load_trigger_set(skill / "evals" / "triggers.json").split("test")) == 4
-    again = skilleval("create-eval-dataset", skill, "--full")  # both there now: nothing to draft
+    again = skilleval_here("create-eval-dataset", skill, "--full")  # both there now: nothing to draft
     assert again.returncode == 1 and "already exists; nothing written" in again.stderr
 
 
-def test_an_existing_trigger_set_is_kept_and_an_invalid_one_is_an_error(tmp_path: Path, drafter: Any):
+def test_an_existing_trigger_set_is_kept_and_an_invalid_one_is_an_error(
+    tmp_path: Path, drafter: Any, skilleval_here: Any
+):
     server = drafter({"text": json.dumps(FULL)}, triggers=({"text": json.dumps(TRIGGERS), "repeat": "forever"},))
     skill = bare_skill(tmp_path)
     (skill / "evals").mkdir()
     triggers = skill / "evals" / "triggers.yaml"
     triggers.write_text("- {query: greet Ada, should_trigger: true}\n- {query: a bad one, should_trigger: maybe}\n")
-    broken = skilleval("create-eval-dataset", skill, "--full")
+    broken = skilleval_here("create-eval-dataset", skill, "--full")
     assert broken.returncode == 1
     assert_one_line_reason(broken, "skilleval create-eval-dataset: existing trigger set is invalid and is not replaced")
     assert "field 'should_trigger'" in broken.stderr
@@ -252,7 +254,7 @@ def test_an_existing_trigger_set_is_kept_and_an_invalid_one_is_an_error(tmp_path
 
     mine = "- {query: greet Ada, should_trigger: true}\n"
     triggers.write_text(mine)
-    done = skilleval("create-eval-dataset", skill, "--full")
+    done = skilleval_here("create-eval-dataset", skill, "--full")
     assert done.returncode == 0, done.stderr
     assert triggers.read_text() == mine and not (skill / "evals" / "triggers.json").exists()
     assert "3 case(s)" in done.stdout and "trigger queries" not in done.stdout
@@ -314,12 +316,14 @@ def test_without_a_model_the_fix_is_named(tmp_path: Path, monkeypatch: pytest.Mo
     assert_one_line_reason(done, "skilleval create-eval-dataset: no drafting model: pass --model")
 
 
-def test_a_provider_key_that_is_not_set_is_named_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_a_provider_key_that_is_not_set_is_named_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, skilleval_here: Any
+):
     """A model whose provider needs a key, with no key set: one line naming the variable, no request, no file."""
     for name in ("OPENAI_API_KEY", "SKILL_EVAL_LLM_API_KEY", "SKILL_EVAL_LLM_BASE_URL", "SKILL_EVAL_LLM_PROVIDER"):
         monkeypatch.delenv(name, raising=False)
     skill = bare_skill(tmp_path)
-    done = skilleval("create-eval-dataset", skill, "--model", "openai/gpt-4o")
+    done = skilleval_here("create-eval-dataset", skill, "--model", "openai/gpt-4o")
     assert done.returncode == 1
     assert_one_line_reason(
         done,
