@@ -104,9 +104,18 @@ def check_correctness_measured(ctx: ValidationContext) -> None:
                 "correctness-not-measured",
                 "warning",
                 f"{_label(case)}: correctness is not measured unless the run has a judge (--judge-model): the case "
-                f"has no checks and no custom grader runs in grading mode {ctx.grading_mode}; {HOW_TO_MEASURE}",
+                f"has no checks and no custom grader runs in grading mode {ctx.grading_mode}"
+                + _judged_only(len(case.assertions))
+                + f"; {HOW_TO_MEASURE}",
                 ctx.dataset_path,
             )
+
+
+def _judged_only(assertions: int) -> str:
+    """An author who wrote assertions may take them for checks: say that only a judge reads them."""
+    if not assertions:
+        return ""
+    return f" (its {assertions} assertion{'s are' if assertions != 1 else ' is'} graded only by the judge)"
 
 
 def check_cases(ctx: ValidationContext) -> None:

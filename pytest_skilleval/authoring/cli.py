@@ -15,6 +15,7 @@ commands:
   init                  start a new skill that runs offline at once (SKILL.md, a script, a case, replays)
   grade                 grade one trajectory offline and print the reward JSON
   validate              check a skill's dataset, config.yml, native tasks and grader without running anything
+                        (a folder of skills: each skill below it)
   check-suite           run an agent that does nothing on every case: name cases that cannot fail
   create-eval-dataset   draft evals/evals.json from SKILL.md through an LLM (a starter case; --full: a covering
                         set and evals/triggers.json)
@@ -46,7 +47,7 @@ def _grade(argv: list[str]) -> int:
 
 
 def _validate(argv: list[str]) -> int:
-    from pytest_skilleval.authoring.validate import run_validate_command
+    from pytest_skilleval.authoring.validate_command import run_validate_command
 
     return run_validate_command(argv)
 

@@ -1,4 +1,4 @@
-"""`skilleval validate SKILL_DIR`: every rule a run would enforce, checked without running anything.
+"""`skilleval validate`'s checks of one skill folder: every rule a run would enforce, checked without running anything.
 
 A broken dataset, config or native task is otherwise found only when `pytest --skill-eval` collects it, one problem
 at a time, after the author has already set up agents and sandboxes. Validation reuses the very functions the
@@ -12,11 +12,8 @@ Exit codes: 0 ok, 1 findings fail the check, 2 usage (bad flags, not a skill fol
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +52,6 @@ from pytest_skilleval.skill.dataset import (
 )
 from pytest_skilleval.skill.entry_keys import KeyTypo
 from pytest_skilleval.skill.folder import GRADER_NAMES
-from pytest_skilleval.skill.host_env import pass_env_names
 from pytest_skilleval.skill.native_tasks import (
     HARBOR_DIR_NAME,
     IGNORED_NAMES,
@@ -515,74 +511,3 @@ def report_lines(report: ValidationReport, strict: bool, shown_as: Path) -> list
     verdict = "ok" if report.ok(strict) else "FAILED" + ("" if report.errors else " (--strict: warnings fail)")
     lines.append(f"{report.skill_dir.name}: {verdict}: {counts}")
     return lines
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="skilleval validate",
-        description="Check a skill's dataset, evals/config.yml, native Harbor tasks and grader without running them.",
-    )
-    parser.add_argument("skill_dir", type=Path, help="the skill's folder (holds SKILL.md)")
-    parser.add_argument(
-        "--harbor-contract",
-        action="store_true",
-        help="also load native and generated tasks with Harbor's own task loader",
-    )
-    parser.add_argument("--strict", action="store_true", help="warnings fail too")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
-    parser.add_argument(
-        "--skip-baseline",
-        action="store_true",
-        help="validate for a with-skill-only run (paired-run rules do not apply)",
-    )
-    parser.add_argument(
-        "--grading-mode",
-        default=None,
-        help="override grading.mode from evals/config.yml (default, default_plus_custom, custom_only)",
-    )
-    parser.add_argument(
-        "--pass-env",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a host variable the run passes to native tasks (repeatable), as pytest --pass-env",
-    )
-    return parser
-
-
-def run_validate_command(argv: Sequence[str]) -> int:
-    """`skilleval validate`: 0 ok, 1 findings fail, 2 usage."""
-    try:
-        args = _parser().parse_args(list(argv))
-        if args.grading_mode is not None:
-            try:
-                normalize_grading_mode(args.grading_mode)
-            except ValueError as error:
-                raise UsageError(f"--grading-mode: {error}") from None
-        try:
-            pass_env = pass_env_names(args.pass_env)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        report = validate_skill(
-            args.skill_dir,
-            harbor_contract=args.harbor_contract,
-            skip_baseline=args.skip_baseline,
-            grading_mode=args.grading_mode,
-            pass_env=pass_env,
-        )
-    except UsageError as error:
-        print(f"skilleval validate: error: {error}", file=sys.stderr)
-        return 2
-    except SystemExit as stop:  # --help
-        return int(stop.code or 0)
-    if args.json:
-        text = json.dumps(report_json(report, args.strict, args.skill_dir), ensure_ascii=False)
-    else:
-        text = "\n".join(report_lines(report, args.strict, args.skill_dir))
-    sys.stdout.write(text + "\n")  # a reader that left early: the `skilleval` command ends quietly (cli.main)
-    return 0 if report.ok(args.strict) else 1

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilleval.authoring.validate import run_validate_command
+from pytest_skilleval.authoring.validate_command import run_validate_command
 from pytest_skilleval.skill.dataset import load_dataset
 from tests.support import REPO
 from verifier.custom import sanitize_custom_reward

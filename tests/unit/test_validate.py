@@ -15,9 +15,9 @@ from pytest_skilleval.authoring.validate import (
     UsageError,
     ValidationReport,
     report_lines,
-    run_validate_command,
     validate_skill,
 )
+from pytest_skilleval.authoring.validate_command import run_validate_command
 
 REPO = Path(__file__).resolve().parents[2]
 HELLO = REPO / "examples" / "hello-skill"
@@ -118,6 +118,18 @@ def test_every_case_without_a_correctness_signal_is_warned_about(tmp_path: Path)
     assert CORRECTNESS not in {f.rule for f in custom.findings} and "grader-missing" in {
         f.rule for f in custom.findings
     }
+
+
+def test_a_case_judged_only_by_its_assertions_says_so(tmp_path: Path) -> None:
+    """Assertions read like checks; the warning says that only a judge grades them (and how many there are)."""
+    dataset = entries("a", "b")
+    dataset["evals"][0]["assertions"] = ["Names the file", "Explains why"]
+    dataset["evals"][1]["assertions"] = ["Names the file"]
+    found = [f.message for f in validate_skill(make_skill(tmp_path, dataset)).findings if f.rule == CORRECTNESS]
+    assert "(its 2 assertions are graded only by the judge)" in found[0]
+    assert "(its 1 assertion is graded only by the judge)" in found[1]
+    bare = validate_skill(make_skill(tmp_path / "bare", entries("a"))).findings
+    assert not any("assertion" in f.message for f in bare if f.rule == CORRECTNESS)
 
 
 def test_minimal_valid_skill_is_clean(tmp_path: Path) -> None:
@@ -758,3 +770,43 @@ def test_pytest_files_a_run_refuses_are_named(tmp_path: Path) -> None:
         ("skill-pytest-config", "warning", skill.resolve() / "tox.ini"),
         ("skill-pytest-config", "warning", skill.resolve() / "evals" / "pyproject.toml"),
     }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Several skills: a folder of skills, or several paths
+
+
+def test_a_folder_of_skills_is_checked_skill_by_skill_with_one_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository of skills: every skill below the folder, as a run would collect them; a bare one is a finding."""
+    make_skill(tmp_path / "skills", {**entries("a"), "skill_name": "good"}, name="good")
+    make_skill(tmp_path / "skills" / "nested", {**entries("bad id!"), "skill_name": "broken"}, name="broken")
+    bare = tmp_path / "skills" / "bare"
+    bare.mkdir()
+    (bare / "SKILL.md").write_text("---\nname: bare\ndescription: d\n---\n")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "skills")
+    lines = out.splitlines()
+    assert code == 1 and err == ""
+    assert "bare: FAILED: 1 error(s), 0 warning(s)" in lines and "good: ok: 0 error(s), 1 warning(s)" in lines
+    assert any(line.startswith("error: skills/nested/broken/evals/evals.json: ") for line in lines), out
+    assert lines[-1] == "3 skills: 1 ok, 2 FAILED: skills/bare, skills/nested/broken"
+
+    code, out, _ = run(capsys, "skills/good", "skills/good/", "--json")  # one skill named twice: checked once
+    document = json.loads(out)
+    assert code == 0 and document["ok"] is True and [s["skill"] for s in document["skills"]] == ["good"]
+    assert document["skills"][0]["warnings"][0]["rule"] == CORRECTNESS
+
+    code, out, _ = run(capsys, "skills/good", "--json")  # one skill folder: one report object, as before
+    assert code == 0 and json.loads(out)["skill"] == "good"
+
+
+def test_a_folder_with_no_skill_below_it_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "docs" / "evals").mkdir(parents=True)
+    code, out, err = run(capsys, str(tmp_path / "docs"))
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"skilleval validate: error: {tmp_path / 'docs'}: not a skill folder (no SKILL.md here or in any folder "
+        "below it)"
+    )
