@@ -3,10 +3,12 @@ demo skill's, and the GitHub Actions example parses, gates on the verdict and up
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shlex
 
+import pytest
 import yaml
 
 from tests.support import HELLO_SKILL, REPO
@@ -69,3 +71,24 @@ def test_the_library_job_runs_changed_skills_with_a_cost_limit() -> None:
     flags = {spec.flag for spec in OPTION_SPECS}
     assert {"--changed-since", "--max-cost"} <= flags
     assert "--changed-since origin/main" in run and "--max-cost 20" in run
+
+
+def test_the_skilleval_command_block_uses_only_options_each_command_lists(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Each `skilleval SUB ...` line of the README names only options that `skilleval SUB --help` shows (not an
+    earlier spelling kept hidden for old scripts)."""
+    from pytest_skilleval.authoring.cli import main
+
+    block = README[README.index("## The `skilleval` command") :].split("```")[1]
+    lines = [line.split("#")[0] for line in block.splitlines() if line.startswith("skilleval ")]
+    assert len(lines) >= 10, block
+    for line in lines:
+        command = line.split()[1]
+        with contextlib.suppress(SystemExit):  # argparse's exit after --help, where the command lets it through
+            main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert "usage:" in shown, (command, shown)
+        for flag in re.findall(r"--[a-z][a-z-]*", line):
+            listed = re.search(re.escape(flag) + r"(?![a-z-])", shown)  # --arm is not --arms
+            assert listed, f"README: `{line.strip()}`: {flag} is not in `skilleval {command} --help`"
