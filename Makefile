@@ -13,8 +13,11 @@ setup: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/pytest -p no:cacheprovider --skill-eval examples/hello-skill --agents replay --env-mode local --n-attempts 2
 
+# --dist worksteal: xdist's default (load) hands each worker a first chunk of a quarter of the suite in collection
+# order, so one worker starts with nearly all of tests/e2e and the other ends idle; worksteal splits the suite in
+# halves and a worker that runs out takes half of the other's remaining tests.
 test: $(VENV)/.installed
-	$(VENV)/bin/pytest -n 2 --durations=25 tests
+	$(VENV)/bin/pytest -n 2 --dist worksteal --durations=25 tests
 
 # The oldest supported Harbor (pyproject: harbor>=0.24,<0.26) in its own venv, on a focused subset: the demo, the
 # local environment, Docker, the real agent CLIs and terminus-2 (in local: Docker runs are test_docker_runs').
