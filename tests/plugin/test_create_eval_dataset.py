@@ -166,12 +166,12 @@ def test_full_drafts_a_covering_set_and_a_trigger_set(tmp_path: Path, drafter: A
     assert "scripted-drafting-key" not in done.stdout + done.stderr
 
 
-def test_optimize_description_runs_on_the_drafted_trigger_set(tmp_path: Path, drafter: Any):
+def test_optimize_description_runs_on_the_drafted_trigger_set(tmp_path: Path, drafter: Any, skilleval_here: Any):
     """The drafted split is what the optimiser needs: it runs at once (the replay agent, no proposal asked) and
     scores the held-out queries."""
     drafter({"text": json.dumps(FULL)}, triggers=({"text": json.dumps(TRIGGERS)},))
     skill = bare_skill(tmp_path / "skills")
-    assert skilleval("create-eval-dataset", skill, "--full").returncode == 0
+    assert skilleval_here("create-eval-dataset", skill, "--full").returncode == 0
     (skill / "evals" / "replays").mkdir()
     for query in TRIGGERS:  # the replay agent's recording per query: it never loads the skill
         (skill / "evals" / "replays" / f"{query['id']}.json").write_text(json.dumps(bash_replay("echo 144")))
