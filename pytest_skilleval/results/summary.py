@@ -390,6 +390,12 @@ def _case_rows(res: AggregateResult, width: int) -> list[str]:
     if len(agents) == 1:
         legend += f"; agent: {agents[0]}"
     lines += wrap(legend, width, "  ")
+    negatives = sorted({case for (case, _, _), trials in groups.items() if trials[0].negative_control}, key=natural_key)
+    if negatives:  # a pass there means the skill was left unused, which the row alone does not say
+        noun = "control" if len(negatives) == 1 else "controls"
+        lines += wrap(
+            f"Negative {noun} (passes when the agent leaves the skill unused): {', '.join(negatives)}", width, "  "
+        )
     if baseline_below:
         lines += wrap(
             "A without-skill (baseline) item passes in pytest whatever it scores: the baseline is "

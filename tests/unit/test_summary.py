@@ -400,3 +400,18 @@ def test_a_power_line_that_gives_cases_is_headed_cases_not_attempts() -> None:
     out = flat(render_summary(full(), RESULT))
     assert "Cases for 80% power to detect a lift of 0.4000 (observed): about 2 cases (now 5)" in out
     assert "Attempts for 80% power" not in out
+
+
+def test_a_negative_control_is_named_under_the_case_rows() -> None:
+    """Its with-skill row reads like any other's; a pass there means the skill was left unused, so the table says
+    which cases are negative controls."""
+    records = [
+        rec("greet", "with_skill", 0.9),
+        rec("greet", "without_skill", 0.4),
+        rec("arith", "with_skill", 1.0, negative_control=True),
+        rec("arith", "without_skill", 1.0, negative_control=True),
+    ]
+    res = aggregate(records, RunPlan(skill="s", cases=["greet", "arith"], agents=["codex"]))
+    said = " ".join(" ".join(render_summary(res, RESULT, 100)).split())
+    assert "Negative control (passes when the agent leaves the skill unused): arith" in said
+    assert "Negative control (passes when the agent leaves the skill unused): arith, greet" not in said
