@@ -37,7 +37,12 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
         estimate = cost_estimate(state.results_root(skill_dir), {v.name for v in variants}, total)
         models += f"; {estimate}" if estimate else ""
         case_line = bool(cases or not plan.triggers)  # a trigger-only skill has only the trigger trials' line
-        if case_line:
+        if plan.unreadable and not cases:  # not "0 trials planned": the dataset is there and broken
+            lines.append(
+                f"skilleval: {skill_dir.name}: no trials: evals/{plan.unreadable} cannot be read (its collection "
+                "error below says why)"
+            )
+        elif case_line:
             lines.append(
                 f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
                 f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"

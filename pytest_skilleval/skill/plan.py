@@ -132,6 +132,9 @@ class CasePlan(BaseModel):
         default_factory=list, description="The trigger set's queries (id, should_trigger, split), as read at start."
     )
     triggers_digest: str | None = None
+    unreadable: str | None = Field(
+        default=None, description="The dataset file that could not be read (its collection error says why)."
+    )
 
 
 def native_case_names(evals_dir: Path) -> list[str]:
@@ -152,6 +155,7 @@ def case_plan(skill: SkillFolder) -> CasePlan:
             dataset = skill.load_dataset(path)
         except DatasetError:
             dataset = None
+            plan.unreadable = path.name
         if dataset is not None:
             entries = skill.entries(dataset)
             plan.cases = [case.id for case in dataset.cases]

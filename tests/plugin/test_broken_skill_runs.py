@@ -48,6 +48,9 @@ def test_a_broken_skill_is_one_error_and_the_other_skill_runs(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     [error] = [line for line in output.splitlines() if line.startswith("ERROR skills/broken/evals/")]
     assert said in output, error
+    if broken == "bad-json":  # the start line says why the skill plans nothing, not "0 trials planned"
+        assert "skilleval: broken: no trials: evals/evals.json cannot be read" in output, output
+        assert "broken: 0 trials planned" not in output
     assert "Interrupted" not in output and "errors during collection" not in output
     assert _run_folders(skill_project, "broken") == []
     assert len([name for name in _run_folders(skill_project, "good") if name != "latest"]) == 1
