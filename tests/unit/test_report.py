@@ -330,6 +330,22 @@ def test_view_prints_summary_and_report_path_and_renders_a_missing_report(
     assert (run_dir / "report.html").is_file()
 
 
+def test_view_of_a_results_dir_of_several_skills_shows_each_ones_latest_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--results-dir D` over a folder of skills writes D/<skill>/<run-id>: `skilleval view D` shows each skill, in
+    name order, as the session printed them."""
+    for skill in ("beta", "alpha"):
+        records = [record.model_copy(update={"skill": skill}) for record in _records(None)]
+        plan = RunPlan(skill=skill, cases=list(CASES), agents=["codex"], n_attempts=2)
+        write_results_tree(aggregate(records, plan), records, tmp_path / "results" / skill, "20260102_030405_1_0a")
+    assert skilleval(["view", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    alpha, beta = out.index(" skilleval: alpha "), out.index(" skilleval: beta ")
+    assert alpha < beta and out.count("Overall verdict:") == 2
+    assert f"Report: {tmp_path / 'results' / 'beta' / '20260102_030405_1_0a' / 'report.html'}" in out
+
+
 def test_view_without_a_run_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert skilleval(["view", str(tmp_path)]) == 2
     assert "no skilleval run here" in capsys.readouterr().err
