@@ -18,6 +18,7 @@ from pytest_skilleval.results.verdict import (
 __all__ = ["gate_line", "next_step"]
 
 MIN_PAIRS = 5
+FAILING_NAMED = 5  # failing cases named in the next step; the rest counted
 
 
 def _gate_reason(result: AggregateResult, code: int) -> str:
@@ -58,6 +59,19 @@ def _few_pairs(result: AggregateResult) -> bool:
     return any(stat.delta is not None and stat.n_pairs < MIN_PAIRS for stat in lifts)
 
 
+def _failing_with_skill(result: AggregateResult) -> list[str]:
+    """Cases (not negative controls) where some with-skill attempt was scored and none met the pass rule."""
+    negative = {trial.case for trial in result.trials if trial.negative_control}
+    failing = {
+        case
+        for agent in result.agents.values()
+        if agent.with_skill.pass_at_k is not None
+        for case, outcome in agent.with_skill.pass_at_k.cases.items()
+        if not outcome.passed and outcome.attempts_scored and case not in negative
+    }
+    return sorted(failing)
+
+
 def next_step(result: AggregateResult, report_path: str | None, run_id: str | None = None) -> str:
     """The one thing most worth doing after this run, checked from the most to the least blocking. A resume names
     the run by its id when it is known: `latest` may be another run by the time the advice is read (`skilleval
@@ -84,6 +98,14 @@ def next_step(result: AggregateResult, report_path: str | None, run_id: str | No
         return "run the with-skill arm too (drop --skip-with-skill) to measure Skill Lift"
     if result.verdict == "inconclusive":
         return "the skill never activated: make SKILL.md's description match what the prompts ask, then rerun"
+    failing = _failing_with_skill(result)
+    if failing:  # a wrong answer with the skill matters before any measurement advice
+        more = f" and {len(failing) - FAILING_NAMED} more" if len(failing) > FAILING_NAMED else ""
+        return (
+            f"fix the case{'s' if len(failing) > 1 else ''} no with-skill attempt passed: "
+            f"{', '.join(failing[:FAILING_NAMED])}{more} (each FAILED item above says which gate failed; the report's "
+            "drill-down shows the trial)"
+        )
     if any(a.without_skill.execution_status == "skipped" for a in agents):
         return "run the baseline too (drop --skip-baseline) to measure Skill Lift"
     if _judges_off(result):

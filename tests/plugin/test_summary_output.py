@@ -53,9 +53,11 @@ def test_custom_only_at_80_columns(low_scores: SkillProject, monkeypatch: pytest
     assert re.search(r"demo/evals/evals.json::c1\[replay-without_skill-1\] PASSED", out)
     assert re.search(r"^  c1\s+without skill\s+0\.3000\s+0/1\s+1 passed$", "\n".join(lines), re.M)
     assert re.search(r"^  c1\s+with skill\s+0\.3000\s+0/1\s+1 failed$", "\n".join(lines), re.M)
-    # it ends with the report and one next step
+    # it ends with the report and one next step: the with-skill cases that failed, first
     run_dir = next((low_scores.root / "results" / "demo").glob("2*"))
-    assert lines[-3] == f"Report: {run_dir / 'report.html'}" and lines[-1].startswith("Next: ")
+    step = next(i for i, line in enumerate(lines) if line.startswith("Next: "))
+    assert lines[step - 2] == f"Report: {run_dir / 'report.html'}"
+    assert flat(lines[step:]).startswith("Next: fix the cases no with-skill attempt passed: c1, c2 "), lines[step:]
 
 
 def test_a_failing_items_output_has_no_harbor_debug_lines(low_scores: SkillProject) -> None:

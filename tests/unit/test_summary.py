@@ -357,6 +357,17 @@ def judged(n: int, attempts: int = 1, **plan_kw: Any) -> AggregateResult:
             ),
             "SKILL.md's description",
         ),
+        (
+            lambda: aggregate(  # a wrong answer with the skill comes before measurement advice (no judge here)
+                [
+                    rec(case, arm, score, negative_control=case == "neg")
+                    for case, score in (("good", 0.9), ("bad", 0.2), ("neg", 0.2))
+                    for arm in ("with_skill", "without_skill")
+                ],
+                RunPlan(skill="s", cases=["good", "bad", "neg"], negative_cases=["neg"], agents=["codex"]),
+            ),
+            "fix the case no with-skill attempt passed: bad (each FAILED item above says which gate failed",
+        ),
         (lambda: full(arms=["with_skill"]), "drop --skip-baseline"),
         (lambda: full(run_config=NO_JUDGE), "set a judge model"),
         (lambda: judged(3), "add cases"),
