@@ -202,14 +202,20 @@ class SkillCollector(pytest.File):
 
     def _settings_only(self) -> RunSettings | None:
         """The skill's settings; a bad evals/config.yml is one collection error for the skill, under config.yml's
-        own node when it is collected (`ConfigFile`, collected before the files beside it): None here then."""
+        own node when it is collected (`ConfigFile`, collected before the files beside it): None here then. A
+        `--regrade` run this skill has no part in is no fault of config.yml: the error of its first eval file."""
         try:
             return self.skill.settings
         except Exception as error:  # noqa: BLE001 - a bad evals/config.yml: one collection error for this skill
+            from pytest_skilleval.regrade_plan import NotInRegradedRun
+
             reported = self.config.stash.setdefault(_CONFIG_REPORTED, set())
             if self.skill.path in reported:
                 return None
-            if isinstance(self, ConfigFile):
+            not_in_run = isinstance(error, NotInRegradedRun)
+            if isinstance(self, ConfigFile) and not_in_run:
+                return None
+            if isinstance(self, ConfigFile) or not_in_run:
                 reported.add(self.skill.path)
             raise SkillEvalCollectError(str(error)) from None
 

@@ -4,12 +4,15 @@ the command line says otherwise, where (its environment mode and base image), so
 
 A setting given on the command line that contradicts the source run is refused with one line; the same setting from
 the ini file or `evals/config.yml` gives way to the source run, and the session's start says which plan it took.
+A run no skill of the session has is refused at the start; a skill of a session with several that has no part in the
+run (the session that made it could not collect it) is one collection error, and the others are graded again.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +20,8 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_skilleval.options import refuse_unselected
-from pytest_skilleval.results.resume import ResumeError, latest_finished_run, resolve_run_dir
+from pytest_skilleval.results.resume import ResumeError, latest_finished_run, resolve_run_dir, run_absent
+from pytest_skilleval.results.run_paths import resolve_results_root
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
 from pytest_skilleval.skill.settings import RunSettings
@@ -50,6 +54,11 @@ FLAGS = {
 }
 
 
+class NotInRegradedRun(Exception):
+    """This skill cannot be graded again from the run `--regrade` names, which another skill of the session holds:
+    not a usage error (the session goes on), but the skill's settings error, which collection reports once."""
+
+
 def regrade_source(results_root: Path, requested: str, seal: RunSeal | None = None) -> Path:
     """The run folder `--regrade` names: `latest` is the newest finished run this machine wrote whose execution
     succeeded (a regrade or resume that failed is never taken for it). Raises ResumeError."""
@@ -73,15 +82,20 @@ def _source_plan(run_dir: Path) -> dict[str, Any]:
     return {field: shaped[field] for field in (*PLAN_FIELDS, *ENV_FIELDS) if field in config}
 
 
-def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root: Path) -> RunSettings:
-    """`settings` with the source run's plan; a command-line value that contradicts it is a usage error."""
+def with_source_plan(
+    settings: RunSettings, cli: Mapping[str, Any], skill_dir: Path, elsewhere: Callable[[str], str | None]
+) -> RunSettings:
+    """`settings` with the source run's plan; a command-line value that contradicts it is a usage error, and so is a
+    source run this skill lacks, unless `elsewhere` (the requested run -> its id in another skill of the session, or
+    None) finds it: then NotInRegradedRun."""
     if settings.regrade is None:
         return settings
+    results_root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
     try:
         source = regrade_source(results_root, settings.regrade)
         plan = _source_plan(source)
     except ResumeError as error:
-        raise pytest.UsageError(f"--regrade {settings.regrade}: {error}") from None
+        raise _unresolved(skill_dir.name, settings.regrade, error, results_root, elsewhere) from None
     plan = {field: value for field, value in plan.items() if field not in ENV_FIELDS or field not in cli}
     for field, value in plan.items():
         if field in cli and getattr(settings, field) != value:
@@ -97,6 +111,23 @@ def with_source_plan(settings: RunSettings, cli: Mapping[str, Any], results_root
         ) from None
     refuse_unselected(cli, merged)  # --agent-model and --agent-kwarg against the agents that run used
     return merged
+
+
+def _unresolved(
+    skill: str, requested: str, error: ResumeError, results_root: Path, elsewhere: Callable[[str], str | None]
+) -> Exception:
+    """Why `--regrade` cannot grade this skill: a usage error when no other skill of the session has the run (a
+    mistyped id starts nothing); else this skill's own error, naming the fix."""
+    held = elsewhere(requested)
+    if held is None:
+        return pytest.UsageError(f"--regrade {requested}: {error}")
+    if run_absent(results_root, requested):
+        return NotInRegradedRun(
+            f"--regrade {requested}: {skill} has no part in run {held} (the session that made it collected or "
+            f"selected none of its trials): run its trials into it with --resume {held}, then regrade; or leave "
+            f"{skill} out of the command line"
+        )
+    return NotInRegradedRun(f"--regrade {requested}: {skill}: {error}")
 
 
 def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:

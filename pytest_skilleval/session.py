@@ -124,10 +124,11 @@ class SkillEvalSession:
         settings = merge_settings(self.sources, skill_config)
         if settings.regrade is None:
             return settings
-        from pytest_skilleval.regrade_plan import with_source_plan
+        from pytest_skilleval.regrade_plan import regrade_source, with_source_plan
 
-        root = resolve_results_root(skill_dir, settings.results_dir, os.environ)
-        return with_source_plan(settings, self.sources.cli, root)
+        return with_source_plan(
+            settings, self.sources.cli, skill_dir, partial(self._run_of_another_skill, skill_dir, find=regrade_source)
+        )
 
     def fix_plans(self, args: list[str], invocation_dir: Path) -> None:
         """Read every reachable skill's cases now, so the end of the session compares against what was planned."""
@@ -207,31 +208,31 @@ class SkillEvalSession:
         if requested is None:
             return None
         from pytest_skilleval.regrade_plan import regrade_source
-        from pytest_skilleval.results.resume import ResumeError, resolve_run_dir
+        from pytest_skilleval.results.resume import ResumeError, resolve_run_dir, run_absent
 
         try:
             if option == "regrade":
                 return regrade_source(self.results_root(skill_dir), requested)
             return resolve_run_dir(self.results_root(skill_dir), requested)
         except ResumeError as error:
-            joined = self._run_of_another_skill(skill_dir, requested) if option == "resume" else None
+            joined = None
+            if option == "resume" and run_absent(self.results_root(skill_dir), requested):
+                joined = self._run_of_another_skill(skill_dir, requested, find=resolve_run_dir)
             if joined is None:
                 raise pytest.UsageError(f"--{option} {requested}: {error}") from None
             self._joined[skill_dir] = joined
             return None
 
-    def _run_of_another_skill(self, skill_dir: Path, requested: str) -> str | None:
-        """The run `--resume` names, when this skill has no part in it and another skill of the session has (the
-        interrupted session could not collect this one, or selected none of its items): this skill's trials run in
-        that run now, under its id, so the same `--resume` finds every skill's part next time."""
-        from pytest_skilleval.results.resume import resolve_run_dir, run_absent
-
-        if not run_absent(self.results_root(skill_dir), requested):
-            return None
+    def _run_of_another_skill(self, skill_dir: Path, requested: str, find: Callable[[Path, str], Path]) -> str | None:
+        """The id of the run `--resume`/`--regrade` names (`find`: a results root -> that run's folder) as another
+        skill of the session holds it, or None. Under --resume a skill with no part in it (the interrupted session
+        could not collect this one, or selected none of its items) runs its trials in that run now, under its id, so
+        the same `--resume` finds every skill's part next time; under --regrade it is this skill's one error."""
+        results_dir = merge_settings(self.sources).results_dir  # the session's (no evals/config.yml key)
         for other in self.reachable_skills():
-            if other != skill_dir and other not in self.left_out():
-                with contextlib.suppress(Exception):  # not there either, or its settings do not load
-                    return resolve_run_dir(self.results_root(other), requested).name
+            if other != self._real(skill_dir) and other not in self.left_out():
+                with contextlib.suppress(Exception):  # not there either
+                    return find(resolve_results_root(other, results_dir, os.environ), requested).name
         return None
 
     def joined_run(self, skill_dir: Path) -> str | None:

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject
+from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
 
 
 def _runs(project: SkillProject, skill: str) -> list:
@@ -222,3 +222,43 @@ def test_regrade_of_a_partial_run_skips_what_that_run_did_not_run(skill_project:
         ("explicit-greeting", "without_skill"),
     ]
     assert result["coverage"]["skipped_cases"] == ["negative-arithmetic"]
+
+
+@pytest.mark.parametrize("extra", [(), ("-n", "2")], ids=["plain", "xdist"])
+def test_regrade_of_a_run_one_skill_has_no_part_in_grades_the_others(
+    skill_project: SkillProject, extra: tuple[str, ...]
+) -> None:
+    """Two skills, one with a broken evals.json when the run was made, fixed since: `--regrade <id>` stopped at the
+    start (no run <id> under results/broken). The skill with the run is graded again; the other is one error naming
+    it and the fix, and after that fix (`--resume <id>` runs its trials into the run) the same regrade grades both."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    broken = skill_project.make_skill("broken", raw="{not json")
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", *extra, "skills")
+    skill_project.run(*args).assert_outcomes(passed=1, errors=1)
+    [first] = _runs(skill_project, "demo")
+    assert skill_project.make_skill("broken", simple_entries("c1")) == broken
+
+    regraded = skill_project.run(*args, "--regrade", first.name)
+    said = " ".join(regraded.stdout.str().split())
+    assert regraded.ret == pytest.ExitCode.TESTS_FAILED, said + regraded.stderr.str()
+    regraded.assert_outcomes(passed=1, errors=1)
+    [error] = [line for line in regraded.stdout.lines if line.startswith("ERROR ")]
+    assert error.startswith("ERROR skills/broken/evals/evals.json"), error
+    assert (
+        f"--regrade {first.name}: broken has no part in run {first.name} (the session that made it collected or "
+        f"selected none of its trials): run its trials into it with --resume {first.name}, then regrade" in said
+    ), said
+    runs = _runs(skill_project, "demo")
+    assert len(runs) == 2 and json.loads((runs[1] / "run_config.json").read_text())["regraded_from"] == first.name
+    assert not _runs(skill_project, "broken")
+
+    skill_project.run(*args, "--resume", first.name).assert_outcomes(passed=2)
+    again = skill_project.run(*args, "--regrade", first.name)
+    again.assert_outcomes(passed=2)
+    joined, regraded_too = _runs(skill_project, "broken")
+    assert joined.name == first.name
+    assert json.loads((regraded_too / "run_config.json").read_text())["regraded_from"] == first.name
+    # a run no skill of the session has is still refused at the start
+    refused = skill_project.run(*args, "--regrade", "20990101_000000_1_000000000000")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no run 20990101_000000_1_000000000000" in refused.stderr.str()
