@@ -315,6 +315,13 @@ def _tests(result: Comparison) -> list[str]:
     ]
 
 
+def _case_pairing(result: Comparison) -> str:
+    """How the case rows pair attempts: by number, unless a pairing note says some cases' attempts differ."""
+    if any(note.startswith("attempts differ") for note in result.pairing):
+        return "attempts paired by number where both sides ran the same ones, else case means"
+    return "attempts paired by number"
+
+
 def render_comparison(a: Side, b: Side, result: Comparison) -> list[str]:
     lines = [f"A: {a.label}", f"B: {b.label}", *(f"  {note}" for note in result.pairing), ""]
     lines += [
@@ -323,7 +330,7 @@ def render_comparison(a: Side, b: Side, result: Comparison) -> list[str]:
     ]
     lines += [_line(d, 22) for d in result.measures]
     lines += ["", *_tests(result), ""]
-    lines += ["By case (overall; attempts paired by number)"]
+    lines += [f"By case (overall; {_case_pairing(result)})"]
     lines += [f"  {'case':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} attempts"]
     lines += [_line(d, 22) for d in result.cases]
     lines.append(

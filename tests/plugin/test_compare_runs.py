@@ -74,6 +74,12 @@ def a_partial_run_with_fewer_attempts_is_named(
     assert "attempts per case differ: A 2, B 1 (each side's pass@k is at its own k)" in pair["pairing"]
     assert "B is a partial run: 2 of 7 cases (a -k/-m/--max-cases selection)" in pair["pairing"]
     assert not [note for note in pair["pairing"] if note.startswith("A is a partial run")]
+    # the case table's heading does not claim attempts paired by number right under a note that they were not
+    capsys.readouterr()
+    assert skilleval(["compare", str(run_dir), str(partial), "--agents", f"{A},replay"]) == 0
+    text = capsys.readouterr().out
+    assert "attempts differ (case means compared, no per-attempt pairing): c1, c2" in text, text
+    assert "By case (overall; attempts paired by number where both sides ran the same ones, else case means)" in text
 
 
 def two_runs_of_one_arm_each(run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]) -> None:
