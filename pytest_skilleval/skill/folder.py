@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_skilleval.results.run_paths import is_results_folder, run_results_folder
+from pytest_skilleval.results.run_paths import run_results_folder
 from pytest_skilleval.skill.config_file import load_config
 from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
 from pytest_skilleval.skill.kwarg_values import redacted_kwargs
 from pytest_skilleval.skill.settings import RunSettings
+from pytest_skilleval.skill.skill_content import content_digest
 from pytest_skilleval.skill.triggers import find_trigger_set, unread_trigger_set
 
 # Merges the session's sources (CLI, ini) with this skill's evals/config.yml; supplied by the pytest side.
@@ -172,31 +172,6 @@ def skills_below(path: Path) -> list[Path]:
         if "SKILL.md" in files:
             roots.append(Path(current))
     return roots
-
-
-_NOT_CONTENT = frozenset({"results", "__pycache__", ".git", ".pytest_cache", ".skilleval-generated-output"})
-
-
-def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
-    """sha256 over the skill's files (names and bytes; generated output excluded: folders named `results`, the
-    run's results folder and pytest's own output in `exclude` and any run folder or results root inside the skill, so
-    a `--results-dir` or a `--junitxml` there does not change it), so a resumed run can tell whether the skill it would finish is the one it started with.
-    Links are hashed as their target text."""
-    digest = hashlib.sha256()
-    for current, dirs, files in os.walk(skill_dir):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in _NOT_CONTENT and Path(current, d) not in exclude and not is_results_folder(Path(current, d))
-        )
-        for name in sorted(files):
-            path = Path(current, name)
-            if path in exclude:
-                continue
-            digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")
-            digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
-            digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def draft_commands(skill: Path) -> str:

@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_skilleval.results.run_paths import MARKER_FILE, is_results_folder, run_results_folder
+from pytest_skilleval.results.run_paths import is_results_folder, run_results_folder
 from pytest_skilleval.skill.case_inputs import StagingError
+from pytest_skilleval.skill.skill_content import left_out
 from verifier import safe_io
 from verifier.safe_paths import MAX_COPY_DEPTH
 
@@ -31,11 +32,6 @@ if TYPE_CHECKING:
 # A skill is text and small scripts; the same caps as a --baseline-skill git export (skill/baseline.py).
 MAX_SKILL_FILES = 5_000
 MAX_SKILL_BYTES = 64 * 1024 * 1024
-# Folders (or files) of a skill, by name at any depth, an agent must never see or could not use: its evals (answers,
-# graders, replays), generated output, version control, caches and host-only Python environments.
-SKILL_EXCLUDES = frozenset(
-    {"evals", "results", "__pycache__", ".git", ".pytest_cache", MARKER_FILE, ".venv", "venv", ".tox"}
-)
 LINK_FIX = "links in a skill are never followed: copy the file into the skill folder in its place"
 
 
@@ -131,7 +127,7 @@ def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
         for entry in entries:
             child = f"{rel}/{entry.name}" if rel else entry.name
             path = root / child
-            if entry.name in SKILL_EXCLUDES or entry.name.casefold() == "evals":
+            if left_out(entry.name):
                 continue
             if entry.is_symlink():
                 candidates.append((child, os.readlink(path)))

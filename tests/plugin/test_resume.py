@@ -173,3 +173,25 @@ def test_a_resumed_runs_passing_attempt_stops_the_later_attempts(
     assert _starts(project) == 6
     trials = json.loads(next((project.root / "results" / "demo").glob("2*/result.json")).read_text())["trials"]
     assert sorted((t["attempt"], t["status"]) for t in trials) == [(1, "scored")] * 6 + [(2, "skipped")] * 6
+
+
+def test_a_virtualenv_made_in_the_skill_does_not_stop_its_resume(
+    project: SkillProject, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A skill author who makes (or updates) a .venv inside the skill folder between a run and its --resume changed
+    nothing the agent is given (its copy leaves .venv out): the run resumes. An edit to SKILL.md is still refused."""
+    monkeypatch.setenv("INTERRUPT_AFTER", "2")
+    project.run(*RUN)
+    monkeypatch.setenv("INTERRUPT_AFTER", "0")
+    skill = project.root / "skills" / "demo"
+    for venv in (skill / ".venv", skill / "evals" / ".venv"):
+        (venv / "lib").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "lib" / "site.py").write_text("import os\n")
+    resumed = project.run(*RUN, "--resume", "latest")
+    assert resumed.ret == 0, resumed.stdout.str() + resumed.stderr.str()
+    assert "reuses 2 of 12 planned trials" in " ".join(resumed.stdout.str().split())
+    (skill / "SKILL.md").write_text((skill / "SKILL.md").read_text() + "\nOne more line.\n")
+    edited = project.run(*RUN, "--resume", "latest")
+    assert edited.ret == pytest.ExitCode.USAGE_ERROR
+    assert "the skill's files changed since that run" in edited.stderr.str()

@@ -13,7 +13,7 @@ from pytest_skilleval.authoring.validate import validate_skill
 from pytest_skilleval.harbor.staging import StagingError, stage_skill
 from pytest_skilleval.results.run_paths import MARKER_FILE, MARKER_TEXT, new_run_id, run_results_folder
 from pytest_skilleval.skill import skill_copy
-from pytest_skilleval.skill.folder import content_digest
+from pytest_skilleval.skill.skill_content import content_digest
 from pytest_skilleval.skill.skill_copy import plan_skill_copy
 
 
@@ -135,3 +135,33 @@ def test_results_inside_the_skill_do_not_change_its_digest(skill: Path) -> None:
     assert content_digest(skill, (skill / "out",)) == before
     (skill / "scripts" / "run.py").write_text("print('changed')\n")
     assert content_digest(skill, (skill / "out",)) != before
+
+
+def test_the_digest_covers_what_the_copy_gives_and_the_skills_evals(skill: Path) -> None:
+    """--resume compares the digest: a host-only folder made inside the skill (a virtualenv, a tox or pycache
+    folder), which the agent's copy leaves out, is no change of the skill; every file the copy gives, a link it
+    keeps and the skill's own evals/ (what the run reads besides) are."""
+    (skill / "scripts" / "lib").mkdir()
+    (skill / "scripts" / "lib" / "util.py").write_text("X = 1\n")
+    os.symlink("lib", skill / "scripts" / "linked")
+    before = content_digest(skill)
+    for host_only in (".venv", "venv", ".tox", "scripts/.venv", "evals/.venv", "scripts/__pycache__", "scripts/evals"):
+        (skill / host_only / "lib").mkdir(parents=True)
+        (skill / host_only / "lib" / "site.py").write_text("import os\n")
+    (skill / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    assert content_digest(skill) == before
+    copied = plan_skill_copy(skill)
+    assert sorted(copied.files) == ["SKILL.md", "scripts/lib/util.py", "scripts/run.py"]
+    for rel in copied.files:
+        original = (skill / rel).read_bytes()
+        (skill / rel).write_bytes(original + b"\n")
+        assert content_digest(skill) != before, rel
+        (skill / rel).write_bytes(original)
+    assert content_digest(skill) == before
+    (skill / "scripts" / "linked").unlink()
+    os.symlink("run.py", skill / "scripts" / "linked")
+    assert content_digest(skill) != before
+    os.unlink(skill / "scripts" / "linked")
+    os.symlink("lib", skill / "scripts" / "linked")
+    (skill / "evals" / "grader.py").write_text("print(1)\n")  # never copied, but the run grades with it
+    assert content_digest(skill) != before
