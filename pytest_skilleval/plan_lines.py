@@ -25,6 +25,10 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
     changed = state.changed_since_line()
     lines = [changed] if changed else []
     for skill_dir, plan in sorted(state.case_plans.items()):
+        refusal = state.resume_refusal(skill_dir)
+        if refusal:
+            lines.append(f"skilleval: {skill_dir.name}: no trials: {refusal} (its collection error below)")
+            continue
         try:
             settings = state.skill(skill_dir).settings
         except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection

@@ -237,6 +237,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from pytest_skilleval.hints import missing_skill_reports
 
+    for report in state.drop_refused(items):  # a skill whose resume is refused: one error, the others resume
+        state.collect_errors.skill_nodeids.add(report.nodeid)
+        session.ihook.pytest_collectreport(report=report)
     for report in missing_skill_reports(config, items, [*state.collect_error_paths, *state.left_out()]):
         state.collect_errors.skill_nodeids.add(report.nodeid)  # a skill's error: the other skills still run
         session.ihook.pytest_collectreport(report=report)

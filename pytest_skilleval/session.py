@@ -62,6 +62,7 @@ class SkillEvalSession:
         self._stored: dict[Path, dict[TrialKey, TrialRecord]] = {}
         self._stored_triggers: dict[Path, dict[TriggerKey, TriggerRecord]] = {}
         self._requested_runs: dict[tuple[Path, str], Path | None] = {}
+        self._refusals: dict[Path, str | None] = {}  # skill -> why its part of the resumed run cannot be finished
         self._joined: dict[Path, str] = {}  # skill -> the resumed run it had no part in, whose id it runs under now
         # nodeid -> (skill_dir, the record's JSON): kept as the text the report already carries (shared, not
         # copied) and parsed once at session end, so a finished trial costs its JSON, not a parsed model.
@@ -277,20 +278,63 @@ class SkillEvalSession:
         return RunStart(self.run_config(skill_dir), self.case_plan(skill_dir).digest)
 
     def check_resumable(self) -> None:
-        """At start, on the controller: refuse a resume whose dataset, skill or settings changed."""
-        for skill_dir, plan in self.case_plans.items():
+        """At start, on the controller: a resumed skill whose dataset, skill or settings changed is one collection
+        error (`drop_refused`) while another skill of the session resumes; when none would, the session stops."""
+        resumed = []
+        for skill_dir in self.case_plans:
             self.regrade_source(skill_dir)
-            run_dir = self.resumed_run_dir(skill_dir)
-            if run_dir is None:
-                continue
-            from pytest_skilleval.results.resume import resume_problem
+            if self.resumed_run_dir(skill_dir) is not None:
+                resumed.append(skill_dir)
+        refused = [line for line in map(self.resume_refusal, resumed) if line]
+        if refused and len(refused) == len(resumed):
+            raise pytest.UsageError(f"{refused[0]}; start a new run")
 
+    def resume_refusal(self, skill_dir: Path) -> str | None:
+        """Why this skill's part of the resumed run cannot be finished (its dataset, files or settings changed since:
+        mixing trials of two evaluations), or None; worked out once per skill and process (workers collect)."""
+        skill_dir = self._real(skill_dir)
+        if skill_dir not in self._refusals:
+            self._refusals[skill_dir] = self._resume_problem(skill_dir)
+        return self._refusals[skill_dir]
+
+    def _resume_problem(self, skill_dir: Path) -> str | None:
+        run_dir = self.resumed_run_dir(skill_dir)
+        if run_dir is None:
+            return None
+        from pytest_skilleval.results.resume import resume_problem
+
+        try:
             config = self.skill(skill_dir).run_config()
-            # what the credential check found is the session's, not a setting: a resumed run checks again
-            unmeasured = unmeasured_settings() | {"credential_validation"}
-            problem = resume_problem(run_dir, config, plan.digest, unmeasured=unmeasured, as_current=as_current)
-            if problem:
-                raise pytest.UsageError(f"--resume {run_dir.name} ({skill_dir.name}): {problem}; start a new run")
+        except pytest.UsageError:
+            raise
+        except Exception:  # noqa: BLE001 - a bad evals/config.yml is collection's to report, once
+            return None
+        # what the credential check found is the session's, not a setting: a resumed run checks again
+        unmeasured = unmeasured_settings() | {"credential_validation"}
+        digest = self.case_plan(skill_dir).digest
+        problem = resume_problem(run_dir, config, digest, unmeasured=unmeasured, as_current=as_current)
+        return f"--resume {run_dir.name} ({skill_dir.name}): {problem}" if problem else None
+
+    def drop_refused(self, items: list[pytest.Item]) -> list[pytest.CollectReport]:
+        """The items of a skill whose resume is refused, taken out; one failed collection report per such skill says
+        why and how to run it (the other skills resume)."""
+        from pytest_skilleval.skill.folder import find_skill_root
+
+        if merge_settings(self.sources).resume is None:
+            return []
+        roots = {path: find_skill_root(path) for path in {item.path for item in items}}
+        reports: dict[Path, pytest.CollectReport] = {}
+        kept = []
+        for item in items:
+            root = roots[item.path]
+            refusal = self.resume_refusal(root) if root is not None else None
+            if refusal is None or root is None:
+                kept.append(item)
+            elif root not in reports:
+                fix = f"; run {root.name} in a new run (the same command without --resume, for its folder alone)"
+                reports[root] = pytest.CollectReport(item.nodeid.split("::")[0], "failed", refusal + fix, [])
+        items[:] = kept
+        return list(reports.values())
 
     def stored_record(self, spec: TrialSpec) -> TrialRecord | None:
         """A finished trial of the resumed run, handed back instead of running it again."""
@@ -361,7 +405,10 @@ class SkillEvalSession:
             # Each run folder exists before any trial starts: an interrupt at any moment leaves a resumable run (not
             # for a skill whose collection failed, known here unless xdist's workers collect).
             failed = {at for error in map(self._real, self.collect_error_paths) for at in (error, *error.parents)}
-            self.early.open_runs(sorted(sd for sd, plan in self.case_plans.items() if plan.cases and sd not in failed))
+            refused = {sd for sd in self.case_plans if self.resume_refusal(sd)}  # xdist: collected by the workers
+            self.early.open_runs(
+                sorted(sd for sd, plan in self.case_plans.items() if plan.cases and sd not in failed | refused)
+            )
         # Everything alive now (imports, Harbor, the collected items) lives until the process ends: frozen, it is
         # left out of every full collection from now on (pytest forces two at its end, each walking all of it; under
         # `--co` those two are most of what follows collection).

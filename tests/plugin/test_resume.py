@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from pytest_skilleval.results.run_folder import run_folders
-from tests.support import LOGGING_AGENT, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, LOGGING_AGENT, SkillProject, simple_entries
 
 INTERRUPT_CONFTEST = '''
 import os, signal, time
@@ -195,3 +195,41 @@ def test_a_virtualenv_made_in_the_skill_does_not_stop_its_resume(
     edited = project.run(*RUN, "--resume", "latest")
     assert edited.ret == pytest.ExitCode.USAGE_ERROR
     assert "the skill's files changed since that run" in edited.stderr.str()
+
+
+@pytest.mark.parametrize("extra", [(), ("-n", "2")], ids=["plain", "xdist"])
+def test_a_changed_dataset_refuses_its_skill_and_the_others_resume(
+    skill_project: SkillProject, extra: tuple[str, ...]
+) -> None:
+    """Two skills, a partial run, then one skill's dataset edited: `--resume` stopped the whole session. The other
+    skill finishes its run; the changed one is one error naming the fix, and its part of the run is left as it was.
+    With every skill changed the session still stops at its start."""
+    demo = skill_project.make_skill("demo", simple_entries("c1", "c2"))
+    other = skill_project.make_skill("other", simple_entries("c1"))
+    args = (*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-baseline", *extra, "skills")
+    skill_project.run(*args, "-k", "not c2").assert_outcomes(passed=2)
+    [run] = sorted((skill_project.root / "results" / "demo").glob("2*"))
+    others_part = skill_project.root / "results" / "other" / run.name
+    before = {path: path.read_bytes() for path in others_part.rglob("*") if path.is_file()}
+    for skill in (other, demo):
+        dataset = skill / "evals" / "evals.json"
+        data = json.loads(dataset.read_text())
+        data["evals"][0]["prompt"] = "something else"
+        dataset.write_text(json.dumps(data))
+        resumed = skill_project.run(*args, "--resume", run.name)
+        if skill == demo:
+            break
+        said = " ".join(resumed.stdout.str().split())
+        resumed.assert_outcomes(passed=2, errors=1)
+        [error] = [line for line in resumed.stdout.lines if line.startswith("ERROR ")]
+        assert error.startswith("ERROR skills/other/evals/evals.json"), error
+        assert (
+            f"--resume {run.name} (other): the dataset changed since that run (its digest differs); run other in a new "
+            "run (the same command without --resume, for its folder alone)" in said
+        ), said
+        finished = json.loads((run / "result.json").read_text())
+        assert finished["execution_status"] == "succeeded"
+        assert sorted(t["case"] for t in finished["trials"]) == ["c1", "c2"]
+        assert {path: path.read_bytes() for path in others_part.rglob("*") if path.is_file()} == before
+    assert resumed.ret == pytest.ExitCode.USAGE_ERROR
+    assert "the dataset changed since that run" in resumed.stderr.str()
