@@ -105,17 +105,10 @@ def check_correctness_measured(ctx: ValidationContext) -> None:
                 "warning",
                 f"{_label(case)}: correctness is not measured unless the run has a judge (--judge-model): the case "
                 f"has no checks and no custom grader runs in grading mode {ctx.grading_mode}"
-                + _judged_only(len(case.assertions))
+                + (" (its assertions are graded only by the judge)" if case.assertions else "")
                 + f"; {HOW_TO_MEASURE}",
                 ctx.dataset_path,
             )
-
-
-def _judged_only(assertions: int) -> str:
-    """An author who wrote assertions may take them for checks: say that only a judge reads them."""
-    if not assertions:
-        return ""
-    return f" (its {assertions} assertion{'s are' if assertions != 1 else ' is'} graded only by the judge)"
 
 
 def check_cases(ctx: ValidationContext) -> None:

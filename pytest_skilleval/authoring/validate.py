@@ -12,6 +12,7 @@ Exit codes: 0 ok, 1 findings fail the check, 2 usage (bad flags, not a skill fol
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -501,12 +502,32 @@ def report_json(report: ValidationReport, strict: bool, shown_as: Path) -> dict[
     }
 
 
+_CASE_PREFIX = re.compile(r"""^case ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"): (.+)$""", re.S)
+
+
 def report_lines(report: ValidationReport, strict: bool, shown_as: Path) -> list[str]:
-    lines = [
-        f"{f.severity}: {display_path(f.path, report, shown_as)}: [{f.rule}] {f.message}"
-        for severity in SEVERITIES
-        for f in report.of(severity)
-    ]
+    """One line per finding, except that one rule's findings for several cases that say the same thing share a line
+    (`cases 'a', 'b': ...`): a skill of 40 cases, none with checks, is one warning to read, not 40."""
+    entries: list[tuple[str, list[str]]] = []  # (the line after the case label, the case labels; none: as is)
+    by_text: dict[str, list[str]] = {}
+    for severity in SEVERITIES:
+        for f in report.of(severity):
+            head = f"{f.severity}: {display_path(f.path, report, shown_as)}: [{f.rule}] "
+            match = _CASE_PREFIX.match(f.message)
+            if match is None:
+                entries.append((head + f.message, []))
+                continue
+            text = head + "\0" + match.group(2)
+            if text not in by_text:
+                by_text[text] = []
+                entries.append((text, by_text[text]))
+            by_text[text].append(match.group(1))
+    lines = []
+    for text, labels in entries:
+        if labels:
+            cases = f"case {labels[0]}" if len(labels) == 1 else f"cases {', '.join(labels)}"
+            text = text.replace("\0", f"{cases}: ", 1)
+        lines.append(text)
     counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
     verdict = "ok" if report.ok(strict) else "FAILED" + ("" if report.errors else " (--strict: warnings fail)")
     lines.append(f"{report.skill_dir.name}: {verdict}: {counts}")

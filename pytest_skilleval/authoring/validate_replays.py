@@ -24,8 +24,8 @@ def check_replays(ctx: ValidationContext, trigger_ids: Sequence[str] = ()) -> No
             ctx.add(
                 "replay-missing",
                 "info",
-                f"case {case_id!r} has no replay for {', '.join(missing)} (evals/replays/{case_id}.json or "
-                f"{case_id}.<arm>.json); only the replay agent needs one",
+                f"case {case_id!r}: no replay for {', '.join(missing)} (evals/replays/<case id>.json or "
+                "<case id>.<arm>.json); only the replay agent needs one",
                 replays,
             )
     for query_id in trigger_ids:
