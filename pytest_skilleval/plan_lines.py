@@ -31,7 +31,11 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
             continue
         try:
             settings = state.skill(skill_dir).settings
-        except Exception:  # noqa: BLE001 - a bad config.yml is reported by collection
+        except Exception as error:  # noqa: BLE001 - a bad config.yml is reported by collection
+            from pytest_skilleval.regrade_plan import NotInRegradedRun
+
+            if isinstance(error, NotInRegradedRun):  # a --regrade run this skill has no part in
+                lines.append(f"skilleval: {skill_dir.name}: no trials: {error} (its collection error below)")
             continue
         cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
         variants = settings.variants

@@ -248,6 +248,12 @@ def test_regrade_of_a_run_one_skill_has_no_part_in_grades_the_others(
         f"--regrade {first.name}: broken has no part in run {first.name} (the session that made it collected or "
         f"selected none of its trials): run its trials into it with --resume {first.name}, then regrade" in said
     ), said
+    # the session's start says so too, as a refused --resume does (not nothing for that skill)
+    assert (
+        f"skilleval: broken: no trials: --regrade {first.name}: broken has no part in run {first.name} (the session "
+        "that made it collected or selected none of its trials): run its trials into it with --resume "
+        f"{first.name}, then regrade; or leave broken out of the command line (its collection error below)" in said
+    ), said
     runs = _runs(skill_project, "demo")
     assert len(runs) == 2 and json.loads((runs[1] / "run_config.json").read_text())["regraded_from"] == first.name
     assert not _runs(skill_project, "broken")
