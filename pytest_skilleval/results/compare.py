@@ -8,7 +8,8 @@ result.json's rounded entries), scored with the aggregate's policy, and paired b
 uses (case means paired over the cases both sides scored, the expanded percentile paired bootstrap, exact McNemar
 on per-case passes, pass@k), so comparing a run's two arms prints exactly the lift its summary printed. Per case the
 unit is the attempt: with the same attempts on both sides they are paired by number; otherwise only the difference
-of means is shown, and the output says which cases and attempts did not line up.
+of means is shown, and the output says which cases and attempts did not line up. A case row whose sides do not
+pair shows each side's own mean, or why it has none ("not run": no trial of the case; "not scored").
 
 Only runs whose execution_status is `succeeded` are compared. Pure: imports neither pytest nor Harbor.
 """
@@ -68,6 +69,9 @@ class Delta:
     ci95: tuple[float, float] | None
     n: int
     insufficient: bool
+    # a case row's side with no mean: "not run" (no trial of the case) or "not scored" (trials, none scored)
+    a_missing: str | None = None
+    b_missing: str | None = None
 
 
 @dataclass
@@ -219,7 +223,20 @@ def _attempts(side: Side) -> dict[str, list[ScoredTrial]]:
     return found
 
 
-def _case_delta(case: str, a: list[ScoredTrial], b: list[ScoredTrial]) -> Delta:
+def _ran_cases(side: Side) -> set[str]:
+    """The cases this side has a trial of that ran, scored or not."""
+    return {trial.record.case for trial in side.trials if trial.ran}
+
+
+def _missing(mean: float | None, ran: bool) -> str | None:
+    """Why a side's cell of a case row has no mean: it never ran the case, or none of its trials of it was scored."""
+    if mean is not None:
+        return None
+    return "not scored" if ran else "not run"
+
+
+def _case_delta(case: str, a: list[ScoredTrial], b: list[ScoredTrial], ran_a: bool, ran_b: bool) -> Delta:
+    """One case row: each side's own mean (or why it has none) and, where both have one, B minus A."""
     va = [t.overall for t in a if t.overall is not None]
     vb = [t.overall for t in b if t.overall is not None]
     mean_a, mean_b = stats.mean(va), stats.mean(vb)
@@ -234,6 +251,8 @@ def _case_delta(case: str, a: list[ScoredTrial], b: list[ScoredTrial]) -> Delta:
         (ci[0], ci[1]) if ci else None,
         min(len(a), len(b)),
         not lined_up or len(a) < 2,
+        _missing(mean_a, ran_a),
+        _missing(mean_b, ran_b),
     )
 
 
@@ -279,7 +298,11 @@ def compare_sides(a: Side, b: Side) -> Comparison:
     sum_b, pass_b = arm_summary(cond_b, b.plan)
     lift, _ = agent_lift(cond_b, cond_a, pass_b, pass_a, sum_b, sum_a, b.plan)
     ca, cb = _attempts(a), _attempts(b)
-    cases = [_case_delta(c, ca.get(c, []), cb.get(c, [])) for c in sorted(set(ca) | set(cb), key=natural_key)]
+    ran_a, ran_b = _ran_cases(a), _ran_cases(b)
+    cases = [
+        _case_delta(c, ca.get(c, []), cb.get(c, []), c in ran_a, c in ran_b)
+        for c in sorted(set(ca) | set(cb) | ran_a | ran_b, key=natural_key)
+    ]
     measures = [_measure(d, lift.dimensions.get(d)) for d in DIMENSIONS] + [_measure("overall", lift.overall)]
     return Comparison(lift, measures, cases, _pairing(a, b, ca, cb))
 
@@ -293,6 +316,11 @@ def _fmt(value: float | None, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
+def _cell(value: float | None, missing: str | None) -> str:
+    """A side's cell: its mean, else why it has none (a case row), else NO SCORE."""
+    return _fmt(value) if value is not None or missing is None else missing
+
+
 def _ci(d: Delta) -> str:
     return f"[{d.ci95[0]:+.4f}, {d.ci95[1]:+.4f}]" if d.ci95 else "no interval"
 
@@ -300,7 +328,8 @@ def _ci(d: Delta) -> str:
 def _line(d: Delta, label_width: int) -> str:
     flag = "!" if d.insufficient else ""
     return (
-        f"  {d.name[:label_width]:<{label_width}} {_fmt(d.a):>9} {_fmt(d.b):>9} {_fmt(d.delta, True):>9} "
+        f"  {d.name[:label_width]:<{label_width}} {_cell(d.a, d.a_missing):>10} {_cell(d.b, d.b_missing):>10} "
+        f"{_fmt(d.delta, True):>9} "
         f"{_ci(d):<20} n={d.n}{flag}"
     ).rstrip()
 
@@ -326,12 +355,12 @@ def render_comparison(a: Side, b: Side, result: Comparison) -> list[str]:
     lines = [f"A: {a.label}", f"B: {b.label}", *(f"  {note}" for note in result.pairing), ""]
     lines += [
         "By dimension (paired over cases; B - A, 95% interval)",
-        f"  {'measure':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} pairs",
+        f"  {'measure':<22} {'A':>10} {'B':>10} {'delta':>9} {'interval':<20} pairs",
     ]
     lines += [_line(d, 22) for d in result.measures]
     lines += ["", *_tests(result), ""]
     lines += [f"By case (overall; {_case_pairing(result)})"]
-    lines += [f"  {'case':<22} {'A':>9} {'B':>9} {'delta':>9} {'interval':<20} attempts"]
+    lines += [f"  {'case':<22} {'A':>10} {'B':>10} {'delta':>9} {'interval':<20} attempts"]
     lines += [_line(d, 22) for d in result.cases]
     lines.append(
         f"  ! fewer than {MIN_PAIRS} pairs (dimensions) or unequal/single attempts (cases): no firm conclusion"
@@ -352,7 +381,8 @@ def render_markdown(a: Side, b: Side, result: Comparison) -> list[str]:
     lines += ["", *(f"- {t}" for t in _tests(result)), ""]
     lines += ["| case | A | B | B - A | 95% interval | attempts |", "| --- | --- | --- | --- | --- | --- |"]
     for d in result.cases:
-        lines.append(f"| {_md_cell(d.name)} | {_fmt(d.a)} | {_fmt(d.b)} | {_fmt(d.delta, True)} | {_ci(d)} | {d.n} |")
+        a_cell, b_cell = _cell(d.a, d.a_missing), _cell(d.b, d.b_missing)
+        lines.append(f"| {_md_cell(d.name)} | {a_cell} | {b_cell} | {_fmt(d.delta, True)} | {_ci(d)} | {d.n} |")
     return lines
 
 

@@ -74,12 +74,17 @@ def a_partial_run_with_fewer_attempts_is_named(
     assert "attempts per case differ: A 2, B 1 (each side's pass@k is at its own k)" in pair["pairing"]
     assert "B is a partial run: 2 of 7 cases (a -k/-m/--max-cases selection)" in pair["pairing"]
     assert not [note for note in pair["pairing"] if note.startswith("A is a partial run")]
+    # a case the partial run never ran: A's own mean, B "not run" (not NO SCORE), no delta
+    c3 = next(case for case in pair["cases"] if case["name"] == "c3")
+    assert c3["a"] is not None and (c3["b"], c3["b_missing"], c3["delta"]) == (None, "not run", None), c3
     # the case table's heading does not claim attempts paired by number right under a note that they were not
     capsys.readouterr()
     assert skilleval(["compare", str(run_dir), str(partial), "--agents", f"{A},replay"]) == 0
     text = capsys.readouterr().out
     assert "attempts differ (case means compared, no per-attempt pairing): c1, c2" in text, text
     assert "By case (overall; attempts paired by number where both sides ran the same ones, else case means)" in text
+    [row] = [line.split() for line in text.splitlines() if line.startswith("  c3 ")]
+    assert row[1:5] == [f"{c3['a']:.4f}", "not", "run", "N/A"], row
 
 
 def two_runs_of_one_arm_each(run_dir: Path, skill_project: SkillProject, capsys: pytest.CaptureFixture[str]) -> None:
