@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -29,6 +30,20 @@ def default_ctrl_c() -> None:
     shell without job control starts `cmd &` with SIGINT ignored, an ignored signal stays ignored through fork and
     exec, and Python then never turns SIGINT into KeyboardInterrupt: such a child would sit out the test's Ctrl+C."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_interruptible(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A run started as a terminal's foreground job is (its own session, Python's Ctrl+C), output merged, for a test
+    to signal."""
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=default_ctrl_c,
+    )
 
 
 def require_system(name: str, how_to_install: str) -> NoReturn:

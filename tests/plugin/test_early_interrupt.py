@@ -18,7 +18,7 @@ import pytest
 from pytest_skilleval.harbor.scheduler import CANCEL_GRACE_SECONDS
 from tests.plugin.test_signals import _argv, _leftovers, _unique_sleep
 from tests.plugin.test_trial_processes import _trial_processes_in
-from tests.support import SkillProject, default_ctrl_c, simple_entries
+from tests.support import SkillProject, simple_entries, start_interruptible
 
 
 def _skill(project: SkillProject, quick: int, sleep: str, flag: Path) -> list[str]:
@@ -71,15 +71,7 @@ def test_an_interrupt_before_the_run_ends_leaves_a_run_that_resume_finishes(
     flag = Path("/dev/shm") / f"skilleval-early-{uuid.uuid4().hex}"
     cases = _skill(skill_project, finished, sleep, flag)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen(
-        _argv(skill_project, *extra),
-        cwd=skill_project.root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=default_ctrl_c,
-    )
+    proc = start_interruptible(_argv(skill_project, *extra), skill_project.root, env)
     try:
         deadline = time.monotonic() + 240
         while not (_leftovers(sleep) and len(_trial_files(skill_project)) >= finished):
@@ -167,15 +159,7 @@ def test_resume_after_ctrl_c_with_a_broken_skill_finishes_the_others(
     cases = _skill(skill_project, 1, sleep, flag)
     broken = skill_project.make_skill("broken", raw="{not json", dataset_name="evals.json")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen(
-        _argv(skill_project, *extra),
-        cwd=skill_project.root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=default_ctrl_c,
-    )
+    proc = start_interruptible(_argv(skill_project, *extra), skill_project.root, env)
     try:
         deadline = time.monotonic() + 240
         while not (_leftovers(sleep) and _trial_files(skill_project)):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import SkillProject, default_ctrl_c, simple_entries
+from tests.support import SkillProject, simple_entries, start_interruptible
 
 
 def _unique_sleep() -> str:
@@ -116,15 +116,7 @@ def test_signals_end_the_run_like_one_ctrl_c(
     previous_run = os.readlink(latest)
     previous_bytes = (latest.parent / previous_run / "result.json").read_bytes()
 
-    proc = subprocess.Popen(
-        _argv(skill_project, *extra),
-        cwd=skill_project.root,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        preexec_fn=default_ctrl_c,
-    )
+    proc = start_interruptible(_argv(skill_project, *extra), skill_project.root, env)
     try:
         deadline = time.monotonic() + 240
         while not _leftovers(sleep):  # the slow trial's command is running
