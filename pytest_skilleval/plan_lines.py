@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.results.keys import TrialKey
+from pytest_skilleval.results.summary_text import counted
 from pytest_skilleval.skill.plan import case_trials, trial_label, trigger_trials
 
 if TYPE_CHECKING:
@@ -16,6 +17,11 @@ if TYPE_CHECKING:
 
 # How many of the trials a resumed run still has to run are named in its start line.
 RESUME_LISTED = 5
+
+
+def _no_trials(skill_name: str, why: object) -> str:
+    """A skill the session runs nothing of, and why; its collection error (printed below the start) says more."""
+    return f"skilleval: {skill_name}: no trials: {why} (its collection error below)"
 
 
 def planned_lines(state: SkillEvalSession) -> list[str]:
@@ -27,7 +33,7 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
     for skill_dir, plan in sorted(state.case_plans.items()):
         refusal = state.resume_refusal(skill_dir)
         if refusal:
-            lines.append(f"skilleval: {skill_dir.name}: no trials: {refusal} (its collection error below)")
+            lines.append(_no_trials(skill_dir.name, refusal))
             continue
         try:
             settings = state.skill(skill_dir).settings
@@ -35,7 +41,7 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
             from pytest_skilleval.regrade_plan import NotInRegradedRun
 
             if isinstance(error, NotInRegradedRun):  # a --regrade run this skill has no part in
-                lines.append(f"skilleval: {skill_dir.name}: no trials: {error} (its collection error below)")
+                lines.append(_no_trials(skill_dir.name, error))
             continue
         cases = len(plan.cases) if settings.max_cases is None else min(len(plan.cases), settings.max_cases)
         variants = settings.variants
@@ -46,21 +52,20 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
         models += f"; {estimate}" if estimate else ""
         case_line = bool(cases or not plan.triggers)  # a trigger-only skill has only the trigger trials' line
         if plan.unreadable and not cases:  # not "0 trials planned": the dataset is there and broken
-            lines.append(
-                f"skilleval: {skill_dir.name}: no trials: evals/{plan.unreadable} cannot be read (its collection "
-                "error below says why)"
-            )
+            lines.append(_no_trials(skill_dir.name, f"evals/{plan.unreadable} cannot be read"))
         elif case_line:
             lines.append(
-                f"skilleval: {skill_dir.name}: {total} trials planned ({cases} cases x {len(variants)} agents x "
-                f"{len(settings.arms)} arms x {settings.n_attempts} attempts){models}"
+                f"skilleval: {skill_dir.name}: {counted(total, 'trial')} planned ({counted(cases, 'case')} x "
+                f"{counted(len(variants), 'agent')} x {counted(len(settings.arms), 'arm')} x "
+                f"{counted(settings.n_attempts, 'attempt')}){models}"
             )
         if plan.triggers:
             calls = "" if case_line or not real else f"; calls models through {', '.join(real)}"
+            triggers = len(plan.triggers) * len(variants) * settings.n_attempts
+            queries = f"{len(plan.triggers)} quer{'y' if len(plan.triggers) == 1 else 'ies'}"
             lines.append(
-                f"skilleval: {skill_dir.name}: {len(plan.triggers) * len(variants) * settings.n_attempts} "
-                f"trigger trials planned ({len(plan.triggers)} queries x {len(variants)} agents x "
-                f"{settings.n_attempts} attempts){calls}"
+                f"skilleval: {skill_dir.name}: {counted(triggers, 'trigger trial')} planned ({queries} x "
+                f"{counted(len(variants), 'agent')} x {counted(settings.n_attempts, 'attempt')}){calls}"
             )
         source = state.regrade_source(skill_dir)
         if source is not None:

@@ -23,6 +23,7 @@ from pytest_skilleval.options import refuse_unselected
 from pytest_skilleval.results.resume import ResumeError, latest_finished_run, resolve_run_dir, run_absent
 from pytest_skilleval.results.run_paths import resolve_results_root
 from pytest_skilleval.results.run_seal import RunSeal
+from pytest_skilleval.results.summary_text import counted
 from pytest_skilleval.results.tree import MAX_TRIAL_BYTES, RUN_CONFIG_FILE
 from pytest_skilleval.skill.settings import RunSettings
 from pytest_skilleval.skill.stored_config import as_current
@@ -136,7 +137,7 @@ def plan_line(skill_name: str, settings: RunSettings, source: Path) -> str:
     cases = f", the first {settings.max_cases} cases" if settings.max_cases else ""
     return (
         f"skilleval: {skill_name}: --regrade {source.name}: grades that run's trials again with its plan: agents "
-        f"{', '.join(v.name for v in settings.variants)}, {settings.n_attempts} attempt(s), {arms}{cases}; "
+        f"{', '.join(v.name for v in settings.variants)}, {counted(settings.n_attempts, 'attempt')}, {arms}{cases}; "
         f"env mode {settings.env_mode}"
     )
 

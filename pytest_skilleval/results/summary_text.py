@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import textwrap
 
-__all__ = ["NA", "NO_SCORE", "SKIPPED", "Columns", "na", "score", "signed", "wrap"]
+__all__ = ["NA", "NO_SCORE", "SKIPPED", "Columns", "counted", "na", "score", "signed", "wrap"]
 
 NO_SCORE = "NO SCORE"
 NA = "N/A"
 SKIPPED = "SKIPPED"
 INDENT = "  "
+
+
+def counted(amount: int, noun: str) -> str:
+    """`1 case`, `2 cases`: a count with its noun in the number it takes (for nouns whose plural adds an s)."""
+    return f"{amount} {noun}" if amount == 1 else f"{amount} {noun}s"
 
 
 def score(value: float | None) -> str:

@@ -153,7 +153,7 @@ def test_stop_on_pass_needs_more_than_one_attempt(skill_project: SkillProject) -
 def test_plan_line_before_the_first_trial(skill_project: SkillProject) -> None:
     skill_project.make_skill("demo", simple_entries("c1", "c2"))
     result = skill_project.run(*LOCAL_REPLAY, "--grading-mode", "custom_only", "--n-attempts", "2")
-    result.stdout.fnmatch_lines(["skilleval: demo: 8 trials planned (2 cases x 1 agents x 2 arms x 2 attempts)"])
+    result.stdout.fnmatch_lines(["skilleval: demo: 8 trials planned (2 cases x 1 agent x 2 arms x 2 attempts)"])
     result = skill_project.run("--agents", "codex,replay", "--env-mode", "local", "--co")
     result.stdout.fnmatch_lines(["*calls models through codex*"])
 

@@ -370,7 +370,7 @@ def test_autopilot_runs_under_xdist_with_results_in_the_skill_folder(skill_proje
     run = skill_project.pytester.runpytest_subprocess(*argv, "-n", "2", timeout=300)
     run.assert_outcomes(passed=1)
     out = " ".join(run.stdout.str().split())
-    assert "skilleval: greeter: 1 trials planned (1 cases x 1 agents x 1 arms x 1 attempts)" in out
+    assert "skilleval: greeter: 1 trial planned (1 case x 1 agent x 1 arm x 1 attempt)" in out
     (draft,) = (skill / "evals" / "results" / "autopilot").glob("*/greeter/evals/evals.json")
     assert f"autopilot drafted one starter case (greet-ada, model openai/{MODEL}) for {skill} into {draft}" in out
 

@@ -87,7 +87,7 @@ def test_two_models_of_one_agent_run_as_two_variants(
         "--agent-model", f"{AGENT}=openai/model-a",
     )  # fmt: skip
     out = result.stdout.str()
-    assert "4 trials planned (2 cases x 2 agents x 1 arms x 1 attempts)" in out, out
+    assert "4 trials planned (2 cases x 2 agents x 1 arm x 1 attempt)" in out, out
     for variant, outcome in ((a, "PASSED"), (b, "FAILED")):
         for case in ("c1", "c2"):
             assert f"evals/evals.json::{case}[{variant}-with_skill-1] {outcome}" in out, out

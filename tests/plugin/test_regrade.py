@@ -135,7 +135,7 @@ def test_regrade_latest_takes_its_plan_from_the_run_it_grades(skill_project: Ski
     regraded = skill_project.run("--env-mode", "local", "--ek", "sandbox=none", "--regrade", "latest")
     regraded.assert_outcomes(passed=4)
     said = " ".join(regraded.stdout.str().split())
-    assert f"--regrade {first.name}: grades that run's trials again with its plan: agents replay, 2 attempt(s)" in said
+    assert f"--regrade {first.name}: grades that run's trials again with its plan: agents replay, 2 attempts" in said
     second = _runs(skill_project, "hello-skill")[-1]
     assert json.loads((second / "run_config.json").read_text())["regraded_from"] == first.name
 
@@ -192,7 +192,7 @@ def test_regrade_reruns_changed_checks_on_the_workspace_a_kept_run_recorded(skil
     # As the docs write it: no environment options; the regrade grades where that run ran (local, not Docker).
     regraded = skill_project.run("--regrade", first.name)
     assert "--regrade kept" not in regraded.stdout.str()
-    assert "1 attempt(s), with_skill; env mode local" in " ".join(regraded.stdout.str().split())
+    assert "1 attempt, with_skill; env mode local" in " ".join(regraded.stdout.str().split())
     regraded.assert_outcomes(passed=1)
     second = _runs(skill_project, "hello-skill")[-1]
     document = json.loads(next(second.glob("*/with_skill/trials/explicit-greeting.1.json")).read_text())

@@ -221,6 +221,10 @@ def test_a_changed_dataset_refuses_its_skill_and_the_others_resume(
             break
         said = " ".join(resumed.stdout.str().split())
         resumed.assert_outcomes(passed=2, errors=1)
+        # The start says which skill runs nothing and why, beside the one that resumes.
+        assert f"skilleval: other: no trials: --resume {run.name} (other): the dataset changed" in said, said
+        assert "(its collection error below)" in said, said
+        assert "skilleval: demo: --resume " in said and "reuses 1 of 2 planned trials, runs 1" in said, said
         [error] = [line for line in resumed.stdout.lines if line.startswith("ERROR ")]
         assert error.startswith("ERROR skills/other/evals/evals.json"), error
         assert (

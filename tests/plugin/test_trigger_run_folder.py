@@ -66,6 +66,7 @@ def test_resume_keeps_finished_trigger_trials(skill_project: SkillProject) -> No
     resumed.assert_outcomes(**OUTCOMES)
     said = " ".join(resumed.stdout.str().split())
     assert "reuses 2 of 6 planned trigger trials, runs 4" in said
+    assert "demo: 6 trigger trials planned (6 queries x 1 agent x 1 attempt)" in said
     # A trigger-only skill has no case trials: no line counts them (nor reuses "0 of 0" of them).
     assert "planned trials" not in said and "0 trials planned" not in said
     assert _run_dir(skill_project) == run  # the same run folder
