@@ -31,7 +31,7 @@ from pytest_skilleval.results.lift import agent_lift
 from pytest_skilleval.results.models import DIMENSIONS, LiftSection, LiftStat, ResultDocument, RunPlan
 from pytest_skilleval.results.natural_order import natural_key
 from pytest_skilleval.results.records import ALL_ARMS, TrialRecord
-from pytest_skilleval.results.run_folder import RunFolder, RunFolderError, find_run, load_run, run_folders
+from pytest_skilleval.results.run_folder import RunFolder, RunFolderError, find_run, load_run, run_folders, run_roots
 from pytest_skilleval.results.stats import MIN_PAIRS, paired_bootstrap_ci
 from pytest_skilleval.results.trials import Condition, ScoredTrial, build_condition, interval_pair, r4, score_trial
 
@@ -150,8 +150,8 @@ def _selection(doc: ResultDocument) -> str | None:
 
 
 def _latest_succeeded(root: Path, count: int) -> list[RunFolder]:
-    """The newest `count` succeeded runs under a results root (or a skill folder's evals/results)."""
-    for base in (root, root / "evals" / "results"):
+    """The newest `count` succeeded runs under a results root (or where a skill folder's runs are: `run_roots`)."""
+    for base in run_roots(root):
         runs = [load_run(p) for p in run_folders(base)]
         good = [r for r in runs if r.document.execution_status == "succeeded"]
         if good:

@@ -7,6 +7,8 @@ at a time when asked for, which keeps rendering linear in the number of trials.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_skilleval.results.models import ResultDocument, TrialEntry
+from pytest_skilleval.results.run_paths import ENV_RESULTS_DIR, resolve_results_root
 from pytest_skilleval.results.tree import LATEST
 from pytest_skilleval.results.trial_file import (
     MAX_TRIAL_BYTES,
@@ -40,6 +43,7 @@ __all__ = [
     "find_run",
     "load_run",
     "read_trial",
+    "run_roots",
 ]
 
 
@@ -135,6 +139,17 @@ def run_folders(results_root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.name)
 
 
+def run_roots(path: Path, env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where the runs of what a person typed lie: the folder itself (a results root), and for a skill folder where a
+    session writes them, `SKILLEVAL_RESULTS_DIR/<skill>` when that is set (as `skilleval doctor` resolves it), then
+    `<skill>/evals/results`."""
+    env = os.environ if env is None else env
+    roots = [path]
+    if (path / "SKILL.md").is_file() and env.get(ENV_RESULTS_DIR, "").strip():
+        roots.append(resolve_results_root(path, None, env))
+    return [*roots, path / "evals" / "results"]
+
+
 def find_run(target: str | Path | None) -> Path:
     """A run folder from what a person types: a run folder, its result.json, a results root or a skill folder
     (their `latest` run, else the newest one), or nothing (the current folder, taken the same way)."""
@@ -143,11 +158,18 @@ def find_run(target: str | Path | None) -> Path:
         return path.parent
     if (path / RESULT_FILE).is_file():
         return path
-    for root in (path, path / "evals" / "results"):
+    roots = run_roots(path)
+    for root in roots:
         latest = root / LATEST
         if (latest / RESULT_FILE).is_file():
             return latest.resolve()
         runs = run_folders(root)
         if runs:
             return runs[-1]
-    raise RunFolderError(f"{path}: no skilleval run here (looked for result.json, latest/ and evals/results/)")
+    looked = "".join(f", {root}" for root in roots[1:-1])
+    elsewhere = ""
+    if (path / "SKILL.md").is_file():
+        elsewhere = f"; a run written with --results-dir DIR is under DIR/{path.resolve().name}: name that folder"
+    raise RunFolderError(
+        f"{path}: no skilleval run here (looked for result.json, latest/ and evals/results/{looked}){elsewhere}"
+    )

@@ -351,6 +351,28 @@ def test_view_without_a_run_is_a_clear_error(tmp_path: Path, capsys: pytest.Capt
     assert "no skilleval run here" in capsys.readouterr().err
 
 
+def test_view_and_compare_of_a_skill_find_its_runs_under_skilleval_results_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session run with SKILLEVAL_RESULTS_DIR=E writes E/<skill>/<run-id>; `skilleval view SKILL_DIR` (and compare)
+    in the same shell find that run, as `skilleval doctor` finds that folder, instead of 'no skilleval run here'."""
+    skill = tmp_path / "skills" / "s"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: s\ndescription: d\n---\n")
+    elsewhere = tmp_path / "elsewhere"
+    a, b = _two_runs(elsewhere)  # written to elsewhere/results/<run-id>; moved to E/<skill> with E = elsewhere
+    (elsewhere / "results").rename(elsewhere / "s")
+    monkeypatch.setenv("SKILLEVAL_RESULTS_DIR", str(elsewhere))
+    assert skilleval(["view", str(skill)]) == 0
+    assert f"Report: {elsewhere / 's' / b.name / 'report.html'}" in capsys.readouterr().out
+    assert skilleval(["compare", str(skill)]) == 0
+    out = capsys.readouterr().out
+    assert f"A: {a.name}/codex/with_skill" in out and f"B: {b.name}/codex/with_skill" in out
+    monkeypatch.delenv("SKILLEVAL_RESULTS_DIR")
+    assert skilleval(["view", str(skill)]) == 2
+    assert "--results-dir" in capsys.readouterr().err  # where a run written elsewhere is to be looked for
+
+
 # -------------------------------------------------------------------------------------------- compare
 
 
