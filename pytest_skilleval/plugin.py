@@ -23,18 +23,11 @@ from pytest_skilleval.collect import (
     ignored_in_skill,
     orphan_evals_dir,
 )
+from pytest_skilleval.item_record import junit_item_properties, record_property_value, redact_record
 from pytest_skilleval.plan_lines import planned_lines
 from pytest_skilleval.results.keys import USER_PROPERTY_KEY
 from pytest_skilleval.results.run_paths import new_run_id
-from pytest_skilleval.session import (
-    STATE_KEY,
-    SkillEvalSession,
-    get_state,
-    junit_item_properties,
-    process_ends_with,
-    record_property_value,
-    redact_record,
-)
+from pytest_skilleval.session import STATE_KEY, SkillEvalSession, get_state, process_ends_with
 from pytest_skilleval.skill.config_file import CONFIG_FILE_NAMES
 from pytest_skilleval.skill.dataset import DATASET_NAMES
 from pytest_skilleval.skill.folder import find_skill_root

@@ -6,8 +6,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from pytest_skilleval.item_record import record_property_value, redact_record
 from pytest_skilleval.results.records import USER_PROPERTY_KEY, TrialRecord
-from pytest_skilleval.session import SkillEvalSession, record_property_value, redact_record
+from pytest_skilleval.session import SkillEvalSession
 from verifier.redact import Redactor
 from verifier.reward import WrittenFile
 
