@@ -1,5 +1,6 @@
 """What the session prints before the first trial, one line each: the trials each skill plans (and whether models
-are called, and what they may cost), the run a `--regrade` grades again, and how much of a `--resume`d run is reused.
+are called, and what they may cost), the run a `--regrade` grades again, how much of a `--resume`d run is reused,
+and the skills below a folder on the command line that have no evals/ (passed over).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 from pytest_skilleval.harbor.credentials import OFFLINE_AGENTS
 from pytest_skilleval.results.keys import TrialKey
 from pytest_skilleval.results.summary_text import counted
+from pytest_skilleval.skill.folder import arg_path, skills_without_evals
 from pytest_skilleval.skill.plan import case_trials, trial_label, trigger_trials
 
 if TYPE_CHECKING:
@@ -17,11 +19,30 @@ if TYPE_CHECKING:
 
 # How many of the trials a resumed run still has to run are named in its start line.
 RESUME_LISTED = 5
+# How many skills without evals/ a folder's start line names.
+BARE_LISTED = 10
 
 
 def _no_trials(skill_name: str, why: object) -> str:
     """A skill the session runs nothing of, and why; its collection error (printed below the start) says more."""
     return f"skilleval: {skill_name}: no trials: {why} (its collection error below)"
+
+
+def _bare_skill_lines(state: SkillEvalSession) -> list[str]:
+    """One line per folder on the command line whose skills partly have no evals/: a run of the folder passes over
+    them, and says so rather than leaving them out in silence."""
+    lines = []
+    for arg in state.config.args:
+        bare = skills_without_evals(arg_path(arg, state.config.invocation_params.dir))
+        if bare:
+            names = ", ".join(root.name for root in bare[:BARE_LISTED])
+            more = f" and {len(bare) - BARE_LISTED} more" if len(bare) > BARE_LISTED else ""
+            lines.append(
+                f"skilleval: {arg.split('::', 1)[0]}: {counted(len(bare), 'skill')} {'has' if len(bare) == 1 else 'have'}"
+                f" no evals/ and {'is' if len(bare) == 1 else 'are'} not run: {names}{more}; draft cases with "
+                "`skilleval create-eval-dataset SKILL_DIR` (review them), or run with --autopilot"
+            )
+    return lines
 
 
 def planned_lines(state: SkillEvalSession) -> list[str]:
@@ -30,6 +51,7 @@ def planned_lines(state: SkillEvalSession) -> list[str]:
 
     changed = state.changed_since_line()
     lines = [changed] if changed else []
+    lines += _bare_skill_lines(state)
     for skill_dir, plan in sorted(state.case_plans.items()):
         refusal = state.resume_refusal(skill_dir)
         if refusal:

@@ -174,6 +174,19 @@ def skills_below(path: Path) -> list[Path]:
     return roots
 
 
+def skills_without_evals(path: Path) -> list[Path]:
+    """The skills below the folder `path` (not a skill, nor inside one) that have no evals/ and so are passed over by
+    a run of the folder, in name order; none when no skill below has evals/ (then nothing runs, which
+    `no_skill_reason` says)."""
+    path = path.resolve()
+    if not path.is_dir() or (path / "SKILL.md").is_file() or find_skill_root(path / "_") is not None:
+        return []
+    below = skills_below(path)
+    if not any((root / "evals").is_dir() for root in below):
+        return []
+    return sorted((root for root in below if not (root / "evals").is_dir()), key=lambda root: root.name)
+
+
 def draft_commands(skill: Path) -> str:
     """Both ways from a bare skill to a run: draft a dataset to review, or let one run draft a starter case."""
     return (

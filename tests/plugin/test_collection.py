@@ -262,3 +262,22 @@ def test_a_skill_md_no_agent_can_list_is_a_warning_not_a_stopped_run(skill_proje
         ["*demo/evals/evals.json::alpha*", "*[[]skill-md-front-matter[]] SKILL.md has no front matter*"]
     )
     assert result.ret == 0
+
+
+def test_a_folder_run_names_the_skills_below_it_that_have_no_evals(skill_project: SkillProject) -> None:
+    """A repository of skills where some have no evals/ yet: the run runs the others and says which it passed over
+    (it said nothing of them: 14 of anthropics/skills' 17 were left out in silence), with the way to give them cases."""
+    skill_project.make_skill("with-cases", simple_entries("c1"))
+    for name in ("bare-b", "bare-a"):
+        bare = skill_project.root / "skills" / name
+        bare.mkdir(parents=True)
+        (bare / "SKILL.md").write_text(f"---\nname: {name}\ndescription: a skill with no evals yet\n---\n")
+    result = skill_project.run("skills", "--agents", "replay", "--env-mode", "local", "--collect-only")
+    out = result.stdout.str()
+    assert "with-cases: 2 trials planned" in out, out
+    line = "skilleval: skills: 2 skills have no evals/ and are not run: bare-a, bare-b"
+    assert line in out and "skilleval create-eval-dataset" in out and "--autopilot" in out, out
+    assert result.ret == 0
+    # a folder whose skills all have evals says nothing more, and a skill named alone is not "below a folder"
+    result = skill_project.run("skills/with-cases", "--agents", "replay", "--env-mode", "local", "--collect-only")
+    assert "not run" not in result.stdout.str()
