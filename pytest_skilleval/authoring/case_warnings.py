@@ -14,7 +14,7 @@ import re
 
 from pytest_skilleval.authoring.findings import ValidationContext
 from pytest_skilleval.results.correctness import HOW_TO_MEASURE, correctness_measured
-from pytest_skilleval.skill.dataset import DATASET_NAMES, EvalCase
+from pytest_skilleval.skill.dataset import DATASET_NAMES, FIELD_ALIASES, EvalCase
 from pytest_skilleval.skill.folder import draft_commands
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.triggers import AGENT_SKILL_EVAL_QUERIES, unread_trigger_set
@@ -43,11 +43,21 @@ def _label(case: EvalCase) -> str:
 
 
 def check_case_keys(ctx: ValidationContext) -> None:
-    """One warning per case and key of another tool that the run does not apply."""
+    """One warning per case and key of another tool that the run does not apply, and per alias that is not read
+    because its runtime name is given too, with another value (skill-creator names `assertions` `expectations` in
+    one document and not in the other)."""
     for case in ctx.valid_cases:
         for key, why in NOT_APPLIED.items():
             if key in (case.model_extra or {}):
                 ctx.add("foreign-key-not-applied", "warning", f"{_label(case)}: '{key}': {why}", ctx.dataset_path)
+        for alias in case.aliases_not_read:
+            target = FIELD_ALIASES[alias]
+            ctx.add(
+                "alias-not-read",
+                "warning",
+                f"{_label(case)}: '{alias}' is not read: '{target}' is given too and wins; move what it holds into '{target}' and drop '{alias}'",
+                ctx.dataset_path,
+            )
 
 
 def check_negative_assertions(ctx: ValidationContext) -> None:

@@ -103,6 +103,9 @@ class EvalCase(BaseModel):
     files_given: bool = Field(default=False, exclude=True)
     expected_skill: str | None = None
     expected_skill_given: bool = Field(default=False, exclude=True)
+    aliases_not_read: list[str] = Field(
+        default_factory=list, exclude=True, description="Aliases given beside their runtime name, with another value."
+    )
     should_trigger: bool | None = None
     expected_script: str | None = None
     acceptable_skills: list[str] = Field(default_factory=list)
@@ -230,7 +233,7 @@ class EvalCase(BaseModel):
 
     def entry_json(self) -> dict[str, Any]:
         """The authored entry plus the runtime aliases a grader written for either naming may read."""
-        data = self.model_dump(mode="json", exclude={"files_given", "expected_skill_given"})
+        data = self.model_dump(mode="json", exclude={"files_given", "expected_skill_given", "aliases_not_read"})
         if not self.files_given:
             data.pop("files", None)
         if not self.expected_skill_given and self.expected_skill is None:
@@ -361,11 +364,15 @@ def _entries(path: Path, data: Any) -> tuple[str, str | None, list[Any]]:
 
 def _normalize_entry(raw: Mapping[str, Any], skill_name: str | None) -> dict[str, Any]:
     entry: dict[str, Any] = {}
+    shadowed = []
     for key, value in raw.items():
         target = FIELD_ALIASES.get(key, key)
         if target != key and target in raw:
+            if value != raw[target]:
+                shadowed.append(key)  # `skilleval validate` says so
             continue  # the runtime name was authored too, and wins
         entry[target] = value
+    entry["aliases_not_read"] = shadowed
     entry["files_given"] = "files" in raw
     entry["expected_skill_given"] = "expected_skill" in raw
     if "expected_skill" not in raw and skill_name is not None:

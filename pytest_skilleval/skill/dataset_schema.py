@@ -15,7 +15,7 @@ from pytest_skilleval.skill.dataset import FIELD_ALIASES, EvalCase
 
 SCHEMA_PATH = Path(__file__).parents[1] / "schemas" / "evals.schema.json"
 SCHEMA_ID = "https://pytest-skilleval.invalid/schemas/evals.schema.json"
-INTERNAL_FIELDS = {"files_given", "expected_skill_given"}
+INTERNAL_FIELDS = {"files_given", "expected_skill_given", "aliases_not_read"}
 
 
 # Filled in by the loader from a file_equals check's `text` or `file`: never authored.

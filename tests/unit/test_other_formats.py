@@ -37,6 +37,29 @@ def test_skill_creator_expectations_collect_as_assertions() -> None:
     assert first.expected_skill == "csv-summary" and first.entry_json()["expected_behavior"] == first.assertions
 
 
+def test_validate_names_an_alias_the_runtime_name_beside_it_shadows(tmp_path: Path) -> None:
+    """skill-creator's SKILL.md calls the field `assertions` and its schemas.md `expectations`: an entry with
+    `"assertions": []` and `"expectations": [...]` ran with no assertions and nothing said so. The runtime name still
+    wins (documented); validate now names the spelling that is not read, per case, with the fix."""
+    skill = tmp_path / "demo"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: d\n---\n")
+    case = {"prompt": "p", "expected_output": "o", "files": []}
+    evals = [
+        {**case, "id": 1, "assertions": [], "expectations": ["The flyer says Nov 14"]},
+        {**case, "id": 2, "assertions": ["same"], "expectations": ["same"]},  # the same value: nothing is lost
+        {**case, "id": 3, "prompt": "p", "question": "another prompt"},
+    ]
+    (skill / "evals" / "evals.json").write_text(json.dumps({"skill_name": "demo", "evals": evals}))
+    assert load_dataset(skill / "evals" / "evals.json").cases[0].assertions == []  # the runtime name wins
+    shadowed = [f for f in validate_skill(skill).findings if f.rule == "alias-not-read"]
+    assert [f.severity for f in shadowed] == ["warning", "warning"]
+    assert shadowed[0].message == (
+        "case '1': 'expectations' is not read: 'assertions' is given too and wins; move what it holds into 'assertions' and drop 'expectations'"
+    )
+    assert "case '3': 'question' is not read: 'prompt' is given too" in shadowed[1].message
+
+
 def test_query_is_the_prompt_and_object_assertions_give_their_text() -> None:
     cases = {case.id: case for case in load_dataset(FORMATS / "agent-skill-eval" / "evals.json").cases}
     assert cases["implicit"].prompt == "Ship this change for review."
