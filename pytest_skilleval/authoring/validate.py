@@ -502,31 +502,35 @@ def report_json(report: ValidationReport, strict: bool, shown_as: Path) -> dict[
     }
 
 
-_CASE_PREFIX = re.compile(r"""^case ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"): (.+)$""", re.S)
+_CASE_PREFIX = re.compile(r"""^(case|trigger query) ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"): (.+)$""", re.S)
+_PLURAL = {"case": "cases", "trigger query": "trigger queries"}
 
 
 def report_lines(report: ValidationReport, strict: bool, shown_as: Path) -> list[str]:
-    """One line per finding, except that one rule's findings for several cases that say the same thing share a line
-    (`cases 'a', 'b': ...`): a skill of 40 cases, none with checks, is one warning to read, not 40."""
-    entries: list[tuple[str, list[str]]] = []  # (the line after the case label, the case labels; none: as is)
+    """One line per finding, except that one rule's findings for several cases (or trigger queries) that say the
+    same thing share a line (`cases 'a', 'b': ...`): a skill of 40 cases, none with checks, is one warning to read,
+    not 40."""
+    entries: list[tuple[str, str, list[str]]] = []  # (the line after the label, what is labelled, the labels)
     by_text: dict[str, list[str]] = {}
     for severity in SEVERITIES:
         for f in report.of(severity):
             head = f"{f.severity}: {display_path(f.path, report, shown_as)}: [{f.rule}] "
             match = _CASE_PREFIX.match(f.message)
             if match is None:
-                entries.append((head + f.message, []))
+                entries.append((head + f.message, "", []))
                 continue
-            text = head + "\0" + match.group(2)
+            kind = match.group(1)
+            text = f"{head}\0{kind}\0{match.group(3)}"
             if text not in by_text:
                 by_text[text] = []
-                entries.append((text, by_text[text]))
-            by_text[text].append(match.group(1))
+                entries.append((text, kind, by_text[text]))
+            by_text[text].append(match.group(2))
     lines = []
-    for text, labels in entries:
+    for text, kind, labels in entries:
         if labels:
-            cases = f"case {labels[0]}" if len(labels) == 1 else f"cases {', '.join(labels)}"
-            text = text.replace("\0", f"{cases}: ", 1)
+            named = f"{kind} {labels[0]}" if len(labels) == 1 else f"{_PLURAL[kind]} {', '.join(labels)}"
+            head, _, rest = text.split("\0", 2)
+            text = f"{head}{named}: {rest}"
         lines.append(text)
     counts = f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)"
     verdict = "ok" if report.ok(strict) else "FAILED" + ("" if report.errors else " (--strict: warnings fail)")

@@ -33,7 +33,7 @@ def check_replays(ctx: ValidationContext, trigger_ids: Sequence[str] = ()) -> No
             ctx.add(
                 "replay-missing",
                 "info",
-                f"trigger query {query_id!r} has no replay (evals/replays/{query_id}.json); only the replay agent "
+                f"trigger query {query_id!r}: no replay (evals/replays/<query id>.json); only the replay agent "
                 "needs one",
                 replays,
             )

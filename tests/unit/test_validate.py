@@ -836,3 +836,23 @@ def test_missing_replays_of_several_cases_share_a_line(
     monkeypatch.chdir(tmp_path)
     _, out, _ = run(capsys, "demo")
     assert "info: demo/evals/replays: [replay-missing] cases 'a', 'b': no replay for with_skill, without_skill " in out
+
+
+def test_missing_replays_of_several_trigger_queries_share_a_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """skill-creator's trigger set is 20 queries with no ids: it printed 20 lines `trigger query 'query-1' has no
+    replay ...`, where the cases beside it shared one."""
+    plus = "schema_version: 1\ngrading:\n  mode: default_plus_custom\n"
+    skill = make_skill(tmp_path, entries("a"), grader=True, config=plus)
+    queries = [{"query": f"request {n}", "should_trigger": n % 2 == 0} for n in range(4)]
+    (skill / "evals" / "triggers.json").write_text(json.dumps(queries))
+    monkeypatch.chdir(tmp_path)
+    _, out, _ = run(capsys, "demo")
+    lines = [line for line in out.splitlines() if "[replay-missing]" in line]
+    assert lines == [
+        "info: demo/evals/replays: [replay-missing] trigger queries 'query-1', 'query-2', 'query-3', 'query-4': no "
+        "replay (evals/replays/<query id>.json); only the replay agent needs one"
+    ], out
+    code, out, _ = run(capsys, "demo", "--json")
+    assert len(json.loads(out)["info"]) == 4  # one finding each, as for cases
