@@ -247,7 +247,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
         block = skill.settings.block_on_agent_eval
         state.summary_lines.extend(f"  {problem}" for problem in problems)
         reports = _write_reports(run_dir, state.early.evidence(str(skill_dir), run_dir))
-        if records or plan.cases:
+        if records or (plan.cases and (interrupted or not triggers)):
             state.summary_lines.extend(
                 render_summary(
                     result,
@@ -259,8 +259,9 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                     jobs_path=kept_jobs_folder(records) if state.keep_jobs() else None,
                 )
             )
-        else:  # a trigger set alone: its lines are the whole story
-            state.summary_lines.append(f"{skill.name}: trigger set only; results: {run_dir / 'result.json'}")
+        else:  # a trigger set alone (or the only part selected, `-m skilleval_trigger`): its lines are the story
+            alone = " (no case selected)" if plan.cases else ""
+            state.summary_lines.append(f"{skill.name}: trigger set only{alone}; results: {run_dir / 'result.json'}")
             state.summary_lines.extend(f"{name}: {path}" for name, path in reports.items())
         if state.regrade_source(skill_dir) is not None:
             from pytest_skilleval.harbor.regrade import stored_results_note
