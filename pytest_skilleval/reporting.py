@@ -25,7 +25,12 @@ from pytest_skilleval.results.retention import prune_runs
 from pytest_skilleval.results.summary import render_summary
 from pytest_skilleval.results.tree import UnsafeResultsPath, write_results_tree
 from pytest_skilleval.results.trigger_files import write_trigger_files
-from pytest_skilleval.results.triggering import junit_trigger_properties, triggering_lines, triggering_section
+from pytest_skilleval.results.triggering import (
+    junit_trigger_properties,
+    trigger_only_line,
+    triggering_lines,
+    triggering_section,
+)
 from pytest_skilleval.session import SkillEvalSession
 from pytest_skilleval.skill.baseline import BaselineError
 from pytest_skilleval.skill.folder import SkillFolder
@@ -260,8 +265,7 @@ def finish_session(state: SkillEvalSession, session: pytest.Session, exitstatus:
                 )
             )
         else:  # a trigger set alone (or the only part selected, `-m skilleval_trigger`): its lines are the story
-            alone = " (no case selected)" if plan.cases else ""
-            state.summary_lines.append(f"{skill.name}: trigger set only{alone}; results: {run_dir / 'result.json'}")
+            state.summary_lines.append(trigger_only_line(skill.name, bool(plan.cases), str(run_dir / "result.json")))
             state.summary_lines.extend(f"{name}: {path}" for name, path in reports.items())
         if state.regrade_source(skill_dir) is not None:
             from pytest_skilleval.harbor.regrade import stored_results_note

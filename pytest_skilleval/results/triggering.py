@@ -259,6 +259,13 @@ def _figure(value: float | None, interval: tuple[float, float] | None) -> str:
     return f"{value:.2f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
 
 
+def trigger_only_line(skill: str, cases_planned: bool, result_path: str) -> str:
+    """The summary's line for a run whose only trials were its trigger set's: a skill with no cases, or one whose
+    cases none was selected (`-m skilleval_trigger`); its trigger lines follow."""
+    alone = " (no case selected)" if cases_planned else ""
+    return f"{skill}: trigger set only{alone}; results: {result_path}"
+
+
 def triggering_lines(skill: str, section: dict[str, TriggeringAgent]) -> list[str]:
     """The terminal summary's trigger lines: one per agent, then its misses and false triggers."""
     lines = []

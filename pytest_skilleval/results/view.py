@@ -15,7 +15,7 @@ from pathlib import Path
 from pytest_skilleval.results.publish import write_run_reports
 from pytest_skilleval.results.run_folder import RESULT_FILE, RunFolder, RunFolderError, find_run, load_run
 from pytest_skilleval.results.summary import render_summary
-from pytest_skilleval.results.triggering import triggering_lines
+from pytest_skilleval.results.triggering import trigger_only_line, triggering_lines
 
 __all__ = ["run_view_command"]
 
@@ -65,6 +65,13 @@ def _summary(run: RunFolder, render: bool) -> list[str]:
     """One run's summary lines, its report and card rendered first when asked or missing."""
     if render or not run.report_path.is_file() or not run.card_path.is_file():
         write_run_reports(run.path)
+    doc = run.document
+    if not doc.trials and doc.triggering and not doc.coverage.interrupted:  # as the session summed it up
+        cases = bool(doc.dataset_summary.get("n_dataset_cases") or doc.dataset_summary.get("n_native_tasks"))
+        head = [trigger_only_line(doc.skill_name, cases, str(run.path / RESULT_FILE))]
+        return [*head, f"Report: {run.report_path}", f"Card:   {run.card_path}"] + triggering_lines(
+            doc.skill_name, doc.triggering
+        )
     width = shutil.get_terminal_size((80, 24)).columns
     lines = render_summary(
         run.document,

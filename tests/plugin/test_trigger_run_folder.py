@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from pytest_skilleval.authoring.cli import main as skilleval
 from tests.plugin.test_triggers import trigger_skill
 from tests.support import LOCAL_REPLAY, SkillProject
 
@@ -25,7 +28,9 @@ def _trigger_file(run: Path, query: str) -> dict[str, Any]:
     return json.loads((run / "replay" / "triggers" / f"{query}.1.json").read_text())
 
 
-def test_trigger_trials_are_written_listed_and_shown_like_case_trials(skill_project: SkillProject) -> None:
+def test_trigger_trials_are_written_listed_and_shown_like_case_trials(
+    skill_project: SkillProject, capsys: pytest.CaptureFixture[str]
+) -> None:
     trigger_skill(skill_project)
     skill_project.run(*LOCAL_REPLAY).assert_outcomes(**OUTCOMES)
     run = _run_dir(skill_project)
@@ -53,6 +58,13 @@ def test_trigger_trials_are_written_listed_and_shown_like_case_trials(skill_proj
     report = (run / "report.html").read_text()
     assert "Trigger trials" in report and "replay/triggers/greet-ada.1.json" in report
     assert "/demo/SKILL.md" in report.split("Trigger trials", 1)[1]  # the trajectory's read, in the drill-down
+
+    # `skilleval view` says what the session said of it, not "run failed; 0/0 trials run" of the cases it has none of
+    capsys.readouterr()
+    assert skilleval(["view", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"demo: trigger set only; results: {run / 'result.json'}\nReport: "), out
+    assert "demo triggering (replay, 6 queries): precision" in out and "failed" not in out, out
 
 
 def test_resume_keeps_finished_trigger_trials(skill_project: SkillProject) -> None:
