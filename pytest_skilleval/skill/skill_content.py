@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from pytest_skilleval.results.run_paths import MARKER_FILE, is_results_folder
@@ -50,6 +51,32 @@ def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
             if left_out(name) or path in exclude:
                 continue
             digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")
-            digest.update(os.readlink(path).encode() if path.is_symlink() else path.read_bytes())
+            _add_file(digest, path)
             digest.update(b"\0")
     return digest.hexdigest()
+
+
+# Past this size a file counts by its size and modification time: the digest never reads a file whole, and a huge
+# file in evals/ (which no copy cap covers) costs no read at all.
+DIGEST_READ_LIMIT = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _add_file(digest: hashlib._Hash, path: Path) -> None:
+    """One file's part of the digest, from `lstat` first: a link counts as its target text (never followed), a FIFO or
+    device as its kind (never opened: a FIFO in evals/ used to block the run before its first trial), a regular file
+    as its bytes read in chunks, or by size and mtime past DIGEST_READ_LIMIT."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        digest.update(os.readlink(path).encode())
+    elif not stat.S_ISREG(info.st_mode):
+        digest.update(f"special:{stat.S_IFMT(info.st_mode)}".encode())
+    elif info.st_size > DIGEST_READ_LIMIT:
+        digest.update(f"large:{info.st_size}:{info.st_mtime_ns}".encode())
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            left = DIGEST_READ_LIMIT
+            while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
+                digest.update(chunk)
+                left -= len(chunk)

@@ -159,3 +159,17 @@ def test_pytest_outputs_names_every_report_option(pytester: pytest.Pytester) -> 
     )
     config = pytester.parseconfig("--json-report", "-p", "no:cacheprovider", "-o", "log_file=run.log")
     assert pytest_outputs(config) == (basetemp, root / "run.log", root / ".report.json")
+
+
+def test_a_fifo_or_huge_file_in_evals_does_not_stall_the_run(skill_project: SkillProject) -> None:
+    """The skill's digest covers evals/, which no copy cap covers: a FIFO there blocked the run before its first
+    trial (the digest opened it and waited for a writer), and a huge file was read whole into memory."""
+    skill = skill_project.copy_hello_skill(cases=[CASE])
+    os.mkfifo(skill / "evals" / "notes.fifo")
+    with open(skill / "evals" / "big.bin", "wb") as handle:
+        handle.truncate(3 * 1024**3)  # sparse: no disk block, 3 GiB by its size
+    before = {path: os.lstat(path).st_mtime_ns for path in skill.rglob("*")}
+    argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(skill_project.root / "results")]
+    result = skill_project.pytester.runpytest_subprocess(*argv, *LOCAL_REPLAY, "--skip-baseline", timeout=120)
+    result.assert_outcomes(passed=1)
+    assert {path: os.lstat(path).st_mtime_ns for path in skill.rglob("*")} == before
