@@ -213,6 +213,18 @@ def render_card(run: RunFolder) -> str:
     doc = run.document
     agents = list(doc.agents.values())
     cov = doc.coverage
+    if run.trigger_only:  # no case trial: the trigger set's figures are the card
+        alone = " (no case selected)" if run.cases_planned else ""
+        head = [f"# {md(doc.skill_name)}: skill benchmark", "", f"**Trigger set only{alone}**: no case trial ran."]
+        return "\n".join(
+            [
+                *head,
+                "",
+                *_triggering(doc),
+                f"Run {code(doc.run_id)} on {md(doc.evaluated_at)}. Full report: [{REPORT_FILE}]({REPORT_FILE}).",
+                "",
+            ]
+        )
     lines = [
         f"# {md(doc.skill_name)}: skill benchmark",
         "",

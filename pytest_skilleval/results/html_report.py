@@ -509,6 +509,8 @@ def render_report(run: RunFolder, known: Mapping[TrialKey, TrialDrillDown] | Non
             unmeasured=unmeasured_line(doc.correctness_unmeasured) if doc.correctness_unmeasured else "",
             agents=_agent_views(run, known or {}),
             triggering=_trigger_views(run),
+            trigger_only=run.trigger_only,
+            trigger_only_note=" (no case selected)" if run.cases_planned else "",
             dimensions=DIMENSIONS,
         )
     )

@@ -108,6 +108,19 @@ class RunFolder:
         return found
 
     @property
+    def trigger_only(self) -> bool:
+        """The run's only trials were its trigger set's (a skill with no cases, or none selected: `-m
+        skilleval_trigger`): its summary, report and card show the trigger set, not a failed case run."""
+        doc = self.document
+        return not doc.trials and bool(doc.triggering) and not doc.coverage.interrupted
+
+    @property
+    def cases_planned(self) -> bool:
+        """The skill has cases (dataset entries or native tasks), whether or not this run selected any."""
+        summary = self.document.dataset_summary
+        return bool(summary.get("n_dataset_cases") or summary.get("n_native_tasks"))
+
+    @property
     def report_path(self) -> Path:
         return self.path / REPORT_FILE
 

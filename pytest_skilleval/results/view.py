@@ -66,9 +66,8 @@ def _summary(run: RunFolder, render: bool) -> list[str]:
     if render or not run.report_path.is_file() or not run.card_path.is_file():
         write_run_reports(run.path)
     doc = run.document
-    if not doc.trials and doc.triggering and not doc.coverage.interrupted:  # as the session summed it up
-        cases = bool(doc.dataset_summary.get("n_dataset_cases") or doc.dataset_summary.get("n_native_tasks"))
-        head = [trigger_only_line(doc.skill_name, cases, str(run.path / RESULT_FILE))]
+    if run.trigger_only:  # as the session summed it up
+        head = [trigger_only_line(doc.skill_name, run.cases_planned, str(run.path / RESULT_FILE))]
         return [*head, f"Report: {run.report_path}", f"Card:   {run.card_path}"] + triggering_lines(
             doc.skill_name, doc.triggering
         )

@@ -65,6 +65,12 @@ def test_trigger_trials_are_written_listed_and_shown_like_case_trials(
     out = capsys.readouterr().out
     assert out.startswith(f"demo: trigger set only; results: {run / 'result.json'}\nReport: "), out
     assert "demo triggering (replay, 6 queries): precision" in out and "failed" not in out, out
+    # and report.html and BENCHMARK.md: the trigger set, not a failed case run with every dimension NO SCORE
+    assert '<div class="label" id="verdict-text">Trigger set only</div>' in report
+    assert "run failed" not in report and "Dimensions" not in report and "Triggering: replay" in report
+    card = (run / "BENCHMARK.md").read_text()
+    assert "**Trigger set only**: no case trial ran." in card and "## Triggering (evals/triggers.json)" in card
+    assert "failed" not in card.lower() and "Tier 3" not in card, card
 
 
 def test_resume_keeps_finished_trigger_trials(skill_project: SkillProject) -> None:
