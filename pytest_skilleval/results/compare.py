@@ -263,18 +263,23 @@ def _measure(name: str, stat: LiftStat | None) -> Delta:
     return Delta(name, stat.without_skill, stat.with_skill, stat.delta, ci, stat.n_pairs, stat.insufficient)
 
 
+def _cases(ids: list[str]) -> str:
+    """`case 1` / `cases 1, 2`: case ids named as cases (skill-creator's are numbers, which read as counts alone)."""
+    return f"case {ids[0]}" if len(ids) == 1 else f"cases {', '.join(ids)}"
+
+
 def _pairing(a: Side, b: Side, ca: dict[str, list[ScoredTrial]], cb: dict[str, list[ScoredTrial]]) -> list[str]:
     """How the two sides lined up, in words: paired cases, cases on one side only, attempts that differ."""
     shared = [c for c in cb if c in ca]
     notes = [f"paired over {len(shared)} case(s) scored on both sides"]
     only_a, only_b = sorted(set(ca) - set(cb), key=natural_key), sorted(set(cb) - set(ca), key=natural_key)
     if only_a:
-        notes.append(f"not paired, scored in A only: {', '.join(only_a)}")
+        notes.append(f"not paired, scored in A only: {_cases(only_a)}")
     if only_b:
-        notes.append(f"not paired, scored in B only: {', '.join(only_b)}")
+        notes.append(f"not paired, scored in B only: {_cases(only_b)}")
     uneven = [c for c in shared if [t.record.attempt for t in ca[c]] != [t.record.attempt for t in cb[c]]]
     if uneven:
-        notes.append(f"attempts differ (case means compared, no per-attempt pairing): {', '.join(uneven)}")
+        notes.append(f"attempts differ in {_cases(uneven)} (case means compared, no per-attempt pairing)")
     if a.plan.skill != b.plan.skill:
         notes.append(f"different skills: A {a.plan.skill}, B {b.plan.skill} (cases paired by id)")
     if a.plan.grading_mode != b.plan.grading_mode:

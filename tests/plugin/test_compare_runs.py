@@ -81,7 +81,8 @@ def a_partial_run_with_fewer_attempts_is_named(
     capsys.readouterr()
     assert skilleval(["compare", str(run_dir), str(partial), "--agents", f"{A},replay"]) == 0
     text = capsys.readouterr().out
-    assert "attempts differ (case means compared, no per-attempt pairing): c1, c2" in text, text
+    # the cases named as cases: skill-creator's ids are numbers, and "attempts differ ...: 1, 2" read as attempts
+    assert "attempts differ in cases c1, c2 (case means compared, no per-attempt pairing)" in text, text
     assert "By case (overall; attempts paired by number where both sides ran the same ones, else case means)" in text
     [row] = [line.split() for line in text.splitlines() if line.startswith("  c3 ")]
     assert row[1:5] == [f"{c3['a']:.4f}", "not", "run", "N/A"], row
