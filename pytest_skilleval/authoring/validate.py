@@ -31,6 +31,7 @@ from pytest_skilleval.authoring.findings import (
 from pytest_skilleval.authoring.harbor_contract import check_harbor_contract
 from pytest_skilleval.authoring.validate_replays import check_replays
 from pytest_skilleval.authoring.validate_triggers import check_trigger_set
+from pytest_skilleval.skill.bounded_parse import read_author_file
 from pytest_skilleval.skill.bounded_yaml import load_yaml
 from pytest_skilleval.skill.case_ids import duplicate_key
 from pytest_skilleval.skill.config_file import (
@@ -82,9 +83,7 @@ def _config_rule(field_name: str, message: str) -> str:
 def _lenient_mode(path: Path) -> str | None:
     """The grading mode an invalid config still states, so later checks judge the run the author meant."""
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        data = load_yaml(path.read_text(encoding="utf-8"))
+        data = load_yaml(read_author_file(path, MAX_CONFIG_BYTES).decode("utf-8"))
         return normalize_grading_mode(data["grading"]["mode"])
     except Exception:  # noqa: BLE001 - any unreadable shape simply means "not stated"
         return None

@@ -10,8 +10,11 @@ message names the limit, which the dataset and config loaders turn into their ow
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 MAX_DEPTH = 64
@@ -105,4 +108,33 @@ def load_json(text: str) -> Any:
         raise ParseLimitError(f"nested deeper than {MAX_DEPTH} levels")
     if long_integers:
         refuse_long_integers(data)
+    return data
+
+
+def read_author_file(path: Path, limit: int) -> bytes:
+    """An author file's bytes (a dataset, trigger set or config.yml), read without following a link and never past
+    `limit`; raises ParseLimitError saying what is wrong: a link (`evals.json -> /etc/passwd` was read, and a link
+    into /proc passed the size check with its size of 0), a FIFO or device (never opened long enough to block), or
+    a file over the limit."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise ParseLimitError(
+            f"is a symbolic link to {os.readlink(path)}; links in a skill are never followed: copy the file here "
+            "in its place"
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise ParseLimitError("is not a regular file (a folder, FIFO, socket or device); make it an ordinary file")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ParseLimitError("is not a regular file (it was replaced while being read)")
+        parts: list[bytes] = []
+        left = limit + 1  # one byte past the limit tells a file over it; its stated size is only the first guess
+        while left > 0 and (part := handle.read(min(left, max(info.st_size + 1, 1 << 16)))):
+            parts.append(part)
+            left -= len(part)
+        data = b"".join(parts)
+    if len(data) > limit:
+        raise ParseLimitError(f"is larger than {limit:,} bytes")
     return data

@@ -10,6 +10,7 @@ layer can apply CLI > config > ini > default.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import typing
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
-from pytest_skilleval.skill.bounded_parse import ParseLimitError
+from pytest_skilleval.skill.bounded_parse import ParseLimitError, read_author_file
 from pytest_skilleval.skill.entry_keys import did_you_mean
 from pytest_skilleval.skill.foreign_formats import EXAM, exam_config
 from pytest_skilleval.skill.setting_catalog import declared_settings
@@ -460,8 +461,9 @@ CLI_ONLY_KEYS = _cli_only_names()
 
 
 def find_config(evals_dir: Path) -> Path | None:
-    """The config file in `evals_dir`; both names present is ambiguous and an error."""
-    present = [evals_dir / name for name in CONFIG_FILE_NAMES if (evals_dir / name).is_file()]
+    """The config file in `evals_dir`; both names present is ambiguous and an error. A link, FIFO or folder of the
+    name counts as present (reading it then says what is wrong with it) rather than as no config at all."""
+    present = [evals_dir / name for name in CONFIG_FILE_NAMES if os.path.lexists(evals_dir / name)]
     if len(present) > 1:
         raise ConfigError(present[1], "", f"both {present[0].name} and {present[1].name} exist; keep only one")
     return present[0] if present else None
@@ -544,9 +546,11 @@ def load_config(evals_dir: Path) -> EvalsConfigBase | None:
     if path is None:
         return None
     try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
+        if path.lstat().st_size > MAX_CONFIG_BYTES:
             raise ConfigError(path, "", f"config file is larger than {MAX_CONFIG_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
+        text = read_author_file(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except ParseLimitError as exc:
+        raise ConfigError(path, "", exc.message) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, "", f"cannot read config: {exc}") from None
     import yaml  # only a skill with a config file reads YAML

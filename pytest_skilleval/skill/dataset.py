@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json
+from pytest_skilleval.skill.bounded_parse import ParseLimitError, load_json, read_author_file
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
 from pytest_skilleval.skill.check_files import expected_files
 from pytest_skilleval.skill.entry_keys import KeyTypo, did_you_mean, near_miss_keys
@@ -521,9 +521,11 @@ def read_text(path: Path) -> str:
     """The dataset file's text, refusing what is too large or not UTF-8; raises DatasetError. A leading byte order
     mark (some Windows editors write one) is dropped, as JSON parsers may and as config.yml's reader does."""
     try:
-        if path.stat().st_size > MAX_DATASET_BYTES:
+        if path.lstat().st_size > MAX_DATASET_BYTES:
             raise DatasetError(path, f"larger than {MAX_DATASET_BYTES // (1024 * 1024)} MiB")
-        return path.read_text(encoding="utf-8-sig")
+        return read_author_file(path, MAX_DATASET_BYTES).decode("utf-8-sig")
+    except ParseLimitError as error:
+        raise DatasetError(path, error.message) from None
     except UnicodeDecodeError:
         raise DatasetError(path, "is not UTF-8 text") from None
     except OSError as error:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_skilleval.results.run_paths import run_results_folder
-from pytest_skilleval.skill.config_file import load_config
+from pytest_skilleval.skill.config_file import ConfigError, load_config
 from pytest_skilleval.skill.dataset import Dataset, find_dataset, parse_dataset, read_text
 from pytest_skilleval.skill.foreign_formats import foreign_layout
 from pytest_skilleval.skill.judging import judge_run_config
@@ -60,7 +60,11 @@ class SkillFolder:
 
     @cached_property
     def config(self) -> Any | None:
-        """evals/config.yml as a validated model, or None; raises the config module's error on bad input."""
+        """evals/config.yml as a validated model, or None; raises the config module's error on bad input, and on a
+        link where the run reads evals/ (`evals_link`): one error for the skill, before anything is read."""
+        problem = evals_link(self.path)
+        if problem is not None:
+            raise ConfigError(*problem)
         return load_config(self.evals_dir)
 
     @cached_property
@@ -116,6 +120,21 @@ class SkillFolder:
     @cached_property
     def grader(self) -> Path | None:
         return find_grader(self.evals_dir)
+
+
+def evals_link(skill_dir: Path) -> tuple[Path, str, str] | None:
+    """(path, field, message) for the first symbolic link among what the run reads of evals/ by name besides its
+    dataset, trigger set and config file (whose readers refuse a link under their own names): the folder, the grader
+    and the replays; None when there is none. A linked evals/ was read wherever it pointed, and a linked grader was
+    passed over in silence: the skill ran without its custom grader."""
+    evals = skill_dir / "evals"
+    for path in (evals, *(evals / name for name in (*GRADER_NAMES, "replays"))):
+        if path.is_symlink():
+            fix = "copy the folder here in its place" if path.is_dir() else "copy the file here in its place"
+            return path, "", f"is a symbolic link to {os.readlink(path)}; links in a skill are never followed: {fix}"
+        if path == evals and not path.is_dir():
+            return None
+    return None
 
 
 def find_grader(evals_dir: Path) -> Path | None:

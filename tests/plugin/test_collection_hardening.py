@@ -4,6 +4,7 @@ are one clear collection error each while other skills still run, and the silent
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,52 @@ def test_bad_timeout_is_a_collection_error_naming_the_field(skill_project: Skill
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert "evals/harbor/t1/task.toml: task.toml field agent.timeout_sec: must be" in output
     assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
+# --- links where the run reads evals/ by name --------------------------------------------------------------------
+
+# Each: the name in evals/ made a link to a copy of its real content outside the skill. Before, the dataset, trigger
+# set and config file were read through the link (`evals.json -> /etc/passwd` was parsed), a linked evals/ folder was
+# run from wherever it pointed, and a linked grader was passed over in silence (the skill ran without it).
+EVALS_LINKS = ["evals.json", "config.yml", "triggers.json", "grader.py", "replays", "."]
+
+
+@pytest.mark.parametrize("name", EVALS_LINKS)
+def test_a_link_in_evals_is_one_collection_error_never_followed(
+    skill_project: SkillProject, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    skill = skill_project.copy_hello_skill("linked", triggers=["t-say-hello"], cases=["explicit-greeting"])
+    skill_project.copy_hello_skill("good", cases=["explicit-greeting"])
+    link = (skill / "evals" / name).resolve()
+    outside = tmp_path_factory.mktemp("outside") / link.name
+    link.rename(outside)
+    link.symlink_to(outside, target_is_directory=outside.is_dir())
+    before = sorted((str(path), os.lstat(path).st_mtime_ns) for path in skill.rglob("*"))
+    atime = os.stat(outside).st_atime_ns
+    result, output = collect(skill_project)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    lines = [line for line in output.splitlines() if f"{link}: is a symbolic link to {outside}" in line]
+    assert len(lines) == 1 and "links in a skill are never followed: copy the" in lines[0], output
+    assert "skills/good/evals/evals.json::explicit-greeting[replay-with_skill-1]" in output
+    assert "1 error" in output
+    if name != "triggers.json":  # a broken trigger set is its own error: the skill's cases still run
+        assert "skills/linked/evals/evals.json::" not in output
+    assert sorted((str(path), os.lstat(path).st_mtime_ns) for path in skill.rglob("*")) == before
+    if outside.is_file():
+        os.utime(outside, ns=(atime - 10**9, os.stat(outside).st_mtime_ns))
+        collect(skill_project)
+        assert os.stat(outside).st_atime_ns == atime - 10**9  # the target was never read
+
+
+def test_a_fifo_as_config_yml_is_one_collection_error(skill_project: SkillProject) -> None:
+    """It was taken for no config at all: the skill ran with the defaults, not the settings its author wrote."""
+    skill = skill_project.copy_hello_skill("fifo", cases=["explicit-greeting"])
+    (skill / "evals" / "config.yml").unlink()
+    os.mkfifo(skill / "evals" / "config.yml")
+    skill_project.copy_hello_skill("good", cases=["explicit-greeting"])
+    result, output = collect(skill_project)
+    assert f"{skill / 'evals' / 'config.yml'}: is not a regular file" in output and "1 error" in output
+    assert "skills/good/evals/evals.json::explicit-greeting[replay-with_skill-1]" in output
 
 
 # --- silent mistakes (issue 14) ----------------------------------------------------------------------------------
