@@ -7,10 +7,14 @@ skill layer, so collection checks every case's inputs without importing the stag
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 # Evaluator-only material under evals/ that a case's `files` may not select.
 RESERVED_INPUT_ROOTS = {"environment", "harbor", "results", "tests", "replays"}
+# What one case's inputs may hold, by apparent size (`st_size`), as a download out of a sandbox may: the copy writes
+# every byte, so a 1 GiB sparse file that costs the skill folder no disk block cost the host 1 GiB per trial staged.
+MAX_INPUT_BYTES = 1024 * 1024 * 1024
 
 
 class StagingError(ValueError):
@@ -82,7 +86,9 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
         problem = input_link_problem(evals_dir, default)
         if problem:
             raise StagingError(f"case {case_id!r}: the default inputs (evals/files/): {problem}")
-        return [(default, Path("."))] if default.is_dir() else []
+        pairs = [(default, Path("."))] if default.is_dir() else []
+        _check_size(evals_dir, pairs, case_id)
+        return pairs
     pairs = []
     for item in files:
         relative = Path(item.removeprefix("evals/"))
@@ -106,4 +112,25 @@ def input_sources(evals_dir: Path, files: list[str] | None, case_id: str) -> lis
             raise StagingError(f"case {case_id!r}: files entry {item!r} {problem}")
         destination = relative.relative_to("files") if relative.parts[:1] == ("files",) else relative
         pairs.append((source, destination))
+    _check_size(evals_dir, pairs, case_id)
     return pairs
+
+
+def _check_size(evals_dir: Path, pairs: list[tuple[Path, Path]], case_id: str) -> None:
+    """Refuse inputs over MAX_INPUT_BYTES in all, from `lstat` (links were refused already), before any is copied."""
+    total = 0
+    for source, _ in pairs:
+        walked: Iterable[tuple[str, list[str], list[str]]] = (
+            os.walk(source) if source.is_dir() else [(str(source.parent), [], [source.name])]
+        )
+        for folder, _dirs, files in walked:
+            for name in files:
+                size = os.lstat(os.path.join(folder, name)).st_size
+                total += size
+                if total > MAX_INPUT_BYTES:
+                    shown = os.path.relpath(os.path.join(folder, name), evals_dir.parent)
+                    raise StagingError(
+                        f"case {case_id!r}: its inputs hold more than {MAX_INPUT_BYTES // 1024**3} GiB by apparent "
+                        f"size (reached at {shown}, {size:,} bytes): each trial copies them whole, a sparse "
+                        "file's holes included; make the inputs smaller, or generate large data inside the sandbox"
+                    )

@@ -88,3 +88,25 @@ def test_plain_inputs_are_still_staged(skill_project: SkillProject) -> None:
     result.assert_outcomes(passed=1)
     trial = next((skill_project.root / "results" / "demo").glob("2*/replay/with_skill/trials/a.1.json"))
     assert "fine" in json.dumps(json.loads(trial.read_text())["trajectory"])
+
+
+@pytest.mark.parametrize("files", [None, ["files/big.bin"], ["files"]])
+def test_inputs_over_the_size_cap_are_one_collection_error_before_a_byte_is_copied(
+    skill_project: SkillProject, files: list[str] | None
+) -> None:
+    """A sparse file costs the skill folder no disk block, but staging writes every byte: a 1 GiB `truncate` input
+    cost the host 1 GiB per trial. Inputs are capped by apparent size, as downloads out of a sandbox are."""
+    skill = _skill(skill_project, files)
+    with open(skill / "evals" / "files" / "big.bin", "wb") as handle:
+        handle.truncate(1024**3 + 1)
+    skill_project.make_skill("good", simple_entries("fine"))
+    before = sorted((str(path), os.lstat(path).st_size, os.lstat(path).st_mtime_ns) for path in skill.rglob("*"))
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    lines = [line for line in result.stdout.lines if "its inputs hold more than 1 GiB" in line]
+    assert len(lines) == 1 and "evals/files/big.bin, 1,073,741,825 bytes" in lines[0], result.stdout.str()
+    assert (
+        sorted((str(path), os.lstat(path).st_size, os.lstat(path).st_mtime_ns) for path in skill.rglob("*")) == before
+    )
+    findings = [f for f in validate_skill(skill).findings if "more than 1 GiB" in f.message]
+    assert findings and findings[0].severity == "error"
