@@ -14,12 +14,9 @@ import shutil
 from pathlib import Path
 
 from pytest_skilleval.results.resume import is_our_run
-from pytest_skilleval.results.run_folder import RESULT_FILE
+from pytest_skilleval.results.run_folder import MAX_RESULT_BYTES, RESULT_FILE
 from pytest_skilleval.results.run_seal import RunSeal
 from pytest_skilleval.results.tree import LATEST, MARKER_FILE, RUN_ID_PATTERN
-
-# result.json is read only to tell a complete run from a partial one; one larger than this is not ours to parse.
-MAX_RESULT_BYTES = 128 * 1024 * 1024
 
 
 def prune_runs(results_root: Path, keep: int, current: Path, seal: RunSeal | None = None) -> list[Path]:

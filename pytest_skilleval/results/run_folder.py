@@ -25,9 +25,13 @@ from pytest_skilleval.results.trial_file import (
     trial_file_name,
     trials_folder,
 )
+from verifier import safe_io
 from verifier.reward import RichReward, rich_reward_of
+from verifier.safe_paths import FileTooLargeError
 
 RESULT_FILE = "result.json"
+# A result.json larger than this is not ours to parse (a run of 10,000 cases writes a few MiB).
+MAX_RESULT_BYTES = 128 * 1024 * 1024
 REPORT_FILE = "report.html"
 CARD_FILE = "BENCHMARK.md"
 # What one trial's drill-down may read of a file: larger files are shown as "too large", not loaded.
@@ -134,8 +138,14 @@ def load_run(run_dir: Path) -> RunFolder:
     path = Path(run_dir) / RESULT_FILE
     if not path.is_file():
         raise RunFolderError(f"{run_dir}: no {RESULT_FILE} here (not a finished skilleval run folder)")
-    try:
-        document = ResultDocument.model_validate_json(path.read_text(encoding="utf-8"))
+    try:  # never through a link, never past the cap: a run folder is untrusted (a 3 GB one took 12 GB of memory)
+        root = Path(os.path.realpath(run_dir))  # the folder named (`latest` is a link to it); nothing below it is
+        data = safe_io.read_bytes(root, RESULT_FILE, max_bytes=MAX_RESULT_BYTES, label=str(run_dir))
+        document = ResultDocument.model_validate_json(data)
+    except FileTooLargeError:
+        raise RunFolderError(
+            f"{path}: not a skilleval result.json (larger than {MAX_RESULT_BYTES // (1024 * 1024)} MiB)"
+        ) from None
     except (OSError, ValidationError) as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise RunFolderError(f"{path}: not a skilleval result.json ({first})") from None

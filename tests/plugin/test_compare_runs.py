@@ -165,3 +165,32 @@ def test_compare_two_skills_of_one_session_names_each(
     assert pair["a"] == f"demo {runs[0].name}/replay/with_skill"
     assert pair["b"] == f"demo-v2 {runs[1].name}/replay/with_skill"
     assert "different skills: A demo, B demo-v2 (cases paired by id)" in pair["pairing"]
+
+
+@pytest.mark.parametrize("tamper", ["link", "huge"])
+def test_a_tampered_result_json_is_one_line_for_view_and_compare(
+    skill_project: SkillProject,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path_factory: pytest.TempPathFactory,
+    tamper: str,
+) -> None:
+    """A run folder is untrusted: a result.json replaced by a link (here to a valid copy outside, so following it
+    would have worked) was read through it, and a 3 GiB one was read whole (12 GB of memory, then more)."""
+    skill_project.make_skill("demo", simple_entries("c1"))
+    skill_project.run("--agents", "replay", "--env-mode", "local", "--skip-baseline").assert_outcomes(passed=1)
+    (result,) = (skill_project.root / "results" / "demo").glob("2*/result.json")
+    assert skilleval(["view", str(result.parent)]) == 0
+    if tamper == "link":
+        outside = tmp_path_factory.mktemp("outside") / "result.json"
+        result.rename(outside)
+        result.symlink_to(outside)
+        expected = f"is a symbolic link (to {outside})"
+    else:
+        with open(result, "r+b") as handle:
+            handle.truncate(3 * 1024**3)
+        expected = "not a skilleval result.json (larger than 128 MiB)"
+    for command in (["view", str(result.parent)], ["compare", str(result.parent), str(result.parent)]):
+        capsys.readouterr()
+        assert skilleval(command) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(result) in err[0] and expected in err[0], err
