@@ -38,9 +38,27 @@ def _skill_file_problem(skill_root: Path, relative: Path) -> str | None:
     )
 
 
+def not_utf8(name: str) -> bool:
+    """Whether a file name read from disk holds bytes that are not UTF-8 (Python keeps them as lone surrogates):
+    Harbor's upload and digest encode names as UTF-8 and crashed on one with a traceback."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def printable(path: Path | str) -> str:
+    """A path as one line can show it: bytes that are not UTF-8 as `\\xff` escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _link_problem(path: Path, skill_root: Path) -> str | None:
-    """Why `path` cannot be an input: a symbolic link (saying where it points) or a special file; else None."""
+    """Why `path` cannot be an input: a symbolic link (saying where it points), a special file, or a name that is
+    not UTF-8; else None."""
     shown = path.relative_to(skill_root).as_posix() if path.is_relative_to(skill_root) else str(path)
+    if not_utf8(path.name):
+        return f"{printable(shown)} has a name that is not UTF-8 text; rename it"
     if path.is_symlink():
         target = os.readlink(path)
         outside = not Path(os.path.realpath(path)).is_relative_to(skill_root)

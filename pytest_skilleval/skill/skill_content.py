@@ -50,7 +50,7 @@ def content_digest(skill_dir: Path, exclude: tuple[Path, ...] = ()) -> str:
             path = Path(current, name)
             if left_out(name) or path in exclude:
                 continue
-            digest.update(str(path.relative_to(skill_dir)).encode() + b"\0")
+            digest.update(os.fsencode(path.relative_to(skill_dir)) + b"\0")
             _add_file(digest, path)
             digest.update(b"\0")
     return digest.hexdigest()
@@ -68,7 +68,7 @@ def _add_file(digest: hashlib._Hash, path: Path) -> None:
     as its bytes read in chunks, or by size and mtime past DIGEST_READ_LIMIT."""
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
-        digest.update(os.readlink(path).encode())
+        digest.update(os.fsencode(os.readlink(path)))
     elif not stat.S_ISREG(info.st_mode):
         digest.update(f"special:{stat.S_IFMT(info.st_mode)}".encode())
     elif info.st_size > DIGEST_READ_LIMIT:

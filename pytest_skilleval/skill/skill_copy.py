@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_skilleval.results.run_paths import is_results_folder, run_results_folder
-from pytest_skilleval.skill.case_inputs import StagingError
+from pytest_skilleval.skill.case_inputs import StagingError, not_utf8, printable
 from pytest_skilleval.skill.skill_content import left_out
 from verifier import safe_io
 from verifier.safe_paths import MAX_COPY_DEPTH
@@ -128,6 +128,10 @@ def plan_skill_copy(skill_dir: Path, exclude: Iterable[Path] = ()) -> SkillCopy:
             child = f"{rel}/{entry.name}" if rel else entry.name
             path = root / child
             if left_out(entry.name):
+                continue
+            if not_utf8(entry.name):
+                message = f"{printable(path)}: the name is not UTF-8 text; rename it"
+                copy.problems.append(CopyProblem("skill-copy", path, message))
                 continue
             if entry.is_symlink():
                 candidates.append((child, os.readlink(path)))

@@ -110,3 +110,20 @@ def test_inputs_over_the_size_cap_are_one_collection_error_before_a_byte_is_copi
     )
     findings = [f for f in validate_skill(skill).findings if "more than 1 GiB" in f.message]
     assert findings and findings[0].severity == "error"
+
+
+@pytest.mark.parametrize("where", ["evals/files", "scripts"])
+def test_a_name_that_is_not_utf8_is_one_collection_error(skill_project: SkillProject, where: str) -> None:
+    """Harbor encodes names as UTF-8: an input (or a skill file) named with other bytes crashed the trial with a
+    UnicodeEncodeError traceback, and the skill's digest crashed the session."""
+    skill = _skill(skill_project)
+    (skill / where).mkdir(exist_ok=True)
+    with open(os.path.join(os.fsencode(skill / where), b"bad\xff.txt"), "w") as handle:
+        handle.write("x")
+    skill_project.make_skill("good", simple_entries("fine"))
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    lines = [line for line in output.splitlines() if "is not UTF-8 text; rename it" in line]
+    assert len(lines) == 1 and f"{where}/bad\\xff.txt" in lines[0], output
+    assert "Traceback" not in output and "UnicodeEncodeError" not in output
