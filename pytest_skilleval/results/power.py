@@ -25,7 +25,7 @@ from pytest_skilleval.results.trials import Condition, ScoredTrial, r4
 
 ALPHA = 0.05
 POWER = 0.8
-MAX_SUGGESTED = 1000
+MAX_SUGGESTED = 100  # the most attempts a run accepts (skill.settings.MAX_ATTEMPTS): never suggest more
 
 
 def _z_sum() -> float:

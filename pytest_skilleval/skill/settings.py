@@ -118,6 +118,8 @@ GradingMode = Annotated[
 Threshold = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 Multiplier = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 PositiveCount = Annotated[int, Field(ge=1)]
+MAX_ATTEMPTS = 100  # each is an item made at collection: `n_attempts: 100000000` in a config.yml took all memory
+AttemptCount = Annotated[int, Field(ge=1, le=MAX_ATTEMPTS)]
 NonNegativeCount = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
@@ -178,7 +180,8 @@ class RunSettings(BaseModel):
         ),
     ] = Field(default_factory=dict)
     n_attempts: Annotated[
-        PositiveCount, Setting("Attempts per case, agent and arm.", parse=int, metavar="N", config="harbor.n_attempts")
+        AttemptCount,
+        Setting("Attempts per case, agent and arm (at most 100).", parse=int, metavar="N", config="harbor.n_attempts"),
     ] = 1
     pass_threshold: Annotated[
         Threshold,

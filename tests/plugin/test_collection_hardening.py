@@ -139,6 +139,17 @@ def test_alias_bomb_in_config_yml_is_one_collection_error(skill_project: SkillPr
     assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
 
 
+def test_attempt_bomb_in_config_yml_is_one_collection_error(skill_project: SkillProject) -> None:
+    """Every attempt is an item made at collection: `n_attempts: 100000000` from a skill took all the host's memory
+    (a MemoryError traceback under a 3 GB limit, the OOM killer without one) before the first trial."""
+    skill = skill_project.make_skill("bomb", simple_entries("c"))
+    (skill / "evals" / "config.yml").write_text("schema_version: 1\nharbor:\n  n_attempts: 100000000\n")
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project)
+    assert f"{skill / 'evals' / 'config.yml'}: harbor.n_attempts: Input should be less than or equal to 100" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output and "1 error" in output
+
+
 @pytest.mark.parametrize("value", ["-5", "0", "nan"])
 def test_bad_timeout_is_a_collection_error_naming_the_field(skill_project: SkillProject, value: str) -> None:
     skill = skill_project.make_skill("native", simple_entries("t1"))
