@@ -57,6 +57,8 @@ from harbor.models.trial.paths import EnvironmentPaths
 from pytest_skilleval import __version__
 from pytest_skilleval.harbor.replay_actions import Editor, Terminal, is_edit, keystrokes_of
 from pytest_skilleval.harbor.replay_edits import apply_patch, claude_edit, is_claude_edit, patch_call
+from pytest_skilleval.results.trajectory_cap import MAX_TRAJECTORY_READ_BYTES
+from pytest_skilleval.skill.bounded_parse import ParseLimitError, read_author_file
 from verifier import safe_io
 from verifier.atif_repair import repaired
 from verifier.message_calls import acts_in_text, agent_shape, text_calls
@@ -77,6 +79,10 @@ _ARM_SPELLING = {
 
 class ReplayFileNotFoundError(FileNotFoundError):
     """No replay file exists for the case and arm."""
+
+
+class ReplayFileError(ValueError):
+    """The replay file is a link, not a regular file, or over the size cap."""
 
 
 def replay_candidates(replay_dir: str | Path, case_id: str, arm: str) -> list[Path]:
@@ -218,7 +224,10 @@ class ReplayAgent(BaseAgent):
         """Read the replay file, with ``{skills_dir}`` substituted."""
         if self.replay_path is None:
             self.replay_path = find_replay(self.replay_dir, self.case_id, self.arm)
-        text = self.replay_path.read_text(encoding="utf-8")
+        try:  # the skill's file: never through a link, never past the cap (a 3 GiB replay was read whole)
+            text = read_author_file(self.replay_path, MAX_TRAJECTORY_READ_BYTES).decode("utf-8")
+        except ParseLimitError as error:
+            raise ReplayFileError(f"replay {self.replay_path} {error.message}") from None
         data = json.loads(with_skills_dir(text, self.effective_skills_dir))
         if isinstance(data, dict):
             data, _ = repaired(data)  # what real agents write that the strict model refuses (verifier.atif_repair)

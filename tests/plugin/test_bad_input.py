@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -142,3 +143,30 @@ def test_validate_names_the_field_of_a_huge_integer(skill_project: SkillProject,
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("error:")]
     assert f"evals/{dataset_name}: [dataset-invalid]" in line and all(fragment in line for fragment in expected)
+
+
+@pytest.mark.parametrize("bad", ["link", "huge"])
+def test_a_linked_or_huge_replay_is_one_trial_error_never_read(
+    skill_project: SkillProject, tmp_path_factory: pytest.TempPathFactory, bad: str
+) -> None:
+    """A replay is the skill's file: one linked outside (a valid one, so following it would have worked) was read
+    through the link, and a 3 GiB one was read whole into the pytest process."""
+    skill = skill_project.make_skill("broken", simple_entries("c"))
+    replay = skill / "evals" / "replays" / "c.json"
+    if bad == "link":
+        outside = tmp_path_factory.mktemp("outside") / "c.json"
+        replay.rename(outside)
+        replay.symlink_to(outside)
+        expected = f"replay {replay} is a symbolic link to {outside}; links in a skill are never followed"
+    else:
+        with open(replay, "r+b") as handle:
+            handle.truncate(3 * 1024**3)
+        expected = f"replay {replay} is larger than 67,108,864 bytes"
+    before = sorted((str(path), os.lstat(path).st_size, os.lstat(path).st_mtime_ns) for path in skill.rglob("*"))
+    skill_project.make_skill("good", GOOD)
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-baseline")
+    result.assert_outcomes(passed=1, errors=1)
+    assert expected in result.stdout.str() and "MemoryError" not in result.stdout.str()
+    assert (
+        sorted((str(path), os.lstat(path).st_size, os.lstat(path).st_mtime_ns) for path in skill.rglob("*")) == before
+    )
