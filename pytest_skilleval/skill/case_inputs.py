@@ -69,6 +69,29 @@ def _link_problem(path: Path, skill_root: Path) -> str | None:
     return None
 
 
+def link_leaving(folder: Path, never: str | None = None) -> str | None:
+    """The first symbolic link below `folder` (a native task's) that is absolute, leaves it or points at nothing, or
+    is `never` at its top, as one line naming it and its target; None when there is none. Never followed: a linked
+    folder is not entered. (Harbor reads a task's instruction.md on the host: linked to ~/.ssh/id_rsa, the key
+    became the agent's prompt.)"""
+    root = os.path.realpath(folder)
+    for current, dirs, files in os.walk(folder):
+        for name in sorted(dirs + files):
+            path = os.path.join(current, name)
+            if not os.path.islink(path):
+                continue
+            if name == never and current == os.fspath(folder):
+                return f"{printable(path)}: {never} must not be a symbolic link"
+            target, resolved = os.readlink(path), os.path.realpath(path)
+            inside = resolved.startswith(root + os.sep) and os.path.exists(resolved)
+            if os.path.isabs(target) or not inside:
+                return (
+                    f"{printable(path)}: a symbolic link to {printable(target)}, leaving the task folder; links in a "
+                    "skill are never followed: copy the file into the task folder in its place"
+                )
+    return None
+
+
 def input_link_problem(evals_dir: Path, source: Path) -> str | None:
     """The first link on the way from the skill folder to `source`, or anywhere below it (never followed)."""
     skill_root = Path(os.path.abspath(evals_dir.parent))

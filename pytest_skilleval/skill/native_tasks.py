@@ -26,6 +26,7 @@ from harbor.models.task.verifier_mode import (
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_skilleval.skill.case_ids import CaseIdError, canonical_case_id, duplicate_key
+from pytest_skilleval.skill.case_inputs import link_leaving
 from pytest_skilleval.skill.config_file import env_control_category, normalize_grading_mode, referenced_env_names
 from pytest_skilleval.skill.host_env import unpassed_reference_message
 from pytest_skilleval.skill.native_shipped import shipped_skills
@@ -111,8 +112,8 @@ def load_native_task(task_dir: Path) -> NativeTask:
     if task_dir.is_symlink():
         raise NativeTaskError(f"{task_dir}: native task folders must not be symbolic links")
     toml_path = task_dir / TASK_FILE
-    if toml_path.is_symlink():
-        raise NativeTaskError(f"{toml_path}: task.toml must not be a symbolic link")
+    if problem := link_leaving(task_dir, never=TASK_FILE):  # Harbor reads instruction.md on the host
+        raise NativeTaskError(problem)
     config, _ = _read_task_config(toml_path)
     entry_id = case_id
     if "entry_id" in config.metadata:

@@ -207,6 +207,27 @@ def test_a_fifo_as_config_yml_is_one_collection_error(skill_project: SkillProjec
     assert "skills/good/evals/evals.json::explicit-greeting[replay-with_skill-1]" in output
 
 
+def test_a_native_task_file_linked_outside_is_one_collection_error(
+    skill_project: SkillProject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Harbor reads a native task's instruction.md on the host and hands it to the agent as its prompt: linked to a
+    host file (~/.ssh/id_rsa), that file became the prompt. A link inside the task folder is still fine."""
+    secret = tmp_path_factory.mktemp("outside") / "id_rsa"
+    secret.write_text("PRIVATE KEY MATERIAL\n")
+    skill = skill_project.make_skill("native", simple_entries("other"), grader=False)
+    task = native_task(skill, "t1", "")
+    (task / "instruction.md").unlink()
+    (task / "instruction.md").symlink_to(secret)
+    inside = native_task(skill, "t2", "")
+    (inside / "tests" / "alias.sh").symlink_to("test.sh")
+    skill_project.make_skill("good", GOOD)
+    result, output = collect(skill_project, "--grading-mode", "custom_only")
+    expected = f"{task / 'instruction.md'}: a symbolic link to {secret}, leaving the task folder; links in a skill"
+    assert expected in output and "1 error" in output, output
+    assert "skills/native/evals/harbor/t2/task.toml::t2[replay-with_skill-1]" in output
+    assert "skills/good/evals/evals.json::fine[replay-with_skill-1]" in output
+
+
 # --- silent mistakes (issue 14) ----------------------------------------------------------------------------------
 
 
