@@ -215,7 +215,9 @@ def workspace_skill_dirs(skill: SkillFolder) -> list[Path]:
     target = (skill.path / "SKILL.md").read_bytes()
     dirs = []
     for include in settings.skill_workspace_include:
-        path = (skill.path / include).resolve()
+        path = (skill.path.resolve() / include).resolve()
+        if path != Path(os.path.normpath(skill.path.resolve() / include)):  # a link on the way: never followed
+            raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r} goes through a link")
         manifest = path / "SKILL.md"
         if not manifest.is_file():
             raise StagingError(f"{skill.evals_dir}/config.yml: skill_workspace.include {include!r}: no SKILL.md")

@@ -358,6 +358,15 @@ class _SkillWorkspaceChecks(BaseModel):
     def _include(cls, value: Any) -> Any:
         if isinstance(value, list) and any(not isinstance(v, str) or not v.strip() for v in value):
             raise PydanticCustomError("include", "include entries must be non-empty strings")
+        for entry in value if isinstance(value, list) else ():
+            parts = posixpath.normpath(entry.strip()).split("/")
+            if entry.strip().startswith("/") or parts[0] == ".." and (len(parts) < 2 or parts[1] == ".."):
+                raise PydanticCustomError(  # `/home/me/.claude/skills/x` was copied into the sandbox
+                    "include",
+                    "include entry {entry} leaves the folder holding the skill; name a sibling skill (../name) or "
+                    "a folder inside the skill",
+                    {"entry": repr(entry)},
+                )
         return [v.strip() for v in value] if isinstance(value, list) else value
 
     @model_validator(mode="after")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -117,3 +118,29 @@ def test_group_workspace_refuses_the_evaluated_skill_under_another_name(skill_pr
     result = skill_project.run(*LOCAL_REPLAY, "--ek", "sandbox=none", "--skip-with-skill")
     result.assert_outcomes(errors=1)
     assert "is the evaluated skill itself; the baseline must not see it" in result.stdout.str()
+
+
+@pytest.mark.parametrize("how", ["absolute", "up-two", "link"])
+def test_group_workspace_never_reaches_outside_the_folder_holding_the_skill(
+    skill_project: SkillProject, tmp_path_factory: pytest.TempPathFactory, how: str
+) -> None:
+    """A skill's config.yml named any host folder holding a SKILL.md (`/home/me/.claude/skills/private`) and the
+    agent of both arms could read all of it in the sandbox."""
+    victim = tmp_path_factory.mktemp("host") / "victim"
+    victim.mkdir()
+    (victim / "SKILL.md").write_text("---\nname: victim\ndescription: private\n---\n")
+    (victim / "secret.txt").write_text("VICTIM-SECRET\n")
+    skill = skill_project.make_skill("demo", simple_entries("c1"))
+    include = {"absolute": str(victim), "up-two": os.path.relpath(victim, skill), "link": "../victim"}[how]
+    if how == "link":
+        (skill_project.root / "skills" / "victim").symlink_to(victim)
+    (skill / "evals" / "config.yml").write_text(
+        f"schema_version: 1\nskill_workspace:\n  mode: group\n  include: ['{include}']\n"
+    )
+    skill_project.make_skill("good", simple_entries("fine"))
+    result = skill_project.run(*LOCAL_REPLAY, "--skip-with-skill", "--continue-on-collection-errors")
+    result.assert_outcomes(passed=1, errors=1)
+    output = result.stdout.str()
+    expected = "goes through a link" if how == "link" else "leaves the folder holding the skill"
+    assert "skill_workspace.include" in output and expected in output, output
+    assert not [p for p in (skill_project.root / "results").rglob("*") if p.is_file() and b"VICTIM" in p.read_bytes()]
