@@ -414,9 +414,14 @@ def test_shell_grader_syntax_error_and_shadowing(tmp_path: Path) -> None:
 def test_native_task_grader_symlink(tmp_path: Path) -> None:
     skill = make_skill(tmp_path, entries("t1"))
     task = native_task(skill, "t1")
-    os.symlink(ALWAYS_ONE, task / "tests" / "grader.py")
+    os.symlink(ALWAYS_ONE, task / "tests" / "grader.py")  # leaving the task folder: the task is refused, naming it
     report = validate_skill(skill)
-    assert "grader-symlink" in rules(report)
+    (invalid,) = [finding for finding in report.findings if finding.rule == "native-task-invalid"]
+    assert f"tests/grader.py: a symbolic link to {ALWAYS_ONE}, leaving the task folder" in invalid.message
+    (task / "tests" / "grader.py").unlink()
+    shutil.copy2(ALWAYS_ONE, task / "tests" / "real.py")
+    os.symlink("real.py", task / "tests" / "grader.py")  # inside the task folder: the grader rule still names it
+    assert "grader-symlink" in rules(validate_skill(skill))
 
 
 # ---------------------------------------------------------------------------------------------------------------
