@@ -172,6 +172,21 @@ def shell_replay(command: str, message: str = "working") -> dict[str, Any]:
     }
 
 
+def link_from_outside(path: Path, outside_dir: Path) -> Path:
+    """Move `path` (a file or folder) into `outside_dir` and leave a symbolic link to it in its place, so a reader
+    that followed links would still find valid content; returns where it went."""
+    outside = outside_dir / path.name
+    path.rename(outside)
+    path.symlink_to(outside, target_is_directory=outside.is_dir())
+    return outside
+
+
+def grow_sparse(path: Path, size: int = 3 * 1024**3) -> None:
+    """Make `path` `size` bytes long without writing them (sparse: no disk block): huge by its size alone."""
+    with open(path, "r+b" if path.exists() else "wb") as handle:
+        handle.truncate(size)
+
+
 def simple_entries(*ids: str, **extra: Any) -> dict[str, Any]:
     """An agentskills dataset with one entry per id."""
     return {

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, grow_sparse, link_from_outside, simple_entries
 
 GOOD = simple_entries("fine")
 
@@ -154,13 +154,10 @@ def test_a_linked_or_huge_replay_is_one_trial_error_never_read(
     skill = skill_project.make_skill("broken", simple_entries("c"))
     replay = skill / "evals" / "replays" / "c.json"
     if bad == "link":
-        outside = tmp_path_factory.mktemp("outside") / "c.json"
-        replay.rename(outside)
-        replay.symlink_to(outside)
+        outside = link_from_outside(replay, tmp_path_factory.mktemp("outside"))
         expected = f"replay {replay} is a symbolic link to {outside}; links in a skill are never followed"
     else:
-        with open(replay, "r+b") as handle:
-            handle.truncate(3 * 1024**3)
+        grow_sparse(replay)
         expected = f"replay {replay} is larger than 67,108,864 bytes"
     before = sorted((str(path), os.lstat(path).st_size, os.lstat(path).st_mtime_ns) for path in skill.rglob("*"))
     skill_project.make_skill("good", GOOD)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import LOCAL_REPLAY, SkillProject, simple_entries
+from tests.support import LOCAL_REPLAY, SkillProject, link_from_outside, simple_entries
 
 GOOD = simple_entries("fine")
 # Reads the forwarded variable in the verifier and scores 1.0 only when it arrived.
@@ -176,9 +176,7 @@ def test_a_link_in_evals_is_one_collection_error_never_followed(
     skill = skill_project.copy_hello_skill("linked", triggers=["t-say-hello"], cases=["explicit-greeting"])
     skill_project.copy_hello_skill("good", cases=["explicit-greeting"])
     link = (skill / "evals" / name).resolve()
-    outside = tmp_path_factory.mktemp("outside") / link.name
-    link.rename(outside)
-    link.symlink_to(outside, target_is_directory=outside.is_dir())
+    outside = link_from_outside(link, tmp_path_factory.mktemp("outside"))
     before = sorted((str(path), os.lstat(path).st_mtime_ns) for path in skill.rglob("*"))
     atime = os.stat(outside).st_atime_ns
     result, output = collect(skill_project)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilleval.authoring.cli import main as skilleval
-from tests.support import SkillProject, simple_entries
+from tests.support import SkillProject, grow_sparse, link_from_outside, simple_entries
 
 CASES = [f"c{i}" for i in range(1, 8)]
 # custom_only: a score with many decimals, fixed by case, arm, attempt and agent (so rounding is exercised).
@@ -181,13 +181,10 @@ def test_a_tampered_result_json_is_one_line_for_view_and_compare(
     (result,) = (skill_project.root / "results" / "demo").glob("2*/result.json")
     assert skilleval(["view", str(result.parent)]) == 0
     if tamper == "link":
-        outside = tmp_path_factory.mktemp("outside") / "result.json"
-        result.rename(outside)
-        result.symlink_to(outside)
+        outside = link_from_outside(result, tmp_path_factory.mktemp("outside"))
         expected = f"is a symbolic link (to {outside})"
     else:
-        with open(result, "r+b") as handle:
-            handle.truncate(3 * 1024**3)
+        grow_sparse(result)
         expected = "not a skilleval result.json (larger than 128 MiB)"
     for command in (["view", str(result.parent)], ["compare", str(result.parent), str(result.parent)]):
         capsys.readouterr()

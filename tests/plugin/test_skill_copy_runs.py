@@ -12,7 +12,7 @@ import pytest
 
 from pytest_skilleval.authoring.validate import validate_skill
 from pytest_skilleval.pytest_outputs import pytest_outputs
-from tests.support import LOCAL_REPLAY, SkillProject, shell_replay
+from tests.support import LOCAL_REPLAY, SkillProject, grow_sparse, shell_replay
 
 CASE = "explicit-greeting"
 # What the agent sees of its skill: every path of the installed copy, then the text of a linked script.
@@ -166,8 +166,7 @@ def test_a_fifo_or_huge_file_in_evals_does_not_stall_the_run(skill_project: Skil
     trial (the digest opened it and waited for a writer), and a huge file was read whole into memory."""
     skill = skill_project.copy_hello_skill(cases=[CASE])
     os.mkfifo(skill / "evals" / "notes.fifo")
-    with open(skill / "evals" / "big.bin", "wb") as handle:
-        handle.truncate(3 * 1024**3)  # sparse: no disk block, 3 GiB by its size
+    grow_sparse(skill / "evals" / "big.bin")
     before = {path: os.lstat(path).st_mtime_ns for path in skill.rglob("*")}
     argv = ["--skill-eval", "-p", "no:cacheprovider", "--results-dir", str(skill_project.root / "results")]
     result = skill_project.pytester.runpytest_subprocess(*argv, *LOCAL_REPLAY, "--skip-baseline", timeout=120)
