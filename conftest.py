@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import os
 
+# Loaded for the whole session, as yaml is below: pygal (report.html's charts, imported when a run's report is rendered in the test's process, e.g. by an
+# in-process `skilleval view`): it imports the importlib_metadata backport, which appends its finder to
+# sys.meta_path on import; pytester's restore then removes the backport's modules but not the finder, and every
+# later test saw no installed distribution at all (no pytest11 entry point: `--skill-eval` unrecognised in-process).
+import pygal  # noqa: F401
 import pytest
 
 # Loaded for the whole session: the plugin imports PyYAML only when it reads a YAML file, and pytester restores
